@@ -1,0 +1,30 @@
+# transcompact — `make test` and `make run` work on a fresh machine with only Python 3.10+.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test run bench snapshots clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Run the whole test suite (corpus tests run when ../shared/corpus is present).
+test: $(STAMP)
+	$(BIN)/pytest -q
+
+## The main job on a shipped example, with no API key and no network.
+run: $(STAMP)
+	$(BIN)/transcompact check fixtures/claude-code/broken-session.jsonl || true
+	$(BIN)/transcompact repair fixtures/claude-code/broken-session.jsonl > $(VENV)/repaired.jsonl
+	$(BIN)/transcompact check $(VENV)/repaired.jsonl && echo "the repaired log passes check"
+
+## Update the syrupy snapshots after a deliberate change of output.
+snapshots: $(STAMP)
+	$(BIN)/pytest -q --snapshot-update
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,235 @@
+"""OpenAI Chat Completions: one message object ↔ one Message.
+
+`content` may be a string, an array of parts, null or absent; an assistant's `tool_calls` (and
+the legacy `function_call`) become ToolCall blocks after its content; a `tool` (or legacy
+`function`) message becomes one ToolResult. How `content` was written is remembered so an
+unchanged message, and the unchanged parts of a changed one, come back as they were read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ..errors import ShapeError
+from ..model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
+
+NAME = "openai"
+
+RESULT_ROLES = frozenset({"tool", "function"})
+SIGNATURE_ROLES = frozenset({"tool", "function", "developer"})
+SIGNATURE_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+LEGACY_CALL_ID = "<function_call>"  # a legacy `function_call` has no id; the next `function` message answers it
+
+_ABSENT = "absent"
+
+
+class _Origin:
+    __slots__ = ("role", "blocks", "content_shape")
+
+    def __init__(self, role: str, blocks: tuple[Block, ...], content_shape: str):
+        self.role = role
+        self.blocks = blocks
+        self.content_shape = content_shape  # "string", "parts", "null" or "absent"
+
+
+def _decode_arguments(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return arguments
+    return arguments
+
+
+def read_part(part: Any, where: str) -> Block:
+    if not isinstance(part, dict):
+        raise ShapeError(f"{where}: a content part must be an object, not {type(part).__name__}")
+    kind = part.get("type")
+    if kind == "text" and isinstance(part.get("text"), str):
+        return Text(part["text"], raw=part)
+    if kind == "image_url" and isinstance(part.get("image_url"), dict):
+        url = part["image_url"].get("url")
+        media_type, data = _split_data_url(url)
+        return Image(media_type, data, None if data is not None else url, raw=part)
+    if kind == "file" and isinstance(part.get("file"), dict):
+        media_type, data = _split_data_url(part["file"].get("file_data"))
+        return Document(media_type, data, None, raw=part)
+    return Opaque(kind if isinstance(kind, str) else None, raw=part)
+
+
+def _split_data_url(url: Any) -> tuple[str | None, str | None]:
+    """`data:image/png;base64,AAAA` → ("image/png", "AAAA"); anything else → (None, None)."""
+    if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:200]:
+        head, _, data = url.partition(";base64,")
+        return head[5:] or None, data
+    return None, None
+
+
+def _read_content(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
+    if isinstance(content, str):
+        return (Text(content, raw=content),), "string"
+    if isinstance(content, list):
+        return tuple(read_part(p, f"{where}: content/{i}") for i, p in enumerate(content)), "parts"
+    if content is None:
+        return (), "null"
+    raise ShapeError(f"{where}: `content` must be a string, an array of parts or null")
+
+
+def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
+    where = f"message {index}"
+    if not isinstance(obj, dict):
+        raise ShapeError(f"{where}: a message must be an object, not {type(obj).__name__}")
+    role = obj.get("role")
+    if not isinstance(role, str):
+        raise ShapeError(f"{where}: a message needs a string `role`")
+    if "content" in obj:
+        blocks, shape = _read_content(obj["content"], where)
+    else:
+        blocks, shape = (), _ABSENT
+    if role in RESULT_ROLES:
+        call_id = obj.get("tool_call_id") if role == "tool" else LEGACY_CALL_ID
+        if call_id is None and isinstance(obj.get("tool_call_ids"), list) and obj["tool_call_ids"]:
+            call_id = obj["tool_call_ids"][0]  # SWE-agent's histories name the call in a list
+        content = blocks[0].text if shape == "string" else blocks
+        result = ToolResult(call_id if isinstance(call_id, str) else "", content, None)
+        blocks = (result,)
+    else:
+        calls = obj.get("tool_calls")
+        if isinstance(calls, list):
+            blocks = blocks + tuple(_read_tool_call(c, f"{where}: tool_calls/{i}") for i, c in enumerate(calls))
+        legacy = obj.get("function_call")
+        if isinstance(legacy, dict):
+            blocks = blocks + (
+                ToolCall(LEGACY_CALL_ID, str(legacy.get("name", "")), _decode_arguments(legacy.get("arguments")), raw=legacy),
+            )
+    return Message(role, blocks, raw=obj, line=line, origin=_Origin(role, blocks, shape))
+
+
+def _read_tool_call(call: Any, where: str) -> ToolCall:
+    if not isinstance(call, dict):
+        raise ShapeError(f"{where}: a tool call must be an object")
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    call_id = call.get("id")
+    return ToolCall(
+        call_id if isinstance(call_id, str) else "",
+        str(function.get("name", "")),
+        _decode_arguments(function.get("arguments")),
+        raw=call,
+    )
+
+
+def is_unchanged(message: Message) -> bool:
+    origin = message.origin
+    return isinstance(origin, _Origin) and message.role == origin.role and message.blocks == origin.blocks
+
+
+def write_part(block: Block) -> Any:
+    raw = block.raw
+    if raw is not None:
+        try:
+            if read_part(raw, "") == block:
+                return raw
+        except ShapeError:
+            pass
+    if isinstance(block, Text):
+        return {**raw, "type": "text", "text": block.text} if isinstance(raw, dict) else {"type": "text", "text": block.text}
+    if isinstance(block, Image):
+        url = block.url if block.data is None else f"data:{block.media_type};base64,{block.data}"
+        return {"type": "image_url", "image_url": {"url": url}}
+    if isinstance(block, Document):
+        return {"type": "file", "file": {"file_data": f"data:{block.media_type};base64,{block.data}"}}
+    return raw if raw is not None else {"type": "text", "text": ""}
+
+
+def _write_arguments(call: ToolCall, original: Any) -> Any:
+    if _decode_arguments(original) == call.input:
+        return original
+    return call.input if isinstance(call.input, str) else orjson.dumps(call.input).decode()
+
+
+def _write_tool_call(call: ToolCall) -> Any:
+    raw = call.raw if isinstance(call.raw, dict) else {}
+    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    out = dict(raw)
+    out["id"] = call.id
+    out.setdefault("type", "function")
+    out["function"] = {**function, "name": call.name, "arguments": _write_arguments(call, function.get("arguments"))}
+    if raw and "id" not in raw and not call.id:
+        del out["id"]  # some OpenAI-compatible servers send calls without ids; keep them so
+    return out
+
+
+def _write_content(blocks: tuple[Block, ...], shape: str) -> tuple[bool, Any]:
+    """(whether to write the `content` key, its value)."""
+    if not blocks:
+        if shape == _ABSENT:
+            return False, None
+        if shape == "null":
+            return True, None
+        return True, "" if shape == "string" else []
+    if shape == "string" and len(blocks) == 1 and isinstance(blocks[0], Text):
+        return True, blocks[0].text
+    return True, [write_part(b) for b in blocks]
+
+
+def write_message(message: Message) -> Any:
+    if is_unchanged(message):
+        return message.raw
+    origin = message.origin
+    shape = origin.content_shape if isinstance(origin, _Origin) else "string"
+    out = dict(message.raw) if isinstance(message.raw, dict) else {}
+    out["role"] = message.role
+    if message.role in RESULT_ROLES and len(message.blocks) == 1 and isinstance(message.blocks[0], ToolResult):
+        result = message.blocks[0]
+        if isinstance(result.content, str):
+            out["content"] = result.content
+        else:
+            out["content"] = _write_content(result.content, "parts")[1]
+        if message.role == "tool":
+            if "tool_call_ids" in out and "tool_call_id" not in out:
+                out["tool_call_ids"] = [result.tool_call_id]
+            else:
+                out["tool_call_id"] = result.tool_call_id
+        return out
+    content = tuple(b for b in message.blocks if not isinstance(b, ToolCall))
+    calls = [b for b in message.blocks if isinstance(b, ToolCall) and b.id != LEGACY_CALL_ID]
+    legacy = [b for b in message.blocks if isinstance(b, ToolCall) and b.id == LEGACY_CALL_ID]
+    present, value = _write_content(content, shape)
+    if present:
+        out["content"] = value
+    else:
+        out.pop("content", None)
+    if calls:
+        out["tool_calls"] = [_write_tool_call(c) for c in calls]
+    else:
+        out.pop("tool_calls", None)
+    if legacy:
+        original = legacy[0].raw if isinstance(legacy[0].raw, dict) else {}
+        out["function_call"] = {
+            **original,
+            "name": legacy[0].name,
+            "arguments": _write_arguments(legacy[0], original.get("arguments")),
+        }
+    else:
+        out.pop("function_call", None)
+    return out
+
+
+def signals(messages: list) -> int:
+    """How many messages show an OpenAI-only shape."""
+    count = 0
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if (
+            "tool_calls" in m
+            or "function_call" in m
+            or m.get("role") in SIGNATURE_ROLES
+            or ("content" in m and content is None)
+            or (isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in SIGNATURE_PARTS for p in content))
+        ):
+            count += 1
+    return count

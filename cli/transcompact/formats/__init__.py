@@ -1,0 +1,87 @@
+"""The format adapters, in the order detection tries them (most specific first).
+
+Each module has NAME, DESCRIPTION, `detect(parsed, messages_path)`, `read(parsed,
+messages_path) -> Transcript` and `write(transcript, original) -> bytes`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import Location, UnknownFormat, UsageError
+from ..jsondata import Parsed, parse
+from ..model import Transcript
+from . import anthropic, claude_code, jsonl, openai
+
+FORMATS = (claude_code, jsonl, anthropic, openai)
+BY_NAME = {f.NAME: f for f in FORMATS}
+NAMES = tuple(BY_NAME)
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> str:
+    for fmt in FORMATS:
+        if fmt.detect(parsed, messages_path):
+            return fmt.NAME
+    raise UnknownFormat(
+        f"not a transcript in a format transcompact reads (tried {', '.join(NAMES)})",
+        location=Location(parsed.name),
+        hint=_hint(parsed),
+    )
+
+
+def load(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
+    """Read a transcript from bytes, detecting its format unless `format` is given."""
+    parsed = parse(data, name)
+    if format is None:
+        format = detect(parsed, messages_path)
+    elif format not in BY_NAME:
+        raise UsageError(f"unknown format {format!r} (choose from {', '.join(NAMES)})")
+    elif not _readable_as(parsed, format, messages_path):
+        raise UnknownFormat(
+            f"the input is not in the {format} format ({BY_NAME[format].DESCRIPTION})",
+            location=Location(name),
+            hint=_hint(parsed),
+        )
+    return BY_NAME[format].read(parsed, messages_path)
+
+
+def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool:
+    """--format overrides the choice between formats that could read the input, not the shape."""
+    if format == claude_code.NAME:
+        return claude_code.detect(parsed, messages_path)
+    if format == jsonl.NAME:
+        return jsonl.detect(parsed, messages_path)
+    return anthropic.detect(parsed, messages_path) or openai.detect(parsed, messages_path)
+
+
+def dump(transcript: Transcript, original: bytes | None = None) -> bytes:
+    """Write a transcript back in the format it was read from (`original`: the bytes read, if at hand)."""
+    return BY_NAME[transcript.format].write(transcript, original)
+
+
+def _hint(parsed: Parsed) -> str | None:
+    """Name the formats we recognise but do not read yet, so the user knows what they have."""
+    sample: list[Any] = parsed.values()[:50] if parsed.records is not None else []
+    document = parsed.document
+    if any(isinstance(v, dict) and v.get("type") in ("session_meta", "response_item", "turn_context") for v in sample):
+        return "this looks like a Codex CLI rollout, which transcompact does not read yet"
+    if any(isinstance(v, dict) and v.get("type") == "session" and "cwd" in v for v in sample[:1]) or any(
+        isinstance(v, dict) and v.get("type") == "message" and "parentId" in v for v in sample
+    ):
+        return "this looks like a pi coding-agent session, which transcompact does not read yet"
+    if isinstance(document, dict) and "projectHash" in document and isinstance(document.get("messages"), list):
+        return "this looks like a Gemini CLI chat, which transcompact does not read yet"
+    events = document if isinstance(document, list) else None
+    if events is None and sample and isinstance(sample[0], dict) and isinstance(sample[0].get("history"), list):
+        events = sample[0]["history"]
+    if events and isinstance(events[0], dict) and ("observation" in events[0] or "source" in events[0] and "action" in str(events[0])[:2000]):
+        return "this looks like an OpenHands event stream, which transcompact does not read yet"
+    if isinstance(document, list) and document and isinstance(document[0], dict):
+        for key, value in document[0].items():
+            if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
+                return f"the items hold messages under {key!r}: read one with --messages-path 0.{key}"
+    if isinstance(document, dict):
+        for key, value in document.items():
+            if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
+                return f"messages may sit under {key!r}: try --messages-path {key}"
+    return None

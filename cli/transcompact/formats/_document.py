@@ -1,0 +1,168 @@
+"""A transcript held in one JSON document: a request body, a bare array, or an envelope.
+
+Shared by the `anthropic` and `openai` formats, which differ only in the dialect of their
+messages. The messages sit at a path in the document (`[]` for a bare array, `["messages"]`
+for a request body, `--messages-path` for other wrappers); writing puts the rewritten
+messages back at that path and leaves every other key where it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import dialects
+from ..errors import Location, ShapeError, UsageError
+from ..jsondata import Parsed, dumps
+from ..model import Transcript
+
+# Keys holding the messages of a wrapper, tried in order when no --messages-path is given.
+COMMON_MESSAGE_KEYS = ("messages", "history")
+
+
+@dataclass(frozen=True)
+class DocumentSource:
+    document: Any
+    path: tuple[Any, ...]
+    parent: Any  # the object that holds the messages (and `system`, `tools`)
+    indent: bool
+    newline: bool
+
+
+def split_path(messages_path: str | None) -> tuple[Any, ...] | None:
+    """`trajectory.0.messages` → ("trajectory", 0, "messages")."""
+    if messages_path is None:
+        return None
+    if not messages_path:
+        return ()
+    return tuple(int(part) if part.isdigit() else part for part in messages_path.split("."))
+
+
+def find_messages(document: Any, messages_path: str | None) -> tuple[tuple[Any, ...], Any, list] | None:
+    """(path, parent, messages) when the document holds a list of message objects, else None."""
+    path = split_path(messages_path)
+    if path is not None:
+        node, parent = document, None
+        for key in path:
+            try:
+                parent, node = node, node[key]
+            except (KeyError, IndexError, TypeError):
+                raise UsageError(
+                    f"--messages-path {messages_path}: the input has nothing at {key!r}"
+                ) from None
+        return (path, parent, node) if _is_message_list(node) else None
+    if _is_message_list(document):
+        return (), None, document
+    if isinstance(document, dict):
+        for key in COMMON_MESSAGE_KEYS:
+            if _is_message_list(document.get(key)):
+                return (key,), document, document[key]
+    return None
+
+
+def _is_message_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
+    )
+
+
+def detect_dialect(parsed: Parsed, messages_path: str | None) -> str | None:
+    if not parsed.is_document or parsed.document is None:
+        return None
+    if isinstance(parsed.document, dict) and "role" in parsed.document:
+        return None  # one message on its own: that is JSON Lines with a single line
+    found = find_messages(parsed.document, messages_path)
+    if found is None:
+        return None
+    _, parent, messages = found
+    has_system = isinstance(parent, dict) and "system" in parent
+    return dialects.detect(messages, has_system_key=has_system)
+
+
+def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:
+    codec = dialects.DIALECTS[dialect]
+    found = find_messages(parsed.document, messages_path)
+    if found is None:
+        raise ShapeError("no list of messages found", location=Location(parsed.name))
+    path, parent, raw_messages = found
+    messages = []
+    for index, obj in enumerate(raw_messages):
+        try:
+            messages.append(codec.read_message(obj, index=index))
+        except ShapeError as error:
+            raise ShapeError(error.message, location=Location(parsed.name)) from None
+    system: tuple = ()
+    tools: tuple = ()
+    request: dict = {}
+    if isinstance(parent, dict):
+        if dialect == "anthropic":
+            try:
+                system = codec.read_system(parent.get("system"))
+            except ShapeError as error:
+                raise ShapeError(error.message, location=Location(parsed.name)) from None
+        if isinstance(parent.get("tools"), list):
+            tools = tuple(parent["tools"])
+        request = {k: v for k, v in parent.items() if k not in ("messages", "system", "tools", path[-1])}
+    head = parsed.data[:512]
+    source = DocumentSource(
+        document=parsed.document,
+        path=path,
+        parent=parent,
+        indent=b"\n " in head or b"\n\t" in head,
+        newline=parsed.data.endswith(b"\n"),
+    )
+    return Transcript(
+        format=dialect,
+        dialect=dialect,
+        messages=tuple(messages),
+        system=system,
+        tools=tools,
+        request=request,
+        name=parsed.name,
+        source=source,
+    )
+
+
+def write(transcript: Transcript, original: bytes | None = None) -> bytes:
+    """The document with the transcript's messages (and system, tools) put back in place.
+
+    When nothing changed and the original bytes are at hand, they are returned as they were.
+    """
+    source: DocumentSource = transcript.source
+    codec = dialects.DIALECTS[transcript.dialect]
+    parent = source.parent
+    old_messages = parent[source.path[-1]] if source.path else source.document
+    messages = [codec.write_message(m) for m in transcript.messages]
+    new_parent = dict(parent) if isinstance(parent, dict) else None
+    changed = len(messages) != len(old_messages) or any(a is not b for a, b in zip(messages, old_messages))
+    if new_parent is not None:
+        if transcript.dialect == "anthropic":
+            old_system = parent.get("system")
+            if transcript.system or old_system is not None:
+                system = codec.write_system(transcript.system, old_system)
+                if system is not old_system:
+                    new_parent["system"] = system
+                    changed = True
+        if transcript.tools != tuple(parent.get("tools") or ()):
+            new_parent["tools"] = list(transcript.tools)
+            changed = True
+    if not changed and original is not None:
+        return original
+    if not source.path:
+        document = messages
+    else:
+        new_parent[source.path[-1]] = messages
+        document = _replace_at(source.document, source.path[:-1], new_parent)
+    out = dumps(document, indent=source.indent)
+    return out + b"\n" if source.newline else out
+
+
+def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    key, rest = path[0], path[1:]
+    copy = list(node) if isinstance(node, list) else dict(node)
+    copy[key] = _replace_at(node[key], rest, value)
+    return copy

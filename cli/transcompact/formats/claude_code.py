@@ -1,0 +1,369 @@
+"""Claude Code session logs (`~/.claude/projects/*/<session>.jsonl`).
+
+The messages of the model are those `claude --resume` would send: the chain from the newest
+leaf back to a root or a `compact_boundary`, with the lines of one API response (same
+`message.id`, parallel tool results parented to different lines) gathered into one message
+and consecutive user lines into one turn. Every other line (metadata, progress, system
+lines, other branches, history before the boundary) is kept verbatim and in place. A write
+re-serialises only the lines whose content changed, drops a line left with no content
+(re-parenting its children) and threads new lines into the chain.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from ..dialects import anthropic as codec
+from ..errors import Location, ShapeError
+from ..jsondata import BLANK, Parsed, dumps
+from ..model import ASSISTANT, USER, Block, Message, Text, Transcript
+
+NAME = "claude-code"
+DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sessionId)"
+
+TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+MESSAGE_TYPES = frozenset({"user", "assistant"})
+
+
+@dataclass(frozen=True)
+class LogSource:
+    records: list[tuple[bytes, Any]]
+    chain: tuple[int, ...]  # record indices from the root (or boundary) to the leaf, every entry type
+    root: int | None  # the compact_boundary record the chain starts at, if any
+    leaf: int | None
+    message_records: frozenset[int]  # the records read into messages
+
+
+@dataclass(frozen=True)
+class _Origin:
+    records: tuple[int, ...]
+    blocks: tuple[Block, ...]
+    string_records: frozenset[int] = field(default_factory=frozenset)
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    if parsed.records is None or messages_path is not None:
+        return False
+    values = parsed.values()
+    return all(isinstance(v, dict) for v in values) and any(
+        "sessionId" in v and isinstance(v.get("uuid"), str) and v.get("type") in TRANSCRIPT_TYPES for v in values
+    )
+
+
+def _timestamp(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def is_boundary(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "system" and value.get("subtype") == "compact_boundary"
+
+
+def find_chain(records: list[tuple[bytes, Any]]) -> tuple[tuple[int, ...], int | None, int | None]:
+    """(chain from root to leaf, boundary record or None, leaf record or None), as `claude --resume` picks it."""
+    by_uuid: dict[str, int] = {}
+    parents: set[str] = set()
+    for index, (_, value) in enumerate(records):
+        if isinstance(value, dict) and isinstance(value.get("uuid"), str) and value.get("type") in TRANSCRIPT_TYPES:
+            by_uuid[value["uuid"]] = index
+            parent = value.get("parentUuid")
+            if isinstance(parent, str):
+                parents.add(parent)
+    best: tuple[bool, float, int] | None = None
+    for uid, index in by_uuid.items():
+        if uid in parents:
+            continue
+        # From a leaf, walk back to the nearest user or assistant entry: that is the resume point.
+        node, seen = index, set()
+        while records[node][1].get("type") not in MESSAGE_TYPES:
+            seen.add(node)
+            parent = records[node][1].get("parentUuid")
+            node = by_uuid.get(parent) if isinstance(parent, str) else None
+            if node is None or node in seen:
+                break
+        if node is None or node in seen:
+            continue
+        value = records[node][1]
+        stamp = _timestamp(value.get("timestamp"))
+        if stamp is None:
+            continue
+        rank = (value.get("isSidechain") is not True, stamp, node)
+        if best is None or rank > best:
+            best = rank
+    if best is None:
+        return (), None, None
+    leaf = best[2]
+    chain, seen, node, root = [], set(), leaf, None
+    while node is not None and node not in seen:
+        seen.add(node)
+        value = records[node][1]
+        if is_boundary(value):
+            root = node
+            break
+        chain.append(node)
+        parent = value.get("parentUuid")
+        node = by_uuid.get(parent) if isinstance(parent, str) else None
+    chain.reverse()
+    return tuple(chain), root, leaf
+
+
+def _message_id(value: dict) -> str | None:
+    message = value.get("message")
+    mid = message.get("id") if isinstance(message, dict) else None
+    return mid if isinstance(mid, str) else None
+
+
+def _has_tool_result(value: dict) -> bool:
+    content = value.get("message", {}).get("content")
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: int | None) -> list[int]:
+    """The message lines of the chain in the order the API sees them.
+
+    The lines of one response (same `message.id`) come together even when only some are on the
+    chain, followed by the tool-result lines answering any of them (parallel results are
+    parented to different lines, so the chain alone misses some).
+    """
+    start = -1 if root is None else root
+    groups: dict[str, list[int]] = {}
+    for index in range(start + 1, len(records)):
+        value = records[index][1]
+        if isinstance(value, dict) and value.get("type") == "assistant":
+            mid = _message_id(value)
+            if mid is not None:
+                groups.setdefault(mid, []).append(index)
+    answers: dict[str, list[int]] = {}
+    for index in range(start + 1, len(records)):
+        value = records[index][1]
+        if isinstance(value, dict) and value.get("type") == "user" and isinstance(value.get("parentUuid"), str):
+            if _has_tool_result(value):
+                answers.setdefault(value["parentUuid"], []).append(index)
+    order: list[int] = []
+    emitted: set[int] = set()
+    for index in chain:
+        value = records[index][1]
+        if index in emitted or value.get("type") not in MESSAGE_TYPES or not isinstance(value.get("message"), dict):
+            continue
+        mid = _message_id(value) if value.get("type") == "assistant" else None
+        if mid is None:
+            order.append(index)
+            emitted.add(index)
+            continue
+        group = [i for i in groups.get(mid, [index]) if i not in emitted]
+        results = sorted(
+            i for g in group for i in answers.get(records[g][1].get("uuid"), ()) if i not in emitted
+        )
+        for i in group + results:
+            order.append(i)
+            emitted.add(i)
+    return order
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    records = parsed.records or []
+    chain, root, leaf = find_chain(records)
+    messages: list[Message] = []
+    run: list[int] = []
+
+    def close_run() -> None:
+        if not run:
+            return
+        blocks: list[Block] = []
+        string_records = set()
+        for index in run:
+            value = records[index][1]
+            content = value["message"].get("content")
+            where = f"message {len(messages)}"
+            if isinstance(content, str):
+                blocks.append(Text(content, raw=content, line=index))
+                string_records.add(index)
+            elif isinstance(content, list):
+                try:
+                    blocks.extend(codec.read_block(b, index, f"{where}: content/{i}") for i, b in enumerate(content))
+                except ShapeError as error:
+                    raise ShapeError(error.message, location=Location(parsed.name, index + 1)) from None
+            elif content is not None:
+                raise ShapeError(
+                    f"{where}: `message.content` must be a string or a list of blocks",
+                    location=Location(parsed.name, index + 1),
+                )
+        first = records[run[0]][1]
+        role = first["message"].get("role") or first["type"]
+        origin = _Origin(tuple(run), tuple(blocks), frozenset(string_records))
+        messages.append(Message(role, tuple(blocks), raw=first, line=run[0] + 1, origin=origin))
+        run.clear()
+
+    previous: tuple[str, str | None] | None = None
+    order = api_order(records, chain, root)
+    for index in order:
+        value = records[index][1]
+        key = (value["type"], _message_id(value) if value["type"] == ASSISTANT else None)
+        if previous is not None and key != previous:
+            close_run()
+        run.append(index)
+        previous = key
+    close_run()
+    source = LogSource(records, chain, root, leaf, frozenset(order))
+    return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def is_unchanged(message: Message) -> bool:
+    origin = message.origin
+    return isinstance(origin, _Origin) and message.blocks == origin.blocks
+
+
+def write(transcript: Transcript, original: bytes | None = None) -> bytes:
+    source: LogSource = transcript.source
+    records = source.records
+    origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
+    claimed = {i for origin in origins for i in origin.records}
+    if (
+        len(origins) == len(transcript.messages)
+        and claimed == source.message_records
+        and all(is_unchanged(m) for m in transcript.messages)
+    ):
+        return b"\n".join(line for line, _ in records)
+
+    string_records = {i for origin in origins for i in origin.string_records}
+    contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
+    inserted: dict[int, list[dict]] = {}  # new records to write after a record
+    dropped = set(source.message_records - claimed)
+    last_record: int | None = None
+    for message in transcript.messages:
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            anchor = last_record if last_record is not None else (source.chain[0] if source.chain else None)
+            if anchor is None:
+                raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
+            inserted.setdefault(anchor, []).append(_new_record(records[anchor][1], message))
+            continue
+        last_record = origin.records[-1]
+        if is_unchanged(message):
+            continue
+        # Each block goes back to the line it came from; a new block joins the line before it.
+        per_record: dict[int, list[Block]] = {i: [] for i in origin.records}
+        current = origin.records[0]
+        for block in message.blocks:
+            if block.line in per_record:
+                current = block.line
+            per_record[current].append(block)
+        for index, blocks in per_record.items():
+            if not blocks:
+                dropped.add(index)
+            elif blocks != [b for b in origin.blocks if b.line == index]:
+                contents[index] = blocks
+
+    parents = _relink(source, dropped, inserted)
+    out: list[bytes] = []
+    for index, (line, value) in enumerate(records):
+        if index in dropped:
+            continue
+        if index in contents or index in parents:
+            obj = dict(value)
+            if index in contents:
+                obj["message"] = {
+                    **obj["message"],
+                    "content": codec.write_content(tuple(contents[index]), index in string_records),
+                }
+            if index in parents:
+                obj["parentUuid"] = parents[index]
+            line = dumps(obj, indent=False)
+        out.append(line)
+        out.extend(dumps(new, indent=False) for new in inserted.get(index, ()))
+    return b"\n".join(out)
+
+
+def _new_record(anchor: dict, message: Message) -> dict:
+    """A line for a message an operation added, in the envelope of the line it follows."""
+    content = codec.write_content(message.blocks, False)
+    seed = f"{anchor.get('uuid')}:{dumps(content, indent=False).decode()}"
+    record = {
+        "parentUuid": anchor.get("uuid"),
+        "isSidechain": anchor.get("isSidechain", False),
+        "userType": anchor.get("userType", "external"),
+        "cwd": anchor.get("cwd"),
+        "sessionId": anchor.get("sessionId"),
+        "version": anchor.get("version"),
+        "gitBranch": anchor.get("gitBranch"),
+        "type": USER if message.role == USER else ASSISTANT,
+        "message": {"role": message.role, "content": content},
+        "uuid": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed)),
+        "timestamp": anchor.get("timestamp"),
+    }
+    return {k: v for k, v in record.items() if v is not None or k == "parentUuid"}
+
+
+def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]]) -> dict[int, Any]:
+    """The new `parentUuid` of each record whose parent was dropped or that now follows inserted lines."""
+    records = source.records
+    skip: dict[Any, Any] = {records[i][1].get("uuid"): records[i][1].get("parentUuid") for i in dropped}
+    parents: dict[int, Any] = {}
+    for anchor, new_records in inserted.items():
+        for before, after in zip(new_records, new_records[1:]):
+            after["parentUuid"] = before["uuid"]
+        anchor_uuid = records[anchor][1].get("uuid")
+        for index in source.chain:
+            if index != anchor and records[index][1].get("parentUuid") == anchor_uuid:
+                parents[index] = new_records[-1]["uuid"]
+    for index, (_, value) in enumerate(records):
+        if index in dropped or index in parents or not isinstance(value, dict):
+            continue
+        parent = new = value.get("parentUuid")
+        seen = set()
+        while new in skip and new not in seen:
+            seen.add(new)
+            new = skip[new]
+        if new != parent:
+            parents[index] = new
+    return parents
+
+
+def repair_lines(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str, int]]]:
+    """Fix the log-level errors of `check` (C2 duplicate uuids, C3 a chain hanging from a missing line).
+
+    A uuid used by several lines is kept by the last of them (the one `claude --resume` keeps) and
+    the others get new ones; a chain whose first line names a parent that is not in the file is
+    made to start there, which is where resume stops anyway. Returns (transcript, [(rule, text, line)]).
+    """
+    source: LogSource = transcript.source
+    records = list(source.records)
+    fixes: list[tuple[str, str, int]] = []
+    last_of: dict[str, int] = {}
+    for index, (_, value) in enumerate(records):
+        if isinstance(value, dict) and value.get("type") in ("user", "assistant", "system", "attachment") and "uuid" in value:
+            last_of[value["uuid"]] = index
+    for index, (_, value) in enumerate(records):
+        if isinstance(value, dict) and value.get("type") in ("user", "assistant", "system", "attachment") and "uuid" in value:
+            if last_of[value["uuid"]] != index:
+                new = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{value['uuid']}:{index}"))
+                records[index] = _rewritten(value, uuid=new)
+                fixes.append(("C2", f"gave the line a new uuid {new} ({value['uuid']} is used again later)", index + 1))
+    if source.chain and source.root is None:
+        first = source.chain[0]
+        parent = records[first][1].get("parentUuid")
+        if parent is not None:
+            records[first] = _rewritten(records[first][1], parentUuid=None)
+            fixes.append(("C3", f"made the line a root: its parent {parent} is not in the file", first + 1))
+    if not fixes:
+        return transcript, []
+    chain, root, leaf = find_chain(records)
+    order = api_order(records, chain, root)
+    new_source = LogSource(records, chain, root, leaf, frozenset(order))
+    if frozenset(order) != source.message_records:
+        # New uuids can change what the chain holds: read the messages again from the fixed lines.
+        fixed = read(Parsed(transcript.name, b"", records=records))
+        return replace(fixed, source=new_source), fixes
+    return replace(transcript, source=new_source), fixes
+
+
+def _rewritten(value: dict, **changes: Any) -> tuple[bytes, Any]:
+    obj = {**value, **changes}
+    return dumps(obj, indent=False), obj

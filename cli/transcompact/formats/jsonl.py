@@ -1,0 +1,64 @@
+"""JSON Lines of messages: one message object per line, in either dialect.
+
+Lines that an operation did not change are written back byte for byte; blank lines stay
+with the message that follows them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import dialects
+from ..errors import Location, ShapeError
+from ..jsondata import BLANK, Parsed, dumps
+from ..model import Transcript
+
+NAME = "jsonl"
+DESCRIPTION = "JSON Lines, one message object per line (either dialect)"
+
+
+@dataclass(frozen=True)
+class LinesSource:
+    # by 1-based line number of each message: the blank lines before it and its own bytes
+    lines: dict[int, tuple[bytes, ...]]
+    tail: tuple[bytes, ...]  # the blank lines after the last message (b"" after a final newline)
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    if parsed.records is None or messages_path is not None:
+        return False
+    values = parsed.values()
+    return bool(values) and all(isinstance(v, dict) and isinstance(v.get("role"), str) for v in values)
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    dialect = dialects.detect(parsed.values())
+    codec = dialects.DIALECTS[dialect]
+    messages, lines = [], {}
+    pending: list[bytes] = []
+    for number, (line, value) in enumerate(parsed.records or (), start=1):
+        if value is BLANK:
+            pending.append(line)
+            continue
+        try:
+            messages.append(codec.read_message(value, index=len(messages), line=number))
+        except ShapeError as error:
+            raise ShapeError(error.message, location=Location(parsed.name, number)) from None
+        lines[number] = (*pending, line)
+        pending = []
+    source = LinesSource(lines, tuple(pending))
+    return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
+
+
+def write(transcript: Transcript, original: bytes | None = None) -> bytes:
+    """Joined by newlines exactly as read: split(b"\\n") then join gives the input back."""
+    source: LinesSource = transcript.source
+    codec = dialects.DIALECTS[transcript.dialect]
+    pieces: list[bytes] = []
+    for message in transcript.messages:
+        if message.line in source.lines and codec.is_unchanged(message):
+            pieces.extend(source.lines[message.line])
+        else:
+            pieces.append(dumps(codec.write_message(message), indent=False))
+    pieces.extend(source.tail)
+    return b"\n".join(pieces)

@@ -1,0 +1,22 @@
+"""OpenAI Chat Completions: a request body (`messages`, `tools`), a bare array, or an envelope (SWE-agent `history`)."""
+
+from __future__ import annotations
+
+from ..jsondata import Parsed
+from ..model import Transcript
+from . import _document
+
+NAME = "openai"
+DESCRIPTION = "OpenAI Chat Completions request body or array of messages"
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    return _document.detect_dialect(parsed, messages_path) == NAME
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    return _document.read(parsed, NAME, messages_path)
+
+
+def write(transcript: Transcript, original: bytes | None = None) -> bytes:
+    return _document.write(transcript, original)
