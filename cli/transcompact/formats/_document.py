@@ -61,11 +61,8 @@ def find_messages(document: Any, messages_path: str | None) -> tuple[tuple[Any, 
 
 
 def _is_message_list(value: Any) -> bool:
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
-    )
+    """A list of objects with a `role` (an empty list is an empty conversation)."""
+    return isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
 
 
 def detect_dialect(parsed: Parsed, messages_path: str | None) -> str | None:

@@ -1,0 +1,97 @@
+"""What a user sees from `check` and `repair` on the shipped fixtures, pinned by snapshots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from transcompact.cli import cli
+
+from .conftest import FIXTURES, ROOT, fixture_files
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.TEXT
+    file_extension = "txt"
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
+
+
+def relative(path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.fixture
+def in_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.parametrize("path", fixture_files())
+def test_check_output(path, in_root, snapshot):
+    result = run("check", relative(path))
+    assert result.stderr == ""
+    assert f"exit {result.exit_code}\n{result.stdout}" == snapshot(extension_class=TextSnapshot)
+
+
+@pytest.mark.parametrize("path", fixture_files())
+def test_repair_output(path, in_root, snapshot):
+    result = run("repair", relative(path))
+    assert result.exit_code == 0
+    assert f"--- stderr\n{result.stderr}--- stdout\n{result.stdout}" == snapshot(extension_class=TextSnapshot)
+    assert run("check", "-", input=result.stdout_bytes).exit_code == 0
+
+
+def test_check_json_lists_objects(in_root):
+    result = run("check", "--json", "fixtures/openai/orphans.json")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == [
+        {"file": "fixtures/openai/orphans.json", "rule": "O1", "severity": "error",
+         "message": "tool call call_a (ls) has no tool message after it", "index": 1, "line": None},
+        {"file": "fixtures/openai/orphans.json", "rule": "O2", "severity": "error",
+         "message": "tool message call_zzz answers no tool call of the assistant message before it", "index": 3, "line": None},
+    ]
+
+
+def test_warnings_exit_0_and_strict_makes_them_errors(tmp_path):
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    assert run("check", str(path)).exit_code == 0
+    strict = run("check", "--strict", str(path))
+    assert strict.exit_code == 0 and strict.stdout == ""  # read as OpenAI, which has no last-message rule
+    path.write_text(json.dumps({"system": "s", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}))
+    warned = run("check", str(path))
+    assert warned.exit_code == 0 and "A7 (warning) the last message is assistant" in warned.stdout
+    assert run("check", "--strict", str(path)).exit_code == 1
+
+
+def test_check_reads_stdin_and_several_files(in_root):
+    good = (FIXTURES / "anthropic/tool-loop.json").read_bytes()
+    assert run("check", input=good).exit_code == 0
+    both = run("check", "fixtures/anthropic/tool-loop.json", "fixtures/anthropic/orphans.json")
+    assert both.exit_code == 1 and both.stdout.count("fixtures/anthropic/orphans.json") == 3
+
+
+def test_repair_of_a_valid_transcript_is_byte_identical(in_root):
+    for path in ("fixtures/anthropic/tool-loop.json", "fixtures/openai/tool-calls.json", "fixtures/jsonl/chat.jsonl"):
+        result = run("repair", path)
+        assert result.exit_code == 0 and result.stderr == ""
+        assert result.stdout_bytes == (ROOT / path).read_bytes()
+
+
+@pytest.mark.parametrize("command", sorted(cli.commands))
+def test_help(command, snapshot):
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    assert result.stdout == snapshot(extension_class=TextSnapshot)
+
+
+@pytest.mark.parametrize("command", sorted(cli.commands))
+def test_every_command_is_documented_in_the_readme(command):
+    readme = (ROOT / "README.md").read_text()
+    assert f"## `transcompact {command}`" in readme
+    assert cli.commands[command].help

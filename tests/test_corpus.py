@@ -1,0 +1,85 @@
+"""Conformance on real transcripts written by other people (skipped when the corpus is absent)."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from transcompact import check, dump, load, repair
+from transcompact.check import errors
+from transcompact.cli import cli
+
+from .conftest import CORPUS, UNSUPPORTED, corpus_files, supported_corpus_files
+
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not present")
+
+
+def _relative(path) -> str:
+    return str(path.relative_to(CORPUS))
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_round_trip_is_byte_identical(path):
+    data = path.read_bytes()
+    transcript = load(data, path.name)
+    assert dump(transcript, data) == data
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_rewriting_every_message_keeps_the_json(path):
+    """Without the original bytes the adapter re-serialises: JSON documents come out equal."""
+    data = path.read_bytes()
+    transcript = load(data, path.name)
+    out = dump(transcript)
+    if transcript.format in ("anthropic", "openai"):
+        assert orjson.loads(out) == orjson.loads(data)
+    else:
+        assert out == data
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_check_verdict(path, snapshot):
+    transcript = load(path.read_bytes(), path.name)
+    verdict = [f"{v.rule} {v.severity} message={v.index} line={v.line}: {v.text}" for v in check(transcript, path=path.name)]
+    assert {"format": transcript.format, "messages": len(transcript.messages), "violations": verdict} == snapshot
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_repair_output_passes_check(path):
+    data = path.read_bytes()
+    transcript = load(data, path.name)
+    repaired, fixes = repair(transcript)
+    written = dump(repaired, data)
+    assert errors(check(load(written, path.name))) == []
+    if not errors(check(transcript)):
+        assert fixes == [] and written == data
+
+
+@pytest.mark.parametrize("relative", sorted(UNSUPPORTED))
+def test_unsupported_formats_end_with_exit_3_and_one_clear_line(relative):
+    path = CORPUS / relative
+    result = CliRunner().invoke(cli, ["check", str(path)], prog_name="transcompact")
+    assert result.exit_code == 3
+    lines = result.stderr.splitlines()
+    assert lines[0] == (
+        f"transcompact: error: {path}: not a transcript in a format transcompact reads "
+        "(tried claude-code, jsonl, anthropic, openai)"
+    )
+    assert lines[1].startswith("hint: ") and UNSUPPORTED[relative] in lines[1]
+    assert "Traceback" not in result.output
+
+
+def test_tau_bench_reads_through_messages_path():
+    path = CORPUS / "trajectories/tau-bench-gpt-4o-airline-200-trajectories.json"
+    data = path.read_bytes()
+    transcript = load(data, path.name, messages_path="3.traj")
+    assert transcript.dialect == "openai" and transcript.messages[0].role == "system"
+    assert dump(transcript, data) == data
+    assert orjson.loads(dump(transcript)) == orjson.loads(data)
+
+
+def test_every_corpus_file_is_either_read_or_named_unsupported():
+    names = {p.id for p in corpus_files()}
+    assert set(UNSUPPORTED) <= names
+    assert len(names) >= 50
