@@ -11,7 +11,7 @@ import click
 
 from . import __version__
 from .errors import ExitCode, TranscompactError, UsageError
-from .files import STDIN, read_input, write_file, write_stdout
+from .files import STDIN, make_directory, read_input, write_file, write_stdout
 
 TRACEBACK_ENV = "TRANSCOMPACT_TRACEBACK"
 
@@ -41,9 +41,6 @@ class Group(click.Group):
         except KeyboardInterrupt:
             click.echo("transcompact: interrupted", err=True)
             code = ExitCode.INTERRUPTED
-        except BrokenPipeError:
-            _silence_stdout()
-            code = ExitCode.OK
         except Exception as error:  # a bug: say so in one line, unless asked for the traceback
             if os.environ.get(TRACEBACK_ENV):
                 raise
@@ -51,12 +48,6 @@ class Group(click.Group):
             click.echo("hint: run again with --traceback and report it", err=True)
             code = 70
         sys.exit(code or 0)
-
-
-def _silence_stdout() -> None:
-    """After a broken pipe (`| head`), stop Python from failing again when it flushes stdout at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
 
 
 def _traceback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -106,7 +97,7 @@ def emit(path: str, data: bytes, *, output: str | None, in_place: bool, output_d
     if in_place:
         write_file(path, data)
     elif output_dir:
-        Path(output_dir).mkdir(parents=True, exist_ok=True)
+        make_directory(output_dir)
         write_file(Path(output_dir) / Path(path if path != STDIN else "stdin.json").name, data)
     elif output and output != STDIN:
         write_file(output, data)
@@ -206,4 +197,10 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
 
 
 def main() -> None:
-    cli(prog_name="transcompact")
+    try:
+        cli(prog_name="transcompact")
+    except TranscompactError as error:  # only with --traceback: show it, keep the exit status
+        import traceback
+
+        traceback.print_exc()
+        sys.exit(error.exit_code)

@@ -41,6 +41,8 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(handle.fileno())
         if target.exists():
             os.chmod(temporary, target.stat().st_mode & 0o7777)
+        else:
+            os.chmod(temporary, 0o666 & ~_umask())  # as a plain open() would have created it
         os.replace(temporary, target)
     except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
@@ -49,7 +51,34 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def make_directory(path: str | os.PathLike) -> None:
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(str(path))) from None
+
+
 def write_stdout(data: bytes) -> None:
+    """Write to stdout; a reader that went away (`| head`) ends the program quietly."""
     stream = sys.stdout.buffer
-    stream.write(data)
-    stream.flush()
+    try:
+        stream.write(data)
+        stream.flush()
+    except BrokenPipeError:
+        _discard_stdout()
+        raise SystemExit(0) from None
+    except OSError as error:
+        _discard_stdout()
+        raise OutputError(f"cannot write: {error.strerror}", location=Location("<stdout>")) from None
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's flush at exit does not fail a second time."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

@@ -61,8 +61,15 @@ def find_messages(document: Any, messages_path: str | None) -> tuple[tuple[Any, 
 
 
 def _is_message_list(value: Any) -> bool:
-    """A list of objects with a `role` (an empty list is an empty conversation)."""
-    return isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
+    """A list whose objects have a `role` (an empty list is an empty conversation).
+
+    A list that holds messages and something else is still a message list: reading it names the
+    item that is not a message, which says more than "unknown format".
+    """
+    if not isinstance(value, list):
+        return False
+    roles = [isinstance(m, dict) and isinstance(m.get("role"), str) for m in value]
+    return not roles or (any(roles) and all(ok or not isinstance(m, dict) for ok, m in zip(roles, value)))
 
 
 def detect_dialect(parsed: Parsed, messages_path: str | None) -> str | None:

@@ -1,0 +1,400 @@
+"""Exit status and error shape of the command line (`design.md` §4), one test per case.
+
+Each error must end with its exit status and one line `transcompact: error: ...` on stderr (and a
+`hint:` line where there is one), never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from transcompact.cli import TRACEBACK_ENV, cli
+from transcompact.errors import ExitCode, InputError, TranscompactError
+
+ROOT = Path(__file__).resolve().parent.parent
+JSONL_HINT = "hint: every line of a JSON Lines file must be one complete JSON value"
+TRIED = "not a transcript in a format transcompact reads (tried claude-code, jsonl, anthropic, openai)"
+
+# An Anthropic request body (a top-level `system` makes the dialect certain) with a full tool loop.
+VALID = {
+    "model": "claude-sonnet-4-5",
+    "max_tokens": 1024,
+    "system": "You are a careful assistant.",
+    "messages": [
+        {"role": "user", "content": "Read app.py"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "app.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "print('hi')"}]},
+        {"role": "assistant", "content": "It prints hi."},
+        {"role": "user", "content": "Thanks."},
+    ],
+}
+ORPHAN = {
+    "system": "s",
+    "messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_gone", "content": "o"}, {"type": "text", "text": "go"}]},
+    ],
+}
+ORPHAN_REPAIRED = {"system": "s", "messages": [{"role": "user", "content": [{"type": "text", "text": "go"}]}]}
+ENDS_ON_ASSISTANT = {
+    "system": "s",
+    "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+}
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    """Run in tmp_path (short relative names in messages); never leak TRANSCOMPACT_TRACEBACK.
+
+    `--traceback` sets the variable in os.environ; setenv first so that monkeypatch removes it
+    again at teardown even when it was not set before the test (delenv alone records nothing then).
+    """
+    monkeypatch.setenv(TRACEBACK_ENV, "")
+    monkeypatch.delenv(TRACEBACK_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+def write(path: Path | str, value) -> Path:
+    path = Path(path)
+    path.write_bytes(value if isinstance(value, bytes) else orjson.dumps(value) + b"\n")
+    return path
+
+
+def run(*args: str, input: bytes | None = None):
+    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
+    assert "Traceback" not in result.output
+    assert "Traceback" not in result.stderr
+    # Every outcome is a plain exit status: no exception escaped the error handler.
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def stderr_lines(result) -> list[str]:
+    return result.stderr.splitlines()
+
+
+def files_under(directory: Path) -> set[str]:
+    return {str(p.relative_to(directory)) for p in directory.rglob("*")}
+
+
+# --- exit 0 and 1: check --------------------------------------------------------------------
+
+
+def test_check_valid_request_body_exits_0_silently():
+    write("valid.json", VALID)
+    result = run("check", "valid.json")
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout == ""
+    assert result.stderr == ""
+
+
+def test_check_orphan_tool_result_exits_1_and_names_file_message_rule():
+    write("orphan.json", ORPHAN)
+    result = run("check", "orphan.json")
+    assert result.exit_code == ExitCode.VIOLATIONS
+    assert result.stdout.splitlines() == [
+        "orphan.json: message 0: A1 tool_result toolu_gone has no tool_use in the previous assistant message"
+    ]
+    assert result.stderr == ""
+
+
+def test_check_warning_alone_exits_0():
+    write("warn.json", ENDS_ON_ASSISTANT)
+    result = run("check", "warn.json")
+    assert result.exit_code == ExitCode.OK
+    # The warning is shown (as a warning), but does not fail the check.
+    assert "warn.json: message 1: A7 (warning) the last message is assistant" in result.stdout
+
+
+def test_check_strict_turns_warning_into_exit_1():
+    write("warn.json", ENDS_ON_ASSISTANT)
+    result = run("check", "--strict", "warn.json")
+    assert result.exit_code == ExitCode.VIOLATIONS
+    assert result.stdout.splitlines() == [
+        "warn.json: message 1: A7 the last message is assistant: models without prefill need a user message last"
+    ]
+
+
+# --- exit 2: usage --------------------------------------------------------------------------
+
+
+def test_unknown_flag_exits_2():
+    write("valid.json", VALID)
+    result = run("check", "--nosuch", "valid.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    # click's own usage error (not the `transcompact: error:` line; see the report).
+    assert stderr_lines(result)[-1] == "Error: No such option '--nosuch'."
+    assert "Try 'transcompact check --help' for help." in result.stderr
+
+
+def test_unknown_format_name_exits_2():
+    write("valid.json", VALID)
+    result = run("check", "--format", "nosuch", "valid.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert stderr_lines(result)[-1] == (
+        "Error: Invalid value for '--format': 'nosuch' is not one of 'claude-code', 'jsonl', 'anthropic', 'openai'."
+    )
+
+
+def test_repair_several_inputs_without_i_or_output_dir_exits_2():
+    write("a.json", ORPHAN)
+    write("b.json", ORPHAN)
+    result = run("repair", "a.json", "b.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert stderr_lines(result) == ["transcompact: error: several inputs need -i or --output-dir"]
+    assert result.stdout == ""
+    assert orjson.loads(Path("a.json").read_bytes()) == ORPHAN  # nothing rewritten
+
+
+def test_output_with_in_place_exits_2():
+    write("a.json", ORPHAN)
+    result = run("repair", "-o", "out.json", "-i", "a.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert stderr_lines(result) == ["transcompact: error: -o and -i cannot be used together"]
+    assert not Path("out.json").exists()
+    assert orjson.loads(Path("a.json").read_bytes()) == ORPHAN
+
+
+def test_messages_path_to_nothing_is_a_usage_error():
+    write("valid.json", VALID)
+    result = run("check", "--messages-path", "nosuch", "valid.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert stderr_lines(result) == ["transcompact: error: --messages-path nosuch: the input has nothing at 'nosuch'"]
+
+
+# --- exit 3: input --------------------------------------------------------------------------
+
+
+def test_missing_file_exits_3():
+    result = run("check", "missing.json")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == ["transcompact: error: missing.json: no such file"]
+
+
+def test_empty_file_exits_3():
+    write("empty.json", b"")
+    result = run("check", "empty.json")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == ["transcompact: error: empty.json: the input is empty"]
+
+
+def test_blank_stdin_exits_3():
+    result = run("check", input=b"  \n\n")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == ["transcompact: error: <stdin>: the input is empty"]
+
+
+def test_malformed_json_document_names_line_and_column():
+    result = run("check", input=b'{"messages": [\n    x\n]}')
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [
+        "transcompact: error: <stdin>:2:5: malformed JSON: unexpected character, expected a JSON value"
+    ]
+
+
+def test_malformed_jsonl_line_names_that_line_with_hint():
+    write("chat.jsonl", b'{"role":"user","content":"a"}\n{"role":"assistant",\n{"role":"user","content":"b"}\n')
+    result = run("check", "chat.jsonl")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [
+        "transcompact: error: chat.jsonl:2:21: malformed JSON line: unexpected end of data",
+        JSONL_HINT,
+    ]
+
+
+def test_unknown_format_names_the_formats_tried():
+    write("other.json", {"foo": 1})
+    result = run("check", "other.json")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [f"transcompact: error: other.json: {TRIED}"]
+
+
+def test_codex_rollout_gets_a_hint_naming_codex():
+    result = run("check", input=b'{"timestamp":"x","type":"session_meta","payload":{}}\n')
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [
+        f"transcompact: error: <stdin>: {TRIED}",
+        "hint: this looks like a Codex CLI rollout, which transcompact does not read yet",
+    ]
+
+
+def test_bad_message_content_is_a_shape_error_naming_the_message():
+    write("bad.json", {"system": "s", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": 7}]})
+    result = run("check", "bad.json")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [
+        "transcompact: error: bad.json: message 1: `content` must be a string or a list of blocks, not a number"
+    ]
+
+
+def test_message_that_is_not_an_object_is_a_shape_error_naming_it():
+    write("bad.json", {"messages": [{"role": "user", "content": "hi"}, 3]})
+    result = run("check", "bad.json")
+    assert result.exit_code == ExitCode.INPUT
+    lines = stderr_lines(result)
+    assert lines[0].startswith("transcompact: error: bad.json: message 1: a message must be an object")
+    assert not any("--messages-path" in line for line in lines)
+
+
+# --- exit 5: output -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["afile/out.json", "nodir/out.json"], ids=["under-a-file", "missing-dir"])
+def test_output_that_cannot_be_written_exits_5_and_leaves_nothing(tmp_path, target):
+    write("a.json", ORPHAN)
+    write("afile", b"not a directory\n")
+    before = files_under(tmp_path)
+    result = run("repair", "-q", "-o", target, "a.json")
+    assert result.exit_code == ExitCode.OUTPUT
+    reason = "Not a directory" if target.startswith("afile") else "No such file or directory"
+    assert stderr_lines(result) == [f"transcompact: error: {target}: cannot write: {reason}"]
+    assert result.stdout == ""
+    assert files_under(tmp_path) == before  # no temporary or partial file anywhere
+    assert Path("afile").read_bytes() == b"not a directory\n"
+
+
+def test_output_dir_that_cannot_be_created_exits_5(tmp_path):
+    write("a.json", ORPHAN)
+    write("afile", b"x")
+    result = run("repair", "-q", "--output-dir", "afile/sub", "a.json")
+    assert result.exit_code == ExitCode.OUTPUT
+    assert stderr_lines(result)[0].startswith("transcompact: error: afile/sub")
+
+
+# --- atomic writes --------------------------------------------------------------------------
+
+
+def test_in_place_rewrites_atomically_and_keeps_the_mode(tmp_path):
+    write("a.json", ORPHAN)
+    os.chmod("a.json", 0o640)
+    result = run("repair", "-i", "a.json")
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout == ""
+    assert stderr_lines(result) == ["a.json: message 0: A1 fixed: removed tool_result toolu_gone that answers no tool_use"]
+    assert files_under(tmp_path) == {"a.json"}  # no .tmp left beside it
+    assert orjson.loads(Path("a.json").read_bytes()) == ORPHAN_REPAIRED
+    assert stat.S_IMODE(Path("a.json").stat().st_mode) == 0o640
+
+
+def test_output_file_is_written_whole(tmp_path):
+    write("a.json", ORPHAN)
+    result = run("repair", "-q", "-o", "out.json", "a.json")
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout == ""
+    assert files_under(tmp_path) == {"a.json", "out.json"}
+    assert orjson.loads(Path("out.json").read_bytes()) == ORPHAN_REPAIRED
+    assert orjson.loads(Path("a.json").read_bytes()) == ORPHAN  # the input is untouched
+
+
+def test_output_dir_writes_dir_slash_name(tmp_path):
+    write("a.json", ORPHAN)
+    write("b.json", VALID)
+    result = run("repair", "-q", "--output-dir", "out", "a.json", "b.json")
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout == ""
+    assert files_under(tmp_path) == {"a.json", "b.json", "out", "out/a.json", "out/b.json"}
+    assert orjson.loads(Path("out/a.json").read_bytes()) == ORPHAN_REPAIRED
+    assert Path("out/b.json").read_bytes() == Path("b.json").read_bytes()  # valid: written back unchanged
+
+
+def test_new_output_file_gets_the_usual_mode():
+    write("a.json", ORPHAN)
+    old = os.umask(0o022)
+    try:
+        result = run("repair", "-q", "-o", "out.json", "a.json")
+    finally:
+        os.umask(old)
+    assert result.exit_code == ExitCode.OK
+    assert stat.S_IMODE(Path("out.json").stat().st_mode) == 0o644
+
+
+# --- --traceback and broken pipes -------------------------------------------------------------
+
+
+def test_traceback_flag_reraises_the_input_error():
+    result = CliRunner().invoke(cli, ["check", "--traceback", "missing.json"], prog_name="transcompact")
+    assert isinstance(result.exception, TranscompactError)
+    assert isinstance(result.exception, InputError)
+    assert result.exception.exit_code == ExitCode.INPUT
+    assert str(result.exception) == "missing.json: no such file"
+    assert "transcompact: error:" not in result.stderr  # re-raised, not rendered as one line
+
+
+def test_without_traceback_flag_the_variable_is_not_left_set():
+    # Guards the fixture: the variable set by --traceback in another test must not leak here.
+    assert not os.environ.get(TRACEBACK_ENV)
+    result = run("check", "missing.json")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == ["transcompact: error: missing.json: no such file"]
+
+
+def test_traceback_flag_keeps_exit_status_3_in_a_process(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "transcompact", "check", "--traceback", "missing.json"],
+        cwd=tmp_path, env=_env(), capture_output=True, timeout=30,
+    )
+    assert "Traceback" in done.stderr.decode()
+    assert done.returncode == ExitCode.INPUT
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in (TRACEBACK_ENV, "PYTHONUNBUFFERED")}
+    env.update(extra)
+    return env
+
+
+# Buffered stdout (the default) raises BrokenPipeError, which the handler must silence; with
+# PYTHONUNBUFFERED=1 the raw write just stops short. Both must end quietly with status 0.
+@pytest.mark.parametrize(
+    "unbuffered",
+    [
+        pytest.param(False, id="buffered"),
+        pytest.param(True, id="unbuffered"),
+    ],
+)
+def test_broken_pipe_ends_quietly(tmp_path, unbuffered):
+    messages = []
+    for i in range(1000):
+        messages.append({"role": "user", "content": f"question {i}: " + "x" * 150})
+        messages.append({"role": "assistant", "content": f"answer {i}: " + "y" * 150})
+    messages.append({"role": "user", "content": "done"})
+    big = write(tmp_path / "big.json", {"system": "s", "messages": messages})
+    assert big.stat().st_size > 256 * 1024  # far more than a pipe buffer holds
+    process = subprocess.Popen(
+        [sys.executable, "-m", "transcompact", "repair", str(big)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=_env(PYTHONUNBUFFERED="1") if unbuffered else _env(),
+    )
+    head = process.stdout.read(10)
+    process.stdout.close()
+    try:
+        stderr = process.stderr.read()
+        code = process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert head == b'{"system":'
+    assert stderr.decode() == ""
+    assert code == 0
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_stdout_on_a_full_disk_exits_5(tmp_path):
+    write(tmp_path / "a.json", VALID)
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "transcompact", "repair", "a.json"],
+            cwd=tmp_path, env=_env(), stdout=full, stderr=subprocess.PIPE, timeout=30,
+        )
+    stderr = done.stderr.decode()
+    assert "internal error" not in stderr
+    assert stderr.startswith("transcompact: error: ")
+    assert done.returncode == ExitCode.OUTPUT

@@ -1,0 +1,71 @@
+"""Heavy imports are lazy (`design.md` §1): `--help` and an offline command never load them.
+
+Runs the CLI in a fresh interpreter with `-X importtime` and reads the module names it imported.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+HEAVY = ("anthropic", "tiktoken", "rich")
+
+
+def imported_modules(importtime_stderr: str) -> set[str]:
+    """Module names from `import time: self | cumulative | name` lines (the header line excluded)."""
+    names = set()
+    for line in importtime_stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        fields = line.split("|")
+        if len(fields) != 3 or not fields[0].split(":")[1].strip().isdigit():
+            continue  # the "import time: self [us] | cumulative | imported package" header
+        names.add(fields[2].strip())
+    return names
+
+
+def run_with_importtime(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "transcompact", *args],
+        capture_output=True, text=True, env=env, timeout=60,
+    )
+    modules = imported_modules(done.stderr)
+    assert "transcompact.cli" in modules  # the parse saw the import log
+    return done, modules
+
+
+def heavy_in(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+def test_parser_reads_importtime_lines():
+    sample = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       120 |        120 |   rich.text\n"
+        "import time:      3000 |      20000 | anthropic\n"
+        "import time:        50 |         50 |     richtext\n"
+    )
+    assert heavy_in(imported_modules(sample)) == ["anthropic", "rich.text"]
+
+
+def test_help_imports_no_heavy_module():
+    done, modules = run_with_importtime("--help")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Usage: transcompact" in done.stdout
+    assert heavy_in(modules) == []
+
+
+@pytest.mark.parametrize("fixture", ["anthropic/tool-loop.json"])
+def test_offline_check_imports_no_heavy_module(fixture):
+    path = FIXTURES / fixture
+    assert path.is_file()
+    done, modules = run_with_importtime("check", str(path))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "transcompact.check" in modules  # the command really ran its checks
+    assert heavy_in(modules) == []
