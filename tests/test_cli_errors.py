@@ -130,18 +130,27 @@ def test_unknown_flag_exits_2():
     result = run("check", "--nosuch", "valid.json")
     assert result.exit_code == ExitCode.USAGE
     assert result.stdout == ""
-    # click's own usage error (not the `transcompact: error:` line; see the report).
-    assert stderr_lines(result)[-1] == "Error: No such option '--nosuch'."
-    assert "Try 'transcompact check --help' for help." in result.stderr
+    assert stderr_lines(result) == [
+        "transcompact: error: No such option '--nosuch'.",
+        "hint: see 'transcompact check --help'",
+    ]
 
 
 def test_unknown_format_name_exits_2():
     write("valid.json", VALID)
     result = run("check", "--format", "nosuch", "valid.json")
     assert result.exit_code == ExitCode.USAGE
-    assert stderr_lines(result)[-1] == (
-        "Error: Invalid value for '--format': 'nosuch' is not one of 'claude-code', 'jsonl', 'anthropic', 'openai'."
-    )
+    assert stderr_lines(result) == [
+        "transcompact: error: Invalid value for '--format': 'nosuch' is not one of "
+        "'claude-code', 'jsonl', 'anthropic', 'openai'.",
+        "hint: see 'transcompact check --help'",
+    ]
+
+
+def test_a_directory_as_input_exits_3(tmp_path):
+    result = run("check", str(tmp_path))
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [f"transcompact: error: {tmp_path}: is a directory, not a transcript file"]
 
 
 def test_repair_several_inputs_without_i_or_output_dir_exits_2():

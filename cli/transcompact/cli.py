@@ -25,6 +25,11 @@ class Group(click.Group):
             code = super().main(*args, **kwargs)
         except click.exceptions.Exit as done:
             code = done.exit_code
+        except click.UsageError as error:
+            click.echo(f"transcompact: error: {error.format_message()}", err=True)
+            command = error.ctx.command_path if error.ctx is not None else "transcompact"
+            click.echo(f"hint: see '{command} --help'", err=True)
+            code = ExitCode.USAGE
         except click.ClickException as error:
             error.show()
             code = error.exit_code
@@ -64,7 +69,7 @@ def input_options(fn: Callable) -> Callable:
     fn = click.option("--messages-path", metavar="KEY",
                       help="Where the messages sit in a wrapper object, dotted: history, trajectory.0.messages.")(fn)
     fn = click.option("--format", "format_", type=click.Choice(NAMES), help="Read as this format instead of detecting it.")(fn)
-    return click.argument("files", nargs=-1, type=click.Path(dir_okay=False, allow_dash=True))(fn)
+    return click.argument("files", nargs=-1)(fn)
 
 
 def output_options(fn: Callable) -> Callable:
