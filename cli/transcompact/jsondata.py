@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -24,6 +24,8 @@ class Parsed:
     data: bytes
     document: Any = None
     records: list[tuple[bytes, Any]] | None = None
+    # What detection found out, so that formats tried one after another do not scan it again.
+    detected: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @property
     def is_document(self) -> bool:

@@ -73,6 +73,14 @@ def _is_message_list(value: Any) -> bool:
 
 
 def detect_dialect(parsed: Parsed, messages_path: str | None) -> str | None:
+    """The dialect of the document's messages, or None when it holds none; scanned once per input."""
+    key = ("document-dialect", messages_path)
+    if key not in parsed.detected:
+        parsed.detected[key] = _scan_dialect(parsed, messages_path)
+    return parsed.detected[key]
+
+
+def _scan_dialect(parsed: Parsed, messages_path: str | None) -> str | None:
     if not parsed.is_document or parsed.document is None:
         return None
     if isinstance(parsed.document, dict) and "role" in parsed.document:
