@@ -1,0 +1,112 @@
+"""What the API really counted, read from the `usage` a transcript's responses recorded, and a
+fit of `tokens ≈ overhead + ratio × chars` over it.
+
+A response's usage counts the prompt that produced it: every message before it, plus what the
+log never shows (the system prompt, the tool schemas). So response i gives one sample: the
+characters of messages 0..i-1 against `input_tokens + cache_creation_input_tokens +
+cache_read_input_tokens` (Anthropic) or `prompt_tokens` (OpenAI). A compact boundary starts the
+prompt afresh; a Claude Code transcript already begins at the last one, so the samples are the
+responses after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+from typing import Sequence
+
+from .model import Message
+
+_ANTHROPIC_INPUT = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The real context size at the last response that recorded usage."""
+
+    tokens: int
+    message: int  # index of that response
+    responses: int  # how many responses recorded usage
+
+
+@dataclass(frozen=True)
+class Calibration:
+    ratio: float  # tokens per character
+    overhead: float  # tokens the transcript does not show (system prompt, tool schemas)
+    samples: int
+    error: float | None  # median |estimate − real| / real on the later half, fitted on the earlier half
+    error_samples: int  # how many responses that error was measured on
+
+
+def usage_tokens(message: Message) -> int | None:
+    """The prompt size a response recorded, or None when it recorded none (or zero)."""
+    raw = message.raw if isinstance(message.raw, dict) else {}
+    usage = raw.get("usage")
+    if not isinstance(usage, dict) and isinstance(raw.get("message"), dict):
+        usage = raw["message"].get("usage")  # a Claude Code log line
+    if not isinstance(usage, dict):
+        return None
+    if isinstance(usage.get("prompt_tokens"), int):
+        return usage["prompt_tokens"] or None
+    total = sum(usage[key] for key in _ANTHROPIC_INPUT if isinstance(usage.get(key), int))
+    return total or None
+
+
+def recorded_usage(messages: Sequence[Message]) -> Recorded | None:
+    found = [(i, tokens) for i, m in enumerate(messages) if (tokens := usage_tokens(m))]
+    if not found:
+        return None
+    index, tokens = found[-1]
+    return Recorded(tokens, index, len(found))
+
+
+def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],
+            head_chars: int = 0, head_fixed: int = 0) -> list[tuple[int, int, int]]:
+    """(chars before the response, figures before it (images, documents), tokens it recorded)."""
+    out = []
+    before_chars, before_fixed = head_chars, head_fixed
+    for message, c, f in zip(messages, chars, fixed):
+        tokens = usage_tokens(message)
+        if tokens:
+            out.append((before_chars, before_fixed, tokens))
+        before_chars += c
+        before_fixed += f
+    return out
+
+
+def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
+    """Least squares (ratio, overhead) of tokens − figures ≈ overhead + ratio × chars."""
+    if len(points) < 2:
+        return None
+    xs = [c for c, _, _ in points]
+    ys = [t - f for _, f, t in points]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    if spread == 0:
+        return None
+    ratio = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / spread
+    if ratio <= 0:
+        return None
+    return ratio, mean_y - ratio * mean_x
+
+
+def holdout_error(points: Sequence[tuple[int, int, int]]) -> tuple[float | None, int]:
+    """Fit on the earlier half, measure the median relative error on the later half."""
+    half = len(points) // 2
+    earlier, later = points[:half], points[half:]
+    fitted = fit(earlier)
+    if fitted is None or not later:
+        return None, 0
+    ratio, overhead = fitted
+    return median(abs(overhead + ratio * c + f - t) / t for c, f, t in later), len(later)
+
+
+def calibrate(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],
+              head_chars: int = 0, head_fixed: int = 0) -> Calibration | None:
+    """The fit over every response with usage, and its honest error; None when it cannot be fitted."""
+    points = samples(messages, chars, fixed, head_chars, head_fixed)
+    fitted = fit(points)
+    if fitted is None:
+        return None
+    error, measured = holdout_error(points)
+    return Calibration(fitted[0], fitted[1], len(points), error, measured)

@@ -1,0 +1,383 @@
+"""How many tokens a transcript holds, where they sit, and how close it is to the window.
+
+The default is the spec's estimator (seed 003 `TokenEstimator`): a message costs
+`max(1, int(chars × ratio)) + 4` tokens. What `chars` is for each block is defined by `pieces`
+below and documented in the README. `--tokenizer o200k|cl100k` counts the same text with
+tiktoken instead (plus the same 4 per message); `--tokenizer anthropic` asks the Messages API.
+Images and PDFs cost a fixed figure (see `media.py`) whatever the tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+import orjson
+
+from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
+from .errors import UsageError
+from .media import IMAGE_UNKNOWN_TOKENS, PDF_PAGE_TOKENS, decoded_text, image_tokens, pdf_tokens
+from .model import (
+    Block,
+    Document,
+    Image,
+    Message,
+    Opaque,
+    RedactedThinking,
+    ServerToolCall,
+    ServerToolResult,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+PER_MESSAGE = 4
+DEFAULT_RATIO = 0.25
+DEFAULT_WINDOW = 200_000
+DEFAULT_MAX_OUTPUT = 16_000
+DEFAULT_THRESHOLD = 100_000
+EMERGENCY_FRACTION = 0.95
+TOKENIZERS = ("chars", "o200k", "cl100k", "anthropic")
+
+# Kinds, in the order reports show them. "overhead" is the 4 tokens per message (and, for the
+# chars estimator, what rounding adds); "other" is any block the model does not name.
+KINDS = ("system", "tool_schemas", "text", "thinking", "tool_calls", "tool_results", "images", "documents", "other", "overhead")
+
+# Context window and maximum output per model family, from the providers' model pages
+# (November 2026). A name matches its longest prefix, so dated snapshots find their family.
+MODELS: dict[str, tuple[int, int]] = {
+    "claude-opus-4-5": (200_000, 64_000),
+    "claude-opus-4-1": (200_000, 32_000),
+    "claude-opus-4": (200_000, 32_000),
+    "claude-sonnet-4-5": (200_000, 64_000),
+    "claude-sonnet-4": (200_000, 64_000),
+    "claude-haiku-4-5": (200_000, 64_000),
+    "claude-3-7-sonnet": (200_000, 64_000),
+    "claude-3-5-haiku": (200_000, 8_192),
+    "gpt-5": (400_000, 128_000),
+    "gpt-4.1": (1_047_576, 32_768),
+    "gpt-4o": (128_000, 16_384),
+    "o3": (200_000, 100_000),
+    "o4-mini": (200_000, 100_000),
+}
+
+
+def model_limits(name: str) -> tuple[int, int]:
+    """(window, max output) of a model in MODELS, matched by its longest known prefix."""
+    matches = [prefix for prefix in MODELS if name == prefix or name.startswith(prefix + "-")]
+    if not matches:
+        raise UsageError(
+            f"unknown model {name!r} (known: {', '.join(MODELS)})",
+            hint="give --window and --max-output for a model not in the table",
+        )
+    return MODELS[max(matches, key=len)]
+
+
+@dataclass(frozen=True)
+class Options:
+    tokenizer: str = "chars"
+    ratio: float = DEFAULT_RATIO
+    calibrate: bool = False
+    model: str | None = None  # for --tokenizer anthropic; the window comes from the caller
+    window: int = DEFAULT_WINDOW
+    max_output: int = DEFAULT_MAX_OUTPUT
+    threshold: float = DEFAULT_THRESHOLD  # a value <= 1 is a fraction of the input budget
+    top: int = 5
+
+
+@dataclass(frozen=True)
+class MessageCount:
+    index: int
+    role: str
+    tokens: int
+    running: int  # system and tool schemas, then every message up to this one
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class ResultCount:
+    index: int  # of the message that holds the result
+    tool_call_id: str
+    tool: str | None  # the name of the call it answers, when that call is in the transcript
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    name: str
+    format: str
+    dialect: str
+    tokenizer: str
+    method: str  # how it was counted, in words
+    ratio: float | None  # tokens per character, for the chars estimator and --calibrate
+    tokens: int
+    messages: int
+    by_role: dict[str, int]
+    by_kind: dict[str, int]
+    per_message: tuple[MessageCount, ...]
+    top_results: tuple[ResultCount, ...]
+    window: int
+    max_output: int
+    threshold: int
+    recorded: Recorded | None = None
+    calibration: Calibration | None = None
+    model: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def budget(self) -> int:
+        """The input budget: what the window leaves after the reply's headroom."""
+        return self.window - self.max_output
+
+    @property
+    def fraction(self) -> float:
+        return self.tokens / self.budget if self.budget > 0 else float("inf")
+
+    @property
+    def status(self) -> str:
+        """`emergency` at 95 % of the input budget, `over` above the compaction threshold, else `under`."""
+        if self.tokens >= EMERGENCY_FRACTION * self.budget:
+            return "emergency"
+        return "over" if self.tokens > self.threshold else "under"
+
+
+# --- what is counted -------------------------------------------------------------------------
+
+
+def compact_json(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def pieces(block: Block) -> Iterator[tuple[str, str | int]]:
+    """(kind, text) for what a block counts as text, (kind, tokens) for what it costs as a figure."""
+    if isinstance(block, Text):
+        yield "text", block.text
+    elif isinstance(block, Thinking):
+        yield "thinking", block.thinking
+    elif isinstance(block, RedactedThinking):
+        yield "thinking", block.data  # encrypted; its length is the only measure there is
+    elif isinstance(block, (ToolCall, ServerToolCall)):
+        yield "tool_calls", block.name + compact_json(block.input)
+    elif isinstance(block, ToolResult):
+        if isinstance(block.content, str):
+            yield "tool_results", block.content
+        else:
+            for inner in block.content:
+                for kind, value in pieces(inner):
+                    yield (kind if kind in ("images", "documents") else "tool_results"), value
+    elif isinstance(block, ServerToolResult):
+        yield "tool_results", compact_json(block.raw.get("content", "")) if isinstance(block.raw, dict) else ""
+    elif isinstance(block, Image):
+        yield "images", image_tokens(block.data) if block.data else IMAGE_UNKNOWN_TOKENS
+    elif isinstance(block, Document):
+        yield from _document(block)
+    elif isinstance(block, Opaque):
+        yield "other", compact_json(block.raw) if block.raw is not None else ""
+
+
+def _document(block: Document) -> Iterator[tuple[str, str | int]]:
+    source = block.raw.get("source") if isinstance(block.raw, dict) else None
+    if isinstance(source, dict) and isinstance(source.get("content"), list):
+        for part in source["content"]:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield "documents", part["text"]
+    elif isinstance(source, dict) and source.get("type") == "text" and block.data is not None:
+        yield "documents", block.data  # Anthropic's plain-text source
+    elif block.data is not None and (block.media_type or "").startswith("text/"):
+        yield "documents", decoded_text(block.data)  # a base64 data URL (OpenAI `file`)
+    else:
+        yield "documents", pdf_tokens(block.data) if block.data else PDF_PAGE_TOKENS
+
+
+def tool_schema_text(tool: Any) -> str:
+    """A tool schema as counted: name + description + compact JSON of its input schema."""
+    if not isinstance(tool, dict):
+        return compact_json(tool)
+    spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool  # OpenAI nests it
+    schema = spec.get("input_schema", spec.get("parameters"))
+    if "name" not in spec or schema is None:
+        return compact_json(tool)  # a server tool ({"type": "web_search_…", "name": …}) or an unknown shape
+    return str(spec["name"]) + str(spec.get("description") or "") + compact_json(schema)
+
+
+# --- counting --------------------------------------------------------------------------------
+
+
+@dataclass
+class _Tally:
+    """What one message (or the system prompt, or the tool schemas) holds: units per kind."""
+
+    units: Counter = field(default_factory=Counter)  # chars, or tokens for a tokenizer
+    fixed: Counter = field(default_factory=Counter)  # tokens from images and documents
+    results: list[tuple[str, int, int]] = field(default_factory=list)  # (tool_call_id, units, fixed)
+
+
+def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
+    tally = _Tally()
+    for block in blocks:
+        result_units = result_fixed = 0
+        for kind, value in pieces(block):
+            if isinstance(value, int):
+                tally.fixed[kind] += value
+                result_fixed += value
+            else:
+                units = measure(value)
+                tally.units[kind] += units
+                result_units += units
+        if isinstance(block, ToolResult):
+            tally.results.append((block.tool_call_id, result_units, result_fixed))
+    return tally
+
+
+@dataclass
+class _Counted:
+    """Tokens per kind, per message and per tool result, before they are assembled into a report."""
+
+    by_kind: Counter
+    messages: list[int]
+    results: list[tuple[int, str, int]]  # (message index, tool_call_id, tokens)
+    head: int  # what comes before the first message: system prompt, tool schemas, a fitted overhead
+
+
+def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally], ratio: float | None) -> _Counted:
+    """The spec's estimator (ratio given) or a tokenizer's counts (ratio None), 4 per message."""
+
+    def tokens(units: int) -> int:
+        return units if ratio is None else int(units * ratio)
+
+    def once(tally: _Tally) -> int:  # the system prompt or the tool schemas: no per-message overhead
+        units = sum(tally.units.values())
+        if not units and not tally.fixed:
+            return 0
+        return (units if ratio is None else max(1, int(units * ratio))) + sum(tally.fixed.values())
+
+    by_kind = Counter(system=once(system), tool_schemas=once(tools))
+    messages, results = [], []
+    for index, tally in enumerate(tallies):
+        units = sum(tally.units.values())
+        total = (units if ratio is None else max(1, int(units * ratio))) + sum(tally.fixed.values()) + PER_MESSAGE
+        kinds = Counter({k: tokens(u) for k, u in tally.units.items()})
+        kinds.update(tally.fixed)
+        kinds["overhead"] += total - sum(kinds.values())  # the 4, and what rounding adds
+        by_kind.update(kinds)
+        messages.append(total)
+        results += [(index, call_id, tokens(u) + f) for call_id, u, f in tally.results]
+    return _Counted(by_kind, messages, results, by_kind["system"] + by_kind["tool_schemas"])
+
+
+def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally], fit: Calibration) -> _Counted:
+    """The fitted overhead + ratio × chars, plus the figures of images and documents."""
+    ratio = fit.ratio
+    by_kind = Counter(system=int(sum(system.units.values()) * ratio) + sum(system.fixed.values()),
+                      tool_schemas=int(sum(tools.units.values()) * ratio))
+    messages, results = [], []
+    for index, tally in enumerate(tallies):
+        kinds = Counter({k: int(u * ratio) for k, u in tally.units.items()})
+        kinds.update(tally.fixed)
+        by_kind.update(kinds)
+        messages.append(sum(kinds.values()))
+        results += [(index, call_id, int(u * ratio) + f) for call_id, u, f in tally.results]
+    chars = sum(sum(t.units.values()) for t in (system, tools, *tallies))
+    fixed = sum(sum(t.fixed.values()) for t in (system, *tallies))
+    total = round(fit.overhead + ratio * chars) + fixed
+    by_kind["overhead"] = total - sum(by_kind.values())  # the fitted overhead: what the log never shows
+    return _Counted(by_kind, messages, results, by_kind["system"] + by_kind["tool_schemas"] + by_kind["overhead"])
+
+
+def _apportioned(counted: _Counted, exact: int) -> _Counted:
+    """Scale a chars breakdown so that it sums to the exact total the API counted."""
+    factor = exact / max(1, sum(counted.by_kind.values()))
+    by_kind = Counter({k: round(v * factor) for k, v in counted.by_kind.items()})
+    by_kind["overhead"] += exact - sum(by_kind.values())
+    messages = [round(t * factor) for t in counted.messages]
+    return _Counted(by_kind, messages, [(i, call_id, round(t * factor)) for i, call_id, t in counted.results],
+                    exact - sum(messages))
+
+
+def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]:
+    if options.tokenizer in ("chars", "anthropic"):
+        if options.ratio <= 0:
+            raise UsageError(f"--ratio must be above 0, not {options.ratio:g}")
+        return len, options.ratio, f"chars × {options.ratio:g} + {PER_MESSAGE} per message"
+    if options.tokenizer in ("o200k", "cl100k"):
+        if options.calibrate:
+            raise UsageError(f"--calibrate fits the chars estimator; it cannot be combined with --tokenizer {options.tokenizer}")
+        from .tokenizers import ENCODINGS, counter
+
+        return counter(options.tokenizer), None, f"tiktoken {ENCODINGS[options.tokenizer]} + {PER_MESSAGE} per message"
+    raise UsageError(f"unknown tokenizer {options.tokenizer!r} (choose from {', '.join(TOKENIZERS)})")
+
+
+def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
+    """Count a transcript's tokens and say where they sit (see the module docstring)."""
+    budget = options.window - options.max_output
+    if budget <= 0:
+        raise UsageError(f"--max-output ({options.max_output}) must be below --window ({options.window})")
+    measure, ratio, method = _measure(options)
+    system = _tally(transcript.system, measure)
+    tools = _Tally(units=Counter(tool_schemas=sum(measure(tool_schema_text(t)) for t in transcript.tools)))
+    tallies = [_tally(m.blocks, measure) for m in transcript.messages]
+    counted = _by_estimator(system, tools, tallies, ratio)
+    notes: list[str] = []
+
+    calibration = None
+    if options.calibrate:
+        calibration = calibrate(transcript.messages, [sum(t.units.values()) for t in tallies],
+                                [sum(t.fixed.values()) for t in tallies],
+                                sum(system.units.values()) + sum(tools.units.values()), sum(system.fixed.values()))
+        if calibration is None:
+            found = sum(1 for m in transcript.messages if usage_tokens(m))
+            notes.append(f"--calibrate needs at least 2 responses with recorded usage ({found} found) "
+                         "and a positive fit; the default estimator was used")
+        else:
+            counted = _by_fit(system, tools, tallies, calibration)
+            ratio = calibration.ratio
+            method = (f"calibrated on {calibration.samples} recorded responses: "
+                      f"{calibration.overhead:,.0f} + chars × {calibration.ratio:.4f}")
+    if options.tokenizer == "anthropic":
+        from .providers.anthropic import count_tokens
+
+        exact = count_tokens(transcript, options.model)
+        counted = _apportioned(counted, exact.tokens)
+        ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
+        notes += exact.notes
+
+    names = {call.id: call.name for m in transcript.messages for call in m.tool_calls}
+    running = counted.head
+    per_message, by_role = [], Counter()
+    for message, (index, tokens) in zip(transcript.messages, enumerate(counted.messages)):
+        running += tokens
+        by_role[message.role] += tokens
+        per_message.append(MessageCount(index, message.role, tokens, running, message.line))
+    results = sorted(counted.results, key=lambda r: (-r[2], r[0]))[: max(0, options.top)]
+    return Estimate(
+        name=transcript.name,
+        format=transcript.format,
+        dialect=transcript.dialect,
+        tokenizer=options.tokenizer,
+        method=method,
+        ratio=ratio,
+        tokens=sum(counted.by_kind.values()),
+        messages=len(transcript.messages),
+        by_role=dict(by_role),
+        by_kind={k: counted.by_kind.get(k, 0) for k in KINDS},
+        per_message=tuple(per_message),
+        top_results=tuple(ResultCount(i, call_id, names.get(call_id), t) for i, call_id, t in results),
+        window=options.window,
+        max_output=options.max_output,
+        threshold=int(options.threshold * budget) if options.threshold <= 1 else int(options.threshold),
+        recorded=recorded_usage(transcript.messages),
+        calibration=calibration,
+        model=options.model,
+        notes=tuple(notes),
+    )
+
+
+def message_tokens(message: Message, ratio: float = DEFAULT_RATIO) -> int:
+    """One message by the spec's estimator; what `prune` and `cut-point` add up."""
+    return _by_estimator(_Tally(), _Tally(), [_tally(message.blocks, len)], ratio).messages[0]

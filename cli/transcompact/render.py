@@ -1,0 +1,171 @@
+"""Reports as text: a rich table on a terminal, plain aligned columns when piped, or JSON.
+
+Both text forms are built from the same sections (a title, column headers, rows), so they
+always say the same thing; rich is imported only when a terminal will show it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import orjson
+
+from .estimate import KINDS, Estimate
+
+JSON_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: tuple[bool, ...] = ()  # per column: right-align
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def summary(e: Estimate) -> Section:
+    rows = [
+        ("tokens", f"{_n(e.tokens)} — {_pct(e.tokens, e.budget)} of the input budget"),
+        ("input budget", f"{_n(e.budget)} (window {_n(e.window)} − max output {_n(e.max_output)})"),
+        ("status", f"{e.status} (compaction threshold {_n(e.threshold)}, emergency at 95% of the budget)"),
+        ("counted by", e.method),
+    ]
+    if e.recorded:
+        rows.append(("recorded", f"{_n(e.recorded.tokens)} tokens at message {e.recorded.message} "
+                                  f"(the last of {e.recorded.responses} responses with usage)"))
+    if e.calibration:
+        c = e.calibration
+        error = (f"error {100 * c.error:.1f}% on the later {c.error_samples} responses, fitted on the earlier ones"
+                 if c.error is not None else "too few responses to measure its error")
+        rows.append(("calibration", f"ratio {c.ratio:.4f}, overhead {_n(round(c.overhead))}, {c.samples} responses; {error}"))
+    rows += [("note", note) for note in e.notes]
+    return Section(f"{e.name}: {e.format}, {e.messages} messages", ("", ""), tuple(rows))
+
+
+def breakdown(e: Estimate) -> list[Section]:
+    roles = sorted(e.by_role.items(), key=lambda kv: -kv[1])
+    sections = [
+        Section("by role", ("role", "tokens", "share"),
+                tuple((role, _n(t), _pct(t, e.tokens)) for role, t in roles), (False, True, True)),
+        Section("by kind", ("kind", "tokens", "share"),
+                tuple((k.replace("_", " "), _n(e.by_kind[k]), _pct(e.by_kind[k], e.tokens)) for k in KINDS if e.by_kind[k]),
+                (False, True, True)),
+    ]
+    if e.top_results:
+        sections.append(Section(
+            f"largest tool results (top {len(e.top_results)})", ("message", "tool", "tool call id", "tokens"),
+            tuple((str(r.index), r.tool or "?", r.tool_call_id, _n(r.tokens)) for r in e.top_results),
+            (True, False, False, True),
+        ))
+    return sections
+
+
+def per_message(e: Estimate) -> Section:
+    with_lines = any(m.line is not None for m in e.per_message)
+    headers = ("message", "line", "role", "tokens", "running") if with_lines else ("message", "role", "tokens", "running")
+    rows = tuple(
+        ((str(m.index), str(m.line or "")) if with_lines else (str(m.index),)) + (m.role, _n(m.tokens), _n(m.running))
+        for m in e.per_message
+    )
+    numeric = (True, True, False, True, True) if with_lines else (True, False, True, True)
+    return Section("per message", headers, rows, numeric)
+
+
+def files(estimates: Sequence[Estimate]) -> Section:
+    rows = tuple(
+        (e.name, e.format, _n(e.messages), _n(e.tokens), _pct(e.tokens, e.budget), e.status) for e in estimates
+    )
+    total = ("total", "", _n(sum(e.messages for e in estimates)), _n(sum(e.tokens for e in estimates)), "", "")
+    return Section(f"{len(estimates)} files", ("file", "format", "messages", "tokens", "budget", "status"),
+                   rows + (total,), (False, False, True, True, True, False))
+
+
+def estimate_sections(estimates: Sequence[Estimate], *, show_messages: bool) -> list[Section]:
+    if len(estimates) > 1:
+        out = [files(estimates)]
+        if show_messages:
+            out += [s for e in estimates for s in (summary(e), per_message(e))]
+        return out
+    e = estimates[0]
+    return [summary(e), *breakdown(e), *([per_message(e)] if show_messages else [])]
+
+
+def plain(sections: Sequence[Section]) -> str:
+    """Aligned columns with two-space gutters; a blank line between sections."""
+    blocks = []
+    for section in sections:
+        lines = [section.title]
+        table = ([section.headers] if any(section.headers) else []) + list(section.rows)
+        widths = [max(len(row[i]) for row in table) for i in range(len(section.headers))]
+        for row in table:
+            cells = []
+            for i, cell in enumerate(row):
+                right = i < len(section.numeric) and section.numeric[i]
+                last = i == len(row) - 1
+                cells.append(cell.rjust(widths[i]) if right else (cell if last else cell.ljust(widths[i])))
+            lines.append(("  " + "  ".join(cells)).rstrip())
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def rich_print(sections: Sequence[Section]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for section in sections:
+        headed = any(section.headers)
+        table = Table(title=section.title, title_justify="left", show_header=headed, box=box.SIMPLE_HEAD if headed else None,
+                      pad_edge=False, title_style="bold")
+        for i, header in enumerate(section.headers):
+            right = i < len(section.numeric) and section.numeric[i]
+            table.add_column(header, justify="right" if right else "left", style="bold" if not headed and i == 0 else None)
+        for row in section.rows:
+            table.add_row(*row)
+        console.print(table)
+        console.print()
+
+
+def estimate_json(estimates: Sequence[Estimate], *, show_messages: bool) -> bytes:
+    reports = [_as_dict(e, show_messages) for e in estimates]
+    total = {"files": len(estimates), "messages": sum(e.messages for e in estimates),
+             "tokens": sum(e.tokens for e in estimates)}
+    return orjson.dumps({"version": JSON_VERSION, "files": reports, "total": total}, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def _as_dict(e: Estimate, show_messages: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "file": e.name,
+        "format": e.format,
+        "dialect": e.dialect,
+        "tokenizer": e.tokenizer,
+        "method": e.method,
+        "ratio": e.ratio,
+        "tokens": e.tokens,
+        "messages": e.messages,
+        "window": e.window,
+        "max_output": e.max_output,
+        "budget": e.budget,
+        "fraction": round(e.fraction, 6),
+        "threshold": e.threshold,
+        "status": e.status,
+        "by_role": e.by_role,
+        "by_kind": e.by_kind,
+        "top_results": [asdict(r) for r in e.top_results],
+        "recorded": asdict(e.recorded) if e.recorded else None,
+        "calibration": asdict(e.calibration) if e.calibration else None,
+        "notes": list(e.notes),
+    }
+    if show_messages:
+        out["per_message"] = [asdict(m) for m in e.per_message]
+    return out

@@ -1,0 +1,220 @@
+"""`estimate` as a library: the documented formula, recomputed here from the wire JSON."""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import struct
+import zlib
+
+import pytest
+
+from transcompact.dialects import anthropic as anthropic_wire
+from transcompact.dialects import openai as openai_wire
+from transcompact.estimate import KINDS, Options, estimate, message_tokens, model_limits
+from transcompact.errors import UsageError
+from transcompact.formats import load
+from transcompact.media import image_size, image_tokens, pdf_tokens
+
+from .conftest import FIXTURES, fixture_files, supported_corpus_files
+
+
+def compact(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- the README's table, written again from the wire JSON ----------------------------------
+
+
+def anthropic_block(block: dict) -> tuple[int, int]:
+    """(characters, figure tokens) of one Anthropic content block, as the README defines them."""
+    kind = block.get("type")
+    if kind == "text":
+        return len(block["text"]), 0
+    if kind == "thinking":
+        return len(block["thinking"]), 0
+    if kind == "redacted_thinking":
+        return len(block["data"]), 0
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        return len(block["name"]) + len(compact(block["input"])), 0
+    if kind == "tool_result":
+        content = block.get("content", "")
+        if isinstance(content, str):
+            return len(content), 0
+        parts = [anthropic_block(b) for b in content]
+        return sum(c for c, _ in parts), sum(f for _, f in parts)
+    if kind == "image":
+        return 0, image_tokens(block["source"].get("data"))
+    if kind == "document":
+        source = block["source"]
+        if isinstance(source.get("content"), list):
+            return sum(len(p["text"]) for p in source["content"] if "text" in p), 0
+        if source.get("type") == "text" or str(source.get("media_type", "")).startswith("text/"):
+            return len(source["data"]), 0
+        return 0, pdf_tokens(source.get("data"))
+    if str(kind).endswith("_tool_result"):
+        return len(compact(block.get("content", ""))), 0
+    return len(compact(block)), 0
+
+
+def openai_message(message: dict) -> tuple[int, int]:
+    chars = fixed = 0
+    content = message.get("content")
+    if isinstance(content, str):
+        chars += len(content)
+    for part in content if isinstance(content, list) else []:
+        if part.get("type") == "text":
+            chars += len(part["text"])
+        elif part.get("type") == "image_url":
+            url = part["image_url"]["url"]
+            fixed += image_tokens(url.split(",", 1)[1] if url.startswith("data:") else None)
+        elif part.get("type") == "file":
+            url = part["file"].get("file_data") or ""
+            data = url.split(",", 1)[1] if url.startswith("data:") else None
+            if url.startswith("data:text/"):
+                chars += len(base64.b64decode(data).decode())
+            else:
+                fixed += pdf_tokens(data)
+        else:
+            chars += len(compact(part))
+    calls = [c["function"] for c in message.get("tool_calls") or []]
+    calls += [message["function_call"]] if message.get("function_call") else []
+    for call in calls:
+        arguments = call.get("arguments", "")
+        try:
+            arguments = json.loads(arguments)
+        except (TypeError, ValueError):
+            pass
+        chars += len(call["name"]) + len(compact(arguments))
+    return chars, fixed
+
+
+def formula(transcript, ratio: float = 0.25) -> int:
+    """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once."""
+    total = 0
+    for m in transcript.messages:
+        if transcript.dialect == "anthropic":
+            content = anthropic_wire.write_content(m.blocks, False)
+            parts = [anthropic_block(b) for b in content]
+            chars, fixed = sum(c for c, _ in parts), sum(f for _, f in parts)
+        else:
+            chars, fixed = openai_message(openai_wire.write_message(m))
+        total += max(1, int(chars * ratio)) + fixed + 4
+    system = sum(len(b.text) for b in transcript.system)
+    if system:
+        total += max(1, int(system * ratio))
+    schemas = 0
+    for tool in transcript.tools:
+        spec = tool.get("function", tool)
+        schema = spec.get("input_schema", spec.get("parameters"))
+        schemas += len(spec["name"] + (spec.get("description") or "") + compact(schema)) if schema is not None else len(compact(tool))
+    if schemas:
+        total += max(1, int(schemas * ratio))
+    return total
+
+
+@pytest.mark.parametrize("path", fixture_files())
+def test_fixture_estimate_is_the_documented_formula(path):
+    transcript = load(path.read_bytes(), str(path))
+    assert estimate(transcript).tokens == formula(transcript)
+    assert estimate(transcript, Options(ratio=0.5)).tokens == formula(transcript, 0.5)
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_corpus_estimate_is_the_documented_formula(path):
+    transcript = load(path.read_bytes(), str(path))
+    report = estimate(transcript)
+    assert report.tokens == formula(transcript)
+    assert sum(report.by_kind.values()) == report.tokens
+    assert report.per_message[-1].running == report.tokens if report.per_message else report.tokens == 0
+
+
+def test_every_block_fixture_by_hand():
+    """The numbers the README's first example shows, worked out by hand."""
+    report = estimate(load((FIXTURES / "anthropic/every-block.json").read_bytes()))
+    # 320×200 → ⌈64000/750⌉ = 86; 2400×1600 → scaled to the 1568 px edge, still above 1600 → 1600.
+    assert report.by_kind["images"] == 86 + 1600
+    # a 2-page PDF at 3000 per page, plus a 41-character text document at 0.25 (10).
+    assert report.by_kind["documents"] == 6000 + 10
+    assert report.tokens == 7931
+    assert [r.tool for r in report.top_results] == ["screenshot", "read_file"]
+    assert report.top_results[0].tokens == int(len("Screenshot taken at 1280x800.") * 0.25) + 1600
+
+
+def test_breakdown_sums_to_the_total_and_roles_to_the_messages():
+    transcript = load((FIXTURES / "openai/tool-calls.json").read_bytes())
+    report = estimate(transcript)
+    assert sum(report.by_kind.values()) == report.tokens
+    assert sum(report.by_role.values()) == report.tokens - report.by_kind["system"] - report.by_kind["tool_schemas"]
+    assert [m.tokens for m in report.per_message] == [message_tokens(m) for m in transcript.messages]
+    assert set(report.by_kind) == set(KINDS)
+
+
+def test_status_against_threshold_and_budget():
+    transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    tokens = estimate(transcript).tokens
+    assert estimate(transcript).status == "under"
+    assert estimate(transcript, Options(threshold=tokens - 1)).status == "over"
+    assert estimate(transcript, Options(threshold=tokens)).status == "under"  # compacts only above it
+    budget = math.floor(tokens / 0.95)  # the largest budget of which the estimate is still 95 %
+    assert estimate(transcript, Options(window=budget + 10, max_output=10)).status == "emergency"
+    assert estimate(transcript, Options(window=budget + 11, max_output=10)).status != "emergency"
+    fraction = estimate(transcript, Options(threshold=0.5))
+    assert fraction.threshold == 92_000  # half of 200,000 − 16,000
+
+
+def test_model_table_matches_dated_names_and_refuses_unknown_ones():
+    assert model_limits("claude-sonnet-4-5-20250929") == (200_000, 64_000)
+    assert model_limits("claude-opus-4-1") == (200_000, 32_000)
+    assert model_limits("gpt-4o-mini") == (128_000, 16_384)
+    with pytest.raises(UsageError, match="unknown model"):
+        model_limits("claude-sonnet")
+
+
+def test_window_must_leave_a_budget():
+    transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    with pytest.raises(UsageError, match="below --window"):
+        estimate(transcript, Options(window=1000, max_output=1000))
+
+
+# --- images and documents ------------------------------------------------------------------
+
+
+def png(width: int, height: int) -> str:
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + header).decode()
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.mark.parametrize("data,size", [
+    (png(640, 480), (640, 480)),
+    (b64(b"GIF89a" + struct.pack("<HH", 31, 17) + b"\x00" * 8), (31, 17)),
+    (b64(b"\xff\xd8\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00" + b"\x00" * 9
+         + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 600, 800) + b"\x00" * 12), (800, 600)),
+    (b64(b"RIFF\x00\x00\x00\x00WEBPVP8X" + b"\x00" * 8 + (1023).to_bytes(3, "little") + (767).to_bytes(3, "little")), (1024, 768)),
+    (b64(b"not an image at all"), None),
+])
+def test_image_size_from_the_header(data, size):
+    assert image_size(data) == size
+
+
+def test_image_tokens_follow_anthropics_rule():
+    assert image_tokens(png(750, 1)) == 1
+    assert image_tokens(png(1000, 1000)) == 1334  # ⌈1,000,000 / 750⌉
+    assert image_tokens(png(1092, 1092)) == 1590  # Anthropic's own table: about 1590
+    assert image_tokens(png(4000, 1000)) == math.ceil(1568 * 392 / 750)  # long edge scaled to 1568
+    assert image_tokens(png(3000, 3000)) == 1600  # capped
+    assert image_tokens(None) == image_tokens(b64(b"garbage")) == 1600
+
+
+def test_pdf_tokens_count_page_objects():
+    pdf = b"%PDF-1.4\n" + b"<< /Type /Pages /Count 3 >>\n" + b"<< /Type /Page >>\n" * 3
+    assert pdf_tokens(b64(pdf)) == 9000
+    assert pdf_tokens(b64(b"%PDF-1.7 compressed" + b"\x00" * 120_000)) == 3 * 3000  # 120 KB at one page per 50 KB
+    assert pdf_tokens(None) == 3000
