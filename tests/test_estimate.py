@@ -27,45 +27,45 @@ def compact(value) -> str:
 # --- the README's table, written again from the wire JSON ----------------------------------
 
 
-def anthropic_block(block: dict) -> tuple[int, int]:
-    """(characters, figure tokens) of one Anthropic content block, as the README defines them."""
+def anthropic_block(block: dict) -> tuple[list[str], int]:
+    """(texts counted, figure tokens) of one Anthropic content block, as the README defines them."""
     kind = block.get("type")
     if kind == "text":
-        return len(block["text"]), 0
+        return [block["text"]], 0
     if kind == "thinking":
-        return len(block["thinking"]), 0
+        return [block["thinking"]], 0
     if kind == "redacted_thinking":
-        return len(block["data"]), 0
+        return [block["data"]], 0
     if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-        return len(block["name"]) + len(compact(block["input"])), 0
+        return [block["name"] + compact(block["input"])], 0
     if kind == "tool_result":
         content = block.get("content", "")
         if isinstance(content, str):
-            return len(content), 0
+            return [content], 0
         parts = [anthropic_block(b) for b in content]
-        return sum(c for c, _ in parts), sum(f for _, f in parts)
+        return [t for texts, _ in parts for t in texts], sum(f for _, f in parts)
     if kind == "image":
-        return 0, image_tokens(block["source"].get("data"))
+        return [], image_tokens(block["source"].get("data"))
     if kind == "document":
         source = block["source"]
         if isinstance(source.get("content"), list):
-            return sum(len(p["text"]) for p in source["content"] if "text" in p), 0
+            return [p["text"] for p in source["content"] if "text" in p], 0
         if source.get("type") == "text" or str(source.get("media_type", "")).startswith("text/"):
-            return len(source["data"]), 0
-        return 0, pdf_tokens(source.get("data"))
+            return [source["data"]], 0
+        return [], pdf_tokens(source.get("data"))
     if str(kind).endswith("_tool_result"):
-        return len(compact(block.get("content", ""))), 0
-    return len(compact(block)), 0
+        return [compact(block.get("content", ""))], 0
+    return [compact(block)], 0
 
 
-def openai_message(message: dict) -> tuple[int, int]:
-    chars = fixed = 0
+def openai_message(message: dict) -> tuple[list[str], int]:
+    texts, fixed = [], 0
     content = message.get("content")
     if isinstance(content, str):
-        chars += len(content)
+        texts.append(content)
     for part in content if isinstance(content, list) else []:
         if part.get("type") == "text":
-            chars += len(part["text"])
+            texts.append(part["text"])
         elif part.get("type") == "image_url":
             url = part["image_url"]["url"]
             fixed += image_tokens(url.split(",", 1)[1] if url.startswith("data:") else None)
@@ -73,11 +73,11 @@ def openai_message(message: dict) -> tuple[int, int]:
             url = part["file"].get("file_data") or ""
             data = url.split(",", 1)[1] if url.startswith("data:") else None
             if url.startswith("data:text/"):
-                chars += len(base64.b64decode(data).decode())
+                texts.append(base64.b64decode(data).decode())
             else:
                 fixed += pdf_tokens(data)
         else:
-            chars += len(compact(part))
+            texts.append(compact(part))
     calls = [c["function"] for c in message.get("tool_calls") or []]
     calls += [message["function_call"]] if message.get("function_call") else []
     for call in calls:
@@ -86,31 +86,37 @@ def openai_message(message: dict) -> tuple[int, int]:
             arguments = json.loads(arguments)
         except (TypeError, ValueError):
             pass
-        chars += len(call["name"]) + len(compact(arguments))
-    return chars, fixed
+        texts.append(call["name"] + compact(arguments))
+    return texts, fixed
 
 
-def formula(transcript, ratio: float = 0.25) -> int:
-    """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once."""
+def formula(transcript, ratio: float = 0.25, count=None) -> int:
+    """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once;
+    with `count` (a tokenizer), the sum of its counts of the same texts + 4 per message."""
+
+    def cost(texts: list[str]) -> int:
+        if count is not None:
+            return sum(count(t) for t in texts)
+        return max(1, int(sum(map(len, texts)) * ratio))
+
     total = 0
     for m in transcript.messages:
         if transcript.dialect == "anthropic":
-            content = anthropic_wire.write_content(m.blocks, False)
-            parts = [anthropic_block(b) for b in content]
-            chars, fixed = sum(c for c, _ in parts), sum(f for _, f in parts)
+            parts = [anthropic_block(b) for b in anthropic_wire.write_content(m.blocks, False)]
+            texts, fixed = [t for ts, _ in parts for t in ts], sum(f for _, f in parts)
         else:
-            chars, fixed = openai_message(openai_wire.write_message(m))
-        total += max(1, int(chars * ratio)) + fixed + 4
-    system = sum(len(b.text) for b in transcript.system)
-    if system:
-        total += max(1, int(system * ratio))
-    schemas = 0
+            texts, fixed = openai_message(openai_wire.write_message(m))
+        total += cost(texts) + fixed + 4
+    system = [b.text for b in transcript.system]
+    if "".join(system):
+        total += cost(system)
+    schemas = []
     for tool in transcript.tools:
         spec = tool.get("function", tool)
         schema = spec.get("input_schema", spec.get("parameters"))
-        schemas += len(spec["name"] + (spec.get("description") or "") + compact(schema)) if schema is not None else len(compact(tool))
-    if schemas:
-        total += max(1, int(schemas * ratio))
+        schemas.append(spec["name"] + (spec.get("description") or "") + compact(schema) if schema is not None else compact(tool))
+    if "".join(schemas):
+        total += cost(schemas) if count is not None else max(1, int(sum(map(len, schemas)) * ratio))
     return total
 
 

@@ -1,0 +1,198 @@
+"""`transcompact estimate` as a user sees it: reports, JSON, calibration, flags and variables."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact.cli import cli
+from transcompact.estimate import Options, estimate
+from transcompact.formats import load
+
+from .conftest import FIXTURES, ROOT, fixture_files
+from .test_cli import TextSnapshot, in_root, relative  # noqa: F401  (in_root is a fixture)
+from .test_fast_start import heavy_in, run_with_importtime
+
+
+def run(*args, input=None, env=None):
+    return CliRunner().invoke(cli, list(args), input=input, env=env, prog_name="transcompact")
+
+
+@pytest.mark.parametrize("path", fixture_files())
+def test_plain_report(path, in_root, snapshot):
+    result = run("estimate", relative(path))
+    assert result.exit_code == 0 and result.stderr == ""
+    assert result.stdout == snapshot(extension_class=TextSnapshot)
+
+
+def test_json_report(in_root, snapshot):
+    result = run("estimate", "--json", "--per-message", "fixtures/claude-code/broken-session.jsonl")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == snapshot
+
+
+def test_several_files_give_a_row_each_and_a_total(in_root):
+    paths = ["fixtures/anthropic/tool-loop.json", "fixtures/openai/tool-calls.json"]
+    result = run("estimate", *paths)
+    rows = result.stdout.splitlines()
+    singles = [json.loads(run("estimate", "--json", p).stdout)["files"][0]["tokens"] for p in paths]
+    assert rows[0] == "2 files"
+    assert [r.split()[0] for r in rows[2:]] == paths + ["total"]
+    assert rows[-1].split()[-1] == str(sum(singles))
+    report = json.loads(run("estimate", "--json", *paths).stdout)
+    assert report["total"] == {"files": 2, "messages": 11, "tokens": sum(singles)}
+
+
+def test_fail_over_is_a_ci_gate(in_root):
+    path = "fixtures/anthropic/every-block.json"
+    assert run("estimate", "--fail-over", "8000", path).exit_code == 0
+    over = run("estimate", "--fail-over", "7000", "-q", path)
+    assert over.exit_code == 1
+    assert over.stdout == ""
+    assert over.stderr == ""
+    loud = run("estimate", "--fail-over", "7000", path, "fixtures/anthropic/tool-loop.json")
+    assert loud.exit_code == 1
+    assert loud.stderr == "fixtures/anthropic/every-block.json: 7,931 tokens is over --fail-over 7,000\n"
+
+
+def test_window_precedence_flag_then_model_then_variable(in_root):
+    path = "fixtures/openai/tool-calls.json"
+
+    def window(*args, **env):
+        report = json.loads(run("estimate", "--json", *args, path, env=env).stdout)["files"][0]
+        return report["window"], report["max_output"]
+
+    assert window() == (200_000, 16_000)
+    assert window(TRANSCOMPACT_WINDOW="100000", TRANSCOMPACT_MAX_OUTPUT="8000") == (100_000, 8_000)
+    assert window("--model", "gpt-4o", TRANSCOMPACT_WINDOW="100000") == (128_000, 16_384)
+    assert window("--model", "gpt-4o", "--window", "50000") == (50_000, 16_384)
+    assert window("--model", "some-local-model", "--window", "32000", "--max-output", "4000") == (32_000, 4_000)
+    unknown = run("estimate", "--model", "some-local-model", path)
+    assert unknown.exit_code == 2 and "give --window and --max-output" in unknown.stderr
+
+
+def test_ratio_variable_and_bad_values(in_root):
+    path = "fixtures/anthropic/tool-loop.json"
+    tokens = lambda *a, **env: json.loads(run("estimate", "--json", *a, path, env=env).stdout)["files"][0]["tokens"]
+    assert tokens(TRANSCOMPACT_RATIO="0.5") == tokens("--ratio", "0.5") > tokens()
+    bad = run("estimate", "--ratio", "0", path)
+    assert bad.exit_code == 2 and bad.stderr.startswith("transcompact: error: Invalid value for '--ratio'")
+    assert run("estimate", "--tokenizer", "bpe", path).exit_code == 2
+
+
+# --- calibration ---------------------------------------------------------------------------
+
+
+def usage_log(overhead: int, ratio: float, turns: int = 12, shape: str = "anthropic") -> bytes:
+    """A JSON Lines conversation whose responses record usage = overhead + ratio × chars before them."""
+    lines, chars = [], 0
+    for turn in range(turns):
+        question = f"Question {turn}: " + "why does the build fail? " * (turn + 1)
+        lines.append({"role": "user", "content": question})
+        chars += len(question)
+        answer = f"Answer {turn}: " + "the linker cannot find libfoo. " * (3 * turn + 2)
+        tokens = round(overhead + ratio * chars)
+        usage = ({"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": tokens - 103}
+                 if shape == "anthropic" else {"prompt_tokens": tokens, "completion_tokens": 9})
+        lines.append({"role": "assistant", "content": answer, "usage": usage})
+        chars += len(answer)
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+@pytest.mark.parametrize("shape", ["anthropic", "openai"])
+def test_calibration_recovers_a_known_fit(shape):
+    transcript = load(usage_log(12_000, 0.31, shape=shape), "log.jsonl")
+    report = estimate(transcript, Options(calibrate=True))
+    fit = report.calibration
+    assert fit.samples == 12 and fit.error_samples == 6
+    assert fit.ratio == pytest.approx(0.31, abs=1e-3)
+    assert fit.overhead == pytest.approx(12_000, abs=5)
+    assert fit.error < 0.001
+    chars = sum(len(b.text) for m in transcript.messages for b in m.blocks)
+    assert report.tokens == round(fit.overhead + fit.ratio * chars)
+    assert sum(report.by_kind.values()) == report.tokens
+    assert report.per_message[-1].running == report.tokens
+    assert report.recorded.responses == 12 and report.recorded.message == 23
+
+
+def test_calibration_error_is_measured_on_the_later_half():
+    """A log whose later half drifts: the fit over all of it is close, the honest error is not zero."""
+    data = usage_log(12_000, 0.31).splitlines()
+    drifted = []
+    for i, line in enumerate(data):
+        value = json.loads(line)
+        if "usage" in value and i >= len(data) // 2:
+            value["usage"]["cache_read_input_tokens"] = int(value["usage"]["cache_read_input_tokens"] * 1.1)
+        drifted.append(json.dumps(value).encode())
+    fit = estimate(load(b"\n".join(drifted) + b"\n", "log.jsonl"), Options(calibrate=True)).calibration
+    assert fit.error == pytest.approx(0.09, abs=0.03)
+
+
+def test_calibration_without_usage_falls_back_and_says_so(in_root):
+    result = run("estimate", "--json", "--calibrate", "fixtures/anthropic/tool-loop.json")
+    report = json.loads(result.stdout)["files"][0]
+    assert report["calibration"] is None and report["ratio"] == 0.25
+    assert "0 found" in report["notes"][0]
+
+
+def test_calibration_refuses_a_tokenizer(in_root):
+    result = run("estimate", "--calibrate", "--tokenizer", "o200k", "fixtures/anthropic/tool-loop.json")
+    assert result.exit_code == 2 and "--calibrate fits the chars estimator" in result.stderr
+
+
+def test_recorded_usage_of_a_claude_code_log(in_root):
+    report = json.loads(run("estimate", "--json", "fixtures/claude-code/broken-session.jsonl").stdout)["files"][0]
+    assert report["recorded"] == {"tokens": 16_393, "message": 3, "responses": 2}
+
+
+# --- the terminal, the README, start-up ----------------------------------------------------
+
+
+def test_a_terminal_gets_a_rich_table():
+    primary, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")} | {"COLUMNS": "100", "TERM": "xterm"}
+    done = subprocess.run([sys.executable, "-m", "transcompact", "estimate", str(FIXTURES / "anthropic/tool-loop.json")],
+                          stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=60)
+    os.close(secondary)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(primary)
+    assert done.returncode == 0, done.stderr
+    text = re.sub(r"\x1b\[[0-9;]*m", "", output.decode())
+    assert "─" in text  # the table rules plain text does not have
+    assert "by kind" in text and "tool schemas" in text
+
+
+def readme_examples():
+    readme = (ROOT / "README.md").read_text()
+    for block in re.findall(r"```console\n(.*?)```", readme, re.S):
+        command, _, expected = block.partition("\n")
+        if command.startswith("$ transcompact ") and "fixtures/" in command and "\n$ " not in expected:
+            yield pytest.param(command[2:], expected, id=command[15:60])
+
+
+@pytest.mark.parametrize("command,expected", list(readme_examples()))
+def test_readme_examples_are_true(command, expected, in_root):
+    result = run(*command.split()[1:])
+    assert result.stdout == expected
+
+
+def test_estimate_imports_no_heavy_module_when_piped():
+    done, modules = run_with_importtime("estimate", str(FIXTURES / "claude-code/broken-session.jsonl"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "transcompact.estimate" in modules
+    assert heavy_in(modules) == []
