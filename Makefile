@@ -22,6 +22,10 @@ run: $(STAMP)
 	$(BIN)/transcompact repair fixtures/claude-code/broken-session.jsonl > $(VENV)/repaired.jsonl
 	$(BIN)/transcompact check $(VENV)/repaired.jsonl && echo "the repaired log passes check"
 
+## Speed and memory as ratios against baselines in the same run, and accuracy on the corpus (not a test).
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
 ## Update the syrupy snapshots after a deliberate change of output.
 snapshots: $(STAMP)
 	$(BIN)/pytest -q --snapshot-update

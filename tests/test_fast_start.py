@@ -69,3 +69,19 @@ def test_offline_check_imports_no_heavy_module(fixture):
     assert done.returncode == 0, done.stderr[-2000:]
     assert "transcompact.check" in modules  # the command really ran its checks
     assert heavy_in(modules) == []
+
+
+def test_the_cli_spells_the_format_names_as_the_formats_do():
+    from transcompact.cli import FORMAT_NAMES
+    from transcompact.formats import NAMES
+
+    assert FORMAT_NAMES == NAMES
+
+
+def test_the_library_exports_resolve_to_functions_not_submodules():
+    import transcompact
+    import transcompact.check  # noqa: F401  (the submodule, imported first on purpose)
+
+    assert callable(transcompact.check) and transcompact.check.__module__ == "transcompact.check"
+    assert callable(transcompact.estimate) and callable(transcompact.repair) and callable(transcompact.load)
+    assert set(transcompact.__all__) <= set(dir(transcompact))

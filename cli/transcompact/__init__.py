@@ -1,26 +1,48 @@
 """transcompact: keep long LLM conversations inside their context window.
 
 The library: `load` a transcript from bytes (any format), run operations over the one
-in-memory model (`check`, `repair`), `dump` it back in the shape it was read in.
+in-memory model (`estimate`, `check`, `repair`), `dump` it back in the shape it was read in.
+
+The names below are imported on first use, so that `transcompact --help` and every command
+that needs only part of the library start fast (a shell pipeline pays the start-up each call).
 """
 
-from .check import Violation, check
-from .errors import ExitCode, TranscompactError
-from .formats import dump, load
-from .model import Message, Transcript
-from .repair import Fix, repair
+import importlib
+import sys
+import types
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ExitCode",
-    "Fix",
-    "Message",
-    "Transcript",
-    "TranscompactError",
-    "Violation",
-    "check",
-    "dump",
-    "load",
-    "repair",
-]
+_EXPORTS = {
+    "ExitCode": ("errors", "ExitCode"),
+    "TranscompactError": ("errors", "TranscompactError"),
+    "Message": ("model", "Message"),
+    "Transcript": ("model", "Transcript"),
+    "load": ("formats", "load"),
+    "dump": ("formats", "dump"),
+    "check": ("check", "check"),
+    "Violation": ("check", "Violation"),
+    "repair": ("repair", "repair"),
+    "Fix": ("repair", "Fix"),
+    "estimate": ("estimate", "estimate"),
+    "Estimate": ("estimate", "Estimate"),
+    "EstimateOptions": ("estimate", "Options"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+class _Package(types.ModuleType):
+    # A function named like its module (check, repair, estimate) wins over the submodule, which
+    # the import system also sets as an attribute of the package once it is imported.
+    def __getattribute__(self, name):
+        if name in _EXPORTS:
+            module, attribute = _EXPORTS[name]
+            return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        return super().__getattribute__(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_EXPORTS))
+
+
+sys.modules[__name__].__class__ = _Package

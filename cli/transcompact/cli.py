@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Callable, Iterator
 
 import click
@@ -14,6 +13,8 @@ from .errors import ExitCode, TranscompactError, UsageError
 from .files import STDIN, make_directory, read_input, write_file, write_stdout
 
 TRACEBACK_ENV = "TRANSCOMPACT_TRACEBACK"
+# formats.NAMES, spelled out so that parsing flags does not import every format (a test keeps them equal)
+FORMAT_NAMES = ("claude-code", "jsonl", "anthropic", "openai")
 
 
 class Group(click.Group):
@@ -62,13 +63,11 @@ def _traceback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
 
 def input_options(fn: Callable) -> Callable:
     """FILE... (stdin when none or `-`), --format, --messages-path, --traceback."""
-    from .formats import NAMES
-
     fn = click.option("--traceback", is_flag=True, expose_value=False, callback=_traceback, is_eager=True,
                       help="Show the Python traceback of an unexpected error (for bug reports).")(fn)
     fn = click.option("--messages-path", metavar="KEY",
                       help="Where the messages sit in a wrapper object, dotted: history, trajectory.0.messages.")(fn)
-    fn = click.option("--format", "format_", type=click.Choice(NAMES), help="Read as this format instead of detecting it.")(fn)
+    fn = click.option("--format", "format_", type=click.Choice(FORMAT_NAMES), help="Read as this format instead of detecting it.")(fn)
     return click.argument("files", nargs=-1)(fn)
 
 
@@ -103,7 +102,7 @@ def emit(path: str, data: bytes, *, output: str | None, in_place: bool, output_d
         write_file(path, data)
     elif output_dir:
         make_directory(output_dir)
-        write_file(Path(output_dir) / Path(path if path != STDIN else "stdin.json").name, data)
+        write_file(os.path.join(output_dir, os.path.basename(path if path != STDIN else "stdin.json")), data)
     elif output and output != STDIN:
         write_file(output, data)
     else:

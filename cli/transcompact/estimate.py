@@ -212,23 +212,33 @@ def tool_schema_text(tool: Any) -> str:
 class _Tally:
     """What one message (or the system prompt, or the tool schemas) holds: units per kind."""
 
-    units: Counter = field(default_factory=Counter)  # chars, or tokens for a tokenizer
-    fixed: Counter = field(default_factory=Counter)  # tokens from images and documents
+    units: dict[str, int] = field(default_factory=dict)  # chars, or tokens for a tokenizer
+    fixed: dict[str, int] = field(default_factory=dict)  # tokens from images and documents
     results: list[tuple[str, int, int]] = field(default_factory=list)  # (tool_call_id, units, fixed)
 
 
 def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
     tally = _Tally()
+    units, fixed = tally.units, tally.fixed
     for block in blocks:
+        # The two commonest blocks by the short path; everything else through `pieces`.
+        if type(block) is Text:
+            units["text"] = units.get("text", 0) + measure(block.text)
+            continue
+        if type(block) is ToolResult and type(block.content) is str:
+            counted = measure(block.content)
+            units["tool_results"] = units.get("tool_results", 0) + counted
+            tally.results.append((block.tool_call_id, counted, 0))
+            continue
         result_units = result_fixed = 0
         for kind, value in pieces(block):
             if isinstance(value, int):
-                tally.fixed[kind] += value
+                fixed[kind] = fixed.get(kind, 0) + value
                 result_fixed += value
             else:
-                units = measure(value)
-                tally.units[kind] += units
-                result_units += units
+                counted = measure(value)
+                units[kind] = units.get(kind, 0) + counted
+                result_units += counted
         if isinstance(block, ToolResult):
             tally.results.append((block.tool_call_id, result_units, result_fixed))
     return tally
@@ -254,20 +264,28 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally], ratio: f
         units = sum(tally.units.values())
         if not units and not tally.fixed:
             return 0
-        return (units if ratio is None else max(1, int(units * ratio))) + sum(tally.fixed.values())
+        return (units if ratio is None else max(1, tokens(units))) + sum(tally.fixed.values())
 
-    by_kind = Counter(system=once(system), tool_schemas=once(tools))
+    by_kind = {"system": once(system), "tool_schemas": once(tools), "overhead": 0}
     messages, results = [], []
+    scale = 1 if ratio is None else ratio
     for index, tally in enumerate(tallies):
+        split = 0
+        for kind, u in tally.units.items():
+            t = int(u * scale)
+            by_kind[kind] = by_kind.get(kind, 0) + t
+            split += t
         units = sum(tally.units.values())
-        total = (units if ratio is None else max(1, int(units * ratio))) + sum(tally.fixed.values()) + PER_MESSAGE
-        kinds = Counter({k: tokens(u) for k, u in tally.units.items()})
-        kinds.update(tally.fixed)
-        kinds["overhead"] += total - sum(kinds.values())  # the 4, and what rounding adds
-        by_kind.update(kinds)
-        messages.append(total)
-        results += [(index, call_id, tokens(u) + f) for call_id, u, f in tally.results]
-    return _Counted(by_kind, messages, results, by_kind["system"] + by_kind["tool_schemas"])
+        body = max(1, int(units * scale)) if units or ratio is not None else 0
+        for kind, f in tally.fixed.items():
+            by_kind[kind] = by_kind.get(kind, 0) + f
+            body += f
+            split += f
+        by_kind["overhead"] += body - split + PER_MESSAGE  # the 4, and what rounding adds
+        messages.append(body + PER_MESSAGE)
+        if tally.results:
+            results += [(index, call_id, int(u * scale) + f) for call_id, u, f in tally.results]
+    return _Counted(Counter(by_kind), messages, results, by_kind["system"] + by_kind["tool_schemas"])
 
 
 def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally], fit: Calibration) -> _Counted:
@@ -320,7 +338,7 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
         raise UsageError(f"--max-output ({options.max_output}) must be below --window ({options.window})")
     measure, ratio, method = _measure(options)
     system = _tally(transcript.system, measure)
-    tools = _Tally(units=Counter(tool_schemas=sum(measure(tool_schema_text(t)) for t in transcript.tools)))
+    tools = _Tally(units={"tool_schemas": sum(measure(tool_schema_text(t)) for t in transcript.tools)})
     tallies = [_tally(m.blocks, measure) for m in transcript.messages]
     counted = _by_estimator(system, tools, tallies, ratio)
     notes: list[str] = []
@@ -347,7 +365,7 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
         ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
         notes += exact.notes
 
-    names = {call.id: call.name for m in transcript.messages for call in m.tool_calls}
+    names = {b.id: b.name for m in transcript.messages for b in m.blocks if type(b) is ToolCall}
     running = counted.head
     per_message, by_role = [], Counter()
     for message, (index, tokens) in zip(transcript.messages, enumerate(counted.messages)):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from .errors import InputError, Location, OutputError
 
@@ -17,7 +15,8 @@ def read_input(path: str) -> tuple[str, bytes]:
     if path == STDIN:
         return "<stdin>", sys.stdin.buffer.read()
     try:
-        return path, Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            return path, handle.read()
     except FileNotFoundError:
         raise InputError("no such file", location=Location(path)) from None
     except IsADirectoryError:
@@ -28,10 +27,12 @@ def read_input(path: str) -> tuple[str, bytes]:
 
 def write_file(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` so that a reader sees the old file or the new one, never half of it."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
+    import tempfile  # not at start-up: it imports random and hashlib
+
+    target = os.fspath(path)
+    directory = os.path.dirname(target) or "."
     try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+        fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
     except OSError as error:
         raise OutputError(f"cannot write: {error.strerror}", location=Location(str(path))) from None
     try:
@@ -39,13 +40,16 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o7777)
+        if os.path.exists(target):
+            os.chmod(temporary, os.stat(target).st_mode & 0o7777)
         else:
             os.chmod(temporary, 0o666 & ~_umask())  # as a plain open() would have created it
         os.replace(temporary, target)
     except BaseException as error:
-        Path(temporary).unlink(missing_ok=True)
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
         if isinstance(error, OSError):
             raise OutputError(f"cannot write: {error.strerror}", location=Location(str(path))) from None
         raise
@@ -59,7 +63,7 @@ def _umask() -> int:
 
 def make_directory(path: str | os.PathLike) -> None:
     try:
-        Path(path).mkdir(parents=True, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
     except OSError as error:
         raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(str(path))) from None
 

@@ -43,9 +43,15 @@ def parse(data: bytes, name: str) -> Parsed:
     except orjson.JSONDecodeError as whole:
         return Parsed(name, data, records=_parse_lines(data, name, whole))
     records = None
-    if isinstance(document, dict) and b"\n" not in data.rstrip():
-        records = _parse_lines(data, name, None)
+    if isinstance(document, dict) and _could_be_a_record(document) and b"\n" not in data.rstrip():
+        # One line: also a JSON Lines file of one record (the value already parsed, not parsed again).
+        records = [(line, document if i == 0 else BLANK) for i, line in enumerate(data.split(b"\n"))]
     return Parsed(name, data, document=document, records=records)
+
+
+def _could_be_a_record(value: dict) -> bool:
+    """A message (`role`) or a log line (`type`, `uuid`); a request body or an envelope is not."""
+    return "role" in value or "type" in value or "uuid" in value
 
 
 def _parse_lines(data: bytes, name: str, whole: orjson.JSONDecodeError | None) -> list[tuple[bytes, Any]]:

@@ -142,7 +142,10 @@ def read_message(obj: Any, *, index: int, line: int | None = None, line_of_block
         blocks: tuple[Block, ...] = (Text(content, raw=content, line=line_of_blocks),)
         string_content = True
     elif isinstance(content, list):
-        blocks = tuple(read_block(b, line_of_blocks, f"{where}: content/{i}") for i, b in enumerate(content))
+        try:
+            blocks = tuple([read_block(b, line_of_blocks) for b in content])
+        except ShapeError:  # read again, naming where the bad block sits (kept off the common path)
+            blocks = tuple(read_block(b, line_of_blocks, f"{where}: content/{i}") for i, b in enumerate(content))
         string_content = False
     elif content is None:
         blocks = ()
@@ -195,19 +198,14 @@ def signals(messages: list) -> int:
     """How many messages show an Anthropic-only shape."""
     count = 0
     for m in messages:
-        if not isinstance(m, dict):
+        content = m.get("content") if type(m) is dict else None
+        if type(content) is not list:
             continue
-        content = m.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, dict)
-            and (
-                b.get("type") in SIGNATURE_TYPES
-                or is_server_tool_result_type(b.get("type"))
-                or (b.get("type") == "image" and "source" in b)
-            )
-            for b in content
-        ):
-            count += 1
+        for b in content:
+            kind = b.get("type") if type(b) is dict else None
+            if kind in SIGNATURE_TYPES or is_server_tool_result_type(kind) or (kind == "image" and "source" in b):
+                count += 1
+                break
     return count
 
 

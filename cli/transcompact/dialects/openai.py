@@ -221,7 +221,7 @@ def signals(messages: list) -> int:
     """How many messages show an OpenAI-only shape."""
     count = 0
     for m in messages:
-        if not isinstance(m, dict):
+        if type(m) is not dict:
             continue
         content = m.get("content")
         if (
@@ -229,7 +229,7 @@ def signals(messages: list) -> int:
             or "function_call" in m
             or m.get("role") in SIGNATURE_ROLES
             or ("content" in m and content is None)
-            or (isinstance(content, list) and any(isinstance(p, dict) and p.get("type") in SIGNATURE_PARTS for p in content))
+            or (type(content) is list and any(type(p) is dict and p.get("type") in SIGNATURE_PARTS for p in content))
         ):
             count += 1
     return count
