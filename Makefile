@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/pytest -q
 
-## The main job on a shipped example, with no API key and no network.
+## The main job on a shipped example, with no API key and no network: estimate, check, repair.
 run: $(STAMP)
+	$(BIN)/transcompact estimate fixtures/claude-code/broken-session.jsonl
 	$(BIN)/transcompact check fixtures/claude-code/broken-session.jsonl || true
 	$(BIN)/transcompact repair fixtures/claude-code/broken-session.jsonl > $(VENV)/repaired.jsonl
 	$(BIN)/transcompact check $(VENV)/repaired.jsonl && echo "the repaired log passes check"

@@ -224,3 +224,21 @@ def test_pdf_tokens_count_page_objects():
     assert pdf_tokens(b64(pdf)) == 9000
     assert pdf_tokens(b64(b"%PDF-1.7 compressed" + b"\x00" * 120_000)) == 3 * 3000  # 120 KB at one page per 50 KB
     assert pdf_tokens(None) == 3000
+
+
+def test_calibration_on_the_corpus_logs_is_within_5_percent():
+    """Issue 4's target: the honest (later-half) error of --calibrate on the corpus's Claude Code logs."""
+    from statistics import median
+
+    from .conftest import CORPUS
+
+    logs = sorted(CORPUS.glob("claude-code/*.jsonl"))
+    if not logs:
+        pytest.skip("the shared corpus is not here")
+    errors = [
+        fit.error
+        for path in logs
+        if (fit := estimate(load(path.read_bytes(), str(path)), Options(calibrate=True)).calibration) and fit.error is not None
+    ]
+    assert len(errors) >= 10
+    assert median(errors) <= 0.05
