@@ -33,7 +33,9 @@ sys.path.insert(0, str(ROOT / "cli"))
 TARGET_BYTES = 50 * 1024 * 1024
 PAIRS = 4000
 PYTHON = sys.executable
-TRANSCOMPACT = [PYTHON, "-m", "transcompact"]
+# The console script, as a user runs it (`python -m transcompact` when it is not installed).
+_SCRIPT = Path(PYTHON).parent / "transcompact"
+TRANSCOMPACT = [str(_SCRIPT)] if _SCRIPT.exists() else [PYTHON, "-m", "transcompact"]
 
 
 def transcript() -> dict:

@@ -18,7 +18,7 @@ This module imports nothing from the package, so every other module can import i
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class ExitCode(enum.IntEnum):
@@ -31,8 +31,7 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130  # 128 + SIGINT
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):
     """Where in an input something is: renders as `path:line:column: pointer`."""
 
     path: str
