@@ -273,6 +273,164 @@ def estimate(ctx, files, format_, messages_path, tokenizer, ratio, calibrate, mo
     sys.exit(ExitCode.VIOLATIONS if over else ExitCode.OK)
 
 
+def _number(name: str, default: int, help: str, minimum: int = 0):
+    """A numeric flag with its TRANSCOMPACT_* variable (`--soft-trim-chars` ↔ TRANSCOMPACT_SOFT_TRIM_CHARS)."""
+    return click.option(f"--{name}", type=click.IntRange(min=minimum), default=default, show_default=True,
+                        envvar=_env(name.upper().replace("-", "_")), show_envvar=True, help=help)
+
+
+def _postcondition(path: str, before, after) -> None:
+    """A rewrite may not add a `check` error its input did not have (`design.md` §5)."""
+    from .check import check as run_check, errors
+    from .errors import PostConditionError
+
+    found = errors(run_check(after))
+    if not found:
+        return
+    had = {(v.rule, v.index) for v in errors(run_check(before))}  # only when there is something to compare
+    new = [v for v in found if (v.rule, v.index) not in had]
+    if new:
+        v = new[0]
+        raise PostConditionError(f"{_name(path)}: the rewrite would add {v.rule} at message {v.index}: {v.text}; nothing written",
+                                 hint="this is a bug in transcompact: run again with --traceback and report it")
+
+
+@cli.command()
+@input_options
+@output_options
+@_number("soft-trim-chars", 4000, "Soft-trim an unprotected tool result longer than this many characters.")
+@_number("head", 1500, "Characters a soft-trimmed result keeps at its start.")
+@_number("tail", 1500, "Characters a soft-trimmed result keeps at its end.")
+@_number("hard-clear-after", 6, "Clear tool-result messages older than the last N to a placeholder.")
+@_number("keep-last", 2, "Never touch the last N tool-result messages.")
+@click.option("--exclude-tool", "exclude_tools", multiple=True, metavar="NAME", help="Never prune results of this tool (repeatable).")
+@click.option("--clear-tool-inputs", is_flag=True, help="Also clear the input of a call whose result is cleared (to {}).")
+@click.option("--clear-thinking", is_flag=True, help="Remove thinking from every assistant message but the last (and the current turn's).")
+@click.option("--prune-ui-copy", is_flag=True, help="Claude Code logs: prune the toolUseResult copy the UI shows, too.")
+@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Append every original prune replaces to FILE (JSON Lines), for `transcompact expand`.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="Write the report as JSON to FILE.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
+def prune(files, format_, messages_path, output, in_place, output_dir, soft_trim_chars, head, tail, hard_clear_after,
+          keep_last, exclude_tools, clear_tool_inputs, clear_thinking, prune_ui_copy, archive, report_file, quiet):
+    """Trim and clear old tool results, without a model.
+
+    The last --keep-last tool-result messages are protected; results older than the last
+    --hard-clear-after become a placeholder; others longer than --soft-trim-chars keep
+    --head and --tail characters around a marker. User text and assistant blocks stay.
+
+    \b
+    transcompact prune session.jsonl > pruned.jsonl
+    transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
+    """
+    import orjson
+
+    from .formats import claude_code, dump
+    from .prune import PruneOptions, prune as run_prune
+
+    _check_output_flags(files, output, in_place, output_dir)
+    options = PruneOptions(soft_trim_chars=soft_trim_chars, head=head, tail=tail, hard_clear_after=hard_clear_after,
+                           keep_last=keep_last, exclude_tools=frozenset(exclude_tools), clear_tool_inputs=clear_tool_inputs,
+                           clear_thinking=clear_thinking, archive=archive is not None)
+    reports = []
+    for path, data, transcript in load_inputs(files, format_, messages_path):
+        pruned, report = run_prune(transcript, options)
+        _postcondition(path, transcript, pruned)
+        if prune_ui_copy and pruned.format == claude_code.NAME:
+            pruned = claude_code.replace_ui_copies(pruned)
+        output_bytes = dump(pruned, data)
+        if archive is not None and report.archived:
+            _append_lines(archive, [{"file": _name(path), **a.as_dict()} for a in report.archived])
+        emit(path, output_bytes, output=output, in_place=in_place, output_dir=output_dir)
+        reports.append({"file": _name(path), **report.as_dict()})
+        if not quiet:
+            click.echo(f"{_name(path)}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
+                       f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens", err=True)
+    if report_file:
+        data = orjson.dumps(reports[0] if len(reports) == 1 else reports, option=orjson.OPT_INDENT_2) + b"\n"
+        write_stdout(data) if report_file == STDIN else write_file(report_file, data)
+
+
+def _append_lines(path: str, values: list) -> None:
+    """Append JSON Lines to `path` (an archive grows; what it held stays as it was)."""
+    import orjson
+
+    from .errors import OutputError
+
+    try:
+        with open(path, "ab") as handle:
+            handle.write(b"".join(orjson.dumps(v) + b"\n" for v in values))
+    except OSError as error:
+        raise OutputError(f"cannot write the archive: {error.strerror}", location=None) from None
+
+
+@cli.command()
+@input_options
+@output_options
+@click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="The archive `prune --archive` wrote.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
+def expand(files, format_, messages_path, output, in_place, output_dir, archive, quiet):
+    """Put back what `prune --archive` replaced.
+
+    \b
+    transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
+    """
+    import orjson
+
+    from .errors import InputError, Location
+    from .expand import expand as run_expand
+    from .formats import dump
+
+    _check_output_flags(files, output, in_place, output_dir)
+    _, archive_bytes = read_input(archive)
+    records = []
+    for number, line in enumerate(archive_bytes.splitlines(), start=1):
+        if line.strip():
+            try:
+                records.append(orjson.loads(line))
+            except orjson.JSONDecodeError as error:
+                raise InputError(f"malformed archive line: {error.msg}", location=Location(archive, number)) from None
+    for path, data, transcript in load_inputs(files, format_, messages_path):
+        expanded, restored = run_expand(transcript, records)
+        emit(path, dump(expanded, data), output=output, in_place=in_place, output_dir=output_dir)
+        if not quiet:
+            click.echo(f"{_name(path)}: restored {restored} originals from {archive}", err=True)
+
+
+@cli.command("cut-point")
+@input_options
+@_number("keep-recent-tokens", 20_000, "Tokens the verbatim recent window holds at least.")
+@click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default="chars",
+              envvar=_env("TOKENIZER"), show_default=True, show_envvar=True, help="How to count, as for `estimate`.")
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=0.25, envvar=_env("RATIO"),
+              show_default=True, show_envvar=True, help="Tokens per character of the chars estimator.")
+@click.option("--json", "as_json", is_flag=True, help="Print the cut and both parts' sizes as JSON.")
+def cut_point(files, format_, messages_path, keep_recent_tokens, tokenizer, ratio, as_json):
+    """Print where old history ends and the verbatim recent window begins (a message index).
+
+    0 means everything fits in the recent window. The cut never separates a tool call from
+    its result.
+
+    \b
+    transcompact cut-point session.jsonl
+    transcompact cut-point --json --keep-recent-tokens 8000 chat.json
+    """
+    import orjson
+
+    from .cut import find_cut_point
+    from .estimate import Options
+
+    for path, _, transcript in load_inputs(files, format_, messages_path):
+        cut = find_cut_point(transcript, keep_recent_tokens, Options(tokenizer=tokenizer, ratio=ratio))
+        if as_json:
+            write_stdout(orjson.dumps({"file": _name(path), **cut.as_dict()}) + b"\n" if len(files) > 1
+                         else orjson.dumps(cut.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            write_stdout((f"{_name(path)}\t{cut.index}\n" if len(files) > 1 else f"{cut.index}\n").encode())
+
+
 def main() -> None:
     try:
         cli(prog_name="transcompact")

@@ -396,6 +396,14 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
     )
 
 
+def total_tokens(transcript: Transcript, ratio: float = DEFAULT_RATIO) -> int:
+    """The spec's estimate of the whole transcript: `estimate(...).tokens`, without the breakdown."""
+    tools = _Tally(units={"tool_schemas": sum(len(tool_schema_text(t)) for t in transcript.tools)})
+    counted = _by_estimator(_tally(transcript.system, len), tools, [_tally(m.blocks, len) for m in transcript.messages], ratio)
+    return sum(counted.by_kind.values())
+
+
 def message_tokens(message: Message, ratio: float = DEFAULT_RATIO) -> int:
     """One message by the spec's estimator; what `prune` and `cut-point` add up."""
-    return _by_estimator(_Tally(), _Tally(), [_tally(message.blocks, len)], ratio).messages[0]
+    tally = _tally(message.blocks, len)
+    return max(1, int(sum(tally.units.values()) * ratio)) + sum(tally.fixed.values()) + PER_MESSAGE

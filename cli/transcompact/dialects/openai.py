@@ -203,8 +203,8 @@ def write_message(message: Message) -> Any:
         out.pop("content", None)
     if calls:
         out["tool_calls"] = [_write_tool_call(c) for c in calls]
-    else:
-        out.pop("tool_calls", None)
+    elif out.get("tool_calls"):  # the calls were removed; an empty or null field stays as it was
+        del out["tool_calls"]
     if legacy:
         original = legacy[0].raw if isinstance(legacy[0].raw, dict) else {}
         out["function_call"] = {
@@ -212,8 +212,8 @@ def write_message(message: Message) -> Any:
             "name": legacy[0].name,
             "arguments": _write_arguments(legacy[0], original.get("arguments")),
         }
-    else:
-        out.pop("function_call", None)
+    elif isinstance(out.get("function_call"), dict):
+        del out["function_call"]
     return out
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
 from ..jsondata import BLANK, Parsed, dumps
-from ..model import ASSISTANT, USER, Block, Message, Text, Transcript
+from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript, result_text
 
 NAME = "claude-code"
 DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sessionId)"
@@ -367,3 +367,23 @@ def repair_lines(transcript: Transcript) -> tuple[Transcript, list[tuple[str, st
 def _rewritten(value: dict, **changes: Any) -> tuple[bytes, Any]:
     obj = {**value, **changes}
     return dumps(obj, indent=False), obj
+
+
+def replace_ui_copies(transcript: Transcript) -> Transcript:
+    """Give each changed tool result's line a `toolUseResult` (the copy Claude Code's UI shows)
+    equal to the result's new text, so that a pruned output is pruned for the UI too."""
+    source: LogSource = transcript.source
+    records = list(source.records)
+    for message in transcript.messages:
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            continue
+        before = {b.tool_call_id: b for b in origin.blocks if isinstance(b, ToolResult)}
+        for block in message.blocks:
+            if not isinstance(block, ToolResult) or block.line is None or before.get(block.tool_call_id) in (None, block):
+                continue
+            value = records[block.line][1]
+            if isinstance(value, dict) and "toolUseResult" in value:
+                value = {**value, "toolUseResult": result_text(block)}
+                records[block.line] = (dumps(value, indent=False), value)
+    return replace(transcript, source=replace(source, records=records))

@@ -1,0 +1,112 @@
+"""`cut-point`: the spec's walk, split turns, and the split-safety properties."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from transcompact.cli import cli
+from transcompact.cut import after_complete_round, find_cut_point, starts_turn
+from transcompact.estimate import Options, estimate
+from transcompact.formats import load
+from transcompact.model import ToolCall, ToolResult
+
+from .conftest import CORPUS, FIXTURES, supported_corpus_files
+from .strategies import transcripts
+from .test_properties import _loads
+from .test_prune import session
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
+
+
+def assert_safe(transcript, cut, keep):
+    """No tool call on one side with its result on the other; the recent part is at least `keep`."""
+    old, recent = transcript.messages[: cut.index], transcript.messages[cut.index:]
+    calls_old = {b.id for m in old for b in m.blocks if isinstance(b, ToolCall)}
+    results_recent = {b.tool_call_id for m in recent for b in m.blocks if isinstance(b, ToolResult)}
+    calls_recent = {b.id for m in recent for b in m.blocks if isinstance(b, ToolCall)}
+    results_old = {b.tool_call_id for m in old for b in m.blocks if isinstance(b, ToolResult)}
+    assert not (calls_old & results_recent - calls_recent)
+    assert not (results_old & calls_recent - calls_old)
+    tokens = [m.tokens for m in estimate(transcript).per_message]
+    assert cut.recent_tokens == sum(tokens[cut.index:]) and cut.old_tokens == sum(tokens[: cut.index])
+    if cut.index:
+        assert cut.recent_tokens >= keep
+        message = transcript.messages[cut.index]
+        assert starts_turn(message) or (cut.split_turn and after_complete_round(transcript.messages, cut.index))
+
+
+def test_everything_fits_gives_0(in_root=None):
+    result = run("cut-point", str(FIXTURES / "anthropic/tool-loop.json"))
+    assert result.exit_code == 0 and result.stdout == "0\n"
+
+
+def test_the_cut_is_a_user_turn_with_at_least_the_window_after_it():
+    messages = []
+    for i in range(10):  # 10 turns of 2 × 104 tokens
+        messages += [{"role": "user", "content": f"question {i} " + "x" * 390}, {"role": "assistant", "content": "y" * 400}]
+    transcript = load(json.dumps({"messages": messages}).encode(), "t.json")
+    cut = find_cut_point(transcript, 500)
+    # 500 tokens are reached inside turn 7 (messages 14–15, going back from 19); its start is the cut.
+    assert cut.index == 14 and not cut.split_turn and cut.turn_start == 14
+    assert cut.recent_tokens == 6 * 104
+    assert_safe(transcript, cut, 500)
+
+
+def test_one_long_loop_is_split_before_an_assistant_message():
+    transcript = load(session(rounds=12, size=2000), "s.json")
+    cut = find_cut_point(transcript, 3000)
+    assert cut.split_turn and cut.turn_start == 0
+    assert transcript.messages[cut.index].role == "assistant"
+    assert 3000 <= cut.recent_tokens < 3000 + 600  # near the budget, not the whole turn
+    assert_safe(transcript, cut, 3000)
+
+
+def test_json_output_and_the_uuid_of_a_claude_code_log():
+    log = CORPUS / "claude-code/spotter-session-8463c716-compacted-1593lines.jsonl"
+    if not log.exists():
+        pytest.skip("the shared corpus is not here")
+    result = run("cut-point", "--json", str(log))
+    report = json.loads(result.stdout)
+    assert set(report) == {"index", "messages", "old_messages", "recent_messages", "old_tokens", "recent_tokens",
+                           "split_turn", "turn_start", "uuid"}
+    transcript = load(log.read_bytes(), str(log))
+    assert report["uuid"] == transcript.messages[report["index"]].raw["uuid"]
+    assert report["old_messages"] + report["recent_messages"] == report["messages"] == len(transcript.messages)
+    assert run("cut-point", str(log)).stdout == f"{report['index']}\n"
+
+
+def test_several_files_print_a_name_and_an_index_each():
+    paths = [str(FIXTURES / "anthropic/tool-loop.json"), str(FIXTURES / "openai/tool-calls.json")]
+    assert run("cut-point", *paths).stdout == "".join(f"{p}\t0\n" for p in paths)
+
+
+def test_any_tokenizer_counts():
+    transcript = load(session(rounds=12, size=2000), "s.json")
+    chars = find_cut_point(transcript, 3000)
+    o200k = find_cut_point(transcript, 3000, Options(tokenizer="o200k"))
+    assert o200k.index != chars.index  # the numbers tiktoken gives are not the chars estimate
+
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(transcripts(damaged=False), st.integers(1, 60))
+def test_cut_properties_on_generated_transcripts(generated, keep):
+    transcript = _loads(generated[1])
+    assume(transcript is not None)
+    assert_safe(transcript, find_cut_point(transcript, keep), keep)
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+@pytest.mark.parametrize("keep", [500, 20_000])
+def test_cut_properties_on_the_corpus(path, keep):
+    transcript = load(path.read_bytes(), str(path))
+    assert_safe(transcript, find_cut_point(transcript, keep), keep)

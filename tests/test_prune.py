@@ -1,0 +1,238 @@
+"""`prune` and `expand`: the spec's algorithm in every format, the options, the archive, the properties."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from transcompact.check import check, errors
+from transcompact.cli import cli
+from transcompact.expand import expand
+from transcompact.formats import dump, load
+from transcompact.model import Text, Thinking, ToolCall, ToolResult
+from transcompact.prune import PLACEHOLDER, PruneOptions, prune
+
+from .conftest import FIXTURES, supported_corpus_files
+from .strategies import transcripts
+from .test_properties import _loads
+
+
+def session(rounds: int = 10, size: int = 6000, dialect: str = "anthropic") -> bytes:
+    """An agent session: one request, then `rounds` tool calls with results of `size` characters."""
+    messages = [{"role": "user", "content": "Fix the failing build."}]
+    for i in range(rounds):
+        output = "".join(f"line {i}.{n} of the output\n" for n in range(size // 20))[:size]
+        if dialect == "anthropic":
+            messages.append({"role": "assistant", "content": [
+                {"type": "text", "text": f"Running step {i}."},
+                {"type": "tool_use", "id": f"toolu_{i:02d}", "name": "bash" if i % 3 else "read", "input": {"n": i}}]})
+            messages.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_{i:02d}", "content": output, "is_error": i == 1},
+                {"type": "text", "text": f"(user note {i})"}]})
+        else:
+            messages.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"call_{i}a", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"n": i})}},
+                {"id": f"call_{i}b", "type": "function", "function": {"name": "read", "arguments": "{}"}}]})
+            messages.append({"role": "tool", "tool_call_id": f"call_{i}a", "content": output})
+            messages.append({"role": "tool", "tool_call_id": f"call_{i}b", "content": output[:100] * 50})
+    messages.append({"role": "assistant", "content": "Done." if dialect == "anthropic" else "Done."})
+    messages.append({"role": "user", "content": "Thanks."})
+    return json.dumps({"model": "m", "messages": messages}, indent=2).encode()
+
+
+def results(transcript) -> list[ToolResult]:
+    return [r for m in transcript.messages for r in m.tool_results]
+
+
+def text_of(result: ToolResult) -> str:
+    return result.content if isinstance(result.content, str) else "".join(b.text for b in result.content)
+
+
+def test_the_spec_algorithm_with_its_defaults():
+    transcript = load(session(), "s.json")
+    pruned, report = prune(transcript)
+    texts = [text_of(r) for r in results(pruned)]
+    # 10 tool-result messages: the first 4 are older than the last 6 (cleared), the last 2 are protected,
+    # the 4 between are longer than 4000 characters (soft-trimmed).
+    assert texts[:4] == [PLACEHOLDER] * 4
+    for text in texts[4:8]:
+        head, marker, tail = text[:1500], text[1500:-1500], text[-1500:]
+        assert marker == "\n\n--- trimmed (kept 1500 head + 1500 tail of 6000 chars) ---\n\n"
+    assert texts[8:] == [text_of(r) for r in results(transcript)][8:]
+    assert (report.cleared, report.soft_trimmed, report.protected) == (4, 4, 2)
+    assert report.tokens_after < report.tokens_before
+    # is_error and every other field stay; the user's note beside the results is untouched.
+    wire = orjson.loads(dump(pruned, session()))["messages"]
+    assert wire[4]["content"][0]["is_error"] is True and wire[4]["content"][0]["content"] == PLACEHOLDER
+    assert [m["content"][1] for m in wire[2:-2:2]] == [m["content"][1] for m in json.loads(session())["messages"][2:-2:2]]
+
+
+def test_soft_trim_keeps_the_real_numbers():
+    pruned, _ = prune(load(session(rounds=3, size=9000), "s.json"), PruneOptions(keep_last=0, head=100, tail=50))
+    assert "\n\n--- trimmed (kept 100 head + 50 tail of 9000 chars) ---\n\n" in text_of(results(pruned)[0])
+    assert len(text_of(results(pruned)[0])) == 100 + 50 + len("\n\n--- trimmed (kept 100 head + 50 tail of 9000 chars) ---\n\n")
+
+
+def test_openai_tool_runs_count_as_one_tool_result_message():
+    transcript = load(session(rounds=8, dialect="openai"), "s.json")
+    pruned, report = prune(transcript)
+    texts = [text_of(r) for r in results(pruned)]
+    # 8 runs of 2 tool messages: runs 0-1 cleared, runs 2-5 trimmed, runs 6-7 protected.
+    assert texts[:4] == [PLACEHOLDER] * 4
+    assert report.protected == 4 and report.cleared == 4
+    assert texts[12:] == [text_of(r) for r in results(transcript)][12:]
+
+
+def test_images_and_excluded_tools_are_left_alone():
+    data = (FIXTURES / "anthropic/every-block.json").read_bytes()
+    pruned, report = prune(load(data, "x.json"), PruneOptions(keep_last=0, hard_clear_after=0))
+    assert report.untouched_media == 1  # the screenshot result holds an image
+    assert dump(pruned, data) != data  # the other result was cleared
+    transcript = load(session(), "s.json")
+    pruned, report = prune(transcript, PruneOptions(exclude_tools=frozenset({"read"})))
+    read_ids = {b.id for m in transcript.messages for b in m.blocks if isinstance(b, ToolCall) and b.name == "read"}
+    assert all(r == o for r, o in zip(results(pruned), results(transcript)) if r.tool_call_id in read_ids)
+    assert report.excluded == len(read_ids) - 1  # the protected one is counted as protected
+
+
+def test_a_result_shorter_than_the_placeholder_is_not_cleared():
+    pruned, report = prune(load(session(rounds=9, size=20), "s.json"))
+    assert report.cleared == 0 and pruned == load(session(rounds=9, size=20), "s.json")
+
+
+def test_clear_tool_inputs_and_clear_thinking():
+    transcript = load(session(), "s.json")
+    pruned, report = prune(transcript, PruneOptions(clear_tool_inputs=True))
+    calls = [b for m in pruned.messages for b in m.blocks if isinstance(b, ToolCall)]
+    assert [c.input for c in calls[:4]] == [{}] * 4 and calls[4].input == {"n": 4}
+    assert [c.name for c in calls] == [b.name for m in transcript.messages for b in m.blocks if isinstance(b, ToolCall)]
+    assert report.inputs_cleared == 4
+
+    messages = json.loads(session(rounds=3))["messages"]
+    for m in messages:
+        if m["role"] == "assistant" and isinstance(m["content"], list):
+            m["content"].insert(0, {"type": "thinking", "thinking": "hmm", "signature": "sig"})
+    messages += [{"role": "assistant", "content": [{"type": "thinking", "thinking": "now", "signature": "s"},
+                                                   {"type": "text", "text": "ok"}]}, {"role": "user", "content": "go on"}]
+    thinking = load(json.dumps({"messages": messages}).encode(), "t.json")
+    pruned, report = prune(thinking, PruneOptions(clear_thinking=True))
+    assert report.thinking_removed == 3
+    assert [any(isinstance(b, Thinking) for b in m.blocks) for m in pruned.messages if m.role == "assistant"] == [
+        False, False, False, False, True]
+
+
+def test_claude_code_changes_message_content_only_unless_asked():
+    path = FIXTURES / "claude-code/broken-session.jsonl"
+    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+    result = CliRunner().invoke(cli, ["prune", "--keep-last", "0", "--hard-clear-after", "0", str(path)])
+    assert result.exit_code == 0, result.stderr
+    out = [json.loads(line) for line in result.stdout_bytes.splitlines()]
+    changed = [(a, b) for a, b in zip(lines, out) if a != b]
+    assert len(changed) == 1
+    before, after = changed[0]
+    assert {k for k in before if before[k] != after[k]} == {"message"}
+    assert after["message"]["content"][0]["content"] == PLACEHOLDER
+    ui = CliRunner().invoke(cli, ["prune", "--keep-last", "0", "--hard-clear-after", "0", "--prune-ui-copy", str(path)])
+    changed = [(a, json.loads(b)) for a, b in zip(lines, ui.stdout_bytes.splitlines()) if a != json.loads(b)]
+    assert changed[0][1]["toolUseResult"] == PLACEHOLDER
+
+
+def test_archive_and_expand_give_the_input_back(tmp_path):
+    source = tmp_path / "session.json"
+    source.write_bytes(session())
+    archive = tmp_path / "originals.jsonl"
+    runner = CliRunner()
+    pruned = runner.invoke(cli, ["prune", "--archive", str(archive), "--clear-tool-inputs", str(source)])
+    assert pruned.exit_code == 0, pruned.stderr
+    assert "[Tool output cleared — content was processed in earlier turns; archived as toolu_00]" in pruned.stdout
+    assert "of 6000 chars; archived as toolu_04) ---" in pruned.stdout
+    records = [json.loads(line) for line in archive.read_text().splitlines()]
+    assert [r["kind"] for r in records].count("result") == 8 and [r["kind"] for r in records].count("input") == 4
+    assert set(records[0]) == {"file", "kind", "tool_call_id", "message", "tool", "original", "pruned"}
+    (tmp_path / "pruned.json").write_bytes(pruned.stdout_bytes)
+    expanded = runner.invoke(cli, ["expand", "--archive", str(archive), str(tmp_path / "pruned.json")])
+    assert expanded.exit_code == 0, expanded.stderr
+    assert expanded.stderr.endswith("restored 12 originals from " + str(archive) + "\n")
+    assert json.loads(expanded.stdout) == json.loads(session())
+
+
+def test_report_line_and_json(tmp_path):
+    runner = CliRunner()
+    (tmp_path / "s.json").write_bytes(session())
+    result = runner.invoke(cli, ["prune", "--report", str(tmp_path / "report.json"), str(tmp_path / "s.json")])
+    assert result.stderr == f"{tmp_path / 's.json'}: pruned 4 soft-trimmed, 4 cleared (2 protected): 15,189 → 6,309 tokens\n"
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["soft_trimmed"] == 4 and report["tokens_before"] == 15189 and report["file"] == str(tmp_path / "s.json")
+
+
+def test_numeric_defaults_are_variables(tmp_path):
+    (tmp_path / "s.json").write_bytes(session())
+    result = CliRunner().invoke(cli, ["prune", "-q", str(tmp_path / "s.json")], env={"TRANSCOMPACT_KEEP_LAST": "10"})
+    assert json.loads(result.stdout) == json.loads(session())
+
+
+# --- properties ------------------------------------------------------------------------------
+
+SMALL = PruneOptions(soft_trim_chars=8, head=2, tail=2, hard_clear_after=2, keep_last=1)
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def untouched(before, after, options):
+    """User text and assistant blocks are identical; protected results are identical."""
+    for m_before, m_after in zip(before.messages, after.messages):
+        if m_before.role == "assistant":
+            assert m_before.blocks == m_after.blocks
+        assert [b for b in m_before.blocks if isinstance(b, Text)] == [b for b in m_after.blocks if isinstance(b, Text)]
+    from transcompact.prune import tool_result_groups
+
+    groups = tool_result_groups(before)
+    for indices in groups[len(groups) - options.keep_last:] if options.keep_last else []:
+        for i in indices:
+            assert before.messages[i] == after.messages[i]
+
+
+def properties(data: bytes, name: str, options: PruneOptions) -> None:
+    transcript = load(data, name)
+    pruned, _ = prune(transcript, options)
+    out = dump(pruned, data)
+    again = load(out, name)
+    twice, _ = prune(again, options)
+    assert dump(twice, out) == out  # pruning twice is pruning once
+    if not errors(check(transcript)):
+        assert not errors(check(again))
+    untouched(transcript, again, options)
+    never = PruneOptions(soft_trim_chars=10**9, hard_clear_after=10**9)
+    assert dump(prune(transcript, never)[0], data) == data
+
+
+@SETTINGS
+@given(transcripts(), st.sampled_from([SMALL, PruneOptions()]))
+def test_properties_on_generated_transcripts(generated, options):
+    _, data = generated
+    assume(_loads(data) is not None)  # an empty conversation is not a transcript
+    properties(data, "generated", options)
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_properties_on_the_corpus(path):
+    properties(path.read_bytes(), str(path), PruneOptions())
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_expand_undoes_prune_on_the_corpus(path):
+    data = path.read_bytes()
+    transcript = load(data, str(path))
+    options = PruneOptions(archive=True, clear_tool_inputs=True)
+    pruned, report = prune(transcript, options)
+    out = dump(pruned, data)
+    back, restored = expand(load(out, str(path)), [a.as_dict() for a in report.archived])
+    assert restored == len(report.archived)
+    if transcript.format in ("jsonl", "claude-code"):
+        assert dump(back, out) == data
+    else:
+        assert orjson.loads(dump(back, out)) == orjson.loads(data)
