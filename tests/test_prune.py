@@ -236,3 +236,30 @@ def test_expand_undoes_prune_on_the_corpus(path):
         assert dump(back, out) == data
     else:
         assert orjson.loads(dump(back, out)) == orjson.loads(data)
+
+
+def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
+    from transcompact.cli import _postcondition
+    from transcompact.errors import PostConditionError
+
+    before = load(session(rounds=2), "s.json")
+    broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call
+    with pytest.raises(PostConditionError, match="would add A1 at message 1") as raised:
+        _postcondition("s.json", before, broken)
+    assert raised.value.exit_code == 5
+    _postcondition("s.json", broken, broken)  # an error the input had already is not the rewrite's
+
+
+def test_expand_names_a_malformed_archive_line(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"kind": "result"}\n{oops\n')
+    result = CliRunner().invoke(cli, ["expand", "--archive", str(tmp_path / "a.jsonl"), str(FIXTURES / "anthropic/tool-loop.json")])
+    assert result.exit_code == 3
+    assert result.stderr.startswith(f"transcompact: error: {tmp_path / 'a.jsonl'}:2: malformed archive line")
+
+
+def test_several_inputs_need_in_place_or_an_output_dir(tmp_path):
+    paths = [str(FIXTURES / "anthropic/tool-loop.json"), str(FIXTURES / "openai/tool-calls.json")]
+    assert CliRunner().invoke(cli, ["prune", *paths]).exit_code == 2
+    result = CliRunner().invoke(cli, ["prune", "-q", "--output-dir", str(tmp_path), *paths])
+    assert result.exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tool-calls.json", "tool-loop.json"]
