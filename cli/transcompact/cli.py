@@ -204,14 +204,19 @@ def _env(name: str) -> str:
     return f"TRANSCOMPACT_{name}"
 
 
+def tokenizer_options(fn: Callable) -> Callable:
+    """--tokenizer and --ratio: how every command that counts tokens counts them."""
+    fn = click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=0.25, envvar=_env("RATIO"),
+                      show_default=True, show_envvar=True, help="Tokens per character of the chars estimator.")(fn)
+    return click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default="chars",
+                        envvar=_env("TOKENIZER"), show_default=True, show_envvar=True,
+                        help="chars: the spec's chars × ratio + 4 per message; o200k/cl100k: tiktoken, offline; "
+                             "anthropic: the Messages API's count_tokens (needs ANTHROPIC_API_KEY).")(fn)
+
+
 @cli.command()
 @input_options
-@click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default="chars",
-              envvar=_env("TOKENIZER"), show_default=True, show_envvar=True,
-              help="chars: the spec's chars × ratio + 4 per message; o200k/cl100k: tiktoken, offline; "
-                   "anthropic: the Messages API's count_tokens (needs ANTHROPIC_API_KEY).")
-@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=0.25, envvar=_env("RATIO"),
-              show_default=True, show_envvar=True, help="Tokens per character of the chars estimator.")
+@tokenizer_options
 @click.option("--calibrate", is_flag=True,
               help="Fit overhead + ratio × chars to the usage the transcript's responses recorded, and use it.")
 @click.option("--model", metavar="NAME", help="Take the window and max output from this model's entry in the table "
@@ -402,10 +407,7 @@ def expand(files, format_, messages_path, output, in_place, output_dir, archive,
 @cli.command("cut-point")
 @input_options
 @_number("keep-recent-tokens", 20_000, "Tokens the verbatim recent window holds at least.")
-@click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default="chars",
-              envvar=_env("TOKENIZER"), show_default=True, show_envvar=True, help="How to count, as for `estimate`.")
-@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=0.25, envvar=_env("RATIO"),
-              show_default=True, show_envvar=True, help="Tokens per character of the chars estimator.")
+@tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cut and both parts' sizes as JSON.")
 def cut_point(files, format_, messages_path, keep_recent_tokens, tokenizer, ratio, as_json):
     """Print where old history ends and the verbatim recent window begins (a message index).

@@ -95,11 +95,6 @@ def tool_result_groups(transcript: Transcript) -> list[list[int]]:
     return groups
 
 
-def is_pruned(result: ToolResult) -> bool:
-    text = _text(result)
-    return text is not None and (_CLEARED.match(text) is not None or _TRIMMED.search(text) is not None)
-
-
 def _text(result: ToolResult) -> str | None:
     """The result's text, or None when it holds anything but text (an image, a document, …)."""
     if isinstance(result.content, str):
