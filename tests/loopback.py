@@ -1,16 +1,24 @@
-"""A loopback HTTP server that speaks the parts of the Anthropic Messages API we call.
+"""A loopback HTTP server that speaks the parts of the model APIs we call.
 
-The real `anthropic` SDK talks to it over a real socket on 127.0.0.1 (never the network, never a
-mock of the SDK). It records every request and answers as `answer` says.
+The real `anthropic` SDK (and, for the openai provider, the real httpx2 client) talk to it over a
+real socket on 127.0.0.1: never the network, never a mock of the SDK. It records every request
+and answers as `answer` says: ok, an error status (once or always), too slow, empty text, a
+summary without sections, or "prompt is too long" above a size.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+Answer = Callable[["Request"], tuple]  # → (status, JSON body) or (status, JSON body, headers)
+ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
+               500: "api_error", 529: "overloaded_error"}
 
 
 @dataclass
@@ -19,6 +27,20 @@ class Request:
     headers: dict[str, str]
     body: Any
 
+    @property
+    def is_openai(self) -> bool:
+        return self.path.endswith("/chat/completions")
+
+    @property
+    def system(self) -> str:
+        if self.is_openai:
+            return self.body["messages"][0]["content"]
+        return self.body.get("system", "")
+
+    @property
+    def prompt(self) -> str:
+        return self.body["messages"][-1]["content"]
+
 
 def count_tokens_of(body: dict) -> int:
     """A deterministic stand-in for the API's count: 1 per 4 characters of the request's JSON."""
@@ -26,29 +48,85 @@ def count_tokens_of(body: dict) -> int:
     return len(json.dumps(sent, separators=(",", ":"))) // 4
 
 
+def summary_for(request: Request) -> str:
+    """A well-formed summary that shows what it was asked: the prompt kind, its size, the paths in it."""
+    kind = "UPDATE" if request.system.startswith("You are updating") else "CHECKPOINT"
+    paths = sorted(set(re.findall(r"(?:[\w.-]+/)+[\w.-]+\.[a-z]{1,4}\b", request.prompt)))[:20]
+    return (f"## Goal\nSummarized by {kind} from {len(request.prompt)} characters of conversation.\n\n"
+            "## Progress\n### Done\n- [x] Read the conversation carefully and kept what matters.\n"
+            "### In Progress\n- [ ] Continue the work where it stopped.\n\n"
+            f"## Critical Context\n" + "".join(f"- {p}\n" for p in paths) + "- Nothing else of note.\n")
+
+
+def reply(request: Request, text: str) -> tuple[int, Any]:
+    if request.is_openai:
+        return 200, {"id": "chatcmpl-loopback", "object": "chat.completion", "model": request.body.get("model"),
+                     "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                     "usage": {"prompt_tokens": len(request.prompt) // 4, "completion_tokens": len(text) // 4}}
+    return 200, {"id": "msg_loopback", "type": "message", "role": "assistant", "model": request.body.get("model"),
+                 "content": [{"type": "text", "text": text}] if text else [], "stop_reason": "end_turn",
+                 "stop_sequence": None, "usage": {"input_tokens": len(request.prompt) // 4, "output_tokens": len(text) // 4}}
+
+
+def failure(status: int, message: str, request: Request) -> tuple[int, Any, dict]:
+    fast_retry = {"retry-after-ms": "1"}  # the SDK and our client honour it: tests stay fast
+    if request.is_openai:
+        return status, {"error": {"message": message, "type": ERROR_TYPES.get(status, "api_error")}}, fast_retry
+    return status, {"type": "error", "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message}}, fast_retry
+
+
 @dataclass
 class Loopback:
     """State shared with the handler: the requests seen and how to answer the next one."""
 
     requests: list[Request] = field(default_factory=list)
-    # (request) -> (status, JSON body); the default answers count_tokens
-    answer: Callable[[Request], tuple[int, Any]] = field(default=None)  # type: ignore[assignment]
+    answer: Answer = field(default=None)  # type: ignore[assignment]
     url: str = ""
 
     def __post_init__(self):
         if self.answer is None:
             self.answer = self.ok
 
+    # --- answers ---
+
     @staticmethod
-    def ok(request: Request) -> tuple[int, Any]:
+    def ok(request: Request) -> tuple:
         if request.path.startswith("/v1/messages/count_tokens"):
             return 200, {"input_tokens": count_tokens_of(request.body)}
+        if request.path.endswith("/messages") or request.is_openai:
+            return reply(request, summary_for(request))
         return 404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}
 
     @staticmethod
-    def error(status: int, message: str) -> Callable[[Request], tuple[int, Any]]:
-        kind = {400: "invalid_request_error", 401: "authentication_error", 500: "api_error", 529: "overloaded_error"}
-        return lambda request: (status, {"type": "error", "error": {"type": kind.get(status, "api_error"), "message": message}})
+    def error(status: int, message: str) -> Answer:
+        return lambda request: failure(status, message, request)
+
+    def failing(self, status: int, times: int) -> Answer:
+        """`status` for the first `times` requests, then ok."""
+        def answer(request):
+            failed = sum(1 for r in self.requests if r is not request)
+            return failure(status, "try again", request) if failed < times else self.ok(request)
+        return answer
+
+    @staticmethod
+    def slow(seconds: float) -> Answer:
+        def answer(request):
+            time.sleep(seconds)
+            return Loopback.ok(request)
+        return answer
+
+    @staticmethod
+    def text(text: str) -> Answer:
+        return lambda request: reply(request, text)
+
+    @staticmethod
+    def too_long_above(characters: int) -> Answer:
+        """"prompt is too long" when the prompt is over `characters`, else ok."""
+        def answer(request):
+            if len(request.prompt) > characters:
+                return failure(400, f"prompt is too long: {len(request.prompt) // 4} tokens > {characters // 4} maximum", request)
+            return Loopback.ok(request)
+        return answer
 
 
 def serve() -> tuple[Loopback, Callable[[], None]]:
@@ -56,25 +134,33 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
     state = Loopback()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def do_POST(self):
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"null")
             request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             state.requests.append(request)
-            status, answer = state.answer(request)
+            status, answer, *extra = state.answer(request)
             data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                for name, value in (extra[0] if extra else {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
+                pass
 
         def log_message(self, *args):  # keep pytest's output clean
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
 
     def stop():

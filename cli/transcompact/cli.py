@@ -433,6 +433,91 @@ def cut_point(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
             write_stdout((f"{_name(path)}\t{cut.index}\n" if len(files) > 1 else f"{cut.index}\n").encode())
 
 
+def provider_options(fn: Callable) -> Callable:
+    """--provider, --model, --base-url, --retries, --timeout: who writes a summary, and how patiently."""
+    fn = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, envvar=_env("TIMEOUT"),
+                      show_default=True, show_envvar=True, help="Seconds to wait for each answer.")(fn)
+    fn = _number("retries", 2, "Retries on 429, 500, 529 and timeouts, with backoff.")(fn)
+    fn = click.option("--base-url", metavar="URL",
+                      help="The endpoint (openai: e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or OpenAI's; "
+                           "anthropic: default ANTHROPIC_BASE_URL or Anthropic's).")(fn)
+    fn = click.option("--model", envvar=_env("MODEL"), show_envvar=True, metavar="NAME",
+                      help="The summarizer model (default claude-haiku-4-5 for anthropic, gpt-4o-mini for openai).")(fn)
+    return click.option("--provider", type=click.Choice(["anthropic", "openai"]), default="anthropic",
+                        envvar=_env("PROVIDER"), show_default=True, show_envvar=True,
+                        help="anthropic (the official SDK) or any OpenAI-compatible Chat Completions endpoint.")(fn)
+
+
+def summary_options(fn: Callable) -> Callable:
+    """What is summarized and how: the flags `summarize` and `compact` share."""
+    fn = _number("result-chars", 2000, "A tool result is shown to the summarizer cut to this many characters.")(fn)
+    fn = _number("summary-input-tokens", 150_000, "The summarizer's input budget; more is sent in chunks.", minimum=1000)(fn)
+    fn = click.option("--instructions", metavar="TEXT", help="A focus for the summary, as /compact <instructions>.")(fn)
+    fn = click.option("--previous-summary", type=click.Path(dir_okay=False), metavar="FILE",
+                      help="Update this summary (Markdown) instead of starting a new one.")(fn)
+    fn = tokenizer_options(fn)
+    return _number("keep-recent-tokens", 20_000, "Tokens the verbatim recent window holds at least.")(fn)
+
+
+def _progress(quiet: bool):
+    if quiet or not sys.stderr.isatty():
+        return None
+    return lambda k, n: click.echo(f"summarizing: chunk {k} of {n}", err=True)
+
+
+@cli.command()
+@input_options
+@summary_options
+@click.option("--all", "everything", is_flag=True, help="Summarize every message, not only the old part before the cut.")
+@provider_options
+@click.option("--json", "as_json", is_flag=True, help="Print the summary and what it took as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress and no warnings on stderr.")
+def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, ratio, previous_summary, instructions,
+              summary_input_tokens, result_chars, everything, provider, model, base_url, retries, timeout, as_json, quiet):
+    """Write a structured checkpoint summary of the old part of a transcript, by an LLM.
+
+    The old part is what comes before `cut-point` (all of it with --all). A summary that
+    already exists in it is updated rather than started over. Long histories are summarized
+    in chunks, so it never fails because the history is too long.
+
+    \b
+    transcompact summarize session.jsonl > summary.md
+    transcompact summarize --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
+    """
+    import orjson
+
+    from .estimate import Options
+    from .providers import provider as make_provider
+    from .summarize import SummaryOptions, summarize as run_summarize
+
+    if len(files) > 1:
+        raise UsageError("summarize takes one transcript (run it once per file)")
+    given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
+    options = SummaryOptions(keep_recent_tokens=keep_recent_tokens, everything=everything,
+                             counting=Options(tokenizer=tokenizer, ratio=ratio), instructions=instructions,
+                             previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens)
+    for path, _, transcript in load_inputs(files, format_, messages_path):
+        summarizer = make_provider(provider, model, base_url=base_url, timeout=timeout, retries=retries)
+        try:
+            result = run_summarize(transcript, summarizer, options, progress=_progress(quiet))
+        finally:
+            summarizer.close()
+        if result is None:
+            if not quiet:
+                click.echo(f"{_name(path)}: nothing old to summarize: everything fits in the recent window "
+                           f"(--keep-recent-tokens {keep_recent_tokens:,}); --all summarizes every message", err=True)
+            if as_json:
+                write_stdout(orjson.dumps({"summary": None}) + b"\n")
+            continue
+        if not quiet:
+            for warning in result.warnings:
+                click.echo(f"{_name(path)}: warning: {warning}", err=True)
+        if as_json:
+            write_stdout(orjson.dumps(result.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+        else:
+            write_stdout(result.text.encode() + b"\n")
+
+
 def main() -> None:
     try:
         cli(prog_name="transcompact")

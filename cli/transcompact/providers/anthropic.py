@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import ProviderError, UsageError
 from ..model import Text, Transcript
+from . import RETRY_STATUSES, Completion, PromptTooLong, is_too_long
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 MODEL_ENV = "TRANSCOMPACT_MODEL"
@@ -33,12 +34,55 @@ def transcript_model(transcript: Transcript) -> str | None:
     return None
 
 
-def client(timeout: float = 60.0, retries: int = 2):
+def client(timeout: float = 60.0, retries: int = 2, base_url: str | None = None):
+    """The SDK's client; it retries 408, 409, 429, 5xx (529 included) and timeouts with backoff."""
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
         raise ProviderError("no Anthropic API key", hint="set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy)")
     import anthropic
 
-    return anthropic.Anthropic(timeout=timeout, max_retries=retries)
+    return anthropic.Anthropic(timeout=timeout, max_retries=retries, base_url=base_url)
+
+
+class AnthropicProvider:
+    """Summaries through the Messages API (`POST /v1/messages`)."""
+
+    name = "anthropic"
+
+    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 60.0, retries: int = 2):
+        self.model = model
+        self.timeout = timeout
+        self.retries = retries
+        self.api = client(timeout, retries, base_url)
+
+    def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
+        import anthropic
+
+        try:
+            response = self.api.messages.create(model=self.model, max_tokens=max_tokens, system=system,
+                                                messages=[{"role": "user", "content": prompt}])
+        except anthropic.APIStatusError as error:
+            message = _message(error)
+            if error.status_code in (400, 413) and is_too_long(message):
+                raise PromptTooLong(f"the Anthropic API says the prompt is too long: {message}") from None
+            raise ProviderError(f"the Anthropic API answered HTTP {error.status_code}: {message}"
+                                + (f" (after {self.retries} retries)" if error.status_code in RETRY_STATUSES else "")) from None
+        except anthropic.APITimeoutError:
+            raise ProviderError(f"the Anthropic API did not answer within {self.timeout:g} s "
+                                f"(after {self.retries} retries)", hint="raise --timeout") from None
+        except anthropic.APIConnectionError as error:
+            raise ProviderError(f"cannot reach the Anthropic API at {self.api.base_url}: {error}") from None
+        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
+        usage = response.usage
+        return Completion(text, usage.input_tokens or 0, usage.output_tokens or 0)
+
+    def close(self) -> None:
+        self.api.close()
+
+
+def _message(error) -> str:
+    body = error.body if isinstance(error.body, dict) else {}
+    inner = body.get("error") if isinstance(body.get("error"), dict) else body
+    return str(inner.get("message") or error.message)
 
 
 def _call(api, **request) -> int:
@@ -47,8 +91,7 @@ def _call(api, **request) -> int:
     try:
         return api.messages.count_tokens(**request).input_tokens
     except anthropic.APIStatusError as error:
-        message = error.body.get("error", {}).get("message") if isinstance(error.body, dict) else None
-        raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {message or error.message}") from None
+        raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {_message(error)}") from None
     except anthropic.APIConnectionError as error:
         raise ProviderError(f"count_tokens failed: cannot reach {api.base_url}: {error}") from None
 
@@ -75,7 +118,11 @@ def count_tokens(transcript: Transcript, model: str | None = None) -> ExactCount
     if transcript.system:
         request["system"] = [{"type": "text", "text": b.text} if isinstance(b, Text) else write_block(b)
                              for b in transcript.system]
-    api = client()
+    with client() as api:
+        return _count(api, transcript, request, model)
+
+
+def _count(api, transcript: Transcript, request: dict, model: str) -> ExactCount:
     if transcript.tools:
         return ExactCount(_call(api, tools=list(transcript.tools), **request), model)
     names = sorted({call.name for m in transcript.messages for call in m.tool_calls})

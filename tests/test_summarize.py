@@ -1,0 +1,260 @@
+"""`summarize` through the real anthropic SDK and the real httpx2 client, against a loopback server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact.cli import cli
+from transcompact.formats import load
+from transcompact.summarize import (
+    CHECKPOINT_SYSTEM_PROMPT,
+    SUMMARY_ACK,
+    SUMMARY_PREFIX,
+    UPDATE_SYSTEM_PROMPT,
+    chunked,
+    coverage,
+    problems,
+)
+
+from .conftest import CORPUS, FIXTURES, supported_corpus_files
+from .loopback import Loopback, serve, summary_for
+from .test_prune import session
+
+
+@pytest.fixture
+def api(monkeypatch):
+    state, stop = serve()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", state.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
+    yield state
+    stop()
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, ["summarize", *args], input=input, prog_name="transcompact")
+
+
+def write(tmp_path, data: bytes, name="session.json"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_the_request_is_the_checkpoint_prompt_over_what_the_summarizer_sees(api, tmp_path):
+    result = run("--all", "--model", "claude-opus-4-5", str(FIXTURES / "anthropic/every-block.json"))
+    assert result.exit_code == 0, result.stderr
+    (request,) = api.requests
+    assert request.path == "/v1/messages"
+    assert request.body["model"] == "claude-opus-4-5"
+    assert request.body["system"] == CHECKPOINT_SYSTEM_PROMPT
+    prompt = request.prompt
+    assert prompt.startswith("**User:** Here is the design mock")
+    assert "**User:** [image image/png]" in prompt and "[document 'spec.pdf' application/pdf]" in prompt
+    assert '**Assistant → tool call** `read_file` {"path":"src/header.css"}' in prompt
+    assert "**Tool result** `read_file`: .header { display: flex;" in prompt
+    assert "flex row without wrapping" not in prompt  # thinking is left out
+    assert result.stdout == summary_for(request).strip() + "\n"
+
+
+def test_long_results_are_cut_to_head_and_tail(api, tmp_path):
+    path = write(tmp_path, session(rounds=3, size=6000))
+    assert run("--all", "--result-chars", "100", path).exit_code == 0
+    prompt = api.requests[0].prompt
+    assert "[… 5900 characters omitted …]" in prompt
+    assert "line 0.0 of the output" in prompt and "line 0.299 of the" not in prompt
+
+
+def pair_then_more() -> bytes:
+    messages = [
+        {"role": "user", "content": SUMMARY_PREFIX + "## Goal\nShip the parser.\n## Progress\n- [x] tokenizer"},
+        {"role": "assistant", "content": SUMMARY_ACK},
+    ] + json.loads(session(rounds=4, size=3000))["messages"]
+    return json.dumps({"messages": messages}).encode()
+
+
+def test_an_existing_summary_pair_is_updated_and_not_sent_again(api, tmp_path):
+    result = run("--all", "--json", write(tmp_path, pair_then_more()))
+    assert result.exit_code == 0, result.stderr
+    (request,) = api.requests
+    assert request.body["system"] == UPDATE_SYSTEM_PROMPT
+    assert request.prompt.startswith("## Existing Summary\n\n## Goal\nShip the parser.")
+    assert request.prompt.count("Ship the parser") == 1 and SUMMARY_ACK not in request.prompt
+    report = json.loads(result.stdout)
+    assert report["previous_summary_used"] is True and report["messages"] == 11
+
+
+def test_a_claude_code_compact_summary_is_updated(api):
+    log = CORPUS / "claude-code/spotter-session-8463c716-compacted-1593lines.jsonl"
+    if not log.exists():
+        pytest.skip("the shared corpus is not here")
+    result = run("--json", str(log))
+    assert result.exit_code == 0, result.stderr
+    assert api.requests[0].body["system"] == UPDATE_SYSTEM_PROMPT
+    assert "This session is being continued from a previous conversation" in api.requests[0].prompt
+    assert json.loads(result.stdout)["previous_summary_used"] is True
+
+
+def test_previous_summary_file_and_instructions(api, tmp_path):
+    previous = tmp_path / "summary.md"
+    previous.write_text("## Goal\nMigrate the billing service.\n")
+    result = run("--all", "--previous-summary", str(previous), "--instructions", "the database schema",
+                 str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 0, result.stderr
+    request = api.requests[0]
+    assert request.body["system"] == UPDATE_SYSTEM_PROMPT + "\n\nAdditional focus for this summary: the database schema"
+    assert "Migrate the billing service" in request.prompt
+
+
+def test_a_history_too_long_for_one_call_goes_in_chunks(api, tmp_path):
+    path = write(tmp_path, session(rounds=20, size=6000))
+    result = run("--all", "--json", "--summary-input-tokens", "5000", path)
+    assert result.exit_code == 0, result.stderr
+    systems = [r.body["system"] for r in api.requests]
+    assert len(systems) >= 3 and systems[0] == CHECKPOINT_SYSTEM_PROMPT and set(systems[1:]) == {UPDATE_SYSTEM_PROMPT}
+    assert all(len(r.prompt) <= 5000 * 4 for r in api.requests)
+    assert all(r.prompt.startswith("## Existing Summary\n\n## Goal\nSummarized by") for r in api.requests[1:])
+    assert json.loads(result.stdout)["chunks"] == len(api.requests)
+
+
+def test_prompt_is_too_long_halves_the_chunk(api, tmp_path):
+    api.answer = Loopback.too_long_above(8000)
+    result = run("--all", "--json", write(tmp_path, session(rounds=6, size=6000)))
+    assert result.exit_code == 0, result.stderr
+    refused = [r for r in api.requests if len(r.prompt) > 8000]
+    accepted = [r for r in api.requests if len(r.prompt) <= 8000]
+    assert refused and len(accepted) >= 2
+    report = json.loads(result.stdout)
+    assert report["chunks"] == len(accepted) and report["usage"]["requests"] == len(api.requests)
+
+
+def test_a_server_error_is_retried(api, tmp_path):
+    api.answer = api.failing(500, times=1)
+    result = run("--all", str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 0, result.stderr
+    assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("answer,retries,message", [
+    (Loopback.error(529, "Overloaded"), "2", "the Anthropic API answered HTTP 529: Overloaded (after 2 retries)"),
+    (Loopback.error(400, "messages: bad request"), "2", "the Anthropic API answered HTTP 400: messages: bad request"),
+    (Loopback.slow(3), "0", "the Anthropic API did not answer within 0.5 s (after 0 retries)"),
+    (Loopback.text(""), "2", "failed validation twice: too short (0 characters, at least 200)"),
+    (Loopback.text("All good. " * 40), "2", "failed validation twice: 0 of the 3 key sections"),
+])
+def test_failures_end_with_one_line_and_exit_4(api, answer, retries, message):
+    api.answer = answer
+    result = run("--all", "--retries", retries, "--timeout", "0.5", str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 4
+    assert result.stderr.startswith("transcompact: error: ") and message in result.stderr
+    assert result.stdout == ""
+    expected = {"529": 3, "400": 1, "slow": 1, "validation": 2}
+    key = "529" if "529" in message else "400" if "400" in message else "slow" if "within" in message else "validation"
+    assert len(api.requests) == expected[key]
+
+
+def test_a_summary_that_fails_validation_once_is_asked_for_again(api):
+    first = iter([True])
+    api.answer = lambda request: Loopback.text("short")(request) if next(first, False) else Loopback.ok(request)
+    result = run("--all", "--json", str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 0, result.stderr
+    assert len(api.requests) == 2 and json.loads(result.stdout)["usage"]["requests"] == 2
+
+
+def test_no_key_is_a_provider_error(monkeypatch):
+    result = run("--all", str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 4 and "no Anthropic API key" in result.stderr
+
+
+def test_nothing_old_to_summarize(api):
+    result = run(str(FIXTURES / "anthropic/tool-loop.json"))
+    assert result.exit_code == 0 and result.stdout == "" and "nothing old to summarize" in result.stderr
+    assert api.requests == []
+
+
+def test_the_openai_provider(api, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-loopback")
+    result = run("--all", "--provider", "openai", "--base-url", api.url + "/v1", "--model", "qwen3",
+                 str(FIXTURES / "claude-code/broken-session.jsonl"))
+    assert result.exit_code == 0, result.stderr
+    (request,) = api.requests
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-openai-loopback"
+    assert request.body["model"] == "qwen3"
+    assert request.body["messages"][0] == {"role": "system", "content": CHECKPOINT_SYSTEM_PROMPT}
+    assert result.stdout == summary_for(request).strip() + "\n"
+
+
+def test_the_openai_provider_retries_and_fails_clearly(api, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    api.answer = api.failing(429, times=1)
+    ok = run("--all", "--provider", "openai", "--base-url", api.url + "/v1", str(FIXTURES / "openai/tool-calls.json"))
+    assert ok.exit_code == 0, ok.stderr
+    assert "authorization" not in api.requests[0].headers  # a local server needs no key
+    api.answer = Loopback.error(500, "model crashed")
+    failed = run("--all", "--provider", "openai", "--base-url", api.url + "/v1", "--retries", "1",
+                 str(FIXTURES / "openai/tool-calls.json"))
+    assert failed.exit_code == 4
+    assert f"{api.url}/v1/chat/completions answered HTTP 500: model crashed (after 1 retries)" in failed.stderr
+    unreachable = run("--all", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", str(FIXTURES / "openai/tool-calls.json"))
+    assert unreachable.exit_code == 4 and "cannot reach http://127.0.0.1:9/v1/chat/completions" in unreachable.stderr
+
+
+def test_the_openai_provider_halves_on_context_length(api, tmp_path):
+    api.answer = Loopback.too_long_above(8000)
+    result = run("--all", "--provider", "openai", "--base-url", api.url + "/v1",
+                 write(tmp_path, session(rounds=6, size=6000)))
+    assert result.exit_code == 0, result.stderr
+    assert any(len(r.prompt) > 8000 for r in api.requests)
+
+
+def test_json_report(api, tmp_path):
+    result = run("--all", "--json", str(FIXTURES / "anthropic/every-block.json"))
+    report = json.loads(result.stdout)
+    assert set(report) == {"summary", "provider", "model", "chunks", "usage", "previous_summary_used", "coverage",
+                           "cut", "messages", "warnings"}
+    assert report["provider"] == "anthropic" and report["model"] == "claude-haiku-4-5" and report["cut"] is None
+    assert report["coverage"]["paths"] == 1 and report["coverage"]["paths_named"] == 1  # src/header.css
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_every_corpus_transcript(api, path, provider):
+    result = run("--keep-recent-tokens", "500", "--summary-input-tokens", "20000", "--provider", provider,
+                 "--base-url", api.url + ("/v1" if provider == "openai" else ""), str(path))
+    assert result.exit_code == 0, result.stderr
+    if api.requests:
+        assert result.stdout.startswith("## Goal")
+        assert all(len(r.prompt) <= 20000 * 4 for r in api.requests)
+
+
+# --- the parts -----------------------------------------------------------------------------
+
+
+def test_validation_follows_the_spec():
+    good = "## Goal\nx\n## Progress\ny\n" + "z" * 200
+    assert problems(good) == []
+    assert problems("## goals\n## critical context\n" + "z" * 200) == []
+    assert problems("## Goal\n" + "z" * 300) == ["1 of the 3 key sections (Goal, Progress, Critical Context), at least 2"]
+    assert problems("## Goal\n## Progress") == ["too short (19 characters, at least 200)"]
+
+
+def test_chunks_keep_order_and_cut_what_is_too_big():
+    assert chunked(["a" * 40, "b" * 40, "c" * 40], 100) == [["a" * 40, "b" * 40], ["c" * 40]]
+    assert chunked(["x" * 250], 100) == [["x" * 100], ["x" * 100], ["x" * 50]]
+    assert "".join(p for c in chunked(["ab" * 333, "cd"], 97) for p in c) == "ab" * 333 + "cd"
+
+
+def test_coverage_counts_paths_and_error_lines():
+    transcript = load(json.dumps({"messages": [
+        {"role": "user", "content": "Fix src/app/main.py please"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run", "input": {"cmd": "pytest tests/test_main.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
+                                      "content": "tests/test_main.py::test_x FAILED\nTypeError: bad operand"}]},
+    ]}).encode(), "c.json")
+    found = coverage(transcript.messages, "Fixed src/app/main.py; TypeError: bad operand")
+    assert found.paths == ("src/app/main.py", "tests/test_main.py")
+    assert found.errors == ("tests/test_main.py::test_x FAILED", "TypeError: bad operand")
+    assert (found.paths_named, found.errors_named, found.share) == (1, 1, 0.5)
