@@ -258,3 +258,31 @@ def test_coverage_counts_paths_and_error_lines():
     assert found.paths == ("src/app/main.py", "tests/test_main.py")
     assert found.errors == ("tests/test_main.py::test_x FAILED", "TypeError: bad operand")
     assert (found.paths_named, found.errors_named, found.share) == (1, 1, 0.5)
+
+
+def test_a_claude_code_log_too_large_for_one_call_is_chunked_over_its_summary(api):
+    log = CORPUS / "claude-code/spotter-session-8463c716-compacted-1593lines.jsonl"
+    if not log.exists():
+        pytest.skip("the shared corpus is not here")
+    result = run("--json", "--summary-input-tokens", "5000", str(log))
+    assert result.exit_code == 0, result.stderr
+    assert len(api.requests) > 3
+    assert {r.body["system"] for r in api.requests} == {UPDATE_SYSTEM_PROMPT}  # the compact summary, then each chunk
+    assert "This session is being continued" in api.requests[0].prompt
+    assert all("This session is being continued" not in r.prompt for r in api.requests[1:])
+
+
+def test_progress_counts_the_chunks(api, monkeypatch):
+    from transcompact.providers import provider
+    from transcompact.summarize import SummaryOptions, summarize
+
+    seen = []
+    transcript = load(session(rounds=20, size=6000), "s.json")
+    summarizer = provider("anthropic")
+    try:
+        result = summarize(transcript, summarizer, SummaryOptions(everything=True, input_tokens=5000),
+                           progress=lambda k, n: seen.append((k, n)))
+    finally:
+        summarizer.close()
+    assert [k for k, _ in seen] == list(range(1, result.chunks + 1))
+    assert seen[-1] == (result.chunks, result.chunks)
