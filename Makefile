@@ -16,10 +16,14 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(BIN)/pytest -q
 
-## The main job on a shipped example, with no API key and no network: estimate, check, repair.
+## The main job on a shipped example, with no API key and no network: compact falls back to the
+## emergency mode (no model call), then the output is checked; then a broken Claude Code log is repaired.
 run: $(STAMP)
-	$(BIN)/transcompact estimate fixtures/claude-code/broken-session.jsonl
-	$(BIN)/transcompact check fixtures/claude-code/broken-session.jsonl || true
+	$(BIN)/transcompact estimate --top 3 fixtures/anthropic/long-session.json
+	env -u ANTHROPIC_API_KEY $(BIN)/transcompact compact --force --keep-recent-tokens 3000 \
+		--report $(VENV)/report.json fixtures/anthropic/long-session.json > $(VENV)/compacted.json
+	cat $(VENV)/report.json
+	$(BIN)/transcompact check $(VENV)/compacted.json && echo "the compacted transcript passes check"
 	$(BIN)/transcompact repair fixtures/claude-code/broken-session.jsonl > $(VENV)/repaired.jsonl
 	$(BIN)/transcompact check $(VENV)/repaired.jsonl && echo "the repaired log passes check"
 

@@ -2,8 +2,8 @@
 
 Builds a deterministic ~50 MB Anthropic transcript with thousands of tool call/result pairs and
 prints:
-- `transcompact estimate FILE` and `transcompact prune FILE` against an orjson load + dump of the
-  same file (each a fresh process);
+- `transcompact estimate FILE`, `prune FILE` and `compact --emergency FILE` against an orjson
+  load + dump of the same file (each a fresh process);
 - `--tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text (each a fresh
   process that builds the encoding);
 - `transcompact --help` start-up against `python -c "import click"`;
@@ -11,7 +11,7 @@ prints:
 - with the shared corpus present: the accuracy of each way of counting against the usage the
   corpus's Claude Code logs recorded (median error on the later half of each log's responses).
 
-Times are the best of several runs. Targets (issues 4 and 5): estimate ≤ 1.0×, prune ≤ 1.5×, o200k ≤ 1.2×,
+Times are the best of several runs. Targets (issues 4, 5, 7): estimate ≤ 1.0×, prune ≤ 1.5×, compact --emergency ≤ 2×, o200k ≤ 1.2×,
 --help ≤ 1.3×, memory ≤ 4× the input.
 """
 
@@ -119,6 +119,8 @@ def speed(workdir: Path) -> None:
               best([PYTHON, *roundtrip], 5, env=env), 1.0))
     print(row("prune", best([*TRANSCOMPACT, "prune", "-q", str(path)], 5, env=env),
               best([PYTHON, *roundtrip], 5, env=env), 1.5))
+    print(row("compact --emergency", best([*TRANSCOMPACT, "compact", "--emergency", "-q", str(path)], 3, env=env),
+              best([PYTHON, *roundtrip], 5, env=env), 2.0))
     print(row("estimate --tokenizer o200k", best([*TRANSCOMPACT, "estimate", "--tokenizer", "o200k", str(path)], 3, env=env),
               best([PYTHON, *bare], 3, env=env), 1.2))
     print(row("--help", best([*TRANSCOMPACT, "--help"], 10, env=env), best([PYTHON, "-c", "import click"], 10, env=env), 1.3))

@@ -432,3 +432,21 @@ def _claude_code(t: Transcript, path: str | None) -> list[Violation]:
     if b'"isSidechain":true' in head or b'"teamName"' in head:
         add(Violation("C6", WARNING, 'isSidechain:true or teamName in the first 64 KB: /resume hides this session'))
     return out
+
+
+def added_errors(before: Transcript, after: Transcript, *, same_messages: bool = True) -> list[Violation]:
+    """The errors `after` has that `before` did not: the post-condition of every rewrite (design.md §5).
+
+    With `same_messages` (a rewrite that keeps every message in place, like prune) an error is
+    new unless the same rule failed at the same message; otherwise (compact) unless the same
+    rule failed anywhere in the input.
+    """
+    found = errors(check(after))
+    if not found:
+        return []
+    had = errors(check(before))
+    if same_messages:
+        old = {(v.rule, v.index) for v in had}
+        return [v for v in found if (v.rule, v.index) not in old]
+    rules = {v.rule for v in had}
+    return [v for v in found if v.rule not in rules]

@@ -286,39 +286,54 @@ def _number(name: str, default: int, help: str, minimum: int = 0):
 
 def _postcondition(path: str, before, after) -> None:
     """A rewrite may not add a `check` error its input did not have (`design.md` §5)."""
-    from .check import check as run_check, errors
+    from .check import added_errors
     from .errors import PostConditionError
 
-    found = errors(run_check(after))
-    if not found:
-        return
-    had = {(v.rule, v.index) for v in errors(run_check(before))}  # only when there is something to compare
-    new = [v for v in found if (v.rule, v.index) not in had]
+    new = added_errors(before, after)
     if new:
         v = new[0]
         raise PostConditionError(f"{_name(path)}: the rewrite would add {v.rule} at message {v.index}: {v.text}; nothing written",
                                  hint="this is a bug in transcompact: run again with --traceback and report it")
 
 
+def prune_options(fn: Callable) -> Callable:
+    """The flags of `prune`, which `compact` shares."""
+    for option in reversed([
+        _number("soft-trim-chars", 4000, "Soft-trim an unprotected tool result longer than this many characters."),
+        _number("head", 1500, "Characters a soft-trimmed result keeps at its start."),
+        _number("tail", 1500, "Characters a soft-trimmed result keeps at its end."),
+        _number("hard-clear-after", 6, "Clear tool-result messages older than the last N to a placeholder."),
+        _number("keep-last", 2, "Never touch the last N tool-result messages."),
+        click.option("--exclude-tool", "exclude_tools", multiple=True, metavar="NAME",
+                     help="Never prune results of this tool (repeatable)."),
+        click.option("--clear-tool-inputs", is_flag=True, help="Also clear the input of a call whose result is cleared (to {})."),
+        click.option("--clear-thinking", is_flag=True,
+                     help="Remove thinking from every assistant message but the last (and the current turn's)."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _prune_options(flags: dict, archive: bool = False):
+    from .prune import PruneOptions
+
+    return PruneOptions(soft_trim_chars=flags.pop("soft_trim_chars"), head=flags.pop("head"), tail=flags.pop("tail"),
+                        hard_clear_after=flags.pop("hard_clear_after"), keep_last=flags.pop("keep_last"),
+                        exclude_tools=frozenset(flags.pop("exclude_tools")), clear_tool_inputs=flags.pop("clear_tool_inputs"),
+                        clear_thinking=flags.pop("clear_thinking"), archive=archive)
+
+
 @cli.command()
 @input_options
 @output_options
-@_number("soft-trim-chars", 4000, "Soft-trim an unprotected tool result longer than this many characters.")
-@_number("head", 1500, "Characters a soft-trimmed result keeps at its start.")
-@_number("tail", 1500, "Characters a soft-trimmed result keeps at its end.")
-@_number("hard-clear-after", 6, "Clear tool-result messages older than the last N to a placeholder.")
-@_number("keep-last", 2, "Never touch the last N tool-result messages.")
-@click.option("--exclude-tool", "exclude_tools", multiple=True, metavar="NAME", help="Never prune results of this tool (repeatable).")
-@click.option("--clear-tool-inputs", is_flag=True, help="Also clear the input of a call whose result is cleared (to {}).")
-@click.option("--clear-thinking", is_flag=True, help="Remove thinking from every assistant message but the last (and the current turn's).")
+@prune_options
 @click.option("--prune-ui-copy", is_flag=True, help="Claude Code logs: prune the toolUseResult copy the UI shows, too.")
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
               help="Append every original prune replaces to FILE (JSON Lines), for `transcompact expand`.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
               help="Write the report as JSON to FILE.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
-def prune(files, format_, messages_path, output, in_place, output_dir, soft_trim_chars, head, tail, hard_clear_after,
-          keep_last, exclude_tools, clear_tool_inputs, clear_thinking, prune_ui_copy, archive, report_file, quiet):
+def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_copy, archive, report_file, quiet, **flags):
     """Trim and clear old tool results, without a model.
 
     The last --keep-last tool-result messages are protected; results older than the last
@@ -332,12 +347,10 @@ def prune(files, format_, messages_path, output, in_place, output_dir, soft_trim
     import orjson
 
     from .formats import claude_code, dump
-    from .prune import PruneOptions, prune as run_prune
+    from .prune import prune as run_prune
 
     _check_output_flags(files, output, in_place, output_dir)
-    options = PruneOptions(soft_trim_chars=soft_trim_chars, head=head, tail=tail, hard_clear_after=hard_clear_after,
-                           keep_last=keep_last, exclude_tools=frozenset(exclude_tools), clear_tool_inputs=clear_tool_inputs,
-                           clear_thinking=clear_thinking, archive=archive is not None)
+    options = _prune_options(flags, archive=archive is not None)
     reports = []
     for path, data, transcript in load_inputs(files, format_, messages_path):
         pruned, report = run_prune(transcript, options)
@@ -516,6 +529,78 @@ def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
             write_stdout(orjson.dumps(result.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
         else:
             write_stdout(result.text.encode() + b"\n")
+
+
+@cli.command()
+@input_options
+@output_options
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=100_000, envvar=_env("THRESHOLD"),
+              show_default=True, show_envvar=True,
+              help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget).")
+@click.option("--force", is_flag=True, help="Compact even under the threshold.")
+@click.option("--emergency", is_flag=True, help="Drop the old part behind a checkpoint built without a model.")
+@click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency.")
+@_number("keep-user-tokens", 4000, "The user's own old messages kept verbatim in the summary message (0: none).")
+@click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default).")
+@click.option("--drop-history", is_flag=True, help="Claude Code logs: write only the new chain, not the old lines.")
+@_number("window", 200_000, "Context window in tokens.", minimum=1)
+@_number("max-output", 16_000, "Tokens kept free for the reply; input budget = window − max output.")
+@click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate).")
+@prune_options
+@summary_options
+@provider_options
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="Write the report as JSON to FILE.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
+def compact(files, format_, messages_path, output, in_place, output_dir, threshold, force, emergency, no_fallback,
+            keep_user_tokens, keep_thinking, drop_history, window, max_output, calibrate, keep_recent_tokens, tokenizer,
+            ratio, previous_summary, instructions, summary_input_tokens, result_chars, provider, model, base_url, retries,
+            timeout, report_file, quiet, **flags):
+    """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
+
+    Under --threshold the transcript goes out unchanged. If the summary fails (no key, an
+    error, a bad summary), the emergency mode takes over: no model call, a checkpoint built
+    from the old part, and a result that always fits. The output is always valid and smaller.
+
+    \b
+    cat session.json | transcompact compact > compacted.json
+    transcompact compact --emergency -i logs/*.jsonl
+    transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
+    """
+    import orjson
+
+    from .compact import CompactOptions, compact as run_compact
+    from .estimate import Options
+    from .formats import dump
+    from .providers import provider as make_provider
+    from .summarize import SummaryOptions
+
+    _check_output_flags(files, output, in_place, output_dir)
+    counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, window=window, max_output=max_output)
+    given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
+    options = CompactOptions(
+        threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
+        max_output=max_output, counting=counting, pruning=_prune_options(flags),
+        summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, counting=counting, instructions=instructions,
+                               previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
+        keep_user_tokens=keep_user_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
+    reports = []
+    for path, data, transcript in load_inputs(files, format_, messages_path):
+        rebuilt, report = run_compact(
+            transcript, options, lambda: make_provider(provider, model, base_url=base_url, timeout=timeout, retries=retries),
+            progress=_progress(quiet))
+        emit(path, data if rebuilt is None else dump(rebuilt.transcript, data if rebuilt.transcript.source is transcript.source else None),
+             output=output, in_place=in_place and rebuilt is not None, output_dir=output_dir)
+        reports.append({"file": _name(path), **report.as_dict()})
+        if not quiet:
+            if report.fallback_reason and report.strategy == "emergency" and not emergency:
+                click.echo(f"{_name(path)}: the summary failed, so the emergency mode was used: {report.fallback_reason}", err=True)
+            click.echo(f"{_name(path)}: {report.line()}", err=True)
+            for note in report.notes if report.strategy != "none" else ():
+                click.echo(f"{_name(path)}: note: {note}", err=True)
+    if report_file:
+        data = orjson.dumps(reports[0] if len(reports) == 1 else reports, option=orjson.OPT_INDENT_2) + b"\n"
+        write_stdout(data) if report_file == STDIN else write_file(report_file, data)
 
 
 def main() -> None:

@@ -301,12 +301,12 @@ def halved(chunk: list[str]) -> list[list[str]]:
 
 
 def summarize(transcript: Transcript, provider: Provider, options: SummaryOptions = SummaryOptions(),
-              progress: Callable[[int, int], None] | None = None) -> Summary | None:
-    """The summary of the old part (or of everything); None when there is nothing old to summarize."""
-    cut = None
+              progress: Callable[[int, int], None] | None = None, cut: Cut | None = None) -> Summary | None:
+    """The summary of the old part (before `cut`, found when not given; everything with
+    `options.everything`); None when there is nothing old to summarize."""
     messages = transcript.messages
     if not options.everything:
-        cut = find_cut_point(transcript, options.keep_recent_tokens, options.counting)
+        cut = cut or find_cut_point(transcript, options.keep_recent_tokens, options.counting)
         messages = messages[: cut.index]
     found, synthetic = find_previous_summary(messages)
     previous = options.previous_summary or found

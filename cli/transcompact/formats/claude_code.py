@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from ..dialects import anthropic as codec
@@ -387,3 +387,65 @@ def replace_ui_copies(transcript: Transcript) -> Transcript:
                 value = {**value, "toolUseResult": result_text(block)}
                 records[block.line] = (dumps(value, indent=False), value)
     return replace(transcript, source=replace(source, records=records))
+
+
+COMPACT_PREAMBLE = ("This session is being continued from a previous conversation that ran out of context. "
+                    "The summary below covers the earlier portion of the conversation.\n\n")
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(seconds * 1000) % 1000:03d}Z"
+
+
+def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
+                      *, drop_history: bool = False) -> Transcript:
+    """What Claude Code itself writes when it compacts (validity.md §3.3), read back as a transcript.
+
+    After the original lines (or instead of them, with `drop_history`): a `compact_boundary`
+    line (`parentUuid` null, `logicalParentUuid` the old leaf), a user line with
+    `isCompactSummary` holding the summary, then the recent window copied with new uuids,
+    re-parented in order, with timestamps after every line of the file and the same session.
+    """
+    source: LogSource = transcript.source
+    records = source.records
+    leaf = records[source.leaf][1] if source.leaf is not None else {}
+    latest = max((t for _, v in records if isinstance(v, dict) and (t := _timestamp(v.get("timestamp"))) is not None),
+                 default=0.0)
+    envelope = {key: leaf.get(key) for key in ("userType", "cwd", "sessionId", "version", "gitBranch") if key in leaf}
+    boundary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{leaf.get('uuid')}:compact_boundary:{pre_tokens}"))
+    summary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:summary"))
+    new: list[dict] = [
+        {"parentUuid": None, "logicalParentUuid": leaf.get("uuid"), "isSidechain": False, **envelope,
+         "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
+         "timestamp": _iso(latest + 0.001), "uuid": boundary_uuid, "level": "info",
+         "compactMetadata": {"trigger": "manual", "preTokens": pre_tokens}},
+        {"parentUuid": boundary_uuid, "isSidechain": False, **envelope, "type": USER,
+         "message": {"role": USER, "content": COMPACT_PREAMBLE + summary}, "isCompactSummary": True,
+         "isVisibleInTranscriptOnly": True, "uuid": summary_uuid, "timestamp": _iso(latest + 0.002)},
+    ]
+    renamed: dict[str, str] = {}
+    for message in recent:
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            raise ShapeError("compact can only carry over messages read from this log")
+        for index in origin.records:
+            blocks = tuple(b for b in message.blocks if b.line == index)
+            if not blocks:
+                continue  # a line whose only block was dropped (thinking)
+            value = dict(records[index][1])
+            if blocks != tuple(b for b in origin.blocks if b.line == index):
+                value["message"] = {**value["message"], "content": codec.write_content(blocks, index in origin.string_records)}
+            old_uuid = value.get("uuid")
+            renamed[old_uuid] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{old_uuid}"))
+            if renamed.get(value.get("sourceToolAssistantUUID")):
+                value["sourceToolAssistantUUID"] = renamed[value["sourceToolAssistantUUID"]]
+            value.update(parentUuid=new[-1]["uuid"], uuid=renamed[old_uuid], isSidechain=False,
+                         timestamp=_iso(latest + 0.001 * (len(new) + 1)))
+            if "sessionId" in envelope:
+                value["sessionId"] = envelope["sessionId"]
+            new.append(value)
+    kept = [] if drop_history else [line for line, value in records if value is not BLANK or line.strip()]
+    data = b"\n".join(kept + [dumps(v, indent=False) for v in new]) + b"\n"
+    from ..jsondata import parse
+
+    return read(parse(data, transcript.name))

@@ -1,0 +1,252 @@
+"""`compact`: the pipeline, the fallback, the emergency mode, Claude Code logs, and its properties."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, given, settings
+
+from transcompact.check import check, errors
+from transcompact.cli import cli
+from transcompact.compact import USER_WORDS_HEADING, CompactOptions, compact
+from transcompact.estimate import estimate
+from transcompact.formats import dump, load
+from transcompact.model import RedactedThinking, Text, Thinking
+from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, SummaryOptions, UPDATE_SYSTEM_PROMPT
+
+from .conftest import CORPUS, FIXTURES, supported_corpus_files
+from .loopback import Loopback, serve
+from .strategies import transcripts
+from .test_properties import _loads
+
+LONG = FIXTURES / "anthropic/long-session.json"
+
+
+@pytest.fixture
+def api(monkeypatch):
+    state, stop = serve()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", state.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
+    yield state
+    stop()
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(cli, ["compact", *args], input=input, prog_name="transcompact")
+
+
+def messages_of(stdout: bytes) -> list:
+    return orjson.loads(stdout)["messages"]
+
+
+def test_under_the_threshold_goes_out_unchanged():
+    result = run(str(LONG))
+    assert result.exit_code == 0
+    assert result.stdout_bytes == LONG.read_bytes()
+    assert result.stderr == f"{LONG}: not compacted (8,957 tokens, 33 messages): under the threshold; --force compacts anyway\n"
+
+
+def test_the_summary_path_rebuilds_around_the_recent_window(api):
+    result = run("--force", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
+    assert result.exit_code == 0, result.stderr
+    (request,) = api.requests
+    transcript, report = result.stdout_bytes.rsplit(b"\n}\n{", 1)
+    report = orjson.loads(b"{" + report)
+    out = orjson.loads(transcript + b"\n}")
+    original = json.loads(LONG.read_bytes())
+    assert out["system"] == original["system"] and out["model"] == original["model"]  # what the format keeps first
+    first = out["messages"][0]["content"][0]["text"]
+    assert first.startswith(SUMMARY_PREFIX + "## Goal\nSummarized by CHECKPOINT")
+    assert USER_WORDS_HEADING + "\n\n> Fix the failing build." in first
+    cut = report["cut"]
+    kept = out["messages"][-(len(original["messages"]) - cut):]
+    assert kept == original["messages"][cut:]  # the recent window, verbatim
+    assert report["strategy"] == "summary" and report["tokens_after"] < report["tokens_before"]
+    assert set(report) == {"file", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
+                           "split_turn", "pruned", "summary_chars", "fallback_reason", "notes"}
+    assert "[Tool output cleared" not in request.prompt  # the summarizer reads the old part as it was
+
+
+def test_a_split_turn_carries_the_opening_request(api):
+    result = run("--force", "--keep-recent-tokens", "3000", str(LONG))
+    assert result.exit_code == 0, result.stderr
+    out = messages_of(result.stdout_bytes)
+    text = out[0]["content"][0]["text"]
+    assert text.endswith("## The request this turn began with (verbatim)\n\nGood. Keep the public API of checkout() "
+                         "unchanged, and do not touch the payment module.")
+    assert out[1]["role"] == "assistant" and out[1]["content"] != SUMMARY_ACK  # the window follows directly
+
+
+def test_chained_compaction_keeps_one_summary_pair(api, tmp_path):
+    first = run("--force", "--keep-recent-tokens", "1000", str(LONG))
+    (tmp_path / "once.json").write_bytes(first.stdout_bytes)
+    second = run("--force", "--keep-recent-tokens", "500", str(tmp_path / "once.json"))
+    assert second.exit_code == 0, second.stderr
+    assert api.requests[-1].body["system"] == UPDATE_SYSTEM_PROMPT
+    out = messages_of(second.stdout_bytes)
+    summaries = [m for m in out if m["role"] == "user" and str(m["content"]).find("[Previous conversation summary]") >= 0]
+    assert len(summaries) == 1
+    assert not errors(check(load(second.stdout_bytes, "twice.json")))
+
+
+def test_no_key_falls_back_to_the_emergency_mode(monkeypatch):
+    result = run("--force", "--keep-recent-tokens", "1000", str(LONG))
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0] == f"{LONG}: the summary failed, so the emergency mode was used: no Anthropic API key"
+    assert "compacted (emergency)" in result.stderr
+    refused = run("--force", "--no-fallback", "--keep-recent-tokens", "1000", str(LONG))
+    assert refused.exit_code == 4 and refused.stdout == ""
+
+
+def test_a_provider_failure_falls_back(api):
+    api.answer = Loopback.error(529, "Overloaded")
+    result = run("--force", "--retries", "0", "--keep-recent-tokens", "1000", str(LONG))
+    assert result.exit_code == 0
+    assert "HTTP 529: Overloaded" in result.stderr.splitlines()[0]
+    assert "## Progress\n### Done\n- [x] Messages 0–" in messages_of(result.stdout_bytes)[0]["content"][0]["text"]
+
+
+def test_the_emergency_checkpoint(api):
+    result = run("--emergency", "--force", "--keep-recent-tokens", "1000", str(LONG))
+    assert result.exit_code == 0, result.stderr
+    assert api.requests == []  # no model call at all
+    text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
+    for expected in ("## Goal\nFix the failing build.", "### Files touched\n- `src/shop/module_0.py`",
+                     "### Commands run\n- `pytest tests/test_step_1.py -x`",
+                     "### Errors seen\n- Traceback (most recent call last):\n- TypeError: unsupported operand",
+                     "### Tools used\n- bash × ", USER_WORDS_HEADING):
+        assert expected in text
+    assert run("--emergency", "--force", "--keep-recent-tokens", "1000", str(LONG)).stdout_bytes == result.stdout_bytes
+
+
+def test_near_the_window_takes_the_emergency_mode_directly(api):
+    result = run("--window", "9000", "--max-output", "0", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
+    assert result.exit_code == 0, result.stderr
+    assert api.requests == []
+    assert '"fallback_reason": "the estimate is at least 95% of the input budget"' in result.stdout
+
+
+def test_thinking_in_the_kept_messages(api):
+    data = json.loads(LONG.read_bytes())
+    for m in data["messages"][25:]:
+        if m["role"] == "assistant" and isinstance(m["content"], list):
+            m["content"].insert(0, {"type": "thinking", "thinking": "let me see", "signature": "sig"})
+    body = json.dumps(data).encode()
+    def thinking(result):
+        return [b for m in messages_of(result.stdout_bytes) if isinstance(m["content"], list)
+                for b in m["content"] if b["type"] == "thinking"]
+
+    assert thinking(run("--force", "--keep-recent-tokens", "1000", input=body)) == []
+    assert thinking(run("--force", "--keep-thinking", "--keep-recent-tokens", "1000", input=body))
+
+
+def test_compact_never_grows_a_transcript():
+    small = FIXTURES / "anthropic/tool-loop.json"
+    result = run("--emergency", str(small))
+    assert result.exit_code == 0 and result.stdout_bytes == small.read_bytes()
+    assert "nothing to compact" in result.stderr
+
+
+# --- Claude Code logs ----------------------------------------------------------------------
+
+
+def corpus_log(name: str):
+    path = CORPUS / "claude-code" / name
+    if not path.exists():
+        pytest.skip("the shared corpus is not here")
+    return path
+
+
+def test_claude_code_logs_get_claude_codes_own_pattern():
+    path = corpus_log("spotter-session-8463c716-compacted-1593lines.jsonl")
+    data = path.read_bytes()
+    result = run("--emergency", "--force", "--keep-recent-tokens", "8000", str(path))
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout_bytes
+    assert out.startswith(data.rstrip(b"\n"))  # the original lines stay, in place
+    new = [json.loads(line) for line in out[len(data.rstrip(b"\n")):].splitlines() if line.strip()]
+    boundary, summary, *window = new
+    old_lines = [json.loads(line) for line in data.splitlines() if line.strip()]
+    leaf = load(data, str(path)).source.leaf
+    assert boundary["type"] == "system" and boundary["subtype"] == "compact_boundary" and boundary["parentUuid"] is None
+    assert boundary["logicalParentUuid"] == old_lines[leaf]["uuid"]
+    assert boundary["compactMetadata"]["trigger"] == "manual" and boundary["compactMetadata"]["preTokens"] == 60079
+    assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
+    assert summary["message"]["content"].startswith("This session is being continued from a previous conversation")
+    uuids = {line["uuid"] for line in old_lines if "uuid" in line}
+    parent = summary["uuid"]
+    last_old = max(line["timestamp"] for line in old_lines if "timestamp" in line)
+    for line in window:
+        assert line["uuid"] not in uuids and line["parentUuid"] == parent and line["timestamp"] > last_old
+        assert line["sessionId"] == boundary["sessionId"]
+        parent = line["uuid"]
+    compacted = load(out, str(path))
+    assert compacted.source.root is not None  # the chain resumes from the new boundary
+    assert not errors(check(compacted))
+    dropped = run("--emergency", "--force", "--keep-recent-tokens", "8000", "--drop-history", str(path))
+    assert dropped.stdout_bytes.count(b"\n") == len(new)
+
+
+def test_a_compacted_claude_code_log_compacts_again(api, tmp_path):
+    path = corpus_log("entire-cli-session-062a8bdd-user-pasted-image.jsonl")
+    once = run("--force", "--keep-recent-tokens", "4000", str(path))
+    assert once.exit_code == 0, once.stderr
+    (tmp_path / "once.jsonl").write_bytes(once.stdout_bytes)
+    twice = run("--force", "--keep-recent-tokens", "1000", str(tmp_path / "once.jsonl"))
+    assert twice.exit_code == 0, twice.stderr
+    assert api.requests[-1].body["system"] == UPDATE_SYSTEM_PROMPT
+    compacted = load(twice.stdout_bytes, "twice.jsonl")
+    assert not errors(check(compacted))
+    assert sum(1 for m in compacted.messages if isinstance(m.raw, dict) and m.raw.get("isCompactSummary")) == 1
+
+
+# --- properties ----------------------------------------------------------------------------
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TINY = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=8), keep_user_tokens=20)
+
+
+def properties(transcript, data: bytes, options: CompactOptions) -> None:
+    try:
+        rebuilt, report = compact(transcript, options)
+    except Exception as error:  # "not smaller" is the one refusal allowed, and then nothing is written
+        assert type(error).__name__ == "PostConditionError" and "smaller" in str(error), error
+        return
+    if rebuilt is None:
+        return
+    out = dump(rebuilt.transcript, data if rebuilt.transcript.source is transcript.source else None)
+    again = load(out, transcript.name)
+    assert estimate(again).tokens < estimate(transcript).tokens
+    broken = {v.rule for v in errors(check(transcript))}
+    assert {v.rule for v in errors(check(again))} <= broken
+    if transcript.format != "claude-code" and report.cut is not None:
+        # The recent window is verbatim as prune left it: its user text and assistant blocks are the input's.
+        recent = transcript.messages[report.cut:]
+        kept = again.messages[len(again.messages) - len(recent):]
+        for before, after in zip(recent, kept):
+            assert before.role == after.role
+            if before.role == "assistant":
+                assert [b for b in before.blocks if not isinstance(b, (Thinking, RedactedThinking))] == list(after.blocks)
+            assert [b for b in before.blocks if isinstance(b, Text)] == [b for b in after.blocks if isinstance(b, Text)]
+    if report.strategy == "emergency":  # no model: byte-reproducible
+        second, _ = compact(transcript, options)
+        assert dump(second.transcript, data if second.transcript.source is transcript.source else None) == out
+
+
+@SETTINGS
+@given(transcripts(damaged=False))
+def test_compact_properties_on_generated_transcripts(generated):
+    _, data = generated
+    transcript = _loads(data)
+    assume(transcript is not None)
+    properties(transcript, data, TINY)
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_emergency_compaction_on_the_corpus(path):
+    data = path.read_bytes()
+    transcript = load(data, str(path))
+    properties(transcript, data, CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000)))
