@@ -12,7 +12,6 @@ harder, then shrunk.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -22,11 +21,19 @@ from .check import added_errors
 from .cut import Cut, find_cut_point, starts_turn
 from .errors import PostConditionError, ProviderError
 from .formats import claude_code
-from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, estimate, total_tokens
+from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, transcript_tokens
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript
 from .prune import PruneOptions, PruneReport, prune
 from .providers import Provider
-from .summarize import SUMMARY_ACK, SUMMARY_PREFIX, SummaryOptions, find_previous_summary, summarize, text_of
+from .summarize import (
+    SUMMARY_ACK,
+    SUMMARY_PREFIX,
+    SummaryOptions,
+    error_lines,
+    find_previous_summary,
+    summarize,
+    text_of,
+)
 
 USER_WORDS_HEADING = "## The user's own words (verbatim, most recent first)"
 STRATEGIES = ("none", "prune", "summary", "emergency")
@@ -100,7 +107,6 @@ class Rebuilt:
 
 _PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target_file")
 _COMMAND_KEYS = ("command", "cmd", "script")
-_ERROR_LINE = re.compile(r"\b(?:\w*Error|\w*Exception|Traceback|FAILED|fatal|panic)\b")
 
 
 def _first_request(messages: Sequence[Message]) -> str | None:
@@ -156,9 +162,10 @@ def checkpoint(old: Sequence[Message], first: int, last: int, total: int, keep_u
             elif isinstance(block, ToolResult):
                 text = block.content if isinstance(block.content, str) else "\n".join(
                     b.text for b in block.content if isinstance(b, Text))
-                lines = [line.strip() for line in text.splitlines() if line.strip()]
-                matched = [line for line in lines if _ERROR_LINE.search(line)]
-                for line in matched or (lines[:1] if block.is_error else []):  # an error result names at least its first line
+                found = error_lines(text)
+                if not found and block.is_error:  # an error result names at least its first line
+                    found = [line.strip() for line in text.splitlines() if line.strip()][:1]
+                for line in found:
                     errors.setdefault(line[:200], None)
     goal = _first_request(old)
     words = user_words(old if words_from is None else words_from, keep_user_tokens)
@@ -263,7 +270,7 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
     `provider` makes the summarizer (called only when a summary is needed). Without one, or when
     the summary fails, the emergency mode is used (unless `options.fallback` is off).
     """
-    before = estimate(transcript, options.counting).tokens
+    before = transcript_tokens(transcript, options.counting)
     count = len(transcript.messages)
     near_the_window = before >= EMERGENCY_FRACTION * options.budget
     if before <= options.threshold_tokens and not (options.force or options.emergency or near_the_window):
@@ -302,10 +309,10 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
             if not options.fallback:
                 raise
             fallback_reason = str(error)
-    return _emergency(transcript, pruned, before, prune_report, fallback_reason or emergency_reason, options)
+    return _emergency(transcript, pruned, cut, before, prune_report, fallback_reason or emergency_reason, options)
 
 
-def _emergency(original: Transcript, pruned: Transcript, before: int, prune_report: PruneReport,
+def _emergency(original: Transcript, pruned: Transcript, cut: Cut, before: int, prune_report: PruneReport,
                reason: str, options: CompactOptions) -> tuple[Rebuilt | None, CompactReport]:
     """Drop the old part behind a checkpoint built without a model; prune harder and shrink until it fits."""
     target = min(options.threshold_tokens, int(EMERGENCY_FRACTION * options.budget) - 1)
@@ -323,7 +330,8 @@ def _emergency(original: Transcript, pruned: Transcript, before: int, prune_repo
     head = _head(pruned.messages, pruned.dialect)
 
     def attempt_at(candidate: Transcript, keep_now: int) -> Rebuilt:
-        cut_now = find_cut_point(candidate, keep_now, options.counting)
+        same = candidate is pruned and keep_now == keep
+        cut_now = cut if same else find_cut_point(candidate, keep_now, options.counting)
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
         return _emergency_rebuild(candidate, cut_now, options, original)
@@ -337,10 +345,10 @@ def _emergency(original: Transcript, pruned: Transcript, before: int, prune_repo
             count = len(original.messages)
             return None, CompactReport("none", before, before, count, count,
                                        notes=("nothing to compact: nothing to prune, and everything fits in the recent window",))
-        if total_tokens(attempt.transcript, options.counting.ratio) <= target:
+        if transcript_tokens(attempt.transcript, options.counting) <= target:
             return _finish(original, attempt, "emergency" if attempt.cut is not None else "prune", before,
                            prune_report, reason, options)
-    if total_tokens(attempt.transcript, options.counting.ratio) < before:
+    if transcript_tokens(attempt.transcript, options.counting) < before:
         return _finish(original, attempt, "emergency" if attempt.cut is not None else "prune", before, prune_report,
                        reason, options,
                        notes=(f"over the target of {target:,} tokens: the user's text in the recent window does not fit",))
@@ -369,7 +377,7 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
         rebuilt = replace(rebuilt, transcript=claude_code.append_compaction(
             original, body, rebuilt.recent, before, drop_history=options.drop_history))
-    after = estimate(rebuilt.transcript, options.counting).tokens
+    after = transcript_tokens(rebuilt.transcript, options.counting)
     new = added_errors(original, rebuilt.transcript, same_messages=False)
     if new:
         v = new[0]

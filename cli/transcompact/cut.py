@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .estimate import Options, estimate
+from .estimate import Options, tokens_per_message
 from .model import ASSISTANT, USER, Message, Transcript
 
 DEFAULT_KEEP_RECENT_TOKENS = 20_000
@@ -76,7 +76,7 @@ def find_cut_point(transcript: Transcript, keep_recent_tokens: int = DEFAULT_KEE
                    options: Options = Options()) -> Cut:
     """The cut, counting with `options` (any tokenizer of `estimate`)."""
     messages = transcript.messages
-    tokens = [m.tokens for m in estimate(transcript, options).per_message]
+    tokens = tokens_per_message(transcript, options)
     total = sum(tokens)
     cut, split, turn_start = _walk(messages, tokens, keep_recent_tokens)
     recent = sum(tokens[cut:])

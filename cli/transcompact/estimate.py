@@ -407,3 +407,20 @@ def message_tokens(message: Message, ratio: float = DEFAULT_RATIO) -> int:
     """One message by the spec's estimator; what `prune` and `cut-point` add up."""
     tally = _tally(message.blocks, len)
     return max(1, int(sum(tally.units.values()) * ratio)) + sum(tally.fixed.values()) + PER_MESSAGE
+
+
+def _plain(options: Options) -> bool:
+    return options.tokenizer == "chars" and not options.calibrate
+
+
+def transcript_tokens(transcript: Transcript, options: Options = Options()) -> int:
+    """`estimate(...).tokens`, without building the breakdown when the spec's estimator is asked for."""
+    return total_tokens(transcript, options.ratio) if _plain(options) else estimate(transcript, options).tokens
+
+
+def tokens_per_message(transcript: Transcript, options: Options = Options()) -> list[int]:
+    """Each message's tokens, as `estimate(...).per_message` counts them."""
+    if _plain(options):
+        return [message_tokens(m, options.ratio) for m in transcript.messages]
+    return [m.tokens for m in estimate(transcript, options).per_message]
+

@@ -238,8 +238,30 @@ def problems(summary: str) -> list[str]:
 
 
 _PATH = re.compile(r"(?<![\w/.~-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7}\b")
-_ERROR_LINE = re.compile(r"\b(?:\w*Error|\w*Exception|Traceback|FAILED|FAIL:|fatal|panic)\b")
+_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "FAIL:", "fatal", "panic")
 _MAX_FACTS = 100
+
+
+def error_lines(text: str) -> list[str]:
+    """The lines of a tool's output that report an error: those holding `Error` (`TypeError`, …),
+    `Exception`, `Traceback`, `FAILED`, `FAIL:`, `fatal` or `panic`, in order.
+
+    Found with `str.find`, which scans a large output far faster than a regular expression.
+    """
+    starts: set[int] = set()
+    for word in _ERROR_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            starts.add(text.rfind("\n", 0, at) + 1)
+            end = text.find("\n", at)
+            if end < 0:
+                break
+            at = text.find(word, end)
+    lines = []
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        lines.append(text[start: end if end >= 0 else len(text)].strip())
+    return lines
 
 
 def coverage(messages: Sequence[Message], summary: str) -> Coverage:
@@ -255,10 +277,11 @@ def coverage(messages: Sequence[Message], summary: str) -> Coverage:
                 text = _result_text(block)
                 for path in _PATH.findall(text):
                     paths.setdefault(path, None)
-                for line in text.splitlines():
-                    line = line.strip()
-                    if line and (block.is_error or _ERROR_LINE.search(line)):
-                        errors.setdefault(line[:200], None)
+                found = error_lines(text)
+                if not found and block.is_error:
+                    found = [line.strip() for line in text.splitlines() if line.strip()][:1]
+                for line in found:
+                    errors.setdefault(line[:200], None)
             elif isinstance(block, Text) and message.role == USER:
                 for path in _PATH.findall(block.text):
                     paths.setdefault(path, None)
