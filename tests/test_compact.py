@@ -15,7 +15,7 @@ from transcompact.compact import USER_WORDS_HEADING, CompactOptions, compact
 from transcompact.estimate import estimate
 from transcompact.formats import dump, load
 from transcompact.model import RedactedThinking, Text, Thinking
-from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, SummaryOptions, UPDATE_SYSTEM_PROMPT
+from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, UPDATE_SYSTEM_PROMPT, SummaryOptions, text_of
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback, serve
@@ -234,6 +234,17 @@ def properties(transcript, data: bytes, options: CompactOptions) -> None:
     if report.strategy == "emergency":  # no model: byte-reproducible
         second, _ = compact(transcript, options)
         assert dump(second.transcript, data if second.transcript.source is transcript.source else None) == out
+    try:  # chained: compact(compact(x)) is valid and holds one summary
+        chained, _ = compact(again, options)
+    except Exception as error:
+        assert type(error).__name__ == "PostConditionError" and "smaller" in str(error), error
+        return
+    if chained is not None:
+        final = load(dump(chained.transcript, out if chained.transcript.source is again.source else None), transcript.name)
+        assert {v.rule for v in errors(check(final))} <= broken
+        summaries = [m for m in final.messages if m.role == "user" and (
+            text_of(m).startswith(SUMMARY_PREFIX) or (isinstance(m.raw, dict) and m.raw.get("isCompactSummary")))]
+        assert len(summaries) <= 1
 
 
 @SETTINGS
@@ -250,3 +261,32 @@ def test_emergency_compaction_on_the_corpus(path):
     data = path.read_bytes()
     transcript = load(data, str(path))
     properties(transcript, data, CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000)))
+
+
+@pytest.mark.parametrize("answer,reason", [
+    (Loopback.error(500, "boom"), "HTTP 500: boom (after 0 retries)"),
+    (Loopback.slow(3), "did not answer within 0.5 s"),
+    (Loopback.text(""), "failed validation twice: too short"),
+    (Loopback.text("All good. " * 40), "failed validation twice: 0 of the 3 key sections"),
+])
+def test_every_summary_failure_falls_back(api, answer, reason):
+    api.answer = answer
+    result = run("--force", "--retries", "0", "--timeout", "0.5", "--keep-recent-tokens", "1000", str(LONG))
+    assert result.exit_code == 0, result.stderr
+    assert reason in result.stderr.splitlines()[0] and "compacted (emergency)" in result.stderr
+    refused = run("--force", "--no-fallback", "--retries", "0", "--timeout", "0.5", "--keep-recent-tokens", "1000", str(LONG))
+    assert refused.exit_code == 4 and refused.stdout == "" and reason in refused.stderr
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_the_summary_path_on_the_corpus(api, path):
+    data = path.read_bytes()
+    transcript = load(data, str(path))
+    result = run("--force", "--no-fallback", "--keep-recent-tokens", "500", str(path))
+    assert result.exit_code in (0, 5), result.stderr  # 5: it would not be smaller, and nothing is written
+    if result.exit_code == 5:
+        assert "would not make the transcript smaller" in result.stderr and result.stdout == ""
+        return
+    out = load(result.stdout_bytes, str(path))
+    assert {v.rule for v in errors(check(out))} <= {v.rule for v in errors(check(transcript))}
+    assert estimate(out).tokens <= estimate(transcript).tokens
