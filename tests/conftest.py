@@ -48,3 +48,15 @@ def clean_environment(monkeypatch):
     for name in list(os.environ):
         if name.startswith("TRANSCOMPACT_") or name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL"):
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def api(monkeypatch):
+    """A loopback server that speaks the Anthropic and OpenAI APIs, with the SDK pointed at it."""
+    from .loopback import serve
+
+    state, stop = serve()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", state.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
+    yield state
+    stop()

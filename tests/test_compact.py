@@ -18,20 +18,11 @@ from transcompact.model import RedactedThinking, Text, Thinking
 from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, UPDATE_SYSTEM_PROMPT, SummaryOptions, text_of
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
-from .loopback import Loopback, serve
+from .loopback import Loopback
 from .strategies import transcripts
 from .test_properties import _loads
 
 LONG = FIXTURES / "anthropic/long-session.json"
-
-
-@pytest.fixture
-def api(monkeypatch):
-    state, stop = serve()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", state.url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
-    yield state
-    stop()
 
 
 def run(*args, input=None):

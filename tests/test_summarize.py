@@ -20,17 +20,8 @@ from transcompact.summarize import (
 )
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
-from .loopback import Loopback, serve, summary_for
+from .loopback import Loopback, summary_for
 from .test_prune import session
-
-
-@pytest.fixture
-def api(monkeypatch):
-    state, stop = serve()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", state.url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
-    yield state
-    stop()
 
 
 def run(*args, input=None):

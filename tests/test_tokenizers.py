@@ -22,7 +22,7 @@ from transcompact.estimate import Options, estimate
 from transcompact.formats import load
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
-from .loopback import Loopback, count_tokens_of, serve
+from .loopback import Loopback, count_tokens_of
 from .test_estimate import formula
 
 PINNED = {  # tiktoken_ext/openai_public.py
@@ -133,15 +133,6 @@ def test_the_proxy_does_catch_a_download(proxy, tmp_path):
 
 
 # --- Anthropic count_tokens against a loopback server --------------------------------------
-
-
-@pytest.fixture
-def api(monkeypatch):
-    state, stop = serve()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", state.url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
-    yield state
-    stop()
 
 
 def run(*args):

@@ -589,7 +589,9 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
         rebuilt, report = run_compact(
             transcript, options, lambda: make_provider(provider, model, base_url=base_url, timeout=timeout, retries=retries),
             progress=_progress(quiet))
-        emit(path, data if rebuilt is None else dump(rebuilt.transcript, data if rebuilt.transcript.source is transcript.source else None),
+        # A Claude Code log comes back re-read with its appended lines: its bytes are not the input's.
+        same_source = rebuilt is not None and rebuilt.transcript.source is transcript.source
+        emit(path, data if rebuilt is None else dump(rebuilt.transcript, data if same_source else None),
              output=output, in_place=in_place and rebuilt is not None, output_dir=output_dir)
         reports.append({"file": _name(path), **report.as_dict()})
         if not quiet:
