@@ -348,13 +348,13 @@ def test_without_traceback_flag_the_variable_is_not_left_set():
 def test_traceback_flag_keeps_exit_status_3_in_a_process(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "transcompact", "check", "--traceback", "missing.json"],
-        cwd=tmp_path, env=_env(), capture_output=True, timeout=30,
+        cwd=tmp_path, env=env_name(), capture_output=True, timeout=30,
     )
     assert "Traceback" in done.stderr.decode()
     assert done.returncode == ExitCode.INPUT
 
 
-def _env(**extra: str) -> dict[str, str]:
+def env_name(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (TRACEBACK_ENV, "PYTHONUNBUFFERED")}
     env.update(extra)
     return env
@@ -380,7 +380,7 @@ def test_broken_pipe_ends_quietly(tmp_path, unbuffered):
     process = subprocess.Popen(
         [sys.executable, "-m", "transcompact", "repair", str(big)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=_env(PYTHONUNBUFFERED="1") if unbuffered else _env(),
+        env=env_name(PYTHONUNBUFFERED="1") if unbuffered else env_name(),
     )
     head = process.stdout.read(10)
     process.stdout.close()
@@ -401,7 +401,7 @@ def test_stdout_on_a_full_disk_exits_5(tmp_path):
     with open("/dev/full", "wb") as full:
         done = subprocess.run(
             [sys.executable, "-m", "transcompact", "repair", "a.json"],
-            cwd=tmp_path, env=_env(), stdout=full, stderr=subprocess.PIPE, timeout=30,
+            cwd=tmp_path, env=env_name(), stdout=full, stderr=subprocess.PIPE, timeout=30,
         )
     stderr = done.stderr.decode()
     assert "internal error" not in stderr

@@ -54,11 +54,12 @@ def test_parser_reads_importtime_lines():
     assert heavy_in(imported_modules(sample)) == ["anthropic", "rich.text"]
 
 
-def test_help_imports_no_heavy_module():
+def test_help_imports_no_heavy_module_and_no_command():
     done, modules = run_with_importtime("--help")
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "Usage: transcompact" in done.stdout
+    assert "Usage: transcompact" in done.stdout and "compact    Compact transcripts" in done.stdout
     assert heavy_in(modules) == []
+    assert not [m for m in modules if m.startswith("transcompact.commands.")]
 
 
 @pytest.mark.parametrize("fixture", ["anthropic/tool-loop.json"])

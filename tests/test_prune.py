@@ -239,15 +239,15 @@ def test_expand_undoes_prune_on_the_corpus(path):
 
 
 def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
-    from transcompact.cli import _postcondition
+    from transcompact.cli import postcondition
     from transcompact.errors import PostConditionError
 
     before = load(session(rounds=2), "s.json")
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call
     with pytest.raises(PostConditionError, match="would add A1 at message 1") as raised:
-        _postcondition("s.json", before, broken)
+        postcondition("s.json", before, broken)
     assert raised.value.exit_code == 5
-    _postcondition("s.json", broken, broken)  # an error the input had already is not the rewrite's
+    postcondition("s.json", broken, broken)  # an error the input had already is not the rewrite's
 
 
 def test_expand_names_a_malformed_archive_line(tmp_path):

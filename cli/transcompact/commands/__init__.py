@@ -1,0 +1,1 @@
+"""One module per command; `cli.py` imports a command's module only when that command runs."""

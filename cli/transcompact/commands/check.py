@@ -1,0 +1,43 @@
+"""`transcompact check`: validity against the providers' rules."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..cli import input_options, load_inputs, where, display_name
+from ..errors import ExitCode
+from ..files import STDIN, write_stdout
+
+
+@click.command()
+@input_options
+@click.option("--json", "as_json", is_flag=True, help="Print the violations as a JSON list.")
+@click.option("--strict", is_flag=True, help="Treat warnings (e.g. the last message is not a user message) as errors.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells.")
+def check(files, format_, messages_path, as_json, strict, quiet):
+    """Check transcripts against the providers' rules; exit 1 when one has an error.
+
+    \b
+    transcompact check session.jsonl
+    transcompact check --json request.json | jq '.[].rule'
+    """
+    import orjson
+
+    from ..check import ERROR, check as run_check
+
+    found_errors = False
+    report = []
+    for path, _, transcript in load_inputs(files, format_, messages_path):
+        violations = run_check(transcript, strict=strict, path=None if path == STDIN else path)
+        found_errors = found_errors or any(v.severity == ERROR for v in violations)
+        if as_json:
+            report += [{"file": display_name(path), **v.as_dict()} for v in violations]
+        elif not quiet:
+            for v in violations:
+                severity = "" if v.severity == ERROR else " (warning)"
+                click.echo(f"{display_name(path)}{where(v.index, v.line)}{v.rule}{severity} {v.text}")
+    if as_json and not quiet:
+        write_stdout(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.exit(ExitCode.VIOLATIONS if found_errors else ExitCode.OK)

@@ -1,0 +1,75 @@
+"""`transcompact estimate`: tokens, where they sit, how close to the window."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..cli import input_options, load_inputs, env_name, tokenizer_options
+from ..errors import ExitCode
+from ..files import write_stdout
+
+
+@click.command()
+@input_options
+@tokenizer_options
+@click.option("--calibrate", is_flag=True,
+              help="Fit overhead + ratio × chars to the usage the transcript's responses recorded, and use it.")
+@click.option("--model", metavar="NAME", help="Take the window and max output from this model's entry in the table "
+                                             "(see the README); also the model --tokenizer anthropic asks about.")
+@click.option("--window", type=click.IntRange(min=1), default=200_000, envvar=env_name("WINDOW"), show_default=True,
+              show_envvar=True, help="Context window in tokens.")
+@click.option("--max-output", type=click.IntRange(min=0), default=16_000, envvar=env_name("MAX_OUTPUT"), show_default=True,
+              show_envvar=True, help="Tokens kept free for the reply; input budget = window − max output.")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=100_000, envvar=env_name("THRESHOLD"),
+              show_default=True, show_envvar=True,
+              help="Compaction threshold in tokens (a value <= 1 is a fraction of the input budget).")
+@click.option("--top", type=click.IntRange(min=0), default=5, envvar=env_name("TOP"), show_default=True, show_envvar=True,
+              help="Show the N largest tool results.")
+@click.option("--per-message", is_flag=True, help="List every message: index, role, tokens, running total.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in the README).")
+@click.option("--fail-over", type=click.IntRange(min=0), metavar="N",
+              help="Exit 1 when a transcript's estimate is above N tokens (a CI gate).")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
+@click.pass_context
+def estimate(ctx, files, format_, messages_path, tokenizer, ratio, calibrate, model, window, max_output, threshold, top,
+             per_message, as_json, fail_over, quiet):
+    """Count a transcript's tokens, show where they sit and how close it is to the window.
+
+    \b
+    transcompact estimate session.jsonl
+    transcompact estimate --tokenizer o200k --per-message chat.json
+    transcompact estimate --calibrate ~/.claude/projects/*/SESSION.jsonl
+    transcompact estimate --fail-over 150000 -q logs/*.jsonl   # exit 1 if one is over
+    """
+    from click.core import ParameterSource
+
+    from .. import render
+    from ..estimate import Options, estimate as run_estimate, model_limits
+
+    if model:
+        model_window, model_output = model_limits(model) if (
+            ctx.get_parameter_source("window") != ParameterSource.COMMANDLINE
+            or ctx.get_parameter_source("max_output") != ParameterSource.COMMANDLINE
+        ) else (window, max_output)
+        if ctx.get_parameter_source("window") != ParameterSource.COMMANDLINE:
+            window = model_window
+        if ctx.get_parameter_source("max_output") != ParameterSource.COMMANDLINE:
+            max_output = model_output
+    options = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, model=model, window=window,
+                      max_output=max_output, threshold=threshold, top=top)
+    estimates = [run_estimate(transcript, options) for _, _, transcript in load_inputs(files, format_, messages_path)]
+    over = [e for e in estimates if fail_over is not None and e.tokens > fail_over]
+    if not quiet:
+        if as_json:
+            write_stdout(render.estimate_json(estimates, show_messages=per_message))
+        else:
+            sections = render.estimate_sections(estimates, show_messages=per_message)
+            if sys.stdout.isatty():
+                render.rich_print(sections)
+            else:
+                write_stdout(render.plain(sections).encode())
+        for e in over:
+            click.echo(f"{e.name}: {e.tokens:,} tokens is over --fail-over {fail_over:,}", err=True)
+    sys.exit(ExitCode.VIOLATIONS if over else ExitCode.OK)

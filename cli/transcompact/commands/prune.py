@@ -1,0 +1,66 @@
+"""`transcompact prune`: trim and clear old tool results, without a model."""
+
+from __future__ import annotations
+
+import click
+
+from ..cli import (
+    input_options,
+    output_options,
+    load_inputs,
+    check_output_flags,
+    emit,
+    display_name,
+    postcondition,
+    prune_options,
+    prune_options_from,
+    append_lines,
+)
+from ..files import STDIN, write_file, write_stdout
+
+
+@click.command()
+@input_options
+@output_options
+@prune_options
+@click.option("--prune-ui-copy", is_flag=True, help="Claude Code logs: prune the toolUseResult copy the UI shows, too.")
+@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Append every original prune replaces to FILE (JSON Lines), for `transcompact expand`.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="Write the report as JSON to FILE.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
+def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_copy, archive, report_file, quiet, **flags):
+    """Trim and clear old tool results, without a model.
+
+    The last --keep-last tool-result messages are protected; results older than the last
+    --hard-clear-after become a placeholder; others longer than --soft-trim-chars keep
+    --head and --tail characters around a marker. User text and assistant blocks stay.
+
+    \b
+    transcompact prune session.jsonl > pruned.jsonl
+    transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
+    """
+    import orjson
+
+    from ..formats import claude_code, dump
+    from ..prune import prune as run_prune
+
+    check_output_flags(files, output, in_place, output_dir)
+    options = prune_options_from(flags, archive=archive is not None)
+    reports = []
+    for path, data, transcript in load_inputs(files, format_, messages_path):
+        pruned, report = run_prune(transcript, options)
+        postcondition(path, transcript, pruned)
+        if prune_ui_copy and pruned.format == claude_code.NAME:
+            pruned = claude_code.replace_ui_copies(pruned)
+        output_bytes = dump(pruned, data)
+        if archive is not None and report.archived:
+            append_lines(archive, [{"file": display_name(path), **a.as_dict()} for a in report.archived])
+        emit(path, output_bytes, output=output, in_place=in_place, output_dir=output_dir)
+        reports.append({"file": display_name(path), **report.as_dict()})
+        if not quiet:
+            click.echo(f"{display_name(path)}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
+                       f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens", err=True)
+    if report_file:
+        data = orjson.dumps(reports[0] if len(reports) == 1 else reports, option=orjson.OPT_INDENT_2) + b"\n"
+        write_stdout(data) if report_file == STDIN else write_file(report_file, data)
