@@ -60,3 +60,9 @@ def api(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-loopback")
     yield state
     stop()
+
+
+@pytest.fixture
+def in_root(monkeypatch):
+    """Run from the project root, so that paths in output read `fixtures/...`."""
+    monkeypatch.chdir(ROOT)

@@ -26,11 +26,6 @@ def relative(path) -> str:
     return str(path.relative_to(ROOT))
 
 
-@pytest.fixture
-def in_root(monkeypatch):
-    monkeypatch.chdir(ROOT)
-
-
 @pytest.mark.parametrize("path", fixture_files())
 def test_check_output(path, in_root, snapshot):
     result = run("check", relative(path))

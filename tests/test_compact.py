@@ -14,8 +14,9 @@ from transcompact.cli import cli
 from transcompact.compact import USER_WORDS_HEADING, CompactOptions, compact
 from transcompact.estimate import estimate
 from transcompact.formats import dump, load
+from transcompact.formats.claude_code import COMPACT_PREAMBLE
 from transcompact.model import RedactedThinking, Text, Thinking
-from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, UPDATE_SYSTEM_PROMPT, SummaryOptions, text_of
+from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, UPDATE_SYSTEM_PROMPT, SummaryOptions, find_previous_summary, text_of
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback
@@ -167,6 +168,9 @@ def test_claude_code_logs_get_claude_codes_own_pattern():
     assert boundary["compactMetadata"]["trigger"] == "manual" and boundary["compactMetadata"]["preTokens"] == 60079
     assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
     assert summary["message"]["content"].startswith("This session is being continued from a previous conversation")
+    # the log's own compact summary stays whole above the checkpoint
+    earlier, _ = find_previous_summary(load(data, str(path)).messages)
+    assert summary["message"]["content"].startswith(COMPACT_PREAMBLE + earlier.strip()[:500])
     uuids = {line["uuid"] for line in old_lines if "uuid" in line}
     parent = summary["uuid"]
     last_old = max(line["timestamp"] for line in old_lines if "timestamp" in line)

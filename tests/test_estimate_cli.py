@@ -17,7 +17,7 @@ from transcompact.estimate import Options, estimate
 from transcompact.formats import load
 
 from .conftest import FIXTURES, ROOT, fixture_files
-from .test_cli import TextSnapshot, in_root, relative  # noqa: F401  (in_root is a fixture)
+from .test_cli import TextSnapshot, relative
 from .test_fast_start import heavy_in, run_with_importtime
 
 

@@ -60,9 +60,11 @@ def test_the_spec_algorithm_with_its_defaults():
     # 10 tool-result messages: the first 4 are older than the last 6 (cleared), the last 2 are protected,
     # the 4 between are longer than 4000 characters (soft-trimmed).
     assert texts[:4] == [PLACEHOLDER] * 4
-    for text in texts[4:8]:
+    originals = [text_of(r) for r in results(transcript)]
+    for text, original in zip(texts[4:8], originals[4:8]):
         head, marker, tail = text[:1500], text[1500:-1500], text[-1500:]
         assert marker == "\n\n--- trimmed (kept 1500 head + 1500 tail of 6000 chars) ---\n\n"
+        assert (head, tail) == (original[:1500], original[-1500:])
     assert texts[8:] == [text_of(r) for r in results(transcript)][8:]
     assert (report.cleared, report.soft_trimmed, report.protected) == (4, 4, 2)
     assert report.tokens_after < report.tokens_before

@@ -29,7 +29,7 @@ from .summarize import (
     SUMMARY_ACK,
     SUMMARY_PREFIX,
     SummaryOptions,
-    error_lines,
+    result_errors,
     find_previous_summary,
     summarize,
     text_of,
@@ -160,12 +160,7 @@ def checkpoint(old: Sequence[Message], first: int, last: int, total: int, keep_u
                     if isinstance(arguments.get(key), str) and arguments[key].strip():
                         commands.setdefault(arguments[key].strip().splitlines()[0][:200], None)
             elif isinstance(block, ToolResult):
-                text = block.content if isinstance(block.content, str) else "\n".join(
-                    b.text for b in block.content if isinstance(b, Text))
-                found = error_lines(text)
-                if not found and block.is_error:  # an error result names at least its first line
-                    found = [line.strip() for line in text.splitlines() if line.strip()][:1]
-                for line in found:
+                for line in result_errors(block):
                     errors.setdefault(line[:200], None)
     goal = _first_request(old)
     words = user_words(old if words_from is None else words_from, keep_user_tokens)
@@ -361,13 +356,12 @@ def _emergency_rebuild(transcript: Transcript, cut: Cut, options: CompactOptions
     """The rebuild with a checkpoint of the old part as it was before pruning (prune keeps indices)."""
     head = _head(transcript.messages, transcript.dialect)
     old = original.messages[head: cut.index]
-    _, synthetic = find_previous_summary(old)
-    previous = [text_of(old[i]) for i in sorted(synthetic) if old[i].role == USER]
+    previous, synthetic = find_previous_summary(old)
     real = [m for i, m in enumerate(old) if i not in synthetic]
     words_from = [m for m in real if not (cut.split_turn and m is original.messages[cut.turn_start])]
     text = checkpoint(real, head, cut.index - 1, len(transcript.messages), options.keep_user_tokens, words_from)
     if previous:  # an earlier summary stays: the checkpoint adds what came after it
-        text = previous[0][len(SUMMARY_PREFIX):].strip() + "\n\n" + text
+        text = previous.strip() + "\n\n" + text
     return rebuild(transcript, cut, text, replace(options, keep_user_tokens=0))
 
 

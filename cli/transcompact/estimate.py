@@ -32,6 +32,7 @@ from .model import (
     ToolCall,
     ToolResult,
     Transcript,
+    tool_names,
 )
 
 PER_MESSAGE = 4
@@ -365,7 +366,7 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
         ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
         notes += exact.notes
 
-    names = {b.id: b.name for m in transcript.messages for b in m.blocks if type(b) is ToolCall}
+    names = tool_names(transcript.messages)
     running = counted.head
     per_message, by_role = [], Counter()
     for message, (index, tokens) in zip(transcript.messages, enumerate(counted.messages)):

@@ -157,6 +157,11 @@ class Transcript:
         return replace(self, messages=tuple(messages))
 
 
+def tool_names(messages) -> dict[str, str]:
+    """The name of the tool each call id calls (client and server tool calls), for naming results."""
+    return {b.id: b.name for m in messages for b in m.blocks if isinstance(b, (ToolCall, ServerToolCall))}
+
+
 def result_text(result: ToolResult) -> str:
     """The text of a tool result: its string content, or its text blocks joined."""
     if isinstance(result.content, str):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .estimate import message_tokens, total_tokens
-from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript
+from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 
 PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns]"
 _ARCHIVED_PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns; archived as {id}]"
@@ -122,7 +122,7 @@ def content_json(content: Any, dialect: str) -> Any:
 def prune(transcript: Transcript, options: PruneOptions = PruneOptions()) -> tuple[Transcript, PruneReport]:
     """The transcript with old tool results trimmed and cleared, and what was done."""
     groups = tool_result_groups(transcript)
-    names = {b.id: b.name for m in transcript.messages for b in m.blocks if isinstance(b, ToolCall)}
+    names = tool_names(transcript.messages)
     messages = list(transcript.messages)
     counts = dict(soft_trimmed=0, cleared=0, protected=0, excluded=0, untouched_media=0)
     archived: list[Archived] = []

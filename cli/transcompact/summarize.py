@@ -35,6 +35,8 @@ from .model import (
     ToolCall,
     ToolResult,
     Transcript,
+    result_text,
+    tool_names,
 )
 from .providers import Completion, PromptTooLong, Provider
 
@@ -264,6 +266,15 @@ def error_lines(text: str) -> list[str]:
     return lines
 
 
+def result_errors(result: ToolResult) -> list[str]:
+    """The error lines of a tool result; an error result names at least its first line."""
+    text = result_text(result)
+    found = error_lines(text)
+    if not found and result.is_error:
+        found = [line.strip() for line in text.splitlines() if line.strip()][:1]
+    return found
+
+
 def coverage(messages: Sequence[Message], summary: str) -> Coverage:
     """Paths in tool inputs and results, error lines of the results, and which the summary names."""
     paths: dict[str, None] = {}
@@ -277,10 +288,7 @@ def coverage(messages: Sequence[Message], summary: str) -> Coverage:
                 text = _result_text(block)
                 for path in _PATH.findall(text):
                     paths.setdefault(path, None)
-                found = error_lines(text)
-                if not found and block.is_error:
-                    found = [line.strip() for line in text.splitlines() if line.strip()][:1]
-                for line in found:
+                for line in result_errors(block):
                     errors.setdefault(line[:200], None)
             elif isinstance(block, Text) and message.role == USER:
                 for path in _PATH.findall(block.text):
@@ -334,7 +342,7 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     found, synthetic = find_previous_summary(messages)
     previous = options.previous_summary or found
     old = [m for i, m in enumerate(messages) if i not in synthetic]
-    names = {b.id: b.name for m in transcript.messages for b in m.blocks if isinstance(b, (ToolCall, ServerToolCall))}
+    names = tool_names(transcript.messages)
     pieces = [text for m in old if (text := serialize(m, names, options.result_chars))]
     if not pieces:
         return None
