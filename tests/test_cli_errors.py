@@ -179,6 +179,46 @@ def test_messages_path_to_nothing_is_a_usage_error():
     assert stderr_lines(result) == ["transcompact: error: --messages-path nosuch: the input has nothing at 'nosuch'"]
 
 
+# Every numeric flag and TRANSCOMPACT_* variable: a finite number in its range, or exit 2 naming it.
+@pytest.mark.parametrize("args, env, message", [
+    (["estimate", "--ratio", "nan"], {}, "Invalid value for '--ratio' (env var: 'TRANSCOMPACT_RATIO'): nan is not a finite number."),
+    (["estimate", "--ratio", "inf"], {}, "Invalid value for '--ratio' (env var: 'TRANSCOMPACT_RATIO'): inf is not a finite number."),
+    (["cut-point", "--ratio", "1e308"], {}, "Invalid value for '--ratio' (env var: 'TRANSCOMPACT_RATIO'): 1e308 is not in the range 0<x<=10."),
+    (["estimate"], {"TRANSCOMPACT_RATIO": "nan"}, "Invalid value for '--ratio' (env var: 'TRANSCOMPACT_RATIO'): nan is not a finite number."),
+    (["estimate", "--threshold", "inf"], {}, "Invalid value for '--threshold' (env var: 'TRANSCOMPACT_THRESHOLD'): inf is not a finite number."),
+    (["compact"], {"TRANSCOMPACT_THRESHOLD": "inf"}, "Invalid value for '--threshold' (env var: 'TRANSCOMPACT_THRESHOLD'): inf is not a finite number."),
+    (["summarize"], {"TRANSCOMPACT_TIMEOUT": "nan"}, "Invalid value for '--timeout' (env var: 'TRANSCOMPACT_TIMEOUT'): nan is not a finite number."),
+    (["estimate"], {"TRANSCOMPACT_WINDOW": "1" + "0" * 23},
+     "Invalid value for '--window' (env var: 'TRANSCOMPACT_WINDOW'): 100000000000000000000000 is not in the range 1<=x<=1000000000."),
+    (["prune", "--head", "1.5"], {}, "Invalid value for '--head' (env var: 'TRANSCOMPACT_HEAD'): '1.5' is not a whole number."),
+])
+def test_a_numeric_flag_or_variable_out_of_range_exits_2(args, env, message):
+    write("valid.json", VALID)
+    result = CliRunner().invoke(cli, [*args, "valid.json"], env=env, prog_name="transcompact")
+    assert result.exit_code == ExitCode.USAGE
+    assert stderr_lines(result) == [f"transcompact: error: {message}", f"hint: see 'transcompact {args[0]} --help'"]
+
+
+@pytest.mark.parametrize("args", [["compact", "--max-output", "300000"], ["compact", "--window", "8000", "--max-output", "8000"],
+                                  ["estimate", "--window", "8000", "--max-output", "9000"]])
+def test_max_output_not_below_the_window_exits_2(args):
+    write("valid.json", VALID)
+    result = run(*args, "valid.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stdout == ""
+    assert stderr_lines(result)[0].startswith("transcompact: error: --max-output (")
+    assert "must be below --window" in stderr_lines(result)[0]
+
+
+def test_an_empty_variable_counts_as_unset():
+    write("valid.json", VALID)
+    plain = run("estimate", "--json", "valid.json")
+    result = CliRunner().invoke(cli, ["estimate", "--json", "valid.json"], prog_name="transcompact",
+                                env={"TRANSCOMPACT_TOKENIZER": "", "TRANSCOMPACT_RATIO": "", "TRANSCOMPACT_WINDOW": ""})
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout == plain.stdout
+
+
 # --- exit 3: input --------------------------------------------------------------------------
 
 

@@ -11,12 +11,13 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from transcompact.check import check, errors
 from transcompact.cli import cli
-from transcompact.compact import USER_WORDS_HEADING, CompactOptions, compact
+from transcompact.compact import CompactOptions, compact
 from transcompact.estimate import estimate
 from transcompact.formats import dump, load
 from transcompact.formats.claude_code import COMPACT_PREAMBLE
 from transcompact.model import RedactedThinking, Text, Thinking
-from transcompact.summarize import SUMMARY_ACK, SUMMARY_PREFIX, UPDATE_SYSTEM_PROMPT, SummaryOptions, find_previous_summary, text_of
+from transcompact.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
+from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, find_previous, is_summary_message, text_of
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback
@@ -52,7 +53,8 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api):
     assert out["system"] == original["system"] and out["model"] == original["model"]  # what the format keeps first
     first = out["messages"][0]["content"][0]["text"]
     assert first.startswith(SUMMARY_PREFIX + "## Goal\nSummarized by CHECKPOINT")
-    assert USER_WORDS_HEADING + "\n\n> Fix the failing build." in first
+    words = first[first.index(USER_WORDS_HEADING):]
+    assert "\n\n> (user note 12)\n\n" in words and words.index("> (user note 12)") < words.index("> Fix the failing build.")
     cut = report["cut"]
     kept = out["messages"][-(len(original["messages"]) - cut):]
     assert kept == original["messages"][cut:]  # the recent window, verbatim
@@ -98,7 +100,7 @@ def test_a_provider_failure_falls_back(api):
     result = run("--force", "--retries", "0", "--keep-recent-tokens", "1000", str(LONG))
     assert result.exit_code == 0
     assert "HTTP 529: Overloaded" in result.stderr.splitlines()[0]
-    assert "## Progress\n### Done\n- [x] Messages 0–" in messages_of(result.stdout_bytes)[0]["content"][0]["text"]
+    assert "## Progress\n### Done\n- [x] 28 earlier messages were compacted without a model" in messages_of(result.stdout_bytes)[0]["content"][0]["text"]
 
 
 def test_the_emergency_checkpoint(api):
@@ -106,19 +108,29 @@ def test_the_emergency_checkpoint(api):
     assert result.exit_code == 0, result.stderr
     assert api.requests == []  # no model call at all
     text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
-    for expected in ("## Goal\nFix the failing build.", "### Files touched\n- `src/shop/module_0.py`",
-                     "### Commands run\n- `pytest tests/test_step_1.py -x`",
-                     "### Errors seen\n- Traceback (most recent call last):\n- TypeError: unsupported operand",
-                     "### Tools used\n- bash × ", USER_WORDS_HEADING):
+    for expected in ("## Goal\nFix the failing build.\n", "### Last state (the assistant's last words before this checkpoint)\n"
+                     "> Running step 12.", "### Files touched (newest first)\n- `src/shop/module_12.py`",
+                     "### Commands run (newest first)\n- `pytest tests/test_step_11.py -x`",
+                     "### Errors seen (newest first)\n- File \"src/shop/cart.py\", line 12\n"
+                     "- TypeError: unsupported operand type(s) for +: 'int' and 'str'\n",
+                     "### Tools used\n- bash × 8\n- read × 5", USER_WORDS_HEADING + "\n\n> (user note 12)"):
         assert expected in text
+    assert text.count("Fix the failing build.") == 1  # the goal is not quoted again among the user's words
     assert run("--emergency", "--force", "--keep-recent-tokens", "1000", str(LONG)).stdout_bytes == result.stdout_bytes
 
 
 def test_near_the_window_takes_the_emergency_mode_directly(api):
-    result = run("--window", "9000", "--max-output", "0", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
+    result = run("--window", "4400", "--max-output", "0", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
     assert result.exit_code == 0, result.stderr
     assert api.requests == []
     assert '"fallback_reason": "the estimate is at least 95% of the input budget"' in result.stdout
+
+
+def test_pruning_alone_when_it_fits():
+    result = run("--window", "9000", "--max-output", "0", "--report", "-", str(LONG))
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout[result.stdout.rindex('\n{\n  "file"') + 1:])
+    assert report["strategy"] == "prune" and report["cut"] is None and report["tokens_after"] < 0.95 * 9000
 
 
 def test_thinking_in_the_kept_messages(api):
@@ -165,12 +177,14 @@ def test_claude_code_logs_get_claude_codes_own_pattern():
     leaf = load(data, str(path)).source.leaf
     assert boundary["type"] == "system" and boundary["subtype"] == "compact_boundary" and boundary["parentUuid"] is None
     assert boundary["logicalParentUuid"] == old_lines[leaf]["uuid"]
-    assert boundary["compactMetadata"]["trigger"] == "manual" and boundary["compactMetadata"]["preTokens"] == 60079
+    assert boundary["compactMetadata"]["trigger"] == "manual" and boundary["compactMetadata"]["preTokens"] == estimate(load(data, str(path))).tokens
     assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
     assert summary["message"]["content"].startswith("This session is being continued from a previous conversation")
-    # the log's own compact summary stays whole above the checkpoint
-    earlier, _ = find_previous_summary(load(data, str(path)).messages)
-    assert summary["message"]["content"].startswith(COMPACT_PREAMBLE + earlier.strip()[:500])
+    # the log's own compact summary is merged in once, without Claude Code's preamble a second time
+    earlier = find_previous(load(data, str(path)).messages).summary.body
+    content = summary["message"]["content"]
+    assert content.startswith(COMPACT_PREAMBLE + "## Progress\n")  # Claude Code's summary states no goal
+    assert content.count(COMPACT_PREAMBLE) == 1 and content.count(earlier[:300]) == 1
     uuids = {line["uuid"] for line in old_lines if "uuid" in line}
     parent = summary["uuid"]
     last_old = max(line["timestamp"] for line in old_lines if "timestamp" in line)
@@ -285,3 +299,85 @@ def test_the_summary_path_on_the_corpus(api, path):
     out = load(result.stdout_bytes, str(path))
     assert {v.rule for v in errors(check(out))} <= {v.rule for v in errors(check(transcript))}
     assert estimate(out).tokens <= estimate(transcript).tokens
+
+
+# --- compaction that composes ----------------------------------------------------------------
+
+SHRINKING = (4000, 2000, 1000, 500, 250)
+
+
+def summaries_in(transcript) -> int:
+    return sum(1 for m in transcript.messages if is_summary_message(m))
+
+
+def compose_k_times(transcript, data: bytes, keeps, **extra) -> list:
+    """compact applied once per window size; each output re-read; the properties of every step."""
+    from transcompact.estimate import basis, tokens_per_message, transcript_tokens
+    from transcompact.prune import prune
+
+    broken = {v.rule for v in errors(check(transcript))}
+    steps, current, current_bytes, previous_tokens = [], transcript, data, None
+    for keep in keeps:
+        options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=keep), **extra)
+        rebuilt, report = compact(current, options)
+        scale = basis(current, options.counting)
+        if rebuilt is None:
+            steps.append(report)
+            continue
+        out = dump(rebuilt.transcript, current_bytes if rebuilt.transcript.source is current.source else None)
+        again = load(out, transcript.name)
+        assert {v.rule for v in errors(check(again))} <= broken
+        assert summaries_in(again) == (1 if report.cut is not None or summaries_in(current) else 0)
+        tokens = estimate(again).tokens
+        assert previous_tokens is None or tokens <= previous_tokens
+        # never more than pruning alone leaves
+        assert report.tokens_after <= transcript_tokens(prune(current, options.pruning)[0], options.counting, scale)
+        if report.cut is not None:
+            window = transcript.with_messages(rebuilt.recent)
+            recent = sum(tokens_per_message(window, options.counting))
+            assert recent <= 1.25 * keep or len(rebuilt.recent) <= 2, (keep, recent)
+        steps.append(report)
+        current, current_bytes, previous_tokens = again, out, tokens
+    return steps
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_compacting_again_and_again_keeps_one_summary(path):
+    data = path.read_bytes()
+    steps = compose_k_times(load(data, str(path)), data, SHRINKING)
+    assert steps and all(report.strategy in ("none", "prune", "emergency") for report in steps)
+
+
+@SETTINGS
+@given(transcripts(damaged=False))
+def test_compacting_generated_transcripts_again_and_again(generated):
+    _, data = generated
+    transcript = _loads(data)
+    assume(transcript is not None)
+    compose_k_times(transcript, data, (64, 32, 16), keep_user_tokens=20, checkpoint_tokens=40)
+
+
+def test_a_second_compaction_merges_into_the_first():
+    once = run("--emergency", "--keep-recent-tokens", "3000", str(LONG))
+    twice = run("--emergency", "--keep-recent-tokens", "1000", "-", input=once.stdout_bytes)
+    assert twice.exit_code == 0, twice.stderr
+    text = messages_of(twice.stdout_bytes)[0]["content"][0]["text"]
+    assert text.count(SUMMARY_PREFIX) == 1 and text.count("## Goal") == 1
+    assert "## Goal\nFix the failing build.\n" in text and text.count("Fix the failing build.") == 1
+    assert text.count("> Good. Keep the public API of checkout() unchanged") + text.count(
+        "began with (verbatim)\n\nGood. Keep the public API") == 1
+    first_done = messages_of(once.stdout_bytes)[0]["content"][0]["text"]
+    assert "- [x] 22 earlier messages" in first_done
+    assert "earlier messages were compacted without a model" in text and text.count("- [x] ") == 1
+
+
+def test_the_last_state_and_real_errors_only():
+    from transcompact.checkpoint import error_lines
+
+    source = "def f():\n    raise ValueError('bad')\nclass NotAnError(Exception):\n    pass\n"
+    assert error_lines(source, failed=False) == []
+    output = "collected 3 items\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\n"
+    assert error_lines(output, failed=False) == ["FAILED tests/test_a.py::test_x - AssertionError: 1 != 2"]
+    traceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\nKeyError: 'x'\n"
+    assert error_lines(traceback, failed=False) == ["KeyError: 'x'"]
+    assert error_lines("Exit code 2\nmake: *** [all] Error 2\n", failed=True)[0] == "make: *** [all] Error 2"

@@ -55,6 +55,8 @@ def anthropic_block(block: dict) -> tuple[list[str], int]:
         return [], pdf_tokens(source.get("data"))
     if str(kind).endswith("_tool_result"):
         return [compact(block.get("content", ""))], 0
+    if kind == "compaction":
+        return [block["content"] or ""], 0
     return [compact(block)], 0
 
 
@@ -91,18 +93,31 @@ def openai_message(message: dict) -> tuple[list[str], int]:
 
 
 def formula(transcript, ratio: float = 0.25, count=None) -> int:
-    """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once;
-    with `count` (a tokenizer), the sum of its counts of the same texts + 4 per message."""
+    """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once, from the last
+    compaction block on; with `count` (a tokenizer), the sum of its counts of the same texts + 4 per message.
+    This is what the transcript holds: `--count content`."""
 
     def cost(texts: list[str]) -> int:
         if count is not None:
             return sum(count(t) for t in texts)
         return max(1, int(sum(map(len, texts)) * ratio))
 
+    last_compaction = (-1, 0)
+    if transcript.dialect == "anthropic":
+        for index, m in enumerate(transcript.messages):
+            for position, block in enumerate(anthropic_wire.write_content(m.blocks, False)):
+                if block.get("type") == "compaction":
+                    last_compaction = (index, position)
+
     total = 0
-    for m in transcript.messages:
+    for index, m in enumerate(transcript.messages):
         if transcript.dialect == "anthropic":
-            parts = [anthropic_block(b) for b in anthropic_wire.write_content(m.blocks, False)]
+            wire = anthropic_wire.write_content(m.blocks, False)
+            if index < last_compaction[0]:
+                continue  # the API ignores everything before the last compaction block
+            if index == last_compaction[0]:
+                wire = wire[last_compaction[1]:]
+            parts = [anthropic_block(b) for b in wire]
             texts, fixed = [t for ts, _ in parts for t in ts], sum(f for _, f in parts)
         else:
             texts, fixed = openai_message(openai_wire.write_message(m))
@@ -120,17 +135,20 @@ def formula(transcript, ratio: float = 0.25, count=None) -> int:
     return total
 
 
+CONTENT = Options(count="content")
+
+
 @pytest.mark.parametrize("path", fixture_files())
 def test_fixture_estimate_is_the_documented_formula(path):
     transcript = load(path.read_bytes(), str(path))
-    assert estimate(transcript).tokens == formula(transcript)
-    assert estimate(transcript, Options(ratio=0.5)).tokens == formula(transcript, 0.5)
+    assert estimate(transcript, CONTENT).tokens == formula(transcript)
+    assert estimate(transcript, Options(ratio=0.5, count="content")).tokens == formula(transcript, 0.5)
 
 
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_corpus_estimate_is_the_documented_formula(path):
     transcript = load(path.read_bytes(), str(path))
-    report = estimate(transcript)
+    report = estimate(transcript, CONTENT)
     assert report.tokens == formula(transcript)
     assert sum(report.by_kind.values()) == report.tokens
     assert report.per_message[-1].running == report.tokens if report.per_message else report.tokens == 0

@@ -99,7 +99,8 @@ def usage_log(overhead: int, ratio: float, turns: int = 12, shape: str = "anthro
         chars += len(question)
         answer = f"Answer {turn}: " + "the linker cannot find libfoo. " * (3 * turn + 2)
         tokens = round(overhead + ratio * chars)
-        usage = ({"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": tokens - 103}
+        usage = ({"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": tokens - 103,
+                  "output_tokens": 9}
                  if shape == "anthropic" else {"prompt_tokens": tokens, "completion_tokens": 9})
         lines.append({"role": "assistant", "content": answer, "usage": usage})
         chars += len(answer)
@@ -149,7 +150,7 @@ def test_calibration_refuses_a_tokenizer(in_root):
 
 def test_recorded_usage_of_a_claude_code_log(in_root):
     report = json.loads(run("estimate", "--json", "fixtures/claude-code/broken-session.jsonl").stdout)["files"][0]
-    assert report["recorded"] == {"tokens": 16_393, "message": 3, "responses": 2}
+    assert report["recorded"] == {"tokens": 16_393, "output": 40, "message": 3, "responses": 2}
 
 
 # --- the terminal, the README, start-up ----------------------------------------------------

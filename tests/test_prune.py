@@ -1,4 +1,4 @@
-"""`prune` and `expand`: the spec's algorithm in every format, the options, the archive, the properties."""
+"""`prune`: the spec's algorithm in every format, the options, the properties (the archive: test_archive.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from transcompact.check import check, errors
 from transcompact.cli import cli
-from transcompact.expand import expand
 from transcompact.formats import dump, load
 from transcompact.model import Text, Thinking, ToolCall, ToolResult
 from transcompact.prune import PLACEHOLDER, PruneOptions, prune
@@ -144,25 +143,6 @@ def test_claude_code_changes_message_content_only_unless_asked():
     assert changed[0][1]["toolUseResult"] == PLACEHOLDER
 
 
-def test_archive_and_expand_give_the_input_back(tmp_path):
-    source = tmp_path / "session.json"
-    source.write_bytes(session())
-    archive = tmp_path / "originals.jsonl"
-    runner = CliRunner()
-    pruned = runner.invoke(cli, ["prune", "--archive", str(archive), "--clear-tool-inputs", str(source)])
-    assert pruned.exit_code == 0, pruned.stderr
-    assert "[Tool output cleared — content was processed in earlier turns; archived as toolu_00]" in pruned.stdout
-    assert "of 6000 chars; archived as toolu_04) ---" in pruned.stdout
-    records = [json.loads(line) for line in archive.read_text().splitlines()]
-    assert [r["kind"] for r in records].count("result") == 8 and [r["kind"] for r in records].count("input") == 4
-    assert set(records[0]) == {"file", "kind", "tool_call_id", "message", "tool", "original", "pruned"}
-    (tmp_path / "pruned.json").write_bytes(pruned.stdout_bytes)
-    expanded = runner.invoke(cli, ["expand", "--archive", str(archive), str(tmp_path / "pruned.json")])
-    assert expanded.exit_code == 0, expanded.stderr
-    assert expanded.stderr.endswith("restored 12 originals from " + str(archive) + "\n")
-    assert json.loads(expanded.stdout) == json.loads(session())
-
-
 def test_report_line_and_json(tmp_path):
     runner = CliRunner()
     (tmp_path / "s.json").write_bytes(session())
@@ -225,21 +205,6 @@ def test_properties_on_the_corpus(path):
     properties(path.read_bytes(), str(path), PruneOptions())
 
 
-@pytest.mark.parametrize("path", supported_corpus_files())
-def test_expand_undoes_prune_on_the_corpus(path):
-    data = path.read_bytes()
-    transcript = load(data, str(path))
-    options = PruneOptions(archive=True, clear_tool_inputs=True)
-    pruned, report = prune(transcript, options)
-    out = dump(pruned, data)
-    back, restored = expand(load(out, str(path)), [a.as_dict() for a in report.archived])
-    assert restored == len(report.archived)
-    if transcript.format in ("jsonl", "claude-code"):
-        assert dump(back, out) == data
-    else:
-        assert orjson.loads(dump(back, out)) == orjson.loads(data)
-
-
 def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
     from transcompact.cli import postcondition
     from transcompact.errors import PostConditionError
@@ -250,13 +215,6 @@ def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
         postcondition("s.json", before, broken)
     assert raised.value.exit_code == 5
     postcondition("s.json", broken, broken)  # an error the input had already is not the rewrite's
-
-
-def test_expand_names_a_malformed_archive_line(tmp_path):
-    (tmp_path / "a.jsonl").write_text('{"kind": "result"}\n{oops\n')
-    result = CliRunner().invoke(cli, ["expand", "--archive", str(tmp_path / "a.jsonl"), str(FIXTURES / "anthropic/tool-loop.json")])
-    assert result.exit_code == 3
-    assert result.stderr.startswith(f"transcompact: error: {tmp_path / 'a.jsonl'}:2: malformed archive line")
 
 
 def test_several_inputs_need_in_place_or_an_output_dir(tmp_path):

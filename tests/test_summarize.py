@@ -11,13 +11,13 @@ from transcompact.cli import cli
 from transcompact.formats import load
 from transcompact.summarize import (
     CHECKPOINT_SYSTEM_PROMPT,
-    SUMMARY_ACK,
-    SUMMARY_PREFIX,
     UPDATE_SYSTEM_PROMPT,
     chunked,
     coverage,
     problems,
 )
+
+from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback, summary_for
@@ -84,7 +84,9 @@ def test_a_claude_code_compact_summary_is_updated(api):
     result = run("--json", str(log))
     assert result.exit_code == 0, result.stderr
     assert api.requests[0].body["system"] == UPDATE_SYSTEM_PROMPT
-    assert "This session is being continued from a previous conversation" in api.requests[0].prompt
+    prompt = api.requests[0].prompt
+    assert prompt.startswith("## Existing Summary\n\nAnalysis:")  # Claude Code's summary, without its preamble
+    assert "This session is being continued from a previous conversation" not in prompt
     assert json.loads(result.stdout)["previous_summary_used"] is True
 
 
@@ -259,8 +261,8 @@ def test_a_claude_code_log_too_large_for_one_call_is_chunked_over_its_summary(ap
     assert result.exit_code == 0, result.stderr
     assert len(api.requests) > 3
     assert {r.body["system"] for r in api.requests} == {UPDATE_SYSTEM_PROMPT}  # the compact summary, then each chunk
-    assert "This session is being continued" in api.requests[0].prompt
-    assert all("This session is being continued" not in r.prompt for r in api.requests[1:])
+    opening = api.requests[0].prompt[:200]  # the compact summary is the existing summary of the first chunk only
+    assert all(opening not in r.prompt for r in api.requests[1:])
 
 
 def test_progress_counts_the_chunks(api, monkeypatch):

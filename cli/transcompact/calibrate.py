@@ -24,9 +24,15 @@ _ANTHROPIC_INPUT = ("input_tokens", "cache_creation_input_tokens", "cache_read_i
 class Recorded:
     """The real context size at the last response that recorded usage."""
 
-    tokens: int
+    tokens: int  # the prompt that produced it
+    output: int  # the response itself
     message: int  # index of that response
     responses: int  # how many responses recorded usage
+
+    @property
+    def context(self) -> int:
+        """Everything up to and including that response: its prompt and its own output."""
+        return self.tokens + self.output
 
 
 @dataclass(frozen=True)
@@ -38,13 +44,18 @@ class Calibration:
     error_samples: int  # how many responses that error was measured on
 
 
-def usage_tokens(message: Message) -> int | None:
-    """The prompt size a response recorded, or None when it recorded none (or zero)."""
+def _usage(message: Message) -> dict | None:
     raw = message.raw if isinstance(message.raw, dict) else {}
     usage = raw.get("usage")
     if not isinstance(usage, dict) and isinstance(raw.get("message"), dict):
         usage = raw["message"].get("usage")  # a Claude Code log line
-    if not isinstance(usage, dict):
+    return usage if isinstance(usage, dict) else None
+
+
+def usage_tokens(message: Message) -> int | None:
+    """The prompt size a response recorded, or None when it recorded none (or zero)."""
+    usage = _usage(message)
+    if usage is None:
         return None
     if isinstance(usage.get("prompt_tokens"), int):
         return usage["prompt_tokens"] or None
@@ -52,12 +63,23 @@ def usage_tokens(message: Message) -> int | None:
     return total or None
 
 
+def output_tokens(message: Message) -> int:
+    """The size of the response itself (`output_tokens`, OpenAI `completion_tokens`), 0 when not recorded.
+
+    A Claude Code response split over several lines is read from its first line, whose count
+    may be partial (the stream had not ended when it was written).
+    """
+    usage = _usage(message) or {}
+    value = usage.get("output_tokens", usage.get("completion_tokens"))
+    return value if isinstance(value, int) else 0
+
+
 def recorded_usage(messages: Sequence[Message]) -> Recorded | None:
     found = [(i, tokens) for i, m in enumerate(messages) if (tokens := usage_tokens(m))]
     if not found:
         return None
     index, tokens = found[-1]
-    return Recorded(tokens, index, len(found))
+    return Recorded(tokens, output_tokens(messages[index]), index, len(found))
 
 
 def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],

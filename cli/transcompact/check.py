@@ -38,7 +38,7 @@ RULES = {
     "A1": "every tool_result answers a tool_use of the assistant message just before it",
     "A2": "every tool_use is answered in the next message, a user message, results first",
     "A3": "server tool calls and their results stay together in one assistant message",
-    "A4": "thinking blocks: signed, first in their message, never last",
+    "A4": "thinking blocks are signed; a message with thinking starts with it and does not end with it",
     "A5": "no empty messages (but a final assistant one), no empty or whitespace-only text blocks",
     "A6": "tool_use ids are unique and match ^[a-zA-Z0-9_-]+$",
     "A7": "the first message is a user message; the last is a user message (warning)",
@@ -46,7 +46,7 @@ RULES = {
     "A9": "at most 4 cache_control breakpoints across tools, system and messages",
     "A10": "blocks are well formed and sit in the right role",
     "A11": "at most 100,000 messages",
-    "O1": "an assistant message with tool_calls is followed by a tool message for each id",
+    "O1": "an assistant message's tool_calls have distinct ids, each answered by a tool message after it",
     "O2": "a tool message answers a tool call of the assistant message before its run",
     "O3": "assistant content is null only beside tool_calls or function_call",
     "O4": "legacy function_call is answered by a function message and not mixed with tool_calls",
@@ -58,7 +58,7 @@ RULES = {
     "C6": "no isSidechain:true or teamName in the first 64 KB (the session would be hidden)",
 }
 
-ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")  # used with fullmatch: "$" would let a final newline through
 RESULT_CONTENT_TYPES = (Text, Image, Document)
 RESULT_CONTENT_OPAQUE = frozenset({"search_result", "tool_reference"})
 OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -100,11 +100,11 @@ class Turn:
 
 def turns(messages: tuple[Message, ...]) -> list[Turn]:
     out: list[Turn] = []
-    for i, message in enumerate(messages):
-        if out and out[-1].role == message.role:
-            out[-1] = Turn(message.role, out[-1].indices + (i,))
-        else:
-            out.append(Turn(message.role, (i,)))
+    start = 0
+    for i in range(1, len(messages) + 1):
+        if i == len(messages) or messages[i].role != messages[start].role:
+            out.append(Turn(messages[start].role, tuple(range(start, i))))
+            start = i
     return out
 
 
@@ -164,18 +164,25 @@ def empty_text(block: Block) -> bool:
     return isinstance(block, Text) and not block.text.strip()
 
 
-def misplaced_thinking(message: Message) -> list[Block]:
-    """Thinking blocks after a non-thinking block, or a thinking block that ends the message."""
-    out, seen_other = [], False
-    for block in message.blocks:
-        if isinstance(block, (Thinking, RedactedThinking)):
-            if seen_other:
-                out.append(block)
-        else:
-            seen_other = True
-    if message.blocks and isinstance(message.blocks[-1], (Thinking, RedactedThinking)) and message.blocks[-1] not in out:
-        if any(not isinstance(b, (Thinking, RedactedThinking)) for b in message.blocks):
-            out.append(message.blocks[-1])
+def is_thinking(block: Block) -> bool:
+    return isinstance(block, (Thinking, RedactedThinking))
+
+
+def misplaced_thinking(message: Message) -> list[tuple[Block, str]]:
+    """(block, what is wrong) where a message with thinking does not start with it or ends with it.
+
+    Thinking between other blocks is valid: with interleaved thinking the model thinks again
+    after each server tool result, within the same message.
+    """
+    blocks = message.blocks
+    first = next((b for b in blocks if is_thinking(b)), None)
+    if first is None:
+        return []
+    out = []
+    if not is_thinking(blocks[0]):
+        out.append((first, "a message with thinking must start with a thinking block"))
+    if is_thinking(blocks[-1]):
+        out.append((blocks[-1], "a thinking block cannot end its message"))
     return out
 
 
@@ -213,7 +220,7 @@ def _anthropic(t: Transcript) -> list[Violation]:
                 add(Violation("A8", ERROR, f"role {m.role!r} is not one the Messages API accepts", **_at(messages, i)))
         if not m.blocks and not (i == last and m.role == ASSISTANT):
             add(Violation("A5", ERROR, "message has no content", **_at(messages, i)))
-        server_calls: dict[str, int] = {}
+        server_calls: dict[str, list[int]] = {}  # calls and results of each server tool call id
         for b in m.blocks:
             if isinstance(b.raw, dict) and "cache_control" in b.raw:
                 cache_controls += 1
@@ -224,27 +231,28 @@ def _anthropic(t: Transcript) -> list[Violation]:
                 if b.id in ids:
                     add(Violation("A6", ERROR, f"tool_use id {b.id} is used twice (first in message {ids[b.id]})", **_at(messages, i, b)))
                 ids.setdefault(b.id, i)
-                if not ID_PATTERN.match(b.id):
+                if not ID_PATTERN.fullmatch(b.id):
                     add(Violation("A6", ERROR, f"tool_use id {b.id!r} does not match ^[a-zA-Z0-9_-]+$", **_at(messages, i, b)))
             if isinstance(b, ServerToolCall):
-                server_calls[b.id] = 0
+                server_calls.setdefault(b.id, [0, 0])[0] += 1
             elif isinstance(b, ServerToolResult):
                 if b.tool_call_id not in server_calls:
                     add(Violation("A3", ERROR, f"{b.type} {b.tool_call_id} has no server_tool_use before it in its message", **_at(messages, i, b)))
                 else:
-                    server_calls[b.tool_call_id] += 1
+                    server_calls[b.tool_call_id][1] += 1
             out += _malformed(m, i, b, messages)
         if m.role == ASSISTANT:
-            for call_id, answers in server_calls.items():
-                if answers != 1 and not (answers == 0 and i == last):
-                    add(Violation("A3", ERROR, f"server tool call {call_id} has {answers} results in its message", **_at(messages, i)))
+            for call_id, (calls, answers) in server_calls.items():
+                if answers != calls and not (answers == 0 and i == last):
+                    called = "" if calls == 1 else f" (called {calls} times)"
+                    add(Violation("A3", ERROR, f"server tool call {call_id}{called} has {answers} results in its message", **_at(messages, i)))
             for b in m.blocks:
                 if isinstance(b, Thinking) and not b.signature:
                     add(Violation("A4", ERROR, "thinking block without a signature", **_at(messages, i, b)))
                 elif isinstance(b, RedactedThinking) and not b.data:
                     add(Violation("A4", ERROR, "redacted_thinking block without data", **_at(messages, i, b)))
-            for b in misplaced_thinking(m):
-                add(Violation("A4", ERROR, "thinking block must come before the other blocks of its message, and not last", **_at(messages, i, b)))
+            for b, wrong in misplaced_thinking(m):
+                add(Violation("A4", ERROR, wrong, **_at(messages, i, b)))
         for cache_in_result in (x for b in m.blocks if isinstance(b, ToolResult) and not isinstance(b.content, str) for x in b.content):
             if isinstance(cache_in_result.raw, dict) and "cache_control" in cache_in_result.raw:
                 cache_controls += 1
@@ -272,11 +280,12 @@ def _thinking_config(t: Transcript) -> list[Violation]:
     if final is None:
         return []
     message = t.messages[final]
-    has_thinking = any(isinstance(b, (Thinking, RedactedThinking)) for b in message.blocks)
+    has_thinking = any(is_thinking(b) for b in message.blocks)
     if not enabled and has_thinking and final == len(t.messages) - 1:
         return [Violation("A4", ERROR, "thinking is disabled but the final assistant message holds thinking", **_at(t.messages, final))]
-    in_tool_loop = message.tool_calls and final == len(t.messages) - 2
-    if enabled and in_tool_loop and not isinstance(message.blocks[0], (Thinking, RedactedThinking)):
+    # The last assistant message with tool calls is in the current tool loop whether or not its
+    # results are there yet: the caller appends them and sends it again.
+    if enabled and message.tool_calls and not is_thinking(message.blocks[0]):
         return [Violation("A4", ERROR, "thinking is enabled: the assistant message of the current tool loop must start with thinking", **_at(t.messages, final))]
     return []
 
@@ -350,10 +359,29 @@ def openai_unanswered(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall
     return out
 
 
+def openai_duplicate_calls(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall]]:
+    """Tool calls whose id an earlier call of the same message has: no tool message can tell them apart.
+
+    Only within one message: the same id in a later assistant message is answered by its own run.
+    """
+    out = []
+    for i, m in enumerate(messages):
+        seen: set[str] = set()
+        for c in m.tool_calls:
+            if c.id == "<function_call>":
+                continue
+            if c.id in seen:
+                out.append((i, c))
+            seen.add(c.id)
+    return out
+
+
 def _openai(t: Transcript) -> list[Violation]:
     messages = t.messages
     out: list[Violation] = []
     add = out.append
+    for i, c in openai_duplicate_calls(messages):
+        add(Violation("O1", ERROR, f"tool call id {c.id or '(no id)'} ({c.name}) is used twice in its message", **_at(messages, i)))
     for i, c in openai_unanswered(messages):
         add(Violation("O1", ERROR, f"tool call {c.id or '(no id)'} ({c.name}) has no tool message after it", **_at(messages, i)))
     for i in openai_orphans(messages):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import math
 import os
+import signal
 import sys
 from typing import Callable, Iterator
 
@@ -44,7 +48,7 @@ class Group(click.Group):
         import importlib
 
         module = importlib.import_module(f"{__package__}.commands.{COMMANDS[name][0]}")
-        return getattr(module, name.replace("-", "_"))
+        return _checked(getattr(module, name.replace("-", "_")))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from COMMANDS, without importing every command to read its help."""
@@ -56,6 +60,11 @@ class Group(click.Group):
 
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
+        with _termination_interrupts():
+            code = self._exit_status(*args, **kwargs)
+        sys.exit(code or 0)
+
+    def _exit_status(self, *args, **kwargs) -> int:
         try:
             code = super().main(*args, **kwargs)
         except click.exceptions.Exit as done:
@@ -87,7 +96,27 @@ class Group(click.Group):
             click.echo(f"transcompact: error: internal error: {type(error).__name__}: {error}", err=True)
             click.echo("hint: run again with --traceback and report it", err=True)
             code = 70
-        sys.exit(code or 0)
+        return code
+
+
+@contextlib.contextmanager
+def _termination_interrupts() -> Iterator[None]:
+    """SIGTERM and SIGHUP end a command as Ctrl-C does: a KeyboardInterrupt, so that a file being
+    written loses its temporary file and the exit status is 130 (`design.md` §4)."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    wanted = [getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    try:
+        previous = {number: signal.signal(number, interrupt) for number in wanted}
+    except ValueError:  # not the main thread (a library user's worker): signals are theirs to handle
+        previous = {}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _traceback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
@@ -95,10 +124,14 @@ def _traceback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
         os.environ[TRACEBACK_ENV] = "1"
 
 
+def traceback_option(fn: Callable) -> Callable:
+    return click.option("--traceback", is_flag=True, expose_value=False, callback=_traceback, is_eager=True,
+                        help="Show the Python traceback of an unexpected error (for bug reports).")(fn)
+
+
 def input_options(fn: Callable) -> Callable:
     """FILE... (stdin when none or `-`), --format, --messages-path, --traceback."""
-    fn = click.option("--traceback", is_flag=True, expose_value=False, callback=_traceback, is_eager=True,
-                      help="Show the Python traceback of an unexpected error (for bug reports).")(fn)
+    fn = traceback_option(fn)
     fn = click.option("--messages-path", metavar="KEY",
                       help="Where the messages sit in a wrapper object, dotted: history, trajectory.0.messages.")(fn)
     fn = click.option("--format", "format_", type=click.Choice(FORMAT_NAMES), help="Read as this format instead of detecting it.")(fn)
@@ -165,6 +198,9 @@ def cli() -> None:
 
     Reads a transcript (Anthropic Messages, OpenAI Chat Completions, JSON Lines of messages,
     Claude Code session logs) from files or stdin and writes a rewritten transcript to stdout.
+
+    Every default is also a TRANSCOMPACT_* variable (each command's --help names them); a flag
+    beats a variable, and a variable set to the empty string counts as unset.
     """
 
 
@@ -172,9 +208,88 @@ def env_name(name: str) -> str:
     return f"TRANSCOMPACT_{name}"
 
 
+# The largest count a flag takes (tokens, characters, messages): far beyond any real window, and
+# small enough that arithmetic on it stays exact.
+LIMIT = 10**9
+
+
+class Number(click.FloatRange):
+    """The type of every numeric flag and TRANSCOMPACT_* variable: a finite number in a range, a
+    whole one unless `whole=False`. (click's ranges let `nan` through and have no maximum, and
+    `inf`, `nan` or `1e308` then fail deep inside a command.)"""
+
+    def __init__(self, minimum: float, maximum: float = LIMIT, *, whole: bool = True, min_open: bool = False):
+        super().__init__(minimum, maximum, min_open=min_open)
+        self.whole = whole
+        self.name = "integer" if whole else "number"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(value) if self.whole else float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not {'a whole number' if self.whole else 'a number'}.", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value} is not a finite number.", param, ctx)
+        if number < self.min or (self.min_open and number == self.min) or number > self.max:
+            self.fail(f"{value} is not in the range {self.min}{'<' if self.min_open else '<='}x<={self.max}.", param, ctx)
+        return number
+
+    def _describe_range(self) -> str:
+        """For --help: the minimum, and the maximum where it says more than 'no real value reaches it'."""
+        if self.max == LIMIT:
+            return f"x{'>' if self.min_open else '>='}{self.min}"
+        return f"{self.min}{'<' if self.min_open else '<='}x<={self.max}"
+
+    @classmethod
+    def like(cls, other: click.ParamType) -> "Number":
+        """The Number for a click INT, FLOAT, IntRange or FloatRange."""
+        maximum = getattr(other, "max", None)
+        minimum = getattr(other, "min", None)
+        return cls(-LIMIT if minimum is None else minimum, LIMIT if maximum is None else maximum,
+                   whole=isinstance(other, click.types.IntParamType), min_open=getattr(other, "min_open", False))
+
+
+# Commands that take --window and --max-output from elsewhere when not given, and check the
+# budget themselves after: estimate (--model's entry in the table).
+BUDGET_CHECKED_BY_COMMAND = frozenset({"estimate"})
+
+
+def check_budget(window: int, max_output: int) -> None:
+    if max_output >= window:
+        raise UsageError(f"--max-output ({max_output:,}) must be below --window ({window:,})",
+                         hint="the input budget is --window − --max-output")
+
+
+def _checked(command: click.Command) -> click.Command:
+    """The command with every numeric option a Number and its budget checked, whoever declared them.
+
+    Done once per command, when it is first loaded, so that no command can forget a check.
+    """
+    if getattr(command, "_transcompact_checked", False):
+        return command
+    for param in command.params:
+        if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)) and not isinstance(param.type, Number):
+            param.type = Number.like(param.type)
+    names = {param.name for param in command.params}
+    if {"window", "max_output"} <= names and command.name not in BUDGET_CHECKED_BY_COMMAND:
+        callback = command.callback
+
+        @functools.wraps(callback)
+        def checked(*args, **kwargs):
+            check_budget(kwargs["window"], kwargs["max_output"])
+            return callback(*args, **kwargs)
+
+        command.callback = checked
+    command._transcompact_checked = True
+    return command
+
+
 def tokenizer_options(fn: Callable) -> Callable:
     """--tokenizer and --ratio: how every command that counts tokens counts them."""
-    fn = click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=0.25, envvar=env_name("RATIO"),
+    fn = click.option("--ratio", type=Number(0, 10, whole=False, min_open=True), default=0.25, envvar=env_name("RATIO"),
                       show_default=True, show_envvar=True, help="Tokens per character of the chars estimator.")(fn)
     return click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default="chars",
                         envvar=env_name("TOKENIZER"), show_default=True, show_envvar=True,
@@ -182,9 +297,18 @@ def tokenizer_options(fn: Callable) -> Callable:
                              "anthropic: the Messages API's count_tokens (needs ANTHROPIC_API_KEY).")(fn)
 
 
-def number_option(name: str, default: int, help: str, minimum: int = 0):
+def count_option(fn: Callable) -> Callable:
+    """--count: whether the count of a transcript with recorded usage is anchored on it (estimate, compact)."""
+    return click.option("--count", type=click.Choice(["usage", "content"]), default="usage", envvar=env_name("COUNT"),
+                        show_default=True, show_envvar=True,
+                        help="usage: when the responses recorded usage, the context the last one recorded (system "
+                             "prompt and tool schemas included, which a log does not hold) + the estimate of the "
+                             "messages after it; content: only what the transcript holds.")(fn)
+
+
+def number_option(name: str, default: int, help: str, minimum: int = 0, maximum: int = LIMIT):
     """A numeric flag with its TRANSCOMPACT_* variable (`--soft-trim-chars` ↔ TRANSCOMPACT_SOFT_TRIM_CHARS)."""
-    return click.option(f"--{name}", type=click.IntRange(min=minimum), default=default, show_default=True,
+    return click.option(f"--{name}", type=Number(minimum, maximum), default=default, show_default=True,
                         envvar=env_name(name.upper().replace("-", "_")), show_envvar=True, help=help)
 
 
@@ -227,24 +351,11 @@ def prune_options_from(flags: dict, archive: bool = False):
                         clear_thinking=flags.pop("clear_thinking"), archive=archive)
 
 
-def append_lines(path: str, values: list) -> None:
-    """Append JSON Lines to `path` (an archive grows; what it held stays as it was)."""
-    import orjson
-
-    from .errors import OutputError
-
-    try:
-        with open(path, "ab") as handle:
-            handle.write(b"".join(orjson.dumps(v) + b"\n" for v in values))
-    except OSError as error:
-        raise OutputError(f"cannot write the archive: {error.strerror}", location=None) from None
-
-
 def provider_options(fn: Callable) -> Callable:
     """--provider, --model, --base-url, --retries, --timeout: who writes a summary, and how patiently."""
-    fn = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, envvar=env_name("TIMEOUT"),
-                      show_default=True, show_envvar=True, help="Seconds to wait for each answer.")(fn)
-    fn = number_option("retries", 2, "Retries on 429, 500, 529 and timeouts, with backoff.")(fn)
+    fn = click.option("--timeout", type=Number(0, 24 * 3600, whole=False, min_open=True), default=60.0,
+                      envvar=env_name("TIMEOUT"), show_default=True, show_envvar=True, help="Seconds to wait for each answer.")(fn)
+    fn = number_option("retries", 2, "Retries on 429, 500, 529 and timeouts, with backoff.", maximum=100)(fn)
     fn = click.option("--base-url", metavar="URL",
                       help="The endpoint (openai: e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or OpenAI's; "
                            "anthropic: default ANTHROPIC_BASE_URL or Anthropic's).")(fn)

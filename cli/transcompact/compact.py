@@ -5,6 +5,15 @@ developer messages), the summary pair of design.md §3, then the recent window, 
 for thinking, removed by default). When the cut split a turn, the summary message also carries,
 verbatim, the request that opened the turn, and the window follows it directly.
 
+The budget is the budget: the window holds at most `--keep-recent-tokens` (its biggest tool
+results are trimmed when even the smallest window that can be cut off is bigger), the user's
+words at most `--keep-user-tokens`, the checkpoint's facts at most `--checkpoint-tokens`; and
+the result is never bigger than pruning alone would leave.
+
+An earlier summary (ours, Claude Code's, an Anthropic compaction block) is merged, never
+quoted: the model updates it, the emergency checkpoint takes its facts in, and its quoted user
+words join the new ones. Compacting k times leaves one summary.
+
 The emergency mode drops the old part and puts, in the summary slot, a checkpoint built without a
 model from what the old part holds. It always fits: a window that is still too big is pruned
 harder, then shrunk.
@@ -12,30 +21,22 @@ harder, then shrunk.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Sequence
 
 from .check import added_errors
-from .cut import Cut, find_cut_point, starts_turn
+from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
+from .cut import Cut, starts_turn, window_cut
 from .errors import PostConditionError, ProviderError
 from .formats import claude_code
-from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, transcript_tokens
-from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript
+from .estimate import EMERGENCY_FRACTION, Basis, Options as EstimateOptions, basis as counting_basis, tokens_per_message, transcript_tokens
+from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_names
 from .prune import PruneOptions, PruneReport, prune
 from .providers import Provider
-from .summarize import (
-    SUMMARY_ACK,
-    SUMMARY_PREFIX,
-    SummaryOptions,
-    result_errors,
-    find_previous_summary,
-    summarize,
-    text_of,
-)
+from .summarize import SummaryOptions, summarize
+from .summary_message import SUMMARY_ACK, SUMMARY_PREFIX, Previous, SummaryText, compose, find_previous, is_summary_message, text_of
 
-USER_WORDS_HEADING = "## The user's own words (verbatim, most recent first)"
 STRATEGIES = ("none", "prune", "summary", "emergency")
 
 
@@ -51,6 +52,7 @@ class CompactOptions:
     pruning: PruneOptions = PruneOptions()
     summary: SummaryOptions = SummaryOptions()
     keep_user_tokens: int = 4000
+    checkpoint_tokens: int = 2000
     keep_thinking: bool = False
     drop_history: bool = False  # Claude Code logs: write only the new chain
 
@@ -103,92 +105,6 @@ class Rebuilt:
     cut: Cut | None
 
 
-# --- the deterministic checkpoint ----------------------------------------------------------
-
-_PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target_file")
-_COMMAND_KEYS = ("command", "cmd", "script")
-
-
-def _first_request(messages: Sequence[Message]) -> str | None:
-    for message in messages:
-        if starts_turn(message) and text_of(message).strip() and not text_of(message).startswith(SUMMARY_PREFIX):
-            return text_of(message).strip()
-    return None
-
-
-def user_words(messages: Sequence[Message], budget_tokens: int, ratio: float = 0.25) -> list[str]:
-    """The user's own messages, most recent first, as many as fit in `budget_tokens`."""
-    kept: list[str] = []
-    used = 0
-    for message in reversed(messages):
-        text = text_of(message).strip()
-        if not starts_turn(message) or not text or text.startswith(SUMMARY_PREFIX):
-            continue
-        if isinstance(message.raw, dict) and (message.raw.get("isCompactSummary") or message.raw.get("isMeta")):
-            continue
-        cost = int(len(text) * ratio) + 4
-        if used + cost > budget_tokens:
-            break
-        kept.append(text)
-        used += cost
-    return kept
-
-
-def _quoted(texts: Sequence[str]) -> str:
-    return "\n\n".join("> " + text.replace("\n", "\n> ") for text in texts)
-
-
-def checkpoint(old: Sequence[Message], first: int, last: int, total: int, keep_user_tokens: int,
-               words_from: Sequence[Message] | None = None) -> str:
-    """A checkpoint built without a model, in the sections of the LLM checkpoint where it has facts.
-
-    Deterministic: the same old part gives the same bytes.
-    """
-    files: dict[str, None] = {}
-    commands: dict[str, None] = {}
-    errors: dict[str, None] = {}
-    tools: Counter = Counter()
-    for message in old:
-        for block in message.blocks:
-            if isinstance(block, ToolCall):
-                tools[block.name] += 1
-                arguments = block.input if isinstance(block.input, dict) else {}
-                for key in _PATH_KEYS:
-                    if isinstance(arguments.get(key), str) and arguments[key].strip():
-                        files.setdefault(arguments[key].strip(), None)
-                for key in _COMMAND_KEYS:
-                    if isinstance(arguments.get(key), str) and arguments[key].strip():
-                        commands.setdefault(arguments[key].strip().splitlines()[0][:200], None)
-            elif isinstance(block, ToolResult):
-                for line in result_errors(block):
-                    errors.setdefault(line[:200], None)
-    goal = _first_request(old)
-    words = user_words(old if words_from is None else words_from, keep_user_tokens)
-    parts = [
-        "## Goal",
-        (goal[:2000] + (" […]" if len(goal) > 2000 else "")) if goal else "(no user request in the dropped part)",
-        "",
-        "## Progress",
-        "### Done",
-        f"- [x] Messages {first}–{last} of {total} were compacted without a model (emergency mode); "
-        "this checkpoint lists what they held.",
-    ]
-    if words:
-        parts += ["", USER_WORDS_HEADING, _quoted(words)]
-    parts += ["", "## Critical Context"]
-    for title, items, limit in (("Files touched", files, 50), ("Commands run", commands, 30), ("Errors seen", errors, 20)):
-        if items:
-            values = list(items)
-            shown = values[-limit:]
-            more = f" (the last {limit} of {len(values)})" if len(values) > limit else ""
-            parts += [f"### {title}{more}", *(f"- `{v}`" if title != "Errors seen" else f"- {v}" for v in shown)]
-    if tools:
-        parts += ["### Tools used", *(f"- {name} × {count}" for name, count in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0])))]
-    if not (files or commands or errors or tools):
-        parts.append("- No tool calls in the dropped part.")
-    return "\n".join(parts) + "\n"
-
-
 # --- the rebuild ---------------------------------------------------------------------------
 
 
@@ -224,29 +140,65 @@ def without_thinking(messages: Sequence[Message], *, keep_current: bool = False)
     return tuple(out)
 
 
-def summary_message_text(summary: str, words: Sequence[str], opening: str | None) -> str:
-    text = SUMMARY_PREFIX + summary.strip()
-    if words and USER_WORDS_HEADING not in summary:
-        text += "\n\n" + USER_WORDS_HEADING + "\n\n" + _quoted(words)
-    if opening is not None:
-        text += "\n\n## The request this turn began with (verbatim)\n\n" + opening
-    return text
+def user_words(old: Sequence[Message], previous: Previous | None, exclude: Sequence[str], budget_chars: int,
+               trajectory: bool) -> tuple[str, ...]:
+    """The user's own messages of the old part, most recent first, then the earlier summary's,
+    as many as fit in `budget_chars`; the last that does not fit whole is cut to its start and end."""
+    candidates = [text for _, text in reversed(user_texts(old, trajectory))]
+    if previous is not None:
+        candidates += ([previous.summary.opening] if previous.summary.opening else []) + list(previous.summary.words)
+    kept: list[str] = []
+    seen = {text.strip() for text in exclude if text}
+    for text in candidates:
+        if text.strip() in seen:
+            continue
+        seen.add(text.strip())
+        cost = len(text) + 4
+        if cost <= budget_chars:
+            kept.append(text)
+            budget_chars -= cost
+        else:
+            if budget_chars >= 400:
+                kept.append(head_and_tail(text, budget_chars - 4))
+            break
+    return tuple(kept)
 
 
-def rebuild(transcript: Transcript, cut: Cut, summary: str, options: CompactOptions) -> Rebuilt:
+def _old_part(transcript: Transcript, cut: Cut) -> tuple[list[Message], Previous | None]:
+    """The old messages that are the conversation's own (an earlier summary's left out), and that summary."""
+    head = _head(transcript.messages, transcript.dialect)
+    old = transcript.messages[head: cut.index]
+    previous = find_previous(old)
+    covered = previous.covered if previous else frozenset()
+    return [m for i, m in enumerate(old) if i not in covered], previous
+
+
+def summary_text(transcript: Transcript, cut: Cut, body: str, options: CompactOptions) -> SummaryText:
+    """The summary message's parts: `body`, the user's words, and the opening request of a split turn."""
+    real, previous = _old_part(transcript, cut)
+    ratio = options.counting.ratio
+    budget = int(options.keep_user_tokens / ratio)
+    opening = None
+    if cut.split_turn:
+        opening_message = transcript.messages[cut.turn_start]
+        real = [m for m in real if m is not opening_message]
+        if is_summary_message(opening_message):  # the turn began before the last compaction, which kept its opening
+            opening = previous.summary.opening if previous else None
+        else:
+            opening = head_and_tail(text_of(opening_message).strip(), max(400, budget))
+        budget -= len(opening or "")
+    goal = goal_of(body) or ""
+    words = user_words(real, previous, (goal, opening or ""), budget - len(goal), is_trajectory(real)) if budget > 0 else ()
+    return SummaryText(body, words, opening)
+
+
+def rebuild(transcript: Transcript, cut: Cut, summary: SummaryText, options: CompactOptions) -> Rebuilt:
     messages = transcript.messages
     head = _head(messages, transcript.dialect)
-    old = [m for m in messages[head: cut.index]]
-    _, synthetic = find_previous_summary(old)
-    old_real = [m for i, m in enumerate(old) if i not in synthetic]
-    if cut.split_turn:  # the request that opened the turn goes in verbatim anyway
-        old_real = [m for m in old_real if m is not messages[cut.turn_start]]
-    words = user_words(old_real, options.keep_user_tokens, options.counting.ratio) if options.keep_user_tokens else []
     recent = messages[cut.index:]
     if not options.keep_thinking:
         recent = without_thinking(recent, keep_current=_thinking_enabled(transcript))
-    opening = text_of(messages[cut.turn_start]).strip() if cut.split_turn else None
-    text = summary_message_text(summary, words, opening)
+    text = compose(summary)
     pair = [Message(USER, (Text(text),))]
     if not cut.split_turn:
         pair.append(Message(ASSISTANT, (Text(SUMMARY_ACK),)))
@@ -254,36 +206,76 @@ def rebuild(transcript: Transcript, cut: Cut, summary: str, options: CompactOpti
     return Rebuilt(rebuilt, text, tuple(recent), cut)
 
 
+def emergency_body(original: Transcript, cut: Cut, options: CompactOptions) -> str:
+    """The checkpoint of the old part as it was before pruning (prune keeps indices), merged into an earlier summary."""
+    real, previous = _old_part(original, cut)
+    if cut.split_turn:
+        real = [m for m in real if m is not original.messages[cut.turn_start]]
+    calls = {b.id: b.input for m in original.messages for b in m.blocks if isinstance(b, ToolCall)}
+    facts = find_facts(real, tool_names(original.messages), calls)
+    ratio = options.counting.ratio
+    return checkpoint(facts, options.checkpoint_tokens, ratio, previous.summary.body if previous else None,
+                      goal_chars=max(400, int(options.keep_user_tokens / ratio) // 2))
+
+
+# --- the window ------------------------------------------------------------------------------
+
+
+def fitted_window(transcript: Transcript, cut: Cut, keep: int, options: CompactOptions) -> Transcript:
+    """The transcript with the window's tool results trimmed, biggest first, until the window fits
+    in `keep` tokens (its results soft-trimmed, then cleared); unchanged when it fits already."""
+    tokens = tokens_per_message(transcript, options.counting)
+    if sum(tokens[cut.index:]) <= keep:
+        return transcript
+    window = transcript.with_messages(transcript.messages[cut.index:])
+    for level in (replace(options.pruning, keep_last=0, hard_clear_after=1 << 30, soft_trim_chars=1000, head=400, tail=400),
+                  replace(options.pruning, keep_last=0, hard_clear_after=0)):
+        window = prune(window, level)[0]
+        if sum(tokens_per_message(window, options.counting)) <= keep:
+            break
+    return transcript.with_messages([*transcript.messages[:cut.index], *window.messages])
+
+
 # --- the pipeline --------------------------------------------------------------------------
+
+
+def target(options: CompactOptions) -> int:
+    """What a compacted transcript must fit in: the threshold, and below the emergency line."""
+    return min(options.threshold_tokens, int(EMERGENCY_FRACTION * options.budget) - 1)
 
 
 def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
             provider: Callable[[], Provider] | None = None,
             progress: Callable[[int, int], None] | None = None) -> tuple[Rebuilt | None, CompactReport]:
-    """Compact a transcript; (None, report) when it is under the threshold and not forced.
+    """Compact a transcript; (None, report) when it is left as it is (under the threshold and not
+    forced, or nothing to gain).
 
     `provider` makes the summarizer (called only when a summary is needed). Without one, or when
     the summary fails, the emergency mode is used (unless `options.fallback` is off).
     """
-    before = transcript_tokens(transcript, options.counting)
+    scale = counting_basis(transcript, options.counting)  # fitted once: every count below is on the input's scale
+    before = transcript_tokens(transcript, options.counting, scale)
     count = len(transcript.messages)
     near_the_window = before >= EMERGENCY_FRACTION * options.budget
     if before <= options.threshold_tokens and not (options.force or options.emergency or near_the_window):
         return None, CompactReport("none", before, before, count, count)
 
     pruned, prune_report = prune(transcript, options.pruning)
+    pruned_tokens = transcript_tokens(pruned, options.counting, scale) if pruned != transcript else before
+    prune_only = (Rebuilt(pruned, "", pruned.messages, None), pruned_tokens)
+    if pruned_tokens <= target(options) and not (options.force or options.emergency):
+        return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, scale)
     emergency_reason = None
     if options.emergency:
         emergency_reason = "--emergency"
     elif near_the_window:
         emergency_reason = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
-    cut = find_cut_point(pruned, options.summary.keep_recent_tokens, options.counting)
-    if cut.index <= _head(pruned.messages, pruned.dialect) and emergency_reason is None:
-        if prune_report.tokens_after < prune_report.tokens_before:
-            return _finish(transcript, Rebuilt(pruned, "", pruned.messages, None), "prune", before, prune_report, None, options)
-        return None, CompactReport("none", before, before, count, count,
-                                   notes=("nothing to compact: everything fits in the recent window",))
-
+    keep = options.summary.keep_recent_tokens
+    head = _head(pruned.messages, pruned.dialect)
+    cut = window_cut(pruned, keep, tokens_per_message(pruned, options.counting), head)
+    if cut.index <= head and emergency_reason is None:
+        return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, scale,
+                       notes=("nothing to summarize: everything fits in the recent window",))
 
     fallback_reason = None
     if emergency_reason is None:
@@ -297,20 +289,22 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
             finally:
                 summarizer.close()
             if result is not None:
-                rebuilt = rebuild(pruned, cut, result.text, options)
-                return _finish(transcript, rebuilt, "summary", before, prune_report, None, options)
+                fitted = fitted_window(pruned, cut, keep, options)
+                rebuilt = rebuild(fitted, cut, summary_text(transcript, cut, result.text, options), options)
+                return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, scale)
             fallback_reason = "nothing to summarize"
         except ProviderError as error:
             if not options.fallback:
                 raise
             fallback_reason = str(error)
-    return _emergency(transcript, pruned, cut, before, prune_report, fallback_reason or emergency_reason, options)
+    return _emergency(transcript, prune_only, cut, before, prune_report, fallback_reason or emergency_reason, options, scale)
 
 
-def _emergency(original: Transcript, pruned: Transcript, cut: Cut, before: int, prune_report: PruneReport,
-               reason: str, options: CompactOptions) -> tuple[Rebuilt | None, CompactReport]:
+def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, before: int,
+               prune_report: PruneReport, reason: str, options: CompactOptions, scale: Basis) -> tuple[Rebuilt | None, CompactReport]:
     """Drop the old part behind a checkpoint built without a model; prune harder and shrink until it fits."""
-    target = min(options.threshold_tokens, int(EMERGENCY_FRACTION * options.budget) - 1)
+    pruned = prune_only[0].transcript
+    goal = target(options)
     keep = options.summary.keep_recent_tokens
     stricter = (  # every unprotected result cleared; then the protected ones trimmed too
         replace(options.pruning, hard_clear_after=options.pruning.keep_last),
@@ -326,63 +320,54 @@ def _emergency(original: Transcript, pruned: Transcript, cut: Cut, before: int, 
 
     def attempt_at(candidate: Transcript, keep_now: int) -> Rebuilt:
         same = candidate is pruned and keep_now == keep
-        cut_now = cut if same else find_cut_point(candidate, keep_now, options.counting)
+        cut_now = cut if same else window_cut(candidate, keep_now, tokens_per_message(candidate, options.counting), head)
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
-        return _emergency_rebuild(candidate, cut_now, options, original)
+        fitted = fitted_window(candidate, cut_now, keep_now, options)
+        body = emergency_body(original, cut_now, options)
+        return rebuild(fitted, cut_now, summary_text(original, cut_now, body, options), options)
 
     # The window as asked with harder and harder pruning, then a smaller and smaller window.
     attempts = [(level, keep) for level in range(3)]
     attempts += [(2, keep >> halvings) for halvings in range(1, 16) if keep >> halvings >= 100]
+    first = None
     for level, keep_now in attempts:
         attempt = attempt_at(harder(level), keep_now)
-        if attempt.cut is None and attempt.transcript == original:
-            count = len(original.messages)
-            return None, CompactReport("none", before, before, count, count,
-                                       notes=("nothing to compact: nothing to prune, and everything fits in the recent window",))
-        if transcript_tokens(attempt.transcript, options.counting) <= target:
-            return _finish(original, attempt, "emergency" if attempt.cut is not None else "prune", before,
-                           prune_report, reason, options)
-    if transcript_tokens(attempt.transcript, options.counting) < before:
-        return _finish(original, attempt, "emergency" if attempt.cut is not None else "prune", before, prune_report,
-                       reason, options,
-                       notes=(f"over the target of {target:,} tokens: the user's text in the recent window does not fit",))
-    raise PostConditionError(
-        f"cannot compact below {before:,} tokens: what is left is the user's own text, which is never dropped",
-        hint="raise --window, or lower --keep-recent-tokens / --keep-user-tokens")
-
-
-def _emergency_rebuild(transcript: Transcript, cut: Cut, options: CompactOptions, original: Transcript) -> Rebuilt:
-    """The rebuild with a checkpoint of the old part as it was before pruning (prune keeps indices)."""
-    head = _head(transcript.messages, transcript.dialect)
-    old = original.messages[head: cut.index]
-    previous, synthetic = find_previous_summary(old)
-    real = [m for i, m in enumerate(old) if i not in synthetic]
-    words_from = [m for m in real if not (cut.split_turn and m is original.messages[cut.turn_start])]
-    text = checkpoint(real, head, cut.index - 1, len(transcript.messages), options.keep_user_tokens, words_from)
-    if previous:  # an earlier summary stays: the checkpoint adds what came after it
-        text = previous.strip() + "\n\n" + text
-    return rebuild(transcript, cut, text, replace(options, keep_user_tokens=0))
+        first = first or attempt
+        if transcript_tokens(attempt.transcript, options.counting, scale) <= goal:
+            break
+    else:  # what is left is not the window's (the user's text, the hidden overhead): keep the window asked for
+        attempt = first
+        reason = f"{reason}; over the target of {goal:,} tokens even with the smallest window: the window asked for is kept"
+    return _finish(original, attempt, "emergency" if attempt.cut is not None else "prune", before, prune_report,
+                   reason, options, prune_only, scale)
 
 
 def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, prune_report: PruneReport,
-            reason: str | None, options: CompactOptions, notes: tuple[str, ...] = ()) -> tuple[Rebuilt, CompactReport]:
+            reason: str | None, options: CompactOptions, pruned: tuple[Rebuilt, int], scale: Basis,
+            notes: tuple[str, ...] = ()) -> tuple[Rebuilt | None, CompactReport]:
+    """Check the result and report it; pruning alone when that leaves less, nothing when neither helps."""
+    count = len(original.messages)
+    prune_only, pruned_tokens = pruned
     if original.format == claude_code.NAME and rebuilt.cut is not None:
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
         rebuilt = replace(rebuilt, transcript=claude_code.append_compaction(
             original, body, rebuilt.recent, before, drop_history=options.drop_history))
-    after = transcript_tokens(rebuilt.transcript, options.counting)
+    after = transcript_tokens(rebuilt.transcript, options.counting, scale) if rebuilt.cut is not None else pruned_tokens
+    if rebuilt.cut is not None and after >= pruned_tokens:  # dropping history gained nothing over pruning
+        rebuilt, strategy, after, reason = prune_only, "prune", pruned_tokens, None
+        notes += ("pruning alone leaves less than compacting would",)
+    if after >= before:
+        return None, CompactReport("none", before, before, count, count,
+                                   notes=("nothing to compact: neither pruning nor a summary makes it smaller",))
     new = added_errors(original, rebuilt.transcript, same_messages=False)
     if new:
         v = new[0]
         raise PostConditionError(f"the compacted transcript would add {v.rule} at message {v.index}: {v.text}; nothing written",
                                  hint="this is a bug in transcompact: run again with --traceback and report it")
-    if after >= before:
-        raise PostConditionError(f"compacting would not make the transcript smaller ({before:,} → {after:,} tokens); "
-                                 "nothing written", hint="lower --keep-recent-tokens, or it is small enough as it is")
     cut = rebuilt.cut
     return rebuilt, CompactReport(
-        strategy, before, after, len(original.messages), len(rebuilt.transcript.messages),
+        strategy, before, after, count, len(rebuilt.transcript.messages),
         cut.index if cut else None, bool(cut and cut.split_turn), prune_report,
         len(rebuilt.summary), reason, notes)
 

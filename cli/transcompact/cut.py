@@ -86,6 +86,36 @@ def find_cut_point(transcript: Transcript, keep_recent_tokens: int = DEFAULT_KEE
     return Cut(cut, len(messages), total - recent, recent, split, turn_start, uuid if cut else None)
 
 
+def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int], first: int = 0) -> Cut:
+    """The cut whose recent window is the largest that holds at most `keep_recent_tokens`.
+
+    Where `find_cut_point` keeps at least the window asked for, compact keeps at most that: the
+    window is part of the budget. A cut falls where `find_cut_point` may cut (a turn's start, or
+    after a complete tool round), never before `first` (what the format keeps first); when even
+    the smallest such window is bigger, that one (the caller trims it), and when there is no such
+    place at all, `first`: nothing is old.
+    """
+    messages = transcript.messages
+    total = sum(tokens)
+    recent = 0
+    best = None
+    for index in range(len(messages) - 1, first, -1):
+        recent += tokens[index]
+        if starts_turn(messages[index]) or after_complete_round(messages, index):
+            if recent > keep_recent_tokens and best is not None:
+                break
+            best = (index, recent)
+            if recent > keep_recent_tokens:
+                break
+    if best is None:
+        return Cut(first, len(messages), total - sum(tokens[first:]), sum(tokens[first:]), False, first)
+    index, recent = best
+    turn_start = next((j for j in range(index, -1, -1) if starts_turn(messages[j])), index)
+    raw = messages[index].raw
+    uuid = raw.get("uuid") if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
+    return Cut(index, len(messages), total - recent, recent, turn_start != index, turn_start, uuid)
+
+
 def _walk(messages: tuple[Message, ...], tokens: list[int], keep: int) -> tuple[int, bool, int]:
     accumulated = 0
     point = None

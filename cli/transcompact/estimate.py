@@ -1,10 +1,18 @@
 """How many tokens a transcript holds, where they sit, and how close it is to the window.
 
-The default is the spec's estimator (seed 003 `TokenEstimator`): a message costs
+The content estimate is the spec's estimator (seed 003 `TokenEstimator`): a message costs
 `max(1, int(chars × ratio)) + 4` tokens. What `chars` is for each block is defined by `pieces`
 below and documented in the README. `--tokenizer o200k|cl100k` counts the same text with
 tiktoken instead (plus the same 4 per message); `--tokenizer anthropic` asks the Messages API.
 Images and PDFs cost a fixed figure (see `media.py`) whatever the tokenizer.
+
+A transcript does not hold everything the API is sent: a Claude Code log has no system prompt
+and no tool schemas. When its responses recorded usage, the default count is anchored on it:
+the context the last of them recorded, plus the estimate of the messages after it. That is a
+hidden overhead (recorded context − estimate of what it covered) added to the content
+estimate; a `Basis` holds it, so that a rewritten transcript is counted on its input's scale.
+An Anthropic request body is counted from its last `compaction` block on: the API ignores
+everything before it.
 """
 
 from __future__ import annotations
@@ -42,9 +50,12 @@ DEFAULT_MAX_OUTPUT = 16_000
 DEFAULT_THRESHOLD = 100_000
 EMERGENCY_FRACTION = 0.95
 TOKENIZERS = ("chars", "o200k", "cl100k", "anthropic")
+COUNTS = ("usage", "content")
 
 # Kinds, in the order reports show them. "overhead" is the 4 tokens per message (and, for the
-# chars estimator, what rounding adds); "other" is any block the model does not name.
+# chars estimator, what rounding adds), plus what the transcript does not show (the hidden
+# overhead of recorded usage, or the fitted overhead of --calibrate); "other" is any block the
+# model does not name.
 KINDS = ("system", "tool_schemas", "text", "thinking", "tool_calls", "tool_results", "images", "documents", "other", "overhead")
 
 # Context window and maximum output per model family, from the providers' model pages
@@ -82,6 +93,7 @@ class Options:
     tokenizer: str = "chars"
     ratio: float = DEFAULT_RATIO
     calibrate: bool = False
+    count: str = "usage"  # "usage": anchored on recorded usage when there is some; "content": what the transcript holds
     model: str | None = None  # for --tokenizer anthropic; the window comes from the caller
     window: int = DEFAULT_WINDOW
     max_output: int = DEFAULT_MAX_OUTPUT
@@ -145,6 +157,22 @@ class Estimate:
         return "over" if self.tokens > self.threshold else "under"
 
 
+@dataclass(frozen=True)
+class Basis:
+    """What a count adds to the content estimate, decided once from the input.
+
+    Counting a rewritten transcript with its input's basis puts the two counts on one scale:
+    the hidden overhead the input's recorded usage showed (or the input's --calibrate fit)
+    applies to the new content too.
+    """
+
+    method: str  # how the input is counted, in words
+    overhead: int = 0  # tokens the transcript does not show: recorded context − the estimate of what it covered
+    anchor: int | None = None  # the message whose recorded usage gives `overhead`
+    calibration: Calibration | None = None  # with --calibrate: the fit, which replaces the estimator
+    notes: tuple[str, ...] = field(default=())
+
+
 # --- what is counted -------------------------------------------------------------------------
 
 
@@ -177,6 +205,10 @@ def pieces(block: Block) -> Iterator[tuple[str, str | int]]:
         yield "images", image_tokens(block.data) if block.data else IMAGE_UNKNOWN_TOKENS
     elif isinstance(block, Document):
         yield from _document(block)
+    elif isinstance(block, Opaque) and block.type == "compaction":
+        # The summary the API reads in place of everything before it (None when compaction failed).
+        content = block.raw.get("content") if isinstance(block.raw, dict) else None
+        yield "text", content if isinstance(content, str) else ""
     elif isinstance(block, Opaque):
         yield "other", compact_json(block.raw) if block.raw is not None else ""
 
@@ -204,6 +236,17 @@ def tool_schema_text(tool: Any) -> str:
     if "name" not in spec or schema is None:
         return compact_json(tool)  # a server tool ({"type": "web_search_…", "name": …}) or an unknown shape
     return str(spec["name"]) + str(spec.get("description") or "") + compact_json(schema)
+
+
+def server_compaction(messages) -> tuple[int, int] | None:
+    """(message, block) of the last Anthropic `compaction` block: the API ignores every block before it."""
+    for index in range(len(messages) - 1, -1, -1):
+        blocks = messages[index].blocks
+        for position in range(len(blocks) - 1, -1, -1):
+            block = blocks[position]
+            if type(block) is Opaque and block.type == "compaction":
+                return index, position
+    return None
 
 
 # --- counting --------------------------------------------------------------------------------
@@ -245,6 +288,19 @@ def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
     return tally
 
 
+def _tallies(transcript: Transcript, measure: Callable[[str], int]) -> tuple[_Tally, _Tally, list[_Tally | None]]:
+    """(system prompt, tool schemas, each message); None for a message the API ignores."""
+    system = _tally(transcript.system, measure)
+    tools = _Tally(units={"tool_schemas": sum(measure(tool_schema_text(t)) for t in transcript.tools)})
+    messages = transcript.messages
+    start = server_compaction(messages)
+    if start is None:
+        return system, tools, [_tally(m.blocks, measure) for m in messages]
+    index, position = start
+    return system, tools, ([None] * index + [_tally(messages[index].blocks[position:], measure)]
+                           + [_tally(m.blocks, measure) for m in messages[index + 1:]])
+
+
 @dataclass
 class _Counted:
     """Tokens per kind, per message and per tool result, before they are assembled into a report."""
@@ -252,10 +308,10 @@ class _Counted:
     by_kind: Counter
     messages: list[int]
     results: list[tuple[int, str, int]]  # (message index, tool_call_id, tokens)
-    head: int  # what comes before the first message: system prompt, tool schemas, a fitted overhead
+    head: int  # what comes before the first message: system prompt, tool schemas, a hidden or fitted overhead
 
 
-def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally], ratio: float | None) -> _Counted:
+def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], ratio: float | None) -> _Counted:
     """The spec's estimator (ratio given) or a tokenizer's counts (ratio None), 4 per message."""
 
     def tokens(units: int) -> int:
@@ -271,6 +327,9 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally], ratio: f
     messages, results = [], []
     scale = 1 if ratio is None else ratio
     for index, tally in enumerate(tallies):
+        if tally is None:
+            messages.append(0)
+            continue
         split = 0
         for kind, u in tally.units.items():
             t = int(u * scale)
@@ -289,23 +348,42 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally], ratio: f
     return _Counted(Counter(by_kind), messages, results, by_kind["system"] + by_kind["tool_schemas"])
 
 
-def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally], fit: Calibration) -> _Counted:
+def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Calibration) -> _Counted:
     """The fitted overhead + ratio × chars, plus the figures of images and documents."""
     ratio = fit.ratio
     by_kind = Counter(system=int(sum(system.units.values()) * ratio) + sum(system.fixed.values()),
                       tool_schemas=int(sum(tools.units.values()) * ratio))
     messages, results = [], []
     for index, tally in enumerate(tallies):
+        if tally is None:
+            messages.append(0)
+            continue
         kinds = Counter({k: int(u * ratio) for k, u in tally.units.items()})
         kinds.update(tally.fixed)
         by_kind.update(kinds)
         messages.append(sum(kinds.values()))
         results += [(index, call_id, int(u * ratio) + f) for call_id, u, f in tally.results]
-    chars = sum(sum(t.units.values()) for t in (system, tools, *tallies))
-    fixed = sum(sum(t.fixed.values()) for t in (system, *tallies))
+    chars = sum(_units(t) for t in (system, tools, *tallies))
+    fixed = sum(_fixed(t) for t in (system, *tallies))
     total = round(fit.overhead + ratio * chars) + fixed
     by_kind["overhead"] = total - sum(by_kind.values())  # the fitted overhead: what the log never shows
     return _Counted(by_kind, messages, results, by_kind["system"] + by_kind["tool_schemas"] + by_kind["overhead"])
+
+
+def _units(tally: _Tally | None) -> int:
+    return sum(tally.units.values()) if tally is not None else 0
+
+
+def _fixed(tally: _Tally | None) -> int:
+    return sum(tally.fixed.values()) if tally is not None else 0
+
+
+def _with_overhead(counted: _Counted, overhead: int) -> _Counted:
+    """The content estimate plus a hidden overhead, which may be negative but never takes the total below 0."""
+    overhead = max(overhead, -sum(counted.by_kind.values()))
+    by_kind = counted.by_kind.copy()
+    by_kind["overhead"] += overhead
+    return _Counted(by_kind, counted.messages, counted.results, counted.head + overhead)
 
 
 def _apportioned(counted: _Counted, exact: int) -> _Counted:
@@ -319,6 +397,10 @@ def _apportioned(counted: _Counted, exact: int) -> _Counted:
 
 
 def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]:
+    if options.count not in COUNTS:
+        raise UsageError(f"unknown count {options.count!r} (choose from {', '.join(COUNTS)})")
+    if options.calibrate and options.count == "content":
+        raise UsageError("--calibrate fits the count to recorded usage; it cannot be combined with --count content")
     if options.tokenizer in ("chars", "anthropic"):
         if options.ratio <= 0:
             raise UsageError(f"--ratio must be above 0, not {options.ratio:g}")
@@ -332,32 +414,56 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
     raise UsageError(f"unknown tokenizer {options.tokenizer!r} (choose from {', '.join(TOKENIZERS)})")
 
 
-def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
-    """Count a transcript's tokens and say where they sit (see the module docstring)."""
+def basis(transcript: Transcript, options: Options = Options()) -> Basis:
+    """How `transcript` is put on the scale of what the API saw: fitted once, for it and its rewrites."""
+    measure, ratio, method = _measure(options)
+    system, tools, tallies = _tallies(transcript, measure)
+    return _basis(transcript, options, method, system, tools, tallies, _by_estimator(system, tools, tallies, ratio))
+
+
+def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
+           tallies: list[_Tally | None], counted: _Counted) -> Basis:
+    notes: tuple[str, ...] = ()
+    if options.calibrate:
+        fit = calibrate(transcript.messages, [_units(t) for t in tallies], [_fixed(t) for t in tallies],
+                        _units(system) + _units(tools), _fixed(system))
+        if fit is not None:
+            return Basis(f"calibrated on {fit.samples} recorded responses: {fit.overhead:,.0f} + chars × {fit.ratio:.4f}",
+                         calibration=fit)
+        found = sum(1 for m in transcript.messages if usage_tokens(m))
+        notes = (f"--calibrate needs at least 2 responses with recorded usage ({found} found) "
+                 "and a positive fit; counted without it",)
+    # count_tokens is exact for what the transcript holds; the anchor corrects an estimate.
+    recorded = recorded_usage(transcript.messages) if options.count == "usage" and options.tokenizer != "anthropic" else None
+    if recorded is None:
+        return Basis(method, notes=notes)
+    covered = counted.head + sum(counted.messages[: recorded.message + 1])
+    after = len(transcript.messages) - recorded.message - 1
+    return Basis(f"recorded usage at message {recorded.message} + {method} of {after} message{'s' * (after != 1)} after",
+                 overhead=recorded.context - covered, anchor=recorded.message, notes=notes)
+
+
+def estimate(transcript: Transcript, options: Options = Options(), basis: Basis | None = None) -> Estimate:
+    """Count a transcript's tokens and say where they sit (see the module docstring).
+
+    `basis` (from `basis()` on the input a rewrite started from) is used instead of the
+    transcript's own.
+    """
     budget = options.window - options.max_output
     if budget <= 0:
         raise UsageError(f"--max-output ({options.max_output}) must be below --window ({options.window})")
     measure, ratio, method = _measure(options)
-    system = _tally(transcript.system, measure)
-    tools = _Tally(units={"tool_schemas": sum(measure(tool_schema_text(t)) for t in transcript.tools)})
-    tallies = [_tally(m.blocks, measure) for m in transcript.messages]
+    system, tools, tallies = _tallies(transcript, measure)
     counted = _by_estimator(system, tools, tallies, ratio)
-    notes: list[str] = []
-
-    calibration = None
-    if options.calibrate:
-        calibration = calibrate(transcript.messages, [sum(t.units.values()) for t in tallies],
-                                [sum(t.fixed.values()) for t in tallies],
-                                sum(system.units.values()) + sum(tools.units.values()), sum(system.fixed.values()))
-        if calibration is None:
-            found = sum(1 for m in transcript.messages if usage_tokens(m))
-            notes.append(f"--calibrate needs at least 2 responses with recorded usage ({found} found) "
-                         "and a positive fit; the default estimator was used")
-        else:
-            counted = _by_fit(system, tools, tallies, calibration)
-            ratio = calibration.ratio
-            method = (f"calibrated on {calibration.samples} recorded responses: "
-                      f"{calibration.overhead:,.0f} + chars × {calibration.ratio:.4f}")
+    if basis is None:
+        basis = _basis(transcript, options, method, system, tools, tallies, counted)
+    method = basis.method
+    notes = list(basis.notes)
+    if basis.calibration is not None:
+        counted = _by_fit(system, tools, tallies, basis.calibration)
+        ratio = basis.calibration.ratio
+    else:
+        counted = _with_overhead(counted, basis.overhead)
     if options.tokenizer == "anthropic":
         from .providers.anthropic import count_tokens
 
@@ -365,6 +471,10 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
         counted = _apportioned(counted, exact.tokens)
         ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
         notes += exact.notes
+    if tallies and tallies[0] is None:
+        start = next(i for i, t in enumerate(tallies) if t is not None)
+        notes.append(f"counted from the compaction block in message {start}: the API ignores everything before the "
+                     f"last one ({start} earlier messages not counted)")
 
     names = tool_names(transcript.messages)
     running = counted.head
@@ -372,7 +482,7 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
     for message, (index, tokens) in zip(transcript.messages, enumerate(counted.messages)):
         running += tokens
         by_role[message.role] += tokens
-        per_message.append(MessageCount(index, message.role, tokens, running, message.line))
+        per_message.append(MessageCount(index, message.role, tokens, max(0, running), message.line))
     results = sorted(counted.results, key=lambda r: (-r[2], r[0]))[: max(0, options.top)]
     return Estimate(
         name=transcript.name,
@@ -391,16 +501,15 @@ def estimate(transcript: Transcript, options: Options = Options()) -> Estimate:
         max_output=options.max_output,
         threshold=int(options.threshold * budget) if options.threshold <= 1 else int(options.threshold),
         recorded=recorded_usage(transcript.messages),
-        calibration=calibration,
+        calibration=basis.calibration,
         model=options.model,
         notes=tuple(notes),
     )
 
 
 def total_tokens(transcript: Transcript, ratio: float = DEFAULT_RATIO) -> int:
-    """The spec's estimate of the whole transcript: `estimate(...).tokens`, without the breakdown."""
-    tools = _Tally(units={"tool_schemas": sum(len(tool_schema_text(t)) for t in transcript.tools)})
-    counted = _by_estimator(_tally(transcript.system, len), tools, [_tally(m.blocks, len) for m in transcript.messages], ratio)
+    """The spec's estimate of what the transcript holds (no hidden overhead), without the breakdown."""
+    counted = _by_estimator(*_tallies(transcript, len), ratio)
     return sum(counted.by_kind.values())
 
 
@@ -414,14 +523,20 @@ def _plain(options: Options) -> bool:
     return options.tokenizer == "chars" and not options.calibrate
 
 
-def transcript_tokens(transcript: Transcript, options: Options = Options()) -> int:
+def transcript_tokens(transcript: Transcript, options: Options = Options(), basis: Basis | None = None) -> int:
     """`estimate(...).tokens`, without building the breakdown when the spec's estimator is asked for."""
-    return total_tokens(transcript, options.ratio) if _plain(options) else estimate(transcript, options).tokens
+    if not _plain(options) or (basis is not None and basis.calibration is not None):
+        return estimate(transcript, options, basis).tokens
+    _, ratio, method = _measure(options)
+    system, tools, tallies = _tallies(transcript, len)
+    counted = _by_estimator(system, tools, tallies, ratio)
+    if basis is None:
+        basis = _basis(transcript, options, method, system, tools, tallies, counted)
+    return max(0, sum(counted.by_kind.values()) + basis.overhead)
 
 
 def tokens_per_message(transcript: Transcript, options: Options = Options()) -> list[int]:
-    """Each message's tokens, as `estimate(...).per_message` counts them."""
+    """Each message's content tokens, as `estimate(...).per_message` counts them (no hidden overhead)."""
     if _plain(options):
-        return [message_tokens(m, options.ratio) for m in transcript.messages]
+        return _by_estimator(*_tallies(transcript, len), options.ratio).messages
     return [m.tokens for m in estimate(transcript, options).per_message]
-

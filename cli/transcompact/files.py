@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from typing import Iterator
 
 from .errors import InputError, Location, OutputError
 
@@ -26,16 +28,19 @@ def read_input(path: str) -> tuple[str, bytes]:
 
 
 def write_file(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` so that a reader sees the old file or the new one, never half of it."""
+    """Write `data` to `path` so that a reader sees the old file or the new one, never half of it.
+
+    The temporary file goes whatever ends the write: an error, Ctrl-C, or SIGTERM / SIGHUP (which
+    the command line turns into KeyboardInterrupt).
+    """
     import tempfile  # not at start-up: it imports random and hashlib
 
     target = os.fspath(path)
     directory = os.path.dirname(target) or "."
+    temporary = None
     try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
-    except OSError as error:
-        raise OutputError(f"cannot write: {error.strerror}", location=Location(str(path))) from None
-    try:
+        with _interrupts_held():  # so that the temporary file never exists without its name known here
+            fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -46,13 +51,30 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
             os.chmod(temporary, 0o666 & ~_umask())  # as a plain open() would have created it
         os.replace(temporary, target)
     except BaseException as error:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
         if isinstance(error, OSError):
             raise OutputError(f"cannot write: {error.strerror}", location=Location(str(path))) from None
         raise
+
+
+@contextlib.contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold back SIGINT, SIGTERM and SIGHUP for the block (where the platform can): they arrive after it."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _umask() -> int:

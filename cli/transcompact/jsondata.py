@@ -1,7 +1,19 @@
-"""Input bytes → one JSON document or JSON Lines, with the location of anything malformed."""
+"""Input bytes → one JSON document or JSON Lines, with the location of anything malformed.
+
+What is read must be writable again exactly, which orjson alone does not promise:
+- a UTF-8 byte-order mark is skipped for parsing and kept: the first line's bytes still hold it,
+  `Parsed.bom` tells writers, and `Layout.dumps` puts it back;
+- orjson reads an integer beyond 64 bits as a float, and writes floats in its own spelling
+  (`1e5` → `100000.0`): a value that holds a float is read again by the standard library, which
+  hands over each number's text, and a number orjson would spell differently is kept as an
+  `orjson.Fragment` of that text (a value no operation looks into, written back as it was);
+- orjson reads 1024 levels of nesting but writes only 254: deeper input is refused on read.
+Both checks take one walk over the containers of what was parsed, not over the bytes.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +22,8 @@ import orjson
 from .errors import Location, ParseError
 
 BLANK = object()  # the value of a blank line in JSON Lines
+BOM = b"\xef\xbb\xbf"
+MAX_DEPTH = 254  # the deepest nesting orjson.dumps writes
 
 
 @dataclass
@@ -17,7 +31,8 @@ class Parsed:
     """What the input holds: `document` when it is one JSON value, `records` when it is JSON Lines.
 
     A single line that is one JSON value is both. `records` pairs each line's bytes (without its
-    newline) with its value; the last record is the empty text after a final newline, if any.
+    newline; the first keeps a byte-order mark) with its value; the last record is the empty text
+    after a final newline, if any.
     """
 
     name: str
@@ -26,6 +41,7 @@ class Parsed:
     records: list[tuple[bytes, Any]] | None = None
     # What detection found out, so that formats tried one after another do not scan it again.
     detected: dict[Any, Any] = field(default_factory=dict, repr=False)
+    bom: bool = False
 
     @property
     def is_document(self) -> bool:
@@ -35,18 +51,43 @@ class Parsed:
         return [v for _, v in self.records or () if v is not BLANK]
 
 
+@dataclass(frozen=True)
+class Layout:
+    """How a JSON document was laid out, so that a rewritten one looks the same."""
+
+    indent: bool = False
+    newline: bool = False
+    bom: bool = False
+
+    @classmethod
+    def of(cls, data: bytes) -> "Layout":
+        head = data[:512]
+        return cls(indent=b"\n " in head or b"\n\t" in head, newline=data.endswith(b"\n"), bom=data.startswith(BOM))
+
+    def dumps(self, value: Any) -> bytes:
+        out = dumps(value, indent=self.indent)
+        return (BOM if self.bom else b"") + out + (b"\n" if self.newline else b"")
+
+
 def parse(data: bytes, name: str) -> Parsed:
-    if not data.strip():
+    bom = data.startswith(BOM)
+    text = data[len(BOM):] if bom else data
+    if not text.strip():
         raise ParseError("the input is empty", location=Location(name))
     try:
-        document = orjson.loads(data)
+        document = orjson.loads(text)
     except orjson.JSONDecodeError as whole:
-        return Parsed(name, data, records=_parse_lines(data, name, whole))
+        if "UTF-8" in whole.msg:
+            raise _not_utf8(data, name) from None
+        if whole.msg.startswith("depth limit"):
+            raise _too_deep(text, name, first_line=1) from None
+        return Parsed(name, data, records=_parse_lines(data, name, whole, bom), bom=bom)
+    document = _writable(document, text, name, first_line=1)
     records = None
     if isinstance(document, dict) and _could_be_a_record(document) and b"\n" not in data.rstrip():
         # One line: also a JSON Lines file of one record (the value already parsed, not parsed again).
         records = [(line, document if i == 0 else BLANK) for i, line in enumerate(data.split(b"\n"))]
-    return Parsed(name, data, document=document, records=records)
+    return Parsed(name, data, document=document, records=records, bom=bom)
 
 
 def _could_be_a_record(value: dict) -> bool:
@@ -54,28 +95,138 @@ def _could_be_a_record(value: dict) -> bool:
     return "role" in value or "type" in value or "uuid" in value
 
 
-def _parse_lines(data: bytes, name: str, whole: orjson.JSONDecodeError | None) -> list[tuple[bytes, Any]]:
+def _parse_lines(data: bytes, name: str, whole: orjson.JSONDecodeError | None, bom: bool) -> list[tuple[bytes, Any]]:
     records: list[tuple[bytes, Any]] = []
     loads = orjson.loads
     for number, line in enumerate(data.split(b"\n"), start=1):
-        if not line.strip():
+        text = line[len(BOM):] if number == 1 and bom else line
+        if not text.strip():
             records.append((line, BLANK))
             continue
         try:
-            records.append((line, loads(line)))
+            value = loads(text)
         except orjson.JSONDecodeError as error:
-            if whole is not None and not any(v is not BLANK for _, v in records):
+            if whole is not None and not any(v is not BLANK for _, v in records) and not error.msg.startswith("depth"):
                 # The first value is already broken: this is one malformed document, not JSON Lines.
                 raise ParseError(
                     f"malformed JSON: {whole.msg}", location=Location(name, whole.lineno, whole.colno)
                 ) from None
-            raise ParseError(
-                f"malformed JSON line: {error.msg}",
-                location=Location(name, number, error.colno),
-                hint="every line of a JSON Lines file must be one complete JSON value",
-            ) from None
+            raise _malformed_line(error, text, name, number) from None
+        records.append((line, _writable(value, text, name, first_line=number)))
     return records
+
+
+def parse_value(text: bytes, name: str, line: int) -> Any:
+    """One line of JSON Lines (line `line` of `name`), read as `parse` reads each record."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise _malformed_line(error, text, name, line) from None
+    return _writable(value, text, name, first_line=line)
+
+
+def _malformed_line(error: orjson.JSONDecodeError, text: bytes, name: str, line: int) -> ParseError:
+    if error.msg.startswith("depth limit"):
+        return _too_deep(text, name, first_line=line)
+    return ParseError(f"malformed JSON line: {error.msg}", location=Location(name, line, error.colno),
+                      hint="every line of a JSON Lines file must be one complete JSON value")
+
+
+def _writable(value: Any, text: bytes, name: str, first_line: int) -> Any:
+    """The value, read again with every number as written when it holds a float; refused when too deep."""
+    too_deep, has_float = _scan(value)
+    if too_deep:
+        raise _too_deep(text, name, first_line)
+    return _exact_loads(text) if has_float else value
+
+
+def _scan(value: Any) -> tuple[bool, bool]:
+    """(nested deeper than MAX_DEPTH, holds a float): one pass over the containers, no recursion."""
+    kind = type(value)
+    if kind is not dict and kind is not list:
+        return False, kind is float
+    has_float = False
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > MAX_DEPTH:
+            return True, has_float
+        for item in node.values() if type(node) is dict else node:
+            kind = type(item)
+            if kind is dict or kind is list:
+                push((item, depth + 1))
+            elif kind is float:
+                has_float = True
+    return False, has_float
+
+
+def _exact_loads(text: bytes) -> Any:
+    """The standard library's reading, which sees each number's text: keep the ones orjson would change."""
+    import json
+
+    return json.loads(text.decode("utf-8"), parse_int=_exact_int, parse_float=_exact_float)
+
+
+def _exact_int(text: str) -> Any:
+    value = int(text)
+    return value if -(2**63) <= value < 2**64 else orjson.Fragment(text)  # what orjson writes as an integer
+
+
+def _exact_float(text: str) -> Any:
+    value = float(text)
+    return value if orjson.dumps(value) == text.encode() else orjson.Fragment(text)
+
+
+# A JSON string (skipped whole) or a bracket: enough to find how deep a position is nested.
+_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def _too_deep(text: bytes, name: str, first_line: int) -> ParseError:
+    """The error for input nested beyond MAX_DEPTH, at the bracket that goes one level too deep."""
+    depth, offset = 0, 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        char = text[match.start()]
+        if char in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                offset = match.start()
+                break
+        elif char in b"]}":
+            depth -= 1
+    line, column = _line_and_column(text, offset)
+    return ParseError(f"JSON nested deeper than {MAX_DEPTH} levels, which transcompact cannot write back",
+                      location=Location(name, first_line + line - 1, column))
+
+
+def _not_utf8(data: bytes, name: str) -> ParseError:
+    hint = "transcripts are read as UTF-8; convert the file first"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line, column = _line_and_column(data, error.start)
+        return ParseError(f"not valid UTF-8: byte 0x{data[error.start]:02x} at byte offset {error.start}",
+                          location=Location(name, line, column), hint=hint)
+    return ParseError("not valid UTF-8", location=Location(name), hint=hint)
+
+
+def _line_and_column(data: bytes, offset: int) -> tuple[int, int]:
+    """1-based line and column (in characters) of a byte offset."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    return data.count(b"\n", 0, offset) + 1, len(data[start:offset].decode("utf-8", "replace")) + 1
 
 
 def dumps(value: Any, *, indent: bool) -> bytes:
     return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+
+
+def kind_of(value: Any) -> str:
+    """A JSON value's type as an error message names it: "an object", "a string", …"""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def too_deep(value: Any) -> bool:
+    """Whether orjson could not write the value back (nested deeper than MAX_DEPTH)."""
+    return _scan(value)[0]

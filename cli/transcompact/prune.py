@@ -11,8 +11,7 @@ was pruned already is not pruned again, so pruning twice is pruning once.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from .estimate import message_tokens, total_tokens
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
@@ -35,27 +34,7 @@ class PruneOptions:
     exclude_tools: frozenset[str] = frozenset()
     clear_tool_inputs: bool = False
     clear_thinking: bool = False
-    archive: bool = False  # name the tool call id in each marker and return the originals
-
-
-@dataclass(frozen=True)
-class Archived:
-    """One original that prune replaced: a tool result's content, or a cleared call's input."""
-
-    kind: str  # "result" or "input"
-    tool_call_id: str
-    message: int
-    tool: str | None
-    original: Any  # the content (a string, or the list of blocks in the transcript's dialect) or the input
-    pruned: Any  # what replaced it, so that `expand` puts back only what prune wrote
-    call: Any = None  # for an input: the call as it was written (OpenAI's arguments string keeps its spacing)
-
-    def as_dict(self) -> dict:
-        out = {"kind": self.kind, "tool_call_id": self.tool_call_id, "message": self.message, "tool": self.tool,
-               "original": self.original, "pruned": self.pruned}
-        if self.call is not None:
-            out["call"] = self.call
-        return out
+    archive: bool = False  # name the tool call id in each marker (the originals go to an archive: archive.py)
 
 
 @dataclass(frozen=True)
@@ -69,7 +48,6 @@ class PruneReport:
     thinking_removed: int = 0
     tokens_before: int = 0
     tokens_after: int = 0
-    archived: tuple[Archived, ...] = field(default=(), repr=False)
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("soft_trimmed", "cleared", "protected", "excluded", "untouched_media",
@@ -109,23 +87,12 @@ def _with_text(result: ToolResult, text: str) -> ToolResult:
     return replace(result, content=text if isinstance(result.content, str) else (Text(text),))
 
 
-def content_json(content: Any, dialect: str) -> Any:
-    """A tool result's content as JSON in its dialect: what the archive keeps."""
-    if isinstance(content, str):
-        return content
-    from .dialects import anthropic, openai
-
-    write = anthropic.write_block if dialect == "anthropic" else openai.write_part
-    return [write(b) for b in content]
-
-
 def prune(transcript: Transcript, options: PruneOptions = PruneOptions()) -> tuple[Transcript, PruneReport]:
     """The transcript with old tool results trimmed and cleared, and what was done."""
     groups = tool_result_groups(transcript)
     names = tool_names(transcript.messages)
     messages = list(transcript.messages)
     counts = dict(soft_trimmed=0, cleared=0, protected=0, excluded=0, untouched_media=0)
-    archived: list[Archived] = []
 
     for position, indices in enumerate(groups):
         age = len(groups) - 1 - position  # how many tool-result messages came after this one
@@ -138,22 +105,18 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions()) -> tup
                 if new is None:
                     continue
                 blocks[b] = new
-                if options.archive:
-                    archived.append(Archived("result", block.tool_call_id, index, names.get(block.tool_call_id),
-                                             content_json(block.content, transcript.dialect),
-                                             content_json(new.content, transcript.dialect)))
             if blocks != list(messages[index].blocks):
                 messages[index] = messages[index].with_blocks(tuple(blocks))
 
     cleared = {r.tool_call_id for m in messages for r in m.tool_results if _CLEARED.match(_text(r) or "")}
-    inputs_cleared = _clear_inputs(messages, cleared, archived, options) if options.clear_tool_inputs else 0
+    inputs_cleared = _clear_inputs(messages, cleared) if options.clear_tool_inputs else 0
     thinking_removed = _clear_thinking(messages) if options.clear_thinking else 0
     pruned = transcript.with_messages(messages)
     before = total_tokens(transcript)
     after = before + sum(message_tokens(new) - message_tokens(old)
                          for old, new in zip(transcript.messages, messages) if old is not new)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
-                         tokens_before=before, tokens_after=after, archived=tuple(archived))
+                         tokens_before=before, tokens_after=after)
     return pruned, report
 
 
@@ -177,15 +140,18 @@ def _pruned_result(block: ToolResult, age: int, options: PruneOptions, names: di
             return None  # clearing would make it longer
         counts["cleared"] += 1
         return _with_text(block, placeholder)
-    if len(text) <= options.soft_trim_chars or len(text) <= options.head + options.tail or _TRIMMED.search(text):
+    if len(text) <= options.soft_trim_chars or _TRIMMED.search(text):
         return None
-    counts["soft_trimmed"] += 1
     marker = (_ARCHIVED_MARKER if options.archive else _MARKER).format(
         head=options.head, tail=options.tail, total=len(text), id=block.tool_call_id)
-    return _with_text(block, text[: options.head] + marker + (text[-options.tail :] if options.tail else ""))
+    trimmed = text[: options.head] + marker + (text[-options.tail :] if options.tail else "")
+    if len(trimmed) >= len(text):
+        return None  # the marker would add more than the trim takes away
+    counts["soft_trimmed"] += 1
+    return _with_text(block, trimmed)
 
 
-def _clear_inputs(messages: list[Message], cleared: set[str], archived: list[Archived], options: PruneOptions) -> int:
+def _clear_inputs(messages: list[Message], cleared: set[str]) -> int:
     """The input of each call whose result is cleared becomes {} (its name and id stay)."""
     count = 0
     for index, message in enumerate(messages):
@@ -196,8 +162,6 @@ def _clear_inputs(messages: list[Message], cleared: set[str], archived: list[Arc
             if isinstance(block, ToolCall) and block.id in cleared and block.input != {}:
                 blocks[b] = replace(block, input={})
                 count += 1
-                if options.archive:
-                    archived.append(Archived("input", block.id, index, block.name, block.input, {}, block.raw))
         if blocks != list(message.blocks):
             messages[index] = message.with_blocks(tuple(blocks))
     return count

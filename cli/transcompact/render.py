@@ -40,8 +40,9 @@ def summary(e: Estimate) -> Section:
         ("counted by", e.method),
     ]
     if e.recorded:
-        rows.append(("recorded", f"{_n(e.recorded.tokens)} tokens at message {e.recorded.message} "
-                                  f"(the last of {e.recorded.responses} responses with usage)"))
+        r = e.recorded
+        rows.append(("recorded", f"{_n(r.tokens)} input + {_n(r.output)} output tokens at message {r.message} "
+                                  f"(the last of {r.responses} responses with usage)"))
     if e.calibration:
         c = e.calibration
         error = (f"error {100 * c.error:.1f}% on the later {c.error_samples} responses, fitted on the earlier ones"

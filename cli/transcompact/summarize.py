@@ -35,10 +35,11 @@ from .model import (
     ToolCall,
     ToolResult,
     Transcript,
-    result_text,
     tool_names,
 )
 from .providers import Completion, PromptTooLong, Provider
+from .checkpoint import result_error_lines
+from .summary_message import find_previous
 
 # The spec's prompts (seed 003), word for word.
 CHECKPOINT_SYSTEM_PROMPT = """You are a conversation summarizer. Output ONLY a structured summary.
@@ -90,10 +91,6 @@ RULES:
 6. Use SAME format as existing summary
 
 Output ONLY the updated summary."""
-
-# The summary pair of design.md §3, which compact writes and summarize recognises.
-SUMMARY_PREFIX = "[Previous conversation summary]\n\n"
-SUMMARY_ACK = "I have the context. Let's continue."
 
 MIN_CHARS = 200
 WARN_CHARS = 8000
@@ -204,27 +201,6 @@ def _mention(block: Image | Document) -> str:
     return f"[document{' ' + repr(title) if title else ''}{' ' + block.media_type if block.media_type else ''}]"
 
 
-# --- an existing summary -------------------------------------------------------------------
-
-
-def text_of(message: Message) -> str:
-    return "\n".join(b.text for b in message.blocks if isinstance(b, Text))
-
-
-def find_previous_summary(messages: Sequence[Message]) -> tuple[str | None, set[int]]:
-    """(summary text, indices of its synthetic messages): a summary pair or a Claude Code compact summary."""
-    for index, message in enumerate(messages):
-        text = text_of(message)
-        if message.role == USER and text.startswith(SUMMARY_PREFIX):
-            synthetic = {index}
-            if index + 1 < len(messages) and messages[index + 1].role == ASSISTANT and text_of(messages[index + 1]).strip() == SUMMARY_ACK:
-                synthetic.add(index + 1)
-            return text[len(SUMMARY_PREFIX):], synthetic
-        if isinstance(message.raw, dict) and message.raw.get("isCompactSummary") is True:
-            return text, {index}
-    return None, set()
-
-
 # --- validation and coverage ---------------------------------------------------------------
 
 
@@ -240,43 +216,14 @@ def problems(summary: str) -> list[str]:
 
 
 _PATH = re.compile(r"(?<![\w/.~-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z][A-Za-z0-9]{0,7}\b")
-_ERROR_WORDS = ("Error", "Exception", "Traceback", "FAILED", "FAIL:", "fatal", "panic")
 _MAX_FACTS = 100
 
 
-def error_lines(text: str) -> list[str]:
-    """The lines of a tool's output that report an error: those holding `Error` (`TypeError`, …),
-    `Exception`, `Traceback`, `FAILED`, `FAIL:`, `fatal` or `panic`, in order.
-
-    Found with `str.find`, which scans a large output far faster than a regular expression.
-    """
-    starts: set[int] = set()
-    for word in _ERROR_WORDS:
-        at = text.find(word)
-        while at >= 0:
-            starts.add(text.rfind("\n", 0, at) + 1)
-            end = text.find("\n", at)
-            if end < 0:
-                break
-            at = text.find(word, end)
-    lines = []
-    for start in sorted(starts):
-        end = text.find("\n", start)
-        lines.append(text[start: end if end >= 0 else len(text)].strip())
-    return lines
-
-
-def result_errors(result: ToolResult) -> list[str]:
-    """The error lines of a tool result; an error result names at least its first line."""
-    text = result_text(result)
-    found = error_lines(text)
-    if not found and result.is_error:
-        found = [line.strip() for line in text.splitlines() if line.strip()][:1]
-    return found
-
-
-def coverage(messages: Sequence[Message], summary: str) -> Coverage:
-    """Paths in tool inputs and results, error lines of the results, and which the summary names."""
+def coverage(messages: Sequence[Message], summary: str, names: dict[str, str] | None = None,
+             inputs: dict[str, object] | None = None) -> Coverage:
+    """Paths in tool inputs and results, error lines of the results (as the emergency checkpoint
+    finds them), and which the summary names. `names` and `inputs` map call ids to their tools."""
+    names, inputs = names or {}, inputs or {}
     paths: dict[str, None] = {}
     errors: dict[str, None] = {}
     for message in messages:
@@ -288,7 +235,7 @@ def coverage(messages: Sequence[Message], summary: str) -> Coverage:
                 text = _result_text(block)
                 for path in _PATH.findall(text):
                     paths.setdefault(path, None)
-                for line in result_errors(block):
+                for line in result_error_lines(block, names.get(block.tool_call_id), inputs.get(block.tool_call_id)):
                     errors.setdefault(line[:200], None)
             elif isinstance(block, Text) and message.role == USER:
                 for path in _PATH.findall(block.text):
@@ -339,9 +286,9 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     if not options.everything:
         cut = cut or find_cut_point(transcript, options.keep_recent_tokens, options.counting)
         messages = messages[: cut.index]
-    found, synthetic = find_previous_summary(messages)
-    previous = options.previous_summary or found
-    old = [m for i, m in enumerate(messages) if i not in synthetic]
+    found = find_previous(messages)
+    previous = options.previous_summary or (found.summary.body if found else None)
+    old = [m for i, m in enumerate(messages) if not (found and i in found.covered)]
     names = tool_names(transcript.messages)
     pieces = [text for m in old if (text := serialize(m, names, options.result_chars))]
     if not pieces:
@@ -380,8 +327,12 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     return Summary(
         text=summary or "", provider=provider.name, model=provider.model, chunks=done, requests=requests,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, previous_summary_used=previous is not None,
-        coverage=coverage(old, summary or ""), cut=cut, summarized=len(old), warnings=tuple(warnings),
+        coverage=coverage(old, summary or "", names, _inputs(transcript.messages)), cut=cut, summarized=len(old), warnings=tuple(warnings),
     )
+
+
+def _inputs(messages: Sequence[Message]) -> dict[str, object]:
+    return {b.id: b.input for m in messages for b in m.blocks if isinstance(b, ToolCall)}
 
 
 def _focus(instructions: str | None) -> str:

@@ -16,6 +16,7 @@ from ..cli import (
     prune_options,
     prune_options_from,
     provider_options,
+    count_option,
     summary_options,
     progress_printer,
 )
@@ -32,11 +33,13 @@ from ..files import STDIN, read_input, write_file, write_stdout
 @click.option("--emergency", is_flag=True, help="Drop the old part behind a checkpoint built without a model.")
 @click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency.")
 @number_option("keep-user-tokens", 4000, "The user's own old messages kept verbatim in the summary message (0: none).")
+@number_option("checkpoint-tokens", 2000, "The emergency checkpoint's facts (errors, commands, files), newest first.")
 @click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default).")
 @click.option("--drop-history", is_flag=True, help="Claude Code logs: write only the new chain, not the old lines.")
 @number_option("window", 200_000, "Context window in tokens.", minimum=1)
 @number_option("max-output", 16_000, "Tokens kept free for the reply; input budget = window − max output.")
 @click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate).")
+@count_option
 @prune_options
 @summary_options
 @provider_options
@@ -44,7 +47,7 @@ from ..files import STDIN, read_input, write_file, write_stdout
               help="Write the report as JSON to FILE.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
 def compact(files, format_, messages_path, output, in_place, output_dir, threshold, force, emergency, no_fallback,
-            keep_user_tokens, keep_thinking, drop_history, window, max_output, calibrate, keep_recent_tokens, tokenizer,
+            keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, tokenizer,
             ratio, previous_summary, instructions, summary_input_tokens, result_chars, provider, model, base_url, retries,
             timeout, report_file, quiet, **flags):
     """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
@@ -67,14 +70,14 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
     from ..summarize import SummaryOptions
 
     check_output_flags(files, output, in_place, output_dir)
-    counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, window=window, max_output=max_output)
+    counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, count=count, window=window, max_output=max_output)
     given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
     options = CompactOptions(
         threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
         max_output=max_output, counting=counting, pruning=prune_options_from(flags),
         summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, counting=counting, instructions=instructions,
                                previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
-        keep_user_tokens=keep_user_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
+        keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
     reports = []
     for path, data, transcript in load_inputs(files, format_, messages_path):
         rebuilt, report = run_compact(
@@ -82,14 +85,15 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
             progress=progress_printer(quiet))
         # A Claude Code log comes back re-read with its appended lines: its bytes are not the input's.
         same_source = rebuilt is not None and rebuilt.transcript.source is transcript.source
-        emit(path, data if rebuilt is None else dump(rebuilt.transcript, data if same_source else None),
-             output=output, in_place=in_place and rebuilt is not None, output_dir=output_dir)
+        if not (in_place and rebuilt is None):  # a file left as it is is not rewritten
+            emit(path, data if rebuilt is None else dump(rebuilt.transcript, data if same_source else None),
+                 output=output, in_place=in_place, output_dir=output_dir)
         reports.append({"file": display_name(path), **report.as_dict()})
         if not quiet:
             if report.fallback_reason and report.strategy == "emergency" and not emergency:
                 click.echo(f"{display_name(path)}: the summary failed, so the emergency mode was used: {report.fallback_reason}", err=True)
             click.echo(f"{display_name(path)}: {report.line()}", err=True)
-            for note in report.notes if report.strategy != "none" else ():
+            for note in report.notes[1:] if report.strategy == "none" else report.notes:
                 click.echo(f"{display_name(path)}: note: {note}", err=True)
     if report_file:
         data = orjson.dumps(reports[0] if len(reports) == 1 else reports, option=orjson.OPT_INDENT_2) + b"\n"

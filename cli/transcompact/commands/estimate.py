@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..cli import input_options, load_inputs, env_name, tokenizer_options
+from ..cli import count_option, input_options, load_inputs, env_name, tokenizer_options
 from ..errors import ExitCode
 from ..files import write_stdout
 
@@ -14,6 +14,7 @@ from ..files import write_stdout
 @click.command()
 @input_options
 @tokenizer_options
+@count_option
 @click.option("--calibrate", is_flag=True,
               help="Fit overhead + ratio × chars to the usage the transcript's responses recorded, and use it.")
 @click.option("--model", metavar="NAME", help="Take the window and max output from this model's entry in the table "
@@ -33,13 +34,14 @@ from ..files import write_stdout
               help="Exit 1 when a transcript's estimate is above N tokens (a CI gate).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
 @click.pass_context
-def estimate(ctx, files, format_, messages_path, tokenizer, ratio, calibrate, model, window, max_output, threshold, top,
+def estimate(ctx, files, format_, messages_path, tokenizer, ratio, count, calibrate, model, window, max_output, threshold, top,
              per_message, as_json, fail_over, quiet):
     """Count a transcript's tokens, show where they sit and how close it is to the window.
 
     \b
     transcompact estimate session.jsonl
     transcompact estimate --tokenizer o200k --per-message chat.json
+    transcompact estimate --count content session.jsonl   # what the log holds, without its recorded usage
     transcompact estimate --calibrate ~/.claude/projects/*/SESSION.jsonl
     transcompact estimate --fail-over 150000 -q logs/*.jsonl   # exit 1 if one is over
     """
@@ -57,7 +59,7 @@ def estimate(ctx, files, format_, messages_path, tokenizer, ratio, calibrate, mo
             window = model_window
         if ctx.get_parameter_source("max_output") != ParameterSource.COMMANDLINE:
             max_output = model_output
-    options = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, model=model, window=window,
+    options = Options(tokenizer=tokenizer, ratio=ratio, count=count, calibrate=calibrate, model=model, window=window,
                       max_output=max_output, threshold=threshold, top=top)
     estimates = [run_estimate(transcript, options) for _, _, transcript in load_inputs(files, format_, messages_path)]
     over = [e for e in estimates if fail_over is not None and e.tokens > fail_over]

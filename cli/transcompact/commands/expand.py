@@ -4,39 +4,40 @@ from __future__ import annotations
 
 import click
 
-from ..cli import input_options, output_options, load_inputs, check_output_flags, emit, display_name
-from ..files import read_input
+from ..cli import output_options, traceback_option, check_output_flags, emit
+from ..files import STDIN, read_input
 
 
 @click.command()
-@input_options
+@click.argument("files", nargs=-1)
+@traceback_option
 @output_options
 @click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="The archive `prune --archive` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-def expand(files, format_, messages_path, output, in_place, output_dir, archive, quiet):
+def expand(files, output, in_place, output_dir, archive, quiet):
     """Put back what `prune --archive` replaced.
+
+    Only the records written for this very transcript are used: several transcripts can share
+    one archive, and a Claude Code log that went on after prune still gets its originals back.
 
     \b
     transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
     """
-    import orjson
-
-    from ..errors import InputError, Location
+    from ..archive import read as read_archive
     from ..expand import expand as run_expand
-    from ..formats import dump
 
     check_output_flags(files, output, in_place, output_dir)
-    _, archive_bytes = read_input(archive)
-    records = []
-    for number, line in enumerate(archive_bytes.splitlines(), start=1):
-        if line.strip():
-            try:
-                records.append(orjson.loads(line))
-            except orjson.JSONDecodeError as error:
-                raise InputError(f"malformed archive line: {error.msg}", location=Location(archive, number)) from None
-    for path, data, transcript in load_inputs(files, format_, messages_path):
-        expanded, restored = run_expand(transcript, records)
-        emit(path, dump(expanded, data), output=output, in_place=in_place, output_dir=output_dir)
+    found = read_archive(archive)
+    if found.torn_line is not None and not quiet:
+        click.echo(f"{archive}:{found.torn_line}: warning: left out a last line that was cut short "
+                   "(an earlier write did not finish)", err=True)
+    for path in files or (STDIN,):
+        name, data = read_input(path)
+        expanded = run_expand(data, found.records, name)
+        emit(path, expanded.data, output=output, in_place=in_place, output_dir=output_dir)
         if not quiet:
-            click.echo(f"{display_name(path)}: restored {restored} originals from {archive}", err=True)
+            click.echo(f"{name}: restored {expanded.restored} originals from {archive}", err=True)
+            if not expanded.restored and found.records:
+                click.echo(f"{name}: note: none of the {len(found.records)} records is for this transcript: it was "
+                           "changed since prune wrote it, or pruned into another archive", err=True)

@@ -14,7 +14,6 @@ from ..cli import (
     postcondition,
     prune_options,
     prune_options_from,
-    append_lines,
 )
 from ..files import STDIN, write_file, write_stdout
 
@@ -25,7 +24,7 @@ from ..files import STDIN, write_file, write_stdout
 @prune_options
 @click.option("--prune-ui-copy", is_flag=True, help="Claude Code logs: prune the toolUseResult copy the UI shows, too.")
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Append every original prune replaces to FILE (JSON Lines), for `transcompact expand`.")
+              help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
               help="Write the report as JSON to FILE.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
@@ -42,6 +41,7 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
     """
     import orjson
 
+    from ..archive import add as add_to_archive, records as archive_records
     from ..formats import claude_code, dump
     from ..prune import prune as run_prune
 
@@ -54,8 +54,11 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
         if prune_ui_copy and pruned.format == claude_code.NAME:
             pruned = claude_code.replace_ui_copies(pruned)
         output_bytes = dump(pruned, data)
-        if archive is not None and report.archived:
-            append_lines(archive, [{"file": display_name(path), **a.as_dict()} for a in report.archived])
+        if archive is not None:  # before the output: a rewritten file never lacks its originals
+            torn = add_to_archive(archive, archive_records(data, output_bytes, transcript))
+            if torn is not None:
+                click.echo(f"{archive}:{torn}: warning: left out a last line that was cut short "
+                           "(an earlier write did not finish)", err=True)
         emit(path, output_bytes, output=output, in_place=in_place, output_dir=output_dir)
         reports.append({"file": display_name(path), **report.as_dict()})
         if not quiet:

@@ -18,27 +18,42 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 
     A tool call with no result gets an error result "[No result recorded]"; an orphan tool
-    result, an empty text block and an empty message are removed. A valid transcript is
-    written back unchanged. Exit 1 if errors remain that repair cannot fix.
+    result, an empty text block and an empty message are removed; a tool call id used twice
+    is renamed, with its result. A valid transcript is written back unchanged. Exit 1 if
+    errors remain that repair cannot fix.
 
     \b
     transcompact repair broken.json > fixed.json
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
     from ..check import check as run_check, errors
-    from ..formats import dump
+    from ..errors import InputError, PostConditionError
+    from ..formats import dump, load
     from ..repair import repair as run_repair
 
     check_output_flags(files, output, in_place, output_dir)
     remaining = False
     for path, data, transcript in load_inputs(files, format_, messages_path):
         repaired, fixes = run_repair(transcript)
+        written = dump(repaired, data)
+        # What is left is what `check` says of the output as written (its lines, its indices),
+        # unless nothing in it reads as a transcript any more (every message was removed).
+        try:
+            as_written = load(written, display_name(path), format=repaired.format, messages_path=messages_path)
+        except InputError:
+            as_written = repaired
+        left = errors(run_check(as_written))
+        had = {v.rule for v in errors(run_check(transcript))}
+        added = [v for v in left if v.rule not in had]
+        if added:
+            v = added[0]
+            raise PostConditionError(f"{display_name(path)}: repair would add {v.rule} at message {v.index}: {v.text}; nothing written",
+                                     hint="this is a bug in transcompact: run again with --traceback and report it")
         if not quiet:
             for fix in fixes:
                 click.echo(f"{display_name(path)}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}", err=True)
-        left = errors(run_check(repaired))
         for v in left:
             click.echo(f"{display_name(path)}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}", err=True)
         remaining = remaining or bool(left)
-        emit(path, dump(repaired, data), output=output, in_place=in_place, output_dir=output_dir)
+        emit(path, written, output=output, in_place=in_place, output_dir=output_dir)
     sys.exit(ExitCode.VIOLATIONS if remaining else ExitCode.OK)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError
+from ..jsondata import kind_of
 from ..model import (
     Block,
     Document,
@@ -50,8 +51,10 @@ class _Origin:
 
 def read_block(obj: Any, line: int | None = None, where: str = "content") -> Block:
     if not isinstance(obj, dict):
-        raise ShapeError(f"{where}: a content block must be an object, not {_kind(obj)}")
+        raise ShapeError(f"{where}: a content block must be an object, not {kind_of(obj)}")
     kind = obj.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ShapeError(f"{where}: a block's `type` must be a string, not {kind_of(kind)}")
     get = obj.get
     if kind == "text" and isinstance(get("text"), str):
         return Text(obj["text"], raw=obj, line=line)
@@ -71,15 +74,12 @@ def read_block(obj: Any, line: int | None = None, where: str = "content") -> Blo
     if kind in ("image", "document"):
         source = get("source")
         source = source if isinstance(source, dict) else {}
+        for key in ("media_type", "url"):  # operations read them as text
+            if source.get(key) is not None and not isinstance(source[key], str):
+                raise ShapeError(f"{where}: `source.{key}` must be a string, not {kind_of(source[key])}")
         cls = Image if kind == "image" else Document
         data = source.get("data")
-        return cls(
-            source.get("media_type"),
-            data if isinstance(data, str) else None,
-            source.get("url"),
-            raw=obj,
-            line=line,
-        )
+        return cls(source.get("media_type"), data if isinstance(data, str) else None, source.get("url"), raw=obj, line=line)
     if kind in SERVER_TOOL_CALL_TYPES and isinstance(get("id"), str):
         return ServerToolCall(kind, obj["id"], str(get("name", "")), get("input"), raw=obj, line=line)
     if is_server_tool_result_type(kind) and isinstance(get("tool_use_id"), str):
@@ -133,7 +133,7 @@ def _same(block: Block, raw: dict) -> bool:
 def read_message(obj: Any, *, index: int, line: int | None = None, line_of_blocks: int | None = None) -> Message:
     where = f"message {index}"
     if not isinstance(obj, dict):
-        raise ShapeError(f"{where}: a message must be an object, not {_kind(obj)}")
+        raise ShapeError(f"{where}: a message must be an object, not {kind_of(obj)}")
     role = obj.get("role")
     if not isinstance(role, str):
         raise ShapeError(f"{where}: a message needs a string `role`")
@@ -151,7 +151,7 @@ def read_message(obj: Any, *, index: int, line: int | None = None, line_of_block
         blocks = ()
         string_content = False
     else:
-        raise ShapeError(f"{where}: `content` must be a string or a list of blocks, not {_kind(content)}")
+        raise ShapeError(f"{where}: `content` must be a string or a list of blocks, not {kind_of(content)}")
     return Message(role, blocks, raw=obj, line=line, origin=_Origin(role, blocks, string_content))
 
 
@@ -185,7 +185,7 @@ def read_system(value: Any) -> tuple[Block, ...]:
         return (Text(value, raw=value),)
     if isinstance(value, list):
         return tuple(read_block(b, None, f"system/{i}") for i, b in enumerate(value))
-    raise ShapeError(f"`system` must be a string or a list of text blocks, not {_kind(value)}")
+    raise ShapeError(f"`system` must be a string or a list of text blocks, not {kind_of(value)}")
 
 
 def write_system(blocks: tuple[Block, ...], original: Any) -> Any:
@@ -203,13 +203,10 @@ def signals(messages: list) -> int:
             continue
         for b in content:
             kind = b.get("type") if type(b) is dict else None
+            if type(kind) is not str:  # not a block this dialect knows (an object as `type` cannot be looked up)
+                continue
             if kind in SIGNATURE_TYPES or is_server_tool_result_type(kind) or (kind == "image" and "source" in b):
                 count += 1
                 break
     return count
 
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from ..errors import ShapeError
+from ..jsondata import kind_of, too_deep
 from ..model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
 
 NAME = "openai"
@@ -35,22 +36,28 @@ class _Origin:
 
 
 def _decode_arguments(arguments: Any) -> Any:
+    """The arguments a JSON string holds; the string itself when it holds none, or nesting too deep to write."""
     if isinstance(arguments, str):
         try:
-            return orjson.loads(arguments)
+            decoded = orjson.loads(arguments)
         except orjson.JSONDecodeError:
             return arguments
+        return arguments if too_deep(decoded) else decoded
     return arguments
 
 
 def read_part(part: Any, where: str) -> Block:
     if not isinstance(part, dict):
-        raise ShapeError(f"{where}: a content part must be an object, not {type(part).__name__}")
+        raise ShapeError(f"{where}: a content part must be an object, not {kind_of(part)}")
     kind = part.get("type")
+    if kind is not None and not isinstance(kind, str):
+        raise ShapeError(f"{where}: a part's `type` must be a string, not {kind_of(kind)}")
     if kind == "text" and isinstance(part.get("text"), str):
         return Text(part["text"], raw=part)
     if kind == "image_url" and isinstance(part.get("image_url"), dict):
         url = part["image_url"].get("url")
+        if url is not None and not isinstance(url, str):  # operations read it as text
+            raise ShapeError(f"{where}: `image_url.url` must be a string, not {kind_of(url)}")
         media_type, data = _split_data_url(url)
         return Image(media_type, data, None if data is not None else url, raw=part)
     if kind == "file" and isinstance(part.get("file"), dict):
@@ -74,13 +81,13 @@ def _read_content(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
         return tuple(read_part(p, f"{where}: content/{i}") for i, p in enumerate(content)), "parts"
     if content is None:
         return (), "null"
-    raise ShapeError(f"{where}: `content` must be a string, an array of parts or null")
+    raise ShapeError(f"{where}: `content` must be a string, an array of parts or null, not {kind_of(content)}")
 
 
 def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
     where = f"message {index}"
     if not isinstance(obj, dict):
-        raise ShapeError(f"{where}: a message must be an object, not {type(obj).__name__}")
+        raise ShapeError(f"{where}: a message must be an object, not {kind_of(obj)}")
     role = obj.get("role")
     if not isinstance(role, str):
         raise ShapeError(f"{where}: a message needs a string `role`")
@@ -88,6 +95,11 @@ def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
         blocks, shape = _read_content(obj["content"], where)
     else:
         blocks, shape = (), _ABSENT
+    # Fields a rewrite writes back from the model: any other type would come back changed.
+    for key, kinds, expected in (("tool_call_id", str, "a string"), ("tool_calls", list, "an array"),
+                                 ("function_call", dict, "an object")):
+        if obj.get(key) is not None and not isinstance(obj[key], kinds):
+            raise ShapeError(f"{where}: `{key}` must be {expected}, not {kind_of(obj[key])}")
     if role in RESULT_ROLES:
         call_id = obj.get("tool_call_id") if role == "tool" else LEGACY_CALL_ID
         if call_id is None and isinstance(obj.get("tool_call_ids"), list) and obj["tool_call_ids"]:
@@ -109,8 +121,13 @@ def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
 
 def _read_tool_call(call: Any, where: str) -> ToolCall:
     if not isinstance(call, dict):
-        raise ShapeError(f"{where}: a tool call must be an object")
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        raise ShapeError(f"{where}: a tool call must be an object, not {kind_of(call)}")
+    for key, kinds, expected in (("id", str, "a string"), ("function", dict, "an object")):
+        if call.get(key) is not None and not isinstance(call[key], kinds):
+            raise ShapeError(f"{where}: `{key}` must be {expected}, not {kind_of(call[key])}")
+    function = call.get("function") or {}
+    if function.get("name") is not None and not isinstance(function["name"], str):
+        raise ShapeError(f"{where}: `function.name` must be a string, not {kind_of(function['name'])}")
     call_id = call.get("id")
     return ToolCall(
         call_id if isinstance(call_id, str) else "",
@@ -227,9 +244,10 @@ def signals(messages: list) -> int:
         if (
             "tool_calls" in m
             or "function_call" in m
-            or m.get("role") in SIGNATURE_ROLES
+            or type(m.get("role")) is str and m["role"] in SIGNATURE_ROLES
             or ("content" in m and content is None)
-            or (type(content) is list and any(type(p) is dict and p.get("type") in SIGNATURE_PARTS for p in content))
+            or (type(content) is list and any(type(p) is dict and type(p.get("type")) is str and p["type"] in SIGNATURE_PARTS
+                                              for p in content))
         ):
             count += 1
     return count

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import Location, UnknownFormat, UsageError
-from ..jsondata import Parsed, parse
+from ..jsondata import BOM, Parsed, parse
 from ..model import Transcript
 from . import anthropic, claude_code, jsonl, openai
 
@@ -56,7 +56,10 @@ def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool
 
 def dump(transcript: Transcript, original: bytes | None = None) -> bytes:
     """Write a transcript back in the format it was read from (`original`: the bytes read, if at hand)."""
-    return BY_NAME[transcript.format].write(transcript, original)
+    out = BY_NAME[transcript.format].write(transcript, original)
+    if original is not None and original.startswith(BOM) and not out.startswith(BOM):
+        return BOM + out  # a format that rewrote the first line of a file that began with a byte-order mark
+    return out
 
 
 def _hint(parsed: Parsed) -> str | None:

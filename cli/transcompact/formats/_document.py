@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import dialects
 from ..errors import Location, ShapeError, UsageError
-from ..jsondata import Parsed, dumps
+from ..jsondata import Layout, Parsed, kind_of
 from ..model import Transcript
 
 # Keys holding the messages of a wrapper, tried in order when no --messages-path is given.
@@ -25,8 +25,7 @@ class DocumentSource:
     document: Any
     path: tuple[Any, ...]
     parent: Any  # the object that holds the messages (and `system`, `tools`)
-    indent: bool
-    newline: bool
+    layout: Layout
 
 
 def split_path(messages_path: str | None) -> tuple[Any, ...] | None:
@@ -116,15 +115,11 @@ def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:
                 raise ShapeError(error.message, location=Location(parsed.name)) from None
         if isinstance(parent.get("tools"), list):
             tools = tuple(parent["tools"])
+        elif parent.get("tools") is not None:  # written back as a list, it would be silently replaced
+            raise ShapeError(f"`tools` must be a list of tool definitions, not {kind_of(parent['tools'])}",
+                             location=Location(parsed.name))
         request = {k: v for k, v in parent.items() if k not in ("messages", "system", "tools", path[-1])}
-    head = parsed.data[:512]
-    source = DocumentSource(
-        document=parsed.document,
-        path=path,
-        parent=parent,
-        indent=b"\n " in head or b"\n\t" in head,
-        newline=parsed.data.endswith(b"\n"),
-    )
+    source = DocumentSource(document=parsed.document, path=path, parent=parent, layout=Layout.of(parsed.data))
     return Transcript(
         format=dialect,
         dialect=dialect,
@@ -167,8 +162,7 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
     else:
         new_parent[source.path[-1]] = messages
         document = _replace_at(source.document, source.path[:-1], new_parent)
-    out = dumps(document, indent=source.indent)
-    return out + b"\n" if source.newline else out
+    return source.layout.dumps(document)
 
 
 def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:

@@ -7,6 +7,10 @@ and consecutive user lines into one turn. Every other line (metadata, progress, 
 lines, other branches, history before the boundary) is kept verbatim and in place. A write
 re-serialises only the lines whose content changed, drops a line left with no content
 (re-parenting its children) and threads new lines into the chain.
+
+A `microcompact_boundary` line on the chain lists tool results that Claude Code sent as a
+placeholder from then on: they are read as that placeholder (what the API saw), and written
+back as they were in the file.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import uuid as uuidlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Mapping
 
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
@@ -26,6 +30,12 @@ DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sess
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 MESSAGE_TYPES = frozenset({"user", "assistant"})
+
+# What Claude Code sends instead of a result a microcompact_boundary lists (cli.js 2.1.20, `rG6`;
+# it sends `<persisted-output>` + the path of a copy instead when it could save one, which the
+# log does not record).
+MICROCOMPACT_PLACEHOLDER = "[Old tool result content cleared]"
+PERSISTED_OUTPUT = "<persisted-output>"
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class _Origin:
     records: tuple[int, ...]
     blocks: tuple[Block, ...]
     string_records: frozenset[int] = field(default_factory=frozenset)
+    cleared: Mapping[str, ToolResult] = field(default_factory=dict)  # by tool id: results read as the microcompact placeholder
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -167,9 +178,36 @@ def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: in
     return order
 
 
+def microcompacted(records: list[tuple[bytes, Any]], chain: tuple[int, ...]) -> dict[str, int]:
+    """The tool ids that the `microcompact_boundary` lines on the chain list, each with its boundary's record."""
+    cleared: dict[str, int] = {}
+    for index in chain:
+        value = records[index][1]
+        if value.get("type") == "system" and value.get("subtype") == "microcompact_boundary":
+            metadata = value.get("microcompactMetadata")
+            ids = metadata.get("compactedToolIds") if isinstance(metadata, dict) else None
+            for tool_id in ids if isinstance(ids, list) else ():
+                if isinstance(tool_id, str):
+                    cleared.setdefault(tool_id, index)
+    return cleared
+
+
+def _as_sent(block: Block, index: int, cleared: dict[str, int]) -> Block:
+    """A tool result as the API saw it: the placeholder when a later microcompact boundary lists it.
+
+    Like Claude Code, an empty result or one already cleared or persisted is left as it is.
+    """
+    if type(block) is not ToolResult or cleared.get(block.tool_call_id, -1) < index or block.content == "":
+        return block
+    if isinstance(block.content, str) and (block.content == MICROCOMPACT_PLACEHOLDER or PERSISTED_OUTPUT in block.content):
+        return block
+    return replace(block, content=MICROCOMPACT_PLACEHOLDER)
+
+
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
     chain, root, leaf = find_chain(records)
+    cleared_ids = microcompacted(records, chain)
     messages: list[Message] = []
     run: list[int] = []
 
@@ -178,6 +216,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
             return
         blocks: list[Block] = []
         string_records = set()
+        cleared: dict[str, ToolResult] = {}
         for index in run:
             value = records[index][1]
             content = value["message"].get("content")
@@ -187,9 +226,14 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                 string_records.add(index)
             elif isinstance(content, list):
                 try:
-                    blocks.extend(codec.read_block(b, index, f"{where}: content/{i}") for i, b in enumerate(content))
+                    read_blocks = [codec.read_block(b, index, f"{where}: content/{i}") for i, b in enumerate(content)]
                 except ShapeError as error:
                     raise ShapeError(error.message, location=Location(parsed.name, index + 1)) from None
+                if cleared_ids:
+                    sent = [_as_sent(b, index, cleared_ids) for b in read_blocks]
+                    cleared.update((s.tool_call_id, s) for s, b in zip(sent, read_blocks) if s is not b)
+                    read_blocks = sent
+                blocks.extend(read_blocks)
             elif content is not None:
                 raise ShapeError(
                     f"{where}: `message.content` must be a string or a list of blocks",
@@ -197,7 +241,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                 )
         first = records[run[0]][1]
         role = first["message"].get("role") or first["type"]
-        origin = _Origin(tuple(run), tuple(blocks), frozenset(string_records))
+        origin = _Origin(tuple(run), tuple(blocks), frozenset(string_records), cleared)
         messages.append(Message(role, tuple(blocks), raw=first, line=run[0] + 1, origin=origin))
         run.clear()
 
@@ -233,6 +277,7 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
         return b"\n".join(line for line, _ in records)
 
     string_records = {i for origin in origins for i in origin.string_records}
+    cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
     contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
     dropped = set(source.message_records - claimed)
@@ -269,16 +314,21 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
         if index in contents or index in parents:
             obj = dict(value)
             if index in contents:
-                obj["message"] = {
-                    **obj["message"],
-                    "content": codec.write_content(tuple(contents[index]), index in string_records),
-                }
+                obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
             if index in parents:
                 obj["parentUuid"] = parents[index]
             line = dumps(obj, indent=False)
         out.append(line)
         out.extend(dumps(new, indent=False) for new in inserted.get(index, ()))
     return b"\n".join(out)
+
+
+def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:
+    """A line's content as the file keeps it: a result still reading as the microcompact placeholder
+    keeps its original JSON (the boundary that clears it is still in the file)."""
+    if not cleared or string_content:
+        return codec.write_content(tuple(blocks), string_content)
+    return [b.raw if type(b) is ToolResult and cleared.get(b.tool_call_id) == b else codec.write_block(b) for b in blocks]
 
 
 def _new_record(anchor: dict, message: Message) -> dict:
@@ -405,6 +455,13 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     line (`parentUuid` null, `logicalParentUuid` the old leaf), a user line with
     `isCompactSummary` holding the summary, then the recent window copied with new uuids,
     re-parented in order, with timestamps after every line of the file and the same session.
+
+    A copied response gets a new `message.id` (shared by its lines): Claude Code's loader
+    gathers the lines of a response by that id across the whole file, so the old id would pull
+    the originals before the boundary back in. Its `usage` is zeroed, as Claude Code's loader
+    does for preserved messages: it counted a context that no longer exists. A result read as
+    the microcompact placeholder is copied as the placeholder, what the API saw: the boundary
+    that cleared it is not on the new chain.
     """
     source: LogSource = transcript.source
     records = source.records
@@ -433,8 +490,13 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
             if not blocks:
                 continue  # a line whose only block was dropped (thinking)
             value = dict(records[index][1])
-            if blocks != tuple(b for b in origin.blocks if b.line == index):
+            placeholders = any(type(b) is ToolResult and origin.cleared.get(b.tool_call_id) == b for b in blocks)
+            if placeholders or blocks != tuple(b for b in origin.blocks if b.line == index):
                 value["message"] = {**value["message"], "content": codec.write_content(blocks, index in origin.string_records)}
+            if placeholders:
+                value.pop("toolUseResult", None)  # the UI copy of the cleared output; Claude Code drops it too
+            if value.get("type") == ASSISTANT:
+                value["message"] = _copied_response(value["message"], boundary_uuid)
             old_uuid = value.get("uuid")
             renamed[old_uuid] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{old_uuid}"))
             if renamed.get(value.get("sourceToolAssistantUUID")):
@@ -444,8 +506,20 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
             if "sessionId" in envelope:
                 value["sessionId"] = envelope["sessionId"]
             new.append(value)
-    kept = [] if drop_history else [line for line, value in records if value is not BLANK or line.strip()]
-    data = b"\n".join(kept + [dumps(v, indent=False) for v in new]) + b"\n"
-    from ..jsondata import parse
+    # The new lines are read back from these values: only they are serialised, nothing is parsed again.
+    kept = [] if drop_history else [record for record in records if record[1] is not BLANK]
+    lines = kept + [(dumps(value, indent=False), value) for value in new] + [(b"", BLANK)]
+    return read(Parsed(transcript.name, b"", records=lines))
 
-    return read(parse(data, transcript.name))
+
+_ZEROED_USAGE = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+def _copied_response(message: dict, boundary_uuid: str) -> dict:
+    """An assistant line's `message` as copied after a new boundary: a new id, the usage zeroed."""
+    out = dict(message)
+    if isinstance(out.get("id"), str):
+        out["id"] = "msg_" + uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{out['id']}").hex
+    if isinstance(out.get("usage"), dict):
+        out["usage"] = {**out["usage"], **{key: 0 for key in _ZEROED_USAGE}}
+    return out

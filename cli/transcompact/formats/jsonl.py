@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .. import dialects
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, Parsed, dumps
+from ..jsondata import BLANK, BOM, Parsed, dumps
 from ..model import Transcript
 
 NAME = "jsonl"
@@ -22,6 +22,7 @@ class LinesSource:
     # by 1-based line number of each message: the blank lines before it and its own bytes
     lines: dict[int, tuple[bytes, ...]]
     tail: tuple[bytes, ...]  # the blank lines after the last message (b"" after a final newline)
+    bom: bool = False  # the first line's bytes hold it; a rewritten first line needs it again
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -46,7 +47,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
             raise ShapeError(error.message, location=Location(parsed.name, number)) from None
         lines[number] = (*pending, line)
         pending = []
-    source = LinesSource(lines, tuple(pending))
+    source = LinesSource(lines, tuple(pending), parsed.bom)
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 
 
@@ -61,4 +62,5 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
         else:
             pieces.append(dumps(codec.write_message(message), indent=False))
     pieces.extend(source.tail)
-    return b"\n".join(pieces)
+    out = b"\n".join(pieces)
+    return BOM + out if source.bom and not out.startswith(BOM) else out

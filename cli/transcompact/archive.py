@@ -1,0 +1,385 @@
+"""The archive of what prune replaced: `prune --archive FILE` adds to it, `expand --archive FILE` reads it.
+
+A JSON Lines file, one record per line (or message) that a prune run changed or removed,
+holding what was there. Every record names the transcript it applies to: the exact bytes that
+run wrote (`pruned_sha256`, `pruned_bytes`), and `file`, the name it had. A file that grew
+afterwards (a Claude Code session that went on) still starts with those bytes, so its records
+still apply; another transcript sharing the archive, or one changed since, gets none of them.
+
+- JSON Lines formats (jsonl, claude-code), where a line is the unit prune rewrites:
+  `{"kind": "line", "line": N, "keep": [HEAD, TAIL], "original": TEXT}`: line N of the pruned
+  output was its first HEAD and last TAIL characters around TEXT (what prune replaced, as text,
+  so it comes back byte for byte);
+  `{"kind": "removed-line", "line": N, "original": TEXT}`: a line prune removed (a line of nothing
+  but thinking) stood before line N.
+- documents (anthropic, openai): `{"kind": "message", "path": [...], "message": I, "original": {...}}`:
+  the message at index I of the list at `path` was this.
+
+Each record also has `original_sha256` (the bytes the run read) and `tool_call_ids` (the calls
+and results the original holds, to find the one a marker names: "archived as toolu_01").
+
+The file is rewritten whole (temporary file + rename) under a lock, so that a full disk or a
+second prune at the same time never leaves a torn or lost record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+
+import orjson
+
+from .errors import InputError, Location, OutputError
+from .files import write_file
+from .jsondata import BOM, kind_of, parse_value
+from .model import Transcript
+
+LINE_FORMATS = frozenset({"jsonl", "claude-code"})  # formats whose unit of rewriting is a line
+KINDS = ("line", "removed-line", "message")
+_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
+
+
+class Run(NamedTuple):
+    """A prune run: the transcript it read and the bytes it wrote. Its records are undone together."""
+
+    file: str
+    pruned_sha256: str
+    pruned_bytes: int
+    original_sha256: str
+
+
+@dataclass(frozen=True)
+class Record:
+    kind: str  # one of KINDS
+    file: str  # the transcript's name when it was pruned
+    pruned_sha256: str  # what the record applies to: the first `pruned_bytes` bytes of the transcript
+    pruned_bytes: int
+    original_sha256: str  # the bytes the prune run read
+    original: Any  # TEXT for lines, the message object for "message"
+    line: int = 0  # "line", "removed-line": 1-based line of the pruned output
+    keep: tuple[int, int] = (0, 0)  # "line": characters of the pruned line kept at its start and end
+    path: tuple[str | int, ...] = ()  # "message": where the list of messages sits
+    message: int = 0  # "message": index in that list
+    tool_call_ids: tuple[str, ...] = ()
+
+    @property
+    def run(self) -> Run:
+        return Run(self.file, self.pruned_sha256, self.pruned_bytes, self.original_sha256)
+
+    def as_json(self) -> dict:
+        out: dict[str, Any] = {"kind": self.kind, "file": self.file, "pruned_sha256": self.pruned_sha256,
+                               "pruned_bytes": self.pruned_bytes, "original_sha256": self.original_sha256}
+        if self.kind == "message":
+            out.update(path=list(self.path), message=self.message)
+        else:
+            out["line"] = self.line
+        if self.kind == "line":
+            out["keep"] = list(self.keep)
+        out.update(tool_call_ids=list(self.tool_call_ids), original=self.original)
+        return out
+
+
+@dataclass(frozen=True)
+class Archive:
+    records: tuple[Record, ...]
+    torn_line: int | None = None  # a last line cut short (an interrupted write): left out
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- what prune replaced ---------------------------------------------------------------------
+
+
+def records(before: bytes, after: bytes, transcript: Transcript) -> list[Record]:
+    """What prune replaced when it rewrote `before` (read as `transcript`) to `after`, as records."""
+    if before == after:
+        return []
+    run = dict(file=transcript.name, pruned_sha256=sha256(after), pruned_bytes=len(after),
+               original_sha256=sha256(before))
+    if transcript.format in LINE_FORMATS:
+        return list(_line_records(before, after, run))
+    return list(_message_records(transcript, after, run))
+
+
+def _line_records(before: bytes, after: bytes, run: dict) -> Iterator[Record]:
+    """Prune keeps the order of lines, rewrites some and removes some (never adds one)."""
+    old_lines, new_lines = before.split(b"\n"), after.split(b"\n")
+    j = 0
+    for old in old_lines:
+        new = new_lines[j] if j < len(new_lines) else None
+        if new == old:
+            j += 1
+            continue
+        value = _line_value(old)
+        ids = _tool_call_ids(value)
+        if new is not None and _uuid(value) == _uuid(_line_value(new)):
+            old_text, new_text = old.decode(), new.decode()
+            head = _common_prefix(old_text, new_text)
+            tail = _common_prefix(old_text[head:][::-1], new_text[head:][::-1])
+            yield Record("line", **run, line=j + 1, keep=(head, tail), original=old_text[head:len(old_text) - tail],
+                         tool_call_ids=ids)
+            j += 1
+        else:
+            yield Record("removed-line", **run, line=j + 1, original=old.decode(), tool_call_ids=ids)
+    if j != len(new_lines):
+        raise ValueError("the pruned output has lines its input does not have: it is not prune's output")
+
+
+def _line_value(line: bytes) -> Any:
+    try:
+        return orjson.loads(line.removeprefix(BOM))
+    except orjson.JSONDecodeError:
+        return None  # a blank line
+
+
+def _uuid(value: Any) -> Any:
+    """What tells the lines of a Claude Code log apart (JSON Lines of messages have none: None)."""
+    return value.get("uuid") if isinstance(value, dict) else None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common start, by halving (slices compare in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterator[Record]:
+    from .jsondata import parse
+
+    path = transcript.source.path  # formats._document.DocumentSource: where the messages sit
+    old_messages = _at(transcript.source.document, path)
+    new_messages = _at(parse(after, transcript.name).document, path)
+    if len(old_messages) != len(new_messages):
+        raise ValueError("the pruned output has another number of messages: it is not prune's output")
+    for index, (old, new) in enumerate(zip(old_messages, new_messages)):
+        if orjson.dumps(old) != orjson.dumps(new):  # as written: numbers kept as text compare by their text
+            yield Record("message", **run, path=tuple(path), message=index, original=old, tool_call_ids=_tool_call_ids(old))
+
+
+def _at(document: Any, path: Sequence[str | int]) -> Any:
+    for key in path:
+        document = document[key]
+    return document
+
+
+def _tool_call_ids(value: Any) -> tuple[str, ...]:
+    """The ids of the tool calls and results a message (or a Claude Code line's message) holds."""
+    if not isinstance(value, dict):
+        return ()
+    message = value["message"] if isinstance(value.get("message"), dict) else value
+    found = [message["tool_call_id"]] if isinstance(message.get("tool_call_id"), str) else []
+    for key in ("content", "tool_calls"):
+        for item in message.get(key) if isinstance(message.get(key), list) else ():
+            if isinstance(item, dict):
+                found += [item[k] for k in ("id", "tool_use_id") if isinstance(item.get(k), str)]
+    return tuple(dict.fromkeys(found))
+
+
+# --- the file --------------------------------------------------------------------------------
+
+
+def add(path: str, new: Sequence[Record]) -> int | None:
+    """Add records to the archive at `path`, creating it even with none to add.
+
+    The old records are read (and checked) first, and the whole file written again. Returns the
+    number of a torn last line it left out, if any.
+    """
+    with _locked(path):
+        with open(path, "rb") as handle:
+            old = handle.read()
+        found = parse(old, path)
+        kept = old[: _offset_of_line(old, found.torn_line)] if found.torn_line else old
+        if kept and not kept.endswith(b"\n"):
+            kept += b"\n"  # a last record someone left without its newline
+        write_file(path, kept + b"".join(orjson.dumps(r.as_json()) + b"\n" for r in new))
+    return found.torn_line
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """Hold an exclusive lock on the archive, so that two prunes do not each add to the same old copy.
+
+    A prune that waited finds the file replaced by the one before it: it locks the new one.
+    """
+    try:
+        import fcntl
+    except ImportError:  # no flock here (Windows): one prune at a time is up to the user
+        yield
+        return
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as error:
+            raise OutputError(f"cannot write the archive: {error.strerror}", location=Location(path)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def _offset_of_line(data: bytes, line: int) -> int:
+    offset = 0
+    for _ in range(line - 1):
+        offset = data.index(b"\n", offset) + 1
+    return offset
+
+
+def read(path: str) -> Archive:
+    from .files import read_input
+
+    name, data = read_input(path)
+    return parse(data, name)
+
+
+def parse(data: bytes, name: str) -> Archive:
+    """The records of an archive; InputError names the line of one that is malformed or changed.
+
+    A last line without its newline that does not read is a write that was cut short (by an older
+    transcompact, or a full disk): it is left out, and `torn_line` says so.
+    """
+    lines = data.split(b"\n")
+    found = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            found.append(_record(parse_value(line, name, number), Location(name, number)))
+        except InputError:
+            if number == len(lines):  # no newline after it
+                return Archive(tuple(found), torn_line=number)
+            raise
+    return Archive(tuple(found))
+
+
+def _record(value: Any, where: Location) -> Record:
+    if not isinstance(value, dict):
+        raise InputError(f"an archive record must be an object, not {kind_of(value)}", location=where, hint=_HINT)
+
+    def field(key: str, expected: str, ok) -> Any:
+        if key not in value:
+            raise InputError(f"archive record: `{key}` is missing", location=where, hint=_HINT)
+        if not ok(value[key]):
+            raise InputError(f"archive record: `{key}` must be {expected}, not {kind_of(value[key])}",
+                             location=where, hint=_HINT)
+        return value[key]
+
+    kind = field("kind", "a string", _is(str))
+    if kind not in KINDS:  # "result" and "input": an archive of an older transcompact, which expand cannot use
+        raise InputError(f"archive record: `kind` must be one of {', '.join(KINDS)}, not {kind!r}", location=where, hint=_HINT)
+    common = dict(
+        file=field("file", "a string", _is(str)),
+        pruned_sha256=field("pruned_sha256", "a SHA-256 in hex", _is_sha256),
+        pruned_bytes=field("pruned_bytes", "a count", _is_count),
+        original_sha256=field("original_sha256", "a SHA-256 in hex", _is_sha256),
+        tool_call_ids=tuple(field("tool_call_ids", "a list of strings",
+                                  lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v))),
+    )
+    if kind == "message":
+        return Record(kind, **common, original=field("original", "a message object", _is(dict)),
+                      path=tuple(field("path", "a list of keys and indices",
+                                       lambda v: isinstance(v, list) and all(_is(str)(k) or _is_count(k) for k in v))),
+                      message=field("message", "a count", _is_count))
+    line = field("line", "a line number", lambda v: _is_count(v) and v >= 1)
+    original = field("original", "a string", _is(str))
+    if kind == "removed-line":
+        return Record(kind, **common, line=line, original=original)
+    keep = field("keep", "two counts", lambda v: isinstance(v, list) and len(v) == 2 and all(map(_is_count, v)))
+    return Record(kind, **common, line=line, keep=tuple(keep), original=original)
+
+
+def _is(kind: type):
+    return lambda v: isinstance(v, kind)
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_sha256(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
+
+
+# --- putting it back -------------------------------------------------------------------------
+
+
+def undo(data: bytes, run: Sequence[Record], name: str) -> bytes:
+    """The bytes a prune run read, from the bytes it wrote (and whatever was added after them)."""
+    if run[0].kind == "message":
+        return _undo_messages(data, run, name)
+    pruned, added = data[: run[0].pruned_bytes], data[run[0].pruned_bytes:]
+    restored = _undo_lines(pruned, run, name)
+    if sha256(restored) != run[0].original_sha256:
+        raise InputError("the archive's records for it do not give back what prune read: the archive was changed",
+                         location=Location(name), hint=_HINT)
+    return restored + added
+
+
+def _undo_lines(data: bytes, run: Sequence[Record], name: str) -> bytes:
+    lines = data.split(b"\n")
+    replaced = {r.line: r for r in run if r.kind == "line"}
+    removed: dict[int, list[bytes]] = {}
+    for r in run:
+        if r.kind == "removed-line":
+            removed.setdefault(r.line, []).append(r.original.encode())
+    if any(n > len(lines) for n in replaced) or any(n > len(lines) + 1 for n in removed):
+        raise InputError("an archive record names a line it does not have: the archive was changed",
+                         location=Location(name), hint=_HINT)
+    out: list[bytes] = []
+    for number, line in enumerate(lines, start=1):
+        out.extend(removed.pop(number, ()))
+        if number in replaced:
+            record, text = replaced[number], line.decode()
+            head, tail = record.keep
+            line = (text[:head] + record.original + text[len(text) - tail:]).encode()
+        out.append(line)
+    out.extend(removed.pop(len(lines) + 1, ()))
+    return b"\n".join(out)
+
+
+def _undo_messages(data: bytes, run: Sequence[Record], name: str) -> bytes:
+    from .jsondata import Layout, parse
+
+    document = parse(data, name).document
+    try:
+        messages = _at(document, run[0].path)
+        for record in run:
+            messages[record.message] = record.original
+    except (KeyError, IndexError, TypeError):
+        raise InputError("an archive record names a message it does not have: the archive was changed",
+                         location=Location(name), hint=_HINT) from None
+    return Layout.of(data).dumps(document)
+
+
+def runs(found: Iterable[Record]) -> dict[Run, list[Record]]:
+    """The records grouped by the prune run that wrote them (one run's records are written
+    together), oldest first; a run repeated with the same input and output counts once."""
+    grouped: dict[Run, list[Record]] = {}
+    previous = None
+    for record in found:
+        if record.run != previous:
+            grouped.pop(record.run, None)  # the same run again: its records again
+            grouped[record.run] = []
+            previous = record.run
+        grouped[record.run].append(record)
+    return grouped

@@ -1,0 +1,277 @@
+"""`prune --archive` and `expand`: the originals come back exactly, only into their own transcript,
+and the archive survives interruptions, full disks and hand edits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from transcompact import archive
+from transcompact.cli import cli
+from transcompact.expand import expand
+from transcompact.formats import claude_code, dump, load
+from transcompact.prune import PruneOptions, prune
+
+from .conftest import supported_corpus_files
+from .test_prune import session
+
+ALL_OPTIONS = PruneOptions(archive=True, clear_tool_inputs=True, clear_thinking=True)
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+
+
+def run(*args: str, input: bytes | None = None):
+    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
+    assert "Traceback" not in result.stderr
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def claude_log(rounds: int = 8, size: int = 6000) -> bytes:
+    """A Claude Code session: each response a thinking line and a tool_use line, each result with
+    the `toolUseResult` copy the UI shows."""
+    stamp = iter(f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z" for i in range(1000))
+    envelope = {"isSidechain": False, "userType": "external", "cwd": "/work", "sessionId": "s-1", "version": "1.0.0"}
+    lines, parent = [], None
+
+    def add(kind: str, message: dict, **extra) -> None:
+        nonlocal parent
+        uuid = f"line-{len(lines)}"
+        lines.append({"parentUuid": parent, **envelope, "type": kind, "message": message, "uuid": uuid,
+                      "timestamp": next(stamp), **extra})
+        parent = uuid
+
+    add("user", {"role": "user", "content": "Fix the failing build."})
+    for i in range(rounds):
+        output = "".join(f"line {i}.{n} of the output\n" for n in range(size // 20))[:size]
+        response = {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
+        add("assistant", {**response, "content": [{"type": "thinking", "thinking": f"Step {i} needs a look.", "signature": "c2ln"}]})
+        add("assistant", {**response, "content": [{"type": "tool_use", "id": f"toolu_{i:02d}", "name": "Bash",
+                                                   "input": {"command": f"make step{i}"}}]})
+        add("user", {"role": "user", "content": [{"tool_use_id": f"toolu_{i:02d}", "type": "tool_result", "content": output}]},
+            toolUseResult={"stdout": output, "stderr": "", "interrupted": False})
+    add("assistant", {"id": "msg_end", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "Done."}]})
+    add("user", {"role": "user", "content": "Thanks."})
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def prune_and_expand(*flags: str, source: str) -> tuple[bytes, bytes, bytes]:
+    """(original, pruned, expanded) of a file through the command line."""
+    original = Path(source).read_bytes()
+    pruned = run("prune", "-q", "--archive", "originals.jsonl", *flags, source)
+    assert pruned.exit_code == 0, pruned.stderr
+    Path("pruned").write_bytes(pruned.stdout_bytes)
+    expanded = run("expand", "-q", "--archive", "originals.jsonl", "pruned")
+    assert expanded.exit_code == 0, expanded.stderr
+    return original, pruned.stdout_bytes, expanded.stdout_bytes
+
+
+# --- expand(prune(x)) == x ---------------------------------------------------------------------
+
+
+def test_archive_and_expand_give_the_input_back():
+    Path("session.json").write_bytes(session())
+    result = run("prune", "--archive", "originals.jsonl", "--clear-tool-inputs", "session.json")
+    assert result.exit_code == 0, result.stderr
+    assert "[Tool output cleared — content was processed in earlier turns; archived as toolu_00]" in result.stdout
+    assert "of 6000 chars; archived as toolu_04) ---" in result.stdout
+    records = [json.loads(line) for line in Path("originals.jsonl").read_text().splitlines()]
+    # One record per message prune changed: 8 results, 4 cleared inputs; each names the calls it holds.
+    assert len(records) == 12 and {r["kind"] for r in records} == {"message"}
+    assert sorted(id for r in records for id in r["tool_call_ids"]) == sorted(
+        [f"toolu_{i:02d}" for i in range(8)] + [f"toolu_{i:02d}" for i in range(4)])
+    assert set(records[0]) == {"kind", "file", "pruned_sha256", "pruned_bytes", "original_sha256", "path", "message",
+                               "tool_call_ids", "original"}
+    Path("pruned.json").write_bytes(result.stdout_bytes)
+    expanded = run("expand", "--archive", "originals.jsonl", "pruned.json")
+    assert expanded.exit_code == 0, expanded.stderr
+    assert expanded.stderr == "pruned.json: restored 12 originals from originals.jsonl\n"
+    assert json.loads(expanded.stdout) == json.loads(session())
+
+
+def test_ui_copies_and_thinking_come_back_byte_for_byte():
+    Path("session.jsonl").write_bytes(claude_log())
+    original, pruned, expanded = prune_and_expand("--prune-ui-copy", "--clear-thinking", "--clear-tool-inputs",
+                                                  source="session.jsonl")
+    assert b'"thinking"' not in pruned.split(b"msg_7")[0]  # the old thinking lines are gone
+    assert pruned.count(b'"stdout"') < original.count(b'"stdout"')  # and old UI copies replaced
+    assert expanded == original
+
+
+def test_a_transcript_pruned_twice_comes_back_whole():
+    Path("session.jsonl").write_bytes(claude_log())
+    original = Path("session.jsonl").read_bytes()
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "--soft-trim-chars", "1000", "session.jsonl").exit_code == 0
+    once = Path("session.jsonl").read_bytes()
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "--hard-clear-after", "1", "--keep-last", "0",
+               "--clear-thinking", "session.jsonl").exit_code == 0
+    assert Path("session.jsonl").read_bytes() != once
+    result = run("expand", "-i", "--archive", "originals.jsonl", "session.jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert Path("session.jsonl").read_bytes() == original
+
+
+def test_a_session_that_went_on_after_prune_still_gets_its_originals():
+    Path("session.jsonl").write_bytes(claude_log())
+    original = Path("session.jsonl").read_bytes()
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+    more = b'{"type":"summary","summary":"later work","leafUuid":"line-30"}\n'
+    with open("session.jsonl", "ab") as log:  # Claude Code appends to the log it resumed
+        log.write(more)
+    result = run("expand", "-q", "--archive", "originals.jsonl", "session.jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == original + more
+
+
+def test_two_sessions_sharing_an_archive_each_get_only_their_own_originals():
+    # The same call ids, the same placeholders: only the archive's record of which bytes it wrote tells them apart.
+    Path("a.jsonl").write_bytes(claude_log())
+    Path("b.jsonl").write_bytes(claude_log().replace(b"of the output", b"of the OTHER output"))
+    originals = {name: Path(name).read_bytes() for name in ("a.jsonl", "b.jsonl")}
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl", "b.jsonl").exit_code == 0
+    for name in ("b.jsonl", "a.jsonl"):
+        result = run("expand", "--archive", "originals.jsonl", name)
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout_bytes == originals[name]
+
+
+def test_expand_leaves_a_transcript_the_archive_has_nothing_for_and_says_so():
+    Path("a.jsonl").write_bytes(claude_log())
+    Path("c.jsonl").write_bytes(claude_log(rounds=9))
+    assert run("prune", "-q", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    result = run("expand", "--archive", "originals.jsonl", "c.jsonl")
+    assert result.exit_code == 0
+    assert result.stdout_bytes == Path("c.jsonl").read_bytes()
+    assert result.stderr.splitlines()[-1].startswith("c.jsonl: note: none of the 6 records is for this transcript")
+
+
+def test_prune_creates_the_archive_even_when_nothing_is_pruned():
+    Path("short.jsonl").write_bytes(claude_log(rounds=1))
+    result = run("prune", "-q", "--archive", "originals.jsonl", "short.jsonl")
+    assert result.exit_code == 0
+    assert Path("originals.jsonl").read_bytes() == b""
+    assert run("expand", "-q", "--archive", "originals.jsonl", "short.jsonl").stdout_bytes == Path("short.jsonl").read_bytes()
+
+
+def test_the_library_prunes_into_an_archive_and_expands_from_it(tmp_path):
+    data = claude_log()
+    transcript = load(data, "session.jsonl")
+    pruned, _ = prune(transcript, ALL_OPTIONS)
+    out = dump(claude_code.replace_ui_copies(pruned), data)
+    archive.add(str(tmp_path / "originals.jsonl"), archive.records(data, out, transcript))
+    assert expand(out, archive.read(str(tmp_path / "originals.jsonl")).records, "session.jsonl").data == data
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_expand_undoes_prune_on_the_corpus(path):
+    data = path.read_bytes()
+    transcript = load(data, str(path))
+    pruned, _ = prune(transcript, ALL_OPTIONS)
+    if pruned.format == claude_code.NAME:
+        pruned = claude_code.replace_ui_copies(pruned)
+    out = dump(pruned, data)
+    records = archive.parse(b"".join(orjson.dumps(r.as_json()) + b"\n" for r in archive.records(data, out, transcript)),
+                            "originals.jsonl").records
+    back = expand(out, records, str(path))
+    assert back.restored == len(records)
+    if transcript.format in ("jsonl", "claude-code"):
+        assert back.data == data
+    else:
+        assert orjson.loads(back.data) == orjson.loads(data)
+
+
+# --- the archive file ------------------------------------------------------------------------
+
+
+def test_a_full_disk_leaves_the_archive_and_the_transcript_as_they_were(monkeypatch):
+    Path("a.jsonl").write_bytes(claude_log())
+    Path("b.jsonl").write_bytes(claude_log(rounds=9))
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    archived, before = Path("originals.jsonl").read_bytes(), Path("b.jsonl").read_bytes()
+
+    def full(fd):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("os.fsync", full)  # where a full disk shows at the latest, for every file written
+        result = run("prune", "-q", "-i", "--archive", "originals.jsonl", "b.jsonl")
+    assert result.exit_code == 5
+    assert result.stderr.startswith("transcompact: error: originals.jsonl: cannot write: No space left on device")
+    assert Path("originals.jsonl").read_bytes() == archived
+    assert Path("b.jsonl").read_bytes() == before
+    assert sorted(p.name for p in Path(".").iterdir()) == ["a.jsonl", "b.jsonl", "originals.jsonl"]
+
+
+def test_a_torn_last_record_from_an_interrupted_write_is_left_out_with_a_warning():
+    Path("a.jsonl").write_bytes(claude_log())
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    good = Path("originals.jsonl").read_bytes()
+    Path("originals.jsonl").write_bytes(good + b'{"kind": "line", "file": "b.jsonl", "pruned_sha')  # an older writer, a full disk
+    lines = good.count(b"\n") + 1
+    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines()[0] == (f"originals.jsonl:{lines}: warning: left out a last line that was cut short "
+                                             "(an earlier write did not finish)")
+    assert result.stdout_bytes == claude_log()
+    # The next prune drops the torn line: the archive is whole again.
+    Path("b.jsonl").write_bytes(claude_log(rounds=9))
+    assert run("prune", "-q", "--archive", "originals.jsonl", "b.jsonl").exit_code == 0
+    assert Path("originals.jsonl").read_bytes().startswith(good)
+    assert archive.read("originals.jsonl").torn_line is None
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("original", None, "`original` must be a string, not null"),
+    ("original", 7, "`original` must be a string, not a number"),
+    ("kind", ["line"], "`kind` must be a string, not an array"),
+    ("kind", "result", "`kind` must be one of line, removed-line, message, not 'result'"),
+    ("tool_call_ids", "toolu_01", "`tool_call_ids` must be a list of strings, not a string"),
+    ("line", 0, "`line` must be a line number, not a number"),
+    ("pruned_sha256", "abc", "`pruned_sha256` must be a SHA-256 in hex, not a string"),
+    ("keep", None, "`keep` is missing"),
+])
+def test_a_changed_archive_record_is_an_input_error_naming_its_line(field, value, message):
+    Path("a.jsonl").write_bytes(claude_log())
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    lines = Path("originals.jsonl").read_bytes().splitlines()
+    record = json.loads(lines[1])
+    assert record["kind"] == "line"
+    if value is None and field == "keep":
+        del record[field]
+    else:
+        record[field] = value
+    lines[1] = orjson.dumps(record)
+    Path("originals.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    for args in (["expand", "--archive", "originals.jsonl", "a.jsonl"], ["prune", "--archive", "originals.jsonl", "a.jsonl"]):
+        result = run(*args)
+        assert result.exit_code == 3
+        assert result.stderr.splitlines()[0] == f"transcompact: error: originals.jsonl:2: archive record: {message}"
+
+
+def test_a_malformed_archive_line_names_the_line():
+    Path("a.jsonl").write_text('{"kind": "result"}\n')
+    Path("originals.jsonl").write_text('[]\n{oops\n')
+    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    assert result.exit_code == 3
+    assert result.stderr.startswith("transcompact: error: originals.jsonl:1: an archive record must be an object, not an array")
+    Path("originals.jsonl").write_text('{oops\n{}\n')
+    assert run("expand", "--archive", "originals.jsonl", "a.jsonl").stderr.startswith(
+        "transcompact: error: originals.jsonl:1:2: malformed JSON line: ")
+
+
+def test_records_that_do_not_give_back_what_prune_read_are_refused():
+    Path("a.jsonl").write_bytes(claude_log())
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    text = Path("originals.jsonl").read_text()
+    Path("originals.jsonl").write_text(text.replace("line 0.1 of the output", "line 0.1 of the FORGED output", 1))
+    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    assert result.exit_code == 3
+    assert result.stderr.startswith("transcompact: error: a.jsonl: the archive's records for it do not give back what "
+                                    "prune read: the archive was changed")

@@ -1,0 +1,238 @@
+"""Every rule of `check`: a small transcript that breaks it and one that keeps it, and check's speed."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from transcompact import load
+from transcompact.check import ERROR, RULES, WARNING, check, errors
+from transcompact.model import USER, Message, Text, Transcript
+
+SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
+
+
+def anthropic(*messages, **request) -> Transcript:
+    return load(json.dumps({**request, "messages": list(messages)}).encode(), "request.json", format="anthropic")
+
+
+def openai(*messages) -> Transcript:
+    return load(json.dumps(list(messages)).encode(), "chat.json", format="openai")
+
+
+def claude_code(*entries: dict) -> Transcript:
+    """A Claude Code log: each entry a line, chained to the one before unless it names its parent."""
+    lines, parent = [], None
+    for n, entry in enumerate(entries, 1):
+        line = {
+            "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/work",
+            "sessionId": SESSION, "version": "2.1.20", "uuid": f"00000000-0000-4000-8000-{n:012d}",
+            "timestamp": f"2026-11-01T10:00:{n:02d}.000Z", **entry,
+        }
+        lines.append({k: v for k, v in line.items() if v is not ...})  # `...` leaves a field out
+        parent = line["uuid"]
+    data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
+    return load(data, f"{SESSION}.jsonl", format="claude-code")
+
+
+def user(content) -> dict:
+    return {"role": "user", "content": content}
+
+
+def assistant(content) -> dict:
+    return {"role": "assistant", "content": content}
+
+
+def tool_use(call_id: str, **extra) -> dict:
+    return {"type": "tool_use", "id": call_id, "name": "bash", "input": {"command": "ls"}, **extra}
+
+
+def tool_result(call_id: str) -> dict:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": "README.md"}
+
+
+def text(value: str, **extra) -> dict:
+    return {"type": "text", "text": value, **extra}
+
+
+def thinking(value: str = "Let me look.", signature: str | None = "sig") -> dict:
+    return {"type": "thinking", "thinking": value, **({"signature": signature} if signature is not None else {})}
+
+
+def server_call(call_id: str) -> dict:
+    return {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": {"query": "rfc 9110"}}
+
+
+def server_result(call_id: str) -> dict:
+    return {"type": "web_search_tool_result", "tool_use_id": call_id, "content": []}
+
+
+def openai_call(call_id: str, name: str = "ls") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def log_user(content, **extra) -> dict:
+    return {"type": "user", "message": user(content), **extra}
+
+
+def log_assistant(content, message_id: str = "msg_1", **extra) -> dict:
+    return {"type": "assistant", "message": {"id": message_id, **assistant(content)}, **extra}
+
+
+THINKING_ON = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 1024}}
+THINKING_OFF = {"model": "claude-sonnet-4-5", "max_tokens": 4096}
+INTERLEAVED = [thinking("Search first."), server_call("srvtoolu_1"), server_result("srvtoolu_1"),
+               thinking("Now the second one."), server_call("srvtoolu_2"), server_result("srvtoolu_2"), text("Both say GET is safe.")]
+
+
+def many(count: int) -> Transcript:
+    return Transcript("anthropic", "anthropic", (Message(USER, (Text("hi"),)),) * count)
+
+
+# (rule, the transcript, the path it is checked under): each failing case breaks its rule, the
+# passing case beside it is the nearest transcript that keeps it.
+FAILING = [
+    pytest.param("A1", lambda: anthropic(user("go"), assistant("ok"), user([tool_result("toolu_gone")])), None, id="A1-orphan"),
+    pytest.param("A2", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")]), user("and?")), None, id="A2-unanswered"),
+    pytest.param("A2", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")])), None, id="A2-ends-on-call"),
+    pytest.param("A3", lambda: anthropic(user("go"), assistant([server_call("srvtoolu_1"), text("found")]), user("and?")), None, id="A3-no-result"),
+    pytest.param("A3", lambda: anthropic(user("go"), assistant([server_result("srvtoolu_1"), text("found")])), None, id="A3-result-first"),
+    pytest.param("A4", lambda: anthropic(user("go"), assistant([text("Hmm."), thinking(), text("ok")])), None, id="A4-text-before"),
+    pytest.param("A4", lambda: anthropic(user("go"), assistant([thinking(), text("ok"), thinking()])), None, id="A4-thinking-last"),
+    pytest.param("A4", lambda: anthropic(user("go"), assistant([thinking(signature=None), text("ok")])), None, id="A4-unsigned"),
+    pytest.param("A4", lambda: anthropic(user("go"), assistant([text("ok"), tool_use("toolu_1")]), user([tool_result("toolu_1")]), **THINKING_ON),
+                 None, id="A4-tool-loop-without-thinking"),
+    pytest.param("A4", lambda: anthropic(user("go"), assistant([thinking(), text("ok")]), **THINKING_OFF), None, id="A4-disabled-final"),
+    pytest.param("A5", lambda: anthropic(user("go"), assistant([text(" \n"), text("ok")]), user("more")), None, id="A5-blank-text"),
+    pytest.param("A5", lambda: anthropic(user("go"), assistant([]), user("more")), None, id="A5-empty-message"),
+    pytest.param("A6", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")]), user([tool_result("toolu_1")]),
+                                         assistant([tool_use("toolu_1")]), user([tool_result("toolu_1")])), None, id="A6-twice"),
+    pytest.param("A6", lambda: anthropic(user("go"), assistant([tool_use("call:1")]), user([tool_result("call:1")])), None, id="A6-pattern"),
+    pytest.param("A6", lambda: anthropic(user("go"), assistant([tool_use("toolu_1\n")]), user([tool_result("toolu_1\n")])), None,
+                 id="A6-final-newline"),
+    pytest.param("A7", lambda: anthropic(assistant("Hello."), user("hi")), None, id="A7-assistant-first"),
+    pytest.param("A8", lambda: anthropic(user("go"), {"role": "tool", "content": "x"}, user("more")), None, id="A8-role"),
+    pytest.param("A9", lambda: anthropic(user([text(f"part {n}", cache_control={"type": "ephemeral"}) for n in range(5)])), None, id="A9-five"),
+    pytest.param("A10", lambda: anthropic(user("go"), assistant([{**tool_use("toolu_1"), "input": "ls"}]), user([tool_result("toolu_1")])),
+                 None, id="A10-input-string"),
+    pytest.param("A10", lambda: anthropic(user([text("see"), {"type": "image", "source": {"type": "base64", "data": "iVBORw0KGgo="}}])),
+                 None, id="A10-no-media-type"),
+    pytest.param("A11", lambda: many(100_001), None, id="A11-too-many"),
+    pytest.param("O1", lambda: openai(user("go"), {"role": "assistant", "content": None, "tool_calls": [openai_call("call_1")]}, user("and?")),
+                 None, id="O1-unanswered"),
+    pytest.param("O1", lambda: openai(user("go"), {"role": "assistant", "content": None, "tool_calls": [openai_call("call_1"), openai_call("call_1")]},
+                                      {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+                                      {"role": "tool", "tool_call_id": "call_1", "content": "b"}), None, id="O1-id-twice-in-message"),
+    pytest.param("O2", lambda: openai(user("go"), assistant("ok"), {"role": "tool", "tool_call_id": "call_gone", "content": "a"}), None, id="O2-orphan"),
+    pytest.param("O3", lambda: openai(user("go"), {"role": "assistant", "content": None}, user("and?")), None, id="O3-null"),
+    pytest.param("O4", lambda: openai(user("go"), {"role": "assistant", "content": None, "function_call": {"name": "ls", "arguments": "{}"}},
+                                      user("and?")), None, id="O4-unanswered"),
+    pytest.param("O5", lambda: openai(user("go"), assistant("ok"), {"role": "exit", "content": "done"}), None, id="O5-role"),
+    pytest.param("O5", lambda: openai(user("go"), assistant([{"type": "image_url", "image_url": {"url": "https://x/y.png"}}])), None, id="O5-part"),
+    pytest.param("C1", lambda: claude_code(log_user("go"), log_assistant([text("ok")])), "session.jsonl", id="C1-name"),
+    pytest.param("C2", lambda: claude_code(log_user("go"), log_assistant([text("ok")], sessionId=...)), None, id="C2-field"),
+    pytest.param("C3", lambda: claude_code(log_user("go", parentUuid="00000000-0000-4000-8000-999999999999"), log_assistant([text("ok")])),
+                 None, id="C3-missing-parent"),
+    pytest.param("C5", lambda: claude_code({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"},
+                                           log_user("Summary: ..."), log_assistant([text("ok")])), None, id="C5-no-summary"),
+    pytest.param("C6", lambda: claude_code(log_user("go", isSidechain=True), log_assistant([text("ok")])), None, id="C6-sidechain"),
+]
+
+PASSING = [
+    pytest.param("A1", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")]), user([tool_result("toolu_1")])), None, id="A1"),
+    pytest.param("A2", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")]), user([tool_result("toolu_1"), text("and?")])), None, id="A2"),
+    pytest.param("A3", lambda: anthropic(user("go"), assistant([server_call("srvtoolu_1"), server_result("srvtoolu_1"), text("found")]), user("and?")),
+                 None, id="A3"),
+    pytest.param("A4", lambda: anthropic(user("go"), assistant([thinking(), text("ok"), tool_use("toolu_1")]), user([tool_result("toolu_1")]),
+                                         **THINKING_ON), None, id="A4-tool-loop"),
+    pytest.param("A5", lambda: anthropic(user("go"), assistant([text("ok")]), user("more")), None, id="A5"),
+    pytest.param("A6", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")]), user([tool_result("toolu_1")]),
+                                         assistant([tool_use("toolu_2")]), user([tool_result("toolu_2")])), None, id="A6"),
+    pytest.param("A7", lambda: anthropic(user("hi"), assistant("Hello."), user("bye")), None, id="A7"),
+    pytest.param("A8", lambda: anthropic(user("go"), assistant("ok"), user("more")), None, id="A8"),
+    pytest.param("A9", lambda: anthropic(user([text(f"part {n}", cache_control={"type": "ephemeral"}) for n in range(4)])), None, id="A9"),
+    pytest.param("A10", lambda: anthropic(user("go"), assistant([tool_use("toolu_1")]), user([tool_result("toolu_1")])), None, id="A10"),
+    pytest.param("A11", lambda: many(100_000), None, id="A11"),
+    pytest.param("O1", lambda: openai(user("go"), {"role": "assistant", "content": None, "tool_calls": [openai_call("call_1"), openai_call("call_2")]},
+                                      {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+                                      {"role": "tool", "tool_call_id": "call_2", "content": "b"}), None, id="O1"),
+    pytest.param("O1", lambda: openai(user("go"), {"role": "assistant", "content": None, "tool_calls": [openai_call("call_1")]},
+                                      {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+                                      {"role": "assistant", "content": None, "tool_calls": [openai_call("call_1")]},
+                                      {"role": "tool", "tool_call_id": "call_1", "content": "b"}), None, id="O1-same-id-in-another-message"),
+    pytest.param("O2", lambda: openai(user("go"), {"role": "assistant", "content": None, "tool_calls": [openai_call("call_1")]},
+                                      {"role": "tool", "tool_call_id": "call_1", "content": "a"}), None, id="O2"),
+    pytest.param("O3", lambda: openai(user("go"), {"role": "assistant", "content": "ok"}, user("and?")), None, id="O3"),
+    pytest.param("O4", lambda: openai(user("go"), {"role": "assistant", "content": None, "function_call": {"name": "ls", "arguments": "{}"}},
+                                      {"role": "function", "name": "ls", "content": "a"}), None, id="O4"),
+    pytest.param("O5", lambda: openai({"role": "developer", "content": "Be brief."}, user("go"), assistant("ok")), None, id="O5"),
+    pytest.param("C1", lambda: claude_code(log_user("go"), log_assistant([text("ok")])), f"{SESSION}.jsonl", id="C1"),
+    pytest.param("C2", lambda: claude_code(log_user("go"), log_assistant([text("ok")])), None, id="C2"),
+    pytest.param("C3", lambda: claude_code(log_user("go"), log_assistant([text("ok")])), None, id="C3"),
+    pytest.param("C5", lambda: claude_code({"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"},
+                                           log_user("Summary: ...", isCompactSummary=True), log_assistant([text("ok")])), None, id="C5"),
+    pytest.param("C6", lambda: claude_code(log_user("go"), log_assistant([text("ok")])), None, id="C6"),
+]
+
+
+@pytest.mark.parametrize("rule, make, path", FAILING)
+def test_a_transcript_that_breaks_a_rule_is_reported_under_its_id(rule, make, path):
+    reported = {v.rule: v.severity for v in check(make(), path=path)}
+    assert rule in reported
+    assert reported[rule] == (WARNING if rule in ("C1", "C6") else ERROR)
+
+
+@pytest.mark.parametrize("rule, make, path", PASSING)
+def test_the_nearest_transcript_that_keeps_the_rule_has_no_error(rule, make, path):
+    violations = check(make(), path=path)
+    assert rule not in {v.rule for v in violations}
+    assert errors(violations) == []
+
+
+def test_every_rule_has_a_failing_and_a_passing_case():
+    assert {case.values[0] for case in FAILING} == set(RULES)
+    assert {case.values[0] for case in PASSING} == set(RULES)
+
+
+def test_interleaved_thinking_in_one_assistant_message_is_valid():
+    """The API accepted thinking, a server tool call and its result, thinking again, … text."""
+    assert check(anthropic(user("Is GET safe?"), assistant(INTERLEAVED), user("Thanks."), **THINKING_ON)) == []
+
+
+def test_a_thinking_rule_names_the_block_and_what_is_wrong():
+    late = check(anthropic(user("go"), assistant([text("Hmm."), thinking(), text("ok")]), user("more")))
+    assert [(v.rule, v.index, v.text) for v in late] == [("A4", 1, "a message with thinking must start with a thinking block")]
+    last = check(anthropic(user("go"), assistant([thinking(), text("ok"), thinking()]), user("more")))
+    assert [(v.rule, v.index, v.text) for v in last] == [("A4", 1, "a thinking block cannot end its message")]
+
+
+def test_in_a_claude_code_log_a_violation_names_the_line_of_its_block():
+    log = claude_code(log_user("go"), log_assistant([text("\n\n")]), log_assistant([thinking()]), log_assistant([text("ok")]))
+    assert [(v.rule, v.line, v.text) for v in errors(check(log))] == [
+        ("A5", 2, "whitespace-only text block"),
+        ("A4", 3, "a message with thinking must start with a thinking block"),
+    ]
+
+
+# --- linear time ----------------------------------------------------------------------------
+
+
+def best_time(work, repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def grows_linearly(make, work, size: int) -> tuple[float, float]:
+    small, large = make(size), make(4 * size)
+    return best_time(lambda: work(small)), best_time(lambda: work(large))
+
+
+def test_check_takes_linear_time_over_consecutive_messages_of_one_role():
+    small, large = grows_linearly(many, check, 10_000)
+    assert large / small <= 6, (small, large)

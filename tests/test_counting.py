@@ -1,0 +1,184 @@
+"""The count a user sees: anchored on the usage a transcript recorded, reused for its rewrites,
+and what an Anthropic server-side compaction leaves the API to read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact import dump
+from transcompact.cli import cli
+from transcompact.estimate import Options, basis, estimate, tokens_per_message, transcript_tokens
+from transcompact.formats import load
+
+from .conftest import CORPUS, FIXTURES
+from .test_estimate import formula
+from .test_estimate_cli import usage_log
+
+CONTENT = Options(count="content")
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, list(args), env=env, prog_name="transcompact")
+
+
+def usage_transcript(overhead: int = 12_000, ratio: float = 0.31, shape: str = "anthropic"):
+    """A conversation whose responses recorded usage, and one user message after the last of them."""
+    data = usage_log(overhead, ratio, shape=shape) + json.dumps({"role": "user", "content": "And now the tests, please."}).encode() + b"\n"
+    return load(data, "log.jsonl")
+
+
+# --- the anchor ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["anthropic", "openai"])
+def test_the_default_count_is_the_last_recorded_context_plus_what_came_after(shape):
+    transcript = usage_transcript(shape=shape)
+    report, content = estimate(transcript), estimate(transcript, CONTENT)
+    recorded = report.recorded
+    assert (recorded.message, recorded.output) == (23, 9)
+    after = sum(m.tokens for m in content.per_message[recorded.message + 1:])
+    assert report.tokens == recorded.context + after
+    assert report.method == "recorded usage at message 23 + chars × 0.25 + 4 per message of 1 message after"
+    # The hidden overhead is reported as overhead; everything else is the content estimate.
+    assert report.by_kind["overhead"] - content.by_kind["overhead"] == report.tokens - content.tokens > 10_000
+    assert {k: v for k, v in report.by_kind.items() if k != "overhead"} == {
+        k: v for k, v in content.by_kind.items() if k != "overhead"}
+    assert sum(report.by_kind.values()) == report.tokens == report.per_message[-1].running
+    assert [m.tokens for m in report.per_message] == [m.tokens for m in content.per_message] == tokens_per_message(transcript)
+    assert transcript_tokens(transcript) == report.tokens
+    assert content.tokens == formula(transcript) and content.method == "chars × 0.25 + 4 per message"
+
+
+def test_the_anchor_holds_for_a_tokenizer_too():
+    transcript = usage_transcript()
+    report = estimate(transcript, Options(tokenizer="o200k"))
+    content = estimate(transcript, Options(tokenizer="o200k", count="content"))
+    assert report.tokens == report.recorded.context + content.per_message[-1].tokens
+    assert report.method.startswith("recorded usage at message 23 + tiktoken o200k_base")
+
+
+def test_a_transcript_without_usage_is_counted_by_its_content():
+    transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    assert estimate(transcript) == estimate(transcript, CONTENT)
+    assert basis(transcript).overhead == 0 and basis(transcript).anchor is None
+
+
+def test_an_estimator_that_counts_more_than_was_recorded_never_gives_a_negative_total():
+    transcript = usage_transcript(overhead=0, ratio=0.1)  # the API counted less than chars × 0.25
+    report = estimate(transcript)
+    assert report.by_kind["overhead"] < estimate(transcript, CONTENT).by_kind["overhead"]
+    assert report.tokens == report.recorded.context + report.per_message[-1].tokens
+    tail = transcript.with_messages(transcript.messages[-1:])
+    counted = estimate(tail, basis=basis(transcript))
+    assert counted.tokens == transcript_tokens(tail, basis=basis(transcript)) == 0
+    assert sum(counted.by_kind.values()) == 0 and all(m.running >= 0 for m in counted.per_message)
+
+
+# --- one basis for a transcript and its rewrites --------------------------------------------
+
+
+def test_a_rewrite_is_counted_on_its_inputs_scale():
+    transcript = usage_transcript()
+    scale = basis(transcript)
+    assert scale.anchor == 23 and scale.overhead == estimate(transcript).tokens - estimate(transcript, CONTENT).tokens
+    rewritten = transcript.with_messages(transcript.messages[-5:])
+    expected = scale.overhead + estimate(rewritten, CONTENT).tokens
+    assert transcript_tokens(rewritten, basis=scale) == estimate(rewritten, basis=scale).tokens == expected
+    # Left to itself, the rewrite would anchor on usage that counted the messages it no longer has.
+    assert transcript_tokens(rewritten) > expected
+
+
+def test_a_calibration_fitted_on_the_input_counts_the_rewrite():
+    transcript = usage_transcript()
+    options = Options(calibrate=True)
+    fit = basis(transcript, options)
+    rewritten = transcript.with_messages(transcript.messages[-5:])
+    report = estimate(rewritten, options, basis=fit)
+    assert report.calibration == fit.calibration and report.method == fit.method
+    chars = sum(len(b.text) for m in rewritten.messages for b in m.blocks)
+    assert report.tokens == transcript_tokens(rewritten, options, fit) == round(
+        fit.calibration.overhead + fit.calibration.ratio * chars)
+
+
+def test_calibrate_without_enough_usage_says_so_and_keeps_the_anchor():
+    one_response = load(usage_log(5_000, 0.3, turns=1), "one.jsonl")
+    report = estimate(one_response, Options(calibrate=True))
+    assert report.calibration is None and "1 found" in report.notes[0]
+    assert report.tokens == estimate(one_response).tokens == report.recorded.context
+
+
+# --- the corpus ------------------------------------------------------------------------------
+
+SYNTHETIC_USAGE = {"agentsessions-claude-schema-fixture-small.jsonl"}  # an upstream schema fixture: 10 input tokens
+
+
+def corpus_logs() -> list:
+    return [pytest.param(p, id=p.name) for p in sorted(CORPUS.glob("claude-code/*.jsonl"))] if CORPUS.is_dir() else []
+
+
+@pytest.mark.parametrize("path", corpus_logs())
+def test_a_claude_code_log_is_counted_near_the_usage_it_recorded_last(path):
+    transcript = load(path.read_bytes(), str(path))
+    report, content = estimate(transcript), estimate(transcript, CONTENT)
+    recorded = report.recorded
+    assert report.tokens == recorded.context + sum(m.tokens for m in content.per_message[recorded.message + 1:])
+    if path.name not in SYNTHETIC_USAGE:
+        assert recorded.context <= report.tokens <= 1.05 * recorded.context
+        assert report.tokens > 1.5 * content.tokens  # what the log never shows: system prompt, tool schemas
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_count_content_on_the_command_line_and_in_the_environment(in_root):
+    path = "fixtures/claude-code/broken-session.jsonl"
+
+    def report(*args, **env):
+        return json.loads(run("estimate", "--json", *args, path, env=env).stdout)["files"][0]
+
+    anchored = report()
+    assert anchored["method"] == "recorded usage at message 3 + chars × 0.25 + 4 per message of 1 message after"
+    content = report("--count", "content")
+    assert content == report(TRANSCOMPACT_COUNT="content")
+    assert content["tokens"] == formula(load((FIXTURES / "claude-code/broken-session.jsonl").read_bytes())) < anchored["tokens"]
+    refused = run("estimate", "--calibrate", "--count", "content", path)
+    assert refused.exit_code == 2 and "cannot be combined with --count content" in refused.stderr
+
+
+# --- Anthropic server-side compaction --------------------------------------------------------
+
+COMPACTED = FIXTURES / "anthropic/server-compaction.json"
+
+
+def body() -> dict:
+    return json.loads(COMPACTED.read_text())
+
+
+def test_a_request_is_counted_from_its_last_compaction_block():
+    data = COMPACTED.read_bytes()
+    transcript = load(data, str(COMPACTED))
+    report = estimate(transcript)
+    assert [m.tokens for m in report.per_message[:5]] == [0] * 5 == tokens_per_message(transcript)[:5]
+    assert report.notes == ("counted from the compaction block in message 5: the API ignores everything before the "
+                            "last one (5 earlier messages not counted)",)
+    # The same as counting what the API reads: the summary as text, then what follows it.
+    seen = body()
+    seen["messages"] = seen["messages"][5:]
+    seen["messages"][0]["content"][0] = {"type": "text", "text": seen["messages"][0]["content"][0]["content"]}
+    assert report.tokens == estimate(load(json.dumps(seen).encode())).tokens
+    everything = body()
+    everything["messages"][5]["content"][0] = seen["messages"][0]["content"][0]
+    assert estimate(load(json.dumps(everything).encode())).tokens > report.tokens + 500  # the module read before it
+    assert dump(transcript, data) == data
+
+
+def test_only_the_last_compaction_block_counts_and_a_failed_one_is_empty():
+    later = body()
+    later["messages"][7]["content"].insert(0, {"type": "compaction", "content": None})
+    transcript = load(json.dumps(later).encode())
+    report = estimate(transcript)
+    assert [m.tokens for m in report.per_message] == [0] * 7 + [4 + int(len(later["messages"][7]["content"][1]["text"]) * 0.25), 7]
+    assert "message 7" in report.notes[0]

@@ -1,0 +1,170 @@
+"""Reading bytes so that they can be written back: byte-order marks, numbers as written, nesting
+that can be written, and UTF-8 errors named where they are."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from transcompact.cli import cli
+from transcompact.errors import ExitCode, ParseError
+from transcompact.formats import dump, load
+from transcompact.jsondata import BOM, MAX_DEPTH
+
+from .test_archive import claude_log
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+
+
+def run(*args: str, input: bytes | None = None):
+    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def request(*messages: dict, **fields) -> dict:
+    """An Anthropic request body whose third message holds a long tool result, so that prune rewrites it."""
+    loop = [
+        {"role": "user", "content": "Read it."},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read", "input": {"n": 1}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x" * 5000}]},
+        {"role": "assistant", "content": "Read."},
+    ]
+    return {"system": "s", **fields, "messages": [*loop, *messages, {"role": "user", "content": "Thanks."}]}
+
+
+PRUNE_ALL = ("prune", "-q", "--keep-last", "0", "--hard-clear-after", "0")
+
+
+# --- numbers are written back as they were written ----------------------------------------------
+
+NUMBERS = (b'{"big": 123456789012345678901234567890, "negative": -99999999999999999999, "u64": 18446744073709551615,'
+           b' "exponent": 1e5, "upper": 1E+05, "zeros": 1.50, "long": 0.1000000000000000055511151231257827,'
+           b' "plain": 1.0, "tiny": 5e-324}')
+
+
+def test_numbers_beside_a_rewritten_field_keep_their_text():
+    body = orjson.dumps(request()).replace(b'"system":"s",', b'"system":"s","metadata":' + NUMBERS + b",")
+    body = body.replace(b'"input":{"n":1}', b'"input":{"n":1,"seed":98765432109876543210987}')
+    open("big.json", "wb").write(body)
+    result = run(*PRUNE_ALL, "big.json")
+    assert result.exit_code == 0, result.stderr
+    assert b"[Tool output cleared" in result.stdout_bytes  # the document was written again
+    assert NUMBERS.replace(b": ", b":").replace(b", ", b",") in result.stdout_bytes
+    assert b'"seed":98765432109876543210987' in result.stdout_bytes
+
+
+def test_a_big_integer_in_a_rewritten_jsonl_line_survives():
+    lines = [orjson.dumps(m) for m in request()["messages"]]
+    lines[2] = lines[2][:-1] + b',"usage":{"id":123456789012345678901234567890,"cost":1e-05}}'
+    open("chat.jsonl", "wb").write(b"\n".join(lines) + b"\n")
+    result = run(*PRUNE_ALL, "chat.jsonl")
+    assert result.exit_code == 0, result.stderr
+    rewritten = result.stdout_bytes.splitlines()[2]
+    assert b"[Tool output cleared" in rewritten
+    assert rewritten.endswith(b'"usage":{"id":123456789012345678901234567890,"cost":1e-05}}')
+
+
+# --- a byte-order mark is read and written back ------------------------------------------------
+
+
+@pytest.mark.parametrize("name, data", [
+    ("request.json", orjson.dumps(request(), option=orjson.OPT_INDENT_2) + b"\n"),
+    ("chat.jsonl", b"\n".join(orjson.dumps(m) for m in request()["messages"]) + b"\n"),
+    ("session.jsonl", claude_log()),
+])
+def test_a_byte_order_mark_is_kept(name, data):
+    open(name, "wb").write(BOM + data)
+    assert run("check", name).exit_code == ExitCode.OK
+    assert run("repair", "-q", name).stdout_bytes == BOM + data  # nothing to repair: the same bytes
+    pruned = run(*PRUNE_ALL, name).stdout_bytes
+    assert pruned.startswith(BOM) and not pruned[3:].startswith(BOM)
+    assert load(pruned, name).format == load(data, name).format
+
+
+def test_a_byte_order_mark_before_a_rewritten_first_line_is_kept():
+    messages = request()["messages"]
+    lines = [orjson.dumps(m) for m in [messages[1], messages[2], *messages[1:]]]  # the first line is a result
+    data = BOM + b"\n".join(lines)
+    transcript = load(data, "chat.jsonl")
+    emptied = transcript.with_messages([transcript.messages[0].with_blocks(()), *transcript.messages[1:]])
+    out = dump(emptied, data)
+    assert out.startswith(BOM + b'{"role":"assistant","content":[]}')
+
+
+# --- nesting: what cannot be written is refused when read ---------------------------------------
+
+
+def nested(depth: int) -> bytes:
+    """A request whose first message holds a value that makes the document `depth` levels deep."""
+    inner = b"[" * (depth - 3) + b"]" * (depth - 3)  # the body, `messages` and a message are the first three
+    return orjson.dumps(request()).replace(b'"content":"Read it."', b'"content":"Read it.","x":' + inner, 1)
+
+
+@pytest.mark.parametrize("command", [
+    ["estimate"], ["check"], ["cut-point"], ["repair"], [*PRUNE_ALL], ["compact", "-q", "--emergency", "--force"],
+])
+def test_the_deepest_writable_nesting_goes_through_every_command(command):
+    open("deep.json", "wb").write(nested(MAX_DEPTH))
+    result = run(*command, "deep.json")
+    assert result.exit_code in (ExitCode.OK, ExitCode.VIOLATIONS), result.stderr
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1024, 1025, 5000])
+@pytest.mark.parametrize("command", [["estimate"], ["check"], ["cut-point"], ["repair"], ["prune"], ["compact", "--emergency"]])
+def test_nesting_too_deep_to_write_is_an_input_error_naming_where(command, depth):
+    open("deep.json", "wb").write(nested(depth))
+    result = run(*command, "deep.json")
+    assert result.exit_code == ExitCode.INPUT
+    column = nested(depth).index(b"[" * (MAX_DEPTH - 2)) + MAX_DEPTH - 3 + 1  # the bracket that is one too many
+    assert result.stderr == (f"transcompact: error: deep.json:1:{column}: JSON nested deeper than {MAX_DEPTH} levels, "
+                             "which transcompact cannot write back\n")
+
+
+def test_nesting_too_deep_in_a_jsonl_line_names_the_line():
+    lines = [orjson.dumps(m) for m in request()["messages"]]
+    lines[3] = b'{"role":"assistant","content":"Read.","x":' + b"[" * 300 + b"]" * 300 + b"}"
+    with pytest.raises(ParseError) as raised:
+        load(b"\n".join(lines), "chat.jsonl")
+    assert str(raised.value) == f"chat.jsonl:4:{43 + MAX_DEPTH - 1}: JSON nested deeper than {MAX_DEPTH} levels, which transcompact cannot write back"
+
+
+def test_tool_arguments_nested_too_deep_stay_the_string_they_are():
+    arguments = "[" * 300 + "]" * 300
+    body = {"messages": [{"role": "user", "content": "go"},
+                         {"role": "assistant", "content": None, "tool_calls": [
+                             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]},
+                         {"role": "tool", "tool_call_id": "c1", "content": "y" * 5000},
+                         {"role": "user", "content": "ok"}]}
+    open("deep-args.json", "wb").write(orjson.dumps(body))
+    assert run("estimate", "deep-args.json").exit_code == 0
+    result = run(*PRUNE_ALL, "--clear-tool-inputs", "deep-args.json")
+    assert result.exit_code == 0, result.stderr
+
+
+# --- UTF-8 --------------------------------------------------------------------------------------
+
+
+def test_invalid_utf8_in_a_document_names_its_line_and_byte():
+    data = orjson.dumps(request(), option=orjson.OPT_INDENT_2).replace(b'"Read."', b'"Re\xffad."')
+    open("latin.json", "wb").write(data)
+    result = run("check", "latin.json")
+    assert result.exit_code == ExitCode.INPUT
+    offset = data.index(b"\xff")
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - data.rindex(b"\n", 0, offset)
+    assert result.stderr.splitlines() == [
+        f"transcompact: error: latin.json:{line}:{column}: not valid UTF-8: byte 0xff at byte offset {offset}",
+        "hint: transcripts are read as UTF-8; convert the file first",
+    ]
+
+
+def test_invalid_utf8_in_a_jsonl_line_names_that_line():
+    data = b'{"role":"user","content":"a"}\n{"role":"assistant","content":"caf\xe9"}\n'
+    result = run("check", input=data)
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.splitlines()[0] == "transcompact: error: <stdin>:2:35: not valid UTF-8: byte 0xe9 at byte offset 64"
