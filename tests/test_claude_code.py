@@ -260,3 +260,11 @@ def test_claude_code_resumes_our_compaction_as_written(path):
                for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
     # So the stale pre-compaction usage no longer anchors the count of the compacted log.
     assert estimate(load(out, str(path))).recorded is None
+
+
+def test_a_line_whose_type_is_not_a_string_is_read_past():
+    data = (b'{"sessionId":"s","uuid":"u","type":{}}\n'
+            b'{"sessionId":"s","uuid":"v","parentUuid":null,"type":"user","timestamp":"2025-01-01T00:00:00Z",'
+            b'"message":{"role":"user","content":"hi"}}\n')
+    transcript = load(data, "odd.jsonl")
+    assert [m.role for m in transcript.messages] == ["user"] and dump(transcript, data) == data

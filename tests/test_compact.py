@@ -381,3 +381,10 @@ def test_the_last_state_and_real_errors_only():
     traceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\nKeyError: 'x'\n"
     assert error_lines(traceback, failed=False) == ["KeyError: 'x'"]
     assert error_lines("Exit code 2\nmake: *** [all] Error 2\n", failed=True)[0] == "make: *** [all] Error 2"
+
+
+def test_a_compacted_transcript_that_fits_the_window_is_left_alone():
+    once = run("--emergency", "--keep-recent-tokens", "1000", str(LONG))
+    again = run("--emergency", "-", input=once.stdout_bytes)  # the default window holds all of it
+    assert again.exit_code == 0 and again.stdout_bytes == once.stdout_bytes
+    assert "not compacted" in again.stderr

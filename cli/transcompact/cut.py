@@ -97,6 +97,8 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
     """
     messages = transcript.messages
     total = sum(tokens)
+    if sum(tokens[first:]) <= keep_recent_tokens:  # everything fits: nothing is old
+        return Cut(first, len(messages), total - sum(tokens[first:]), sum(tokens[first:]), False, first)
     recent = 0
     best = None
     for index in range(len(messages) - 1, first, -1):

@@ -55,12 +55,18 @@ class _Origin:
     cleared: Mapping[str, ToolResult] = field(default_factory=dict)  # by tool id: results read as the microcompact placeholder
 
 
+def line_type(value: dict) -> str | None:
+    """A line's `type`, when it is a string (a hand-edited log may hold anything there)."""
+    kind = value.get("type")
+    return kind if isinstance(kind, str) else None
+
+
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     if parsed.records is None or messages_path is not None:
         return False
     values = parsed.values()
     return all(isinstance(v, dict) for v in values) and any(
-        "sessionId" in v and isinstance(v.get("uuid"), str) and v.get("type") in TRANSCRIPT_TYPES for v in values
+        "sessionId" in v and isinstance(v.get("uuid"), str) and line_type(v) in TRANSCRIPT_TYPES for v in values
     )
 
 
@@ -82,7 +88,7 @@ def find_chain(records: list[tuple[bytes, Any]]) -> tuple[tuple[int, ...], int |
     by_uuid: dict[str, int] = {}
     parents: set[str] = set()
     for index, (_, value) in enumerate(records):
-        if isinstance(value, dict) and isinstance(value.get("uuid"), str) and value.get("type") in TRANSCRIPT_TYPES:
+        if isinstance(value, dict) and isinstance(value.get("uuid"), str) and line_type(value) in TRANSCRIPT_TYPES:
             by_uuid[value["uuid"]] = index
             parent = value.get("parentUuid")
             if isinstance(parent, str):
@@ -93,7 +99,7 @@ def find_chain(records: list[tuple[bytes, Any]]) -> tuple[tuple[int, ...], int |
             continue
         # From a leaf, walk back to the nearest user or assistant entry: that is the resume point.
         node, seen = index, set()
-        while records[node][1].get("type") not in MESSAGE_TYPES:
+        while line_type(records[node][1]) not in MESSAGE_TYPES:
             seen.add(node)
             parent = records[node][1].get("parentUuid")
             node = by_uuid.get(parent) if isinstance(parent, str) else None
@@ -161,7 +167,7 @@ def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: in
     emitted: set[int] = set()
     for index in chain:
         value = records[index][1]
-        if index in emitted or value.get("type") not in MESSAGE_TYPES or not isinstance(value.get("message"), dict):
+        if index in emitted or line_type(value) not in MESSAGE_TYPES or not isinstance(value.get("message"), dict):
             continue
         mid = _message_id(value) if value.get("type") == "assistant" else None
         if mid is None:
