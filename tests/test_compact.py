@@ -60,7 +60,7 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api):
     assert kept == original["messages"][cut:]  # the recent window, verbatim
     assert report["strategy"] == "summary" and report["tokens_after"] < report["tokens_before"]
     assert set(report) == {"file", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
-                           "split_turn", "pruned", "summary_chars", "fallback_reason", "notes"}
+                           "split_turn", "pruned", "summary_chars", "fallback_reason", "notes", "counted_by"}
     assert "[Tool output cleared" not in request.prompt  # the summarizer reads the old part as it was
 
 
@@ -388,3 +388,27 @@ def test_a_compacted_transcript_that_fits_the_window_is_left_alone():
     again = run("--emergency", "-", input=once.stdout_bytes)  # the default window holds all of it
     assert again.exit_code == 0 and again.stdout_bytes == once.stdout_bytes
     assert "not compacted" in again.stderr
+
+
+def big_turn(**turn) -> bytes:
+    return json.dumps({"model": "m", "messages": [{"role": "user", "content": "Go."}, *turn["messages"]]}).encode()
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(big_turn(messages=[{"role": "assistant", "content": "word " * 150_000},
+                                    {"role": "user", "content": "Thanks, now summarize it."}]), id="one-huge-reply"),
+    pytest.param(big_turn(messages=[
+        {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{i:05d}", "name": "read",
+                                           "input": {"path": f"src/file_{i}.py"}} for i in range(10_000)]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i:05d}", "content": "x" * 60}
+                                     for i in range(10_000)]}]), id="ten-thousand-parallel-calls"),
+    pytest.param(big_turn(messages=[{"role": "assistant", "content": "word " * 150_000}]), id="one-huge-last-reply"),
+])
+def test_a_transcript_over_the_budget_always_fits(body, tmp_path):
+    assert estimate(load(body, "big.json")).fraction > 1
+    result = run("-o", str(tmp_path / "out.json"), "-", input=body)
+    assert result.exit_code == 0, result.stderr
+    assert "the emergency mode was used: the estimate is at least 95% of the input budget" in result.stderr
+    assert "summary failed" not in result.stderr
+    out = load((tmp_path / "out.json").read_bytes(), "out.json")
+    assert estimate(out).fraction < 0.95 and not errors(check(out))

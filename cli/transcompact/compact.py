@@ -30,7 +30,8 @@ from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_traje
 from .cut import Cut, starts_turn, window_cut
 from .errors import PostConditionError, ProviderError
 from .formats import claude_code
-from .estimate import EMERGENCY_FRACTION, Basis, Options as EstimateOptions, basis as counting_basis, tokens_per_message, transcript_tokens
+from .estimate import (EMERGENCY_FRACTION, Basis, Options as EstimateOptions, basis as counting_basis, compact_json,
+                       tokens_per_message, transcript_tokens)
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_names
 from .prune import PruneOptions, PruneReport, prune
 from .providers import Provider
@@ -38,6 +39,7 @@ from .summarize import SummaryOptions, summarize
 from .summary_message import SUMMARY_ACK, SUMMARY_PREFIX, Previous, SummaryText, compose, find_previous, is_summary_message, text_of
 
 STRATEGIES = ("none", "prune", "summary", "emergency")
+NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class CompactReport:
     summary_chars: int = 0
     fallback_reason: str | None = None
     notes: tuple[str, ...] = field(default=())
+    counted_by: str = ""  # how both counts were made (the input's scale)
 
     def line(self) -> str:
         if self.strategy == "none":
@@ -92,6 +95,7 @@ class CompactReport:
             "messages_before": self.messages_before, "messages_after": self.messages_after, "cut": self.cut,
             "split_turn": self.split_turn, "pruned": self.pruned.as_dict() if self.pruned else None,
             "summary_chars": self.summary_chars, "fallback_reason": self.fallback_reason, "notes": list(self.notes),
+            "counted_by": self.counted_by,
         }
 
 
@@ -258,7 +262,7 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
     count = len(transcript.messages)
     near_the_window = before >= EMERGENCY_FRACTION * options.budget
     if before <= options.threshold_tokens and not (options.force or options.emergency or near_the_window):
-        return None, CompactReport("none", before, before, count, count)
+        return None, CompactReport("none", before, before, count, count, counted_by=scale.method)
 
     pruned, prune_report = prune(transcript, options.pruning)
     pruned_tokens = transcript_tokens(pruned, options.counting, scale) if pruned != transcript else before
@@ -269,7 +273,7 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
     if options.emergency:
         emergency_reason = "--emergency"
     elif near_the_window:
-        emergency_reason = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
+        emergency_reason = NEAR_THE_WINDOW
     keep = options.summary.keep_recent_tokens
     head = _head(pruned.messages, pruned.dialect)
     cut = window_cut(pruned, keep, tokens_per_message(pruned, options.counting), head)
@@ -336,11 +340,74 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         first = first or attempt
         if transcript_tokens(attempt.transcript, options.counting, scale) <= goal:
             break
-    else:  # what is left is not the window's (the user's text, the hidden overhead): keep the window asked for
-        attempt = first
-        reason = f"{reason}; over the target of {goal:,} tokens even with the smallest window: the window asked for is kept"
-    return _finish(original, attempt, "emergency" if attempt.cut is not None else "prune", before, prune_report,
-                   reason, options, prune_only, scale)
+    else:
+        attempt, reason = _squeezed(attempt, first, goal, options, scale, reason)
+    strategy = "prune" if attempt.transcript is pruned else "emergency"
+    return _finish(original, attempt, strategy, before, prune_report, reason, options, prune_only, scale)
+
+
+TRIMMED = "\n\n[… {count:,} characters trimmed by transcompact to fit the budget …]\n\n"
+
+
+def _squeezed(smallest: Rebuilt, asked: Rebuilt, goal: int, options: CompactOptions, scale: Basis,
+              reason: str) -> tuple[Rebuilt, str]:
+    """The smallest window with its biggest blocks trimmed until the whole fits `goal`: every tool
+    result cleared (and its call's input), thinking removed, then the biggest call inputs emptied,
+    then the longest assistant texts cut to their start and end. The user's text is never cut. When what is not the window (what the
+    format keeps first, the summary, a log's hidden overhead) is over `goal` already, trimming the
+    window is no use: the window asked for is kept, and the reason says so."""
+    count = lambda t: transcript_tokens(t, options.counting, scale)  # noqa: E731
+    transcript = smallest.transcript
+    first = len(transcript.messages) - len(smallest.recent)
+    if count(transcript.with_messages(transcript.messages[:first])) >= goal:
+        return asked, f"{reason}; over the target of {goal:,} tokens before the window: the window asked for is kept"
+    clear_all = replace(options.pruning, keep_last=0, hard_clear_after=0, clear_tool_inputs=True, exclude_tools=frozenset())
+    window = prune(transcript.with_messages(smallest.recent), clear_all)[0]
+    messages = list(without_thinking(window.messages, keep_current=_thinking_enabled(transcript)))
+    for trim in (_clear_call_inputs, _trim_assistant_text):
+        over = count(transcript.with_messages([*transcript.messages[:first], *messages])) - goal
+        if over <= 0:
+            break
+        trim(messages, int(over / max(options.counting.ratio, 0.01)) + 200)
+    rebuilt = replace(smallest, transcript=transcript.with_messages([*transcript.messages[:first], *messages]),
+                      recent=tuple(messages))
+    if count(rebuilt.transcript) > goal:
+        reason = f"{reason}; over the target of {goal:,} tokens: what is left (the user's text, tool calls) cannot be trimmed"
+    return rebuilt, reason
+
+
+def _clear_call_inputs(messages: list[Message], chars: int) -> None:
+    """Empty the biggest tool call inputs (to {}) until `chars` characters are gone; the calls stay."""
+    inputs = sorted(((len(compact_json(b.input)), i, j) for i, m in enumerate(messages) if m.role == ASSISTANT
+                     for j, b in enumerate(m.blocks) if isinstance(b, ToolCall) and b.input != {}), reverse=True)
+    changed: dict[int, list] = {}
+    for size, i, j in inputs:
+        if chars <= 0:
+            break
+        blocks = changed.setdefault(i, list(messages[i].blocks))
+        blocks[j] = replace(blocks[j], input={})
+        chars -= size - 2
+    for i, blocks in changed.items():
+        messages[i] = messages[i].with_blocks(tuple(blocks))
+
+
+def _trim_assistant_text(messages: list[Message], chars: int) -> None:
+    """Cut the longest assistant texts to their start and end until `chars` characters are gone."""
+    texts = sorted(((len(b.text), i, j) for i, m in enumerate(messages) if m.role == ASSISTANT
+                    for j, b in enumerate(m.blocks) if isinstance(b, Text)), reverse=True)
+    for size, i, j in texts:
+        if chars <= 0:
+            break
+        keep = max(400, size - chars)
+        if keep + 100 >= size:
+            continue
+        block = messages[i].blocks[j]
+        half = keep // 2
+        text = block.text[:half] + TRIMMED.format(count=size - 2 * half) + block.text[-half:]
+        chars -= size - len(text)
+        blocks = list(messages[i].blocks)
+        blocks[j] = replace(block, text=text)
+        messages[i] = messages[i].with_blocks(tuple(blocks))
 
 
 def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, prune_report: PruneReport,
@@ -353,12 +420,13 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
         rebuilt = replace(rebuilt, transcript=claude_code.append_compaction(
             original, body, rebuilt.recent, before, drop_history=options.drop_history))
-    after = transcript_tokens(rebuilt.transcript, options.counting, scale) if rebuilt.cut is not None else pruned_tokens
-    if rebuilt.cut is not None and after >= pruned_tokens:  # dropping history gained nothing over pruning
+    pruned_only = rebuilt.transcript is prune_only.transcript
+    after = pruned_tokens if pruned_only else transcript_tokens(rebuilt.transcript, options.counting, scale)
+    if not pruned_only and after >= pruned_tokens:  # dropping history gained nothing over pruning
         rebuilt, strategy, after, reason = prune_only, "prune", pruned_tokens, None
         notes += ("pruning alone leaves less than compacting would",)
     if after >= before:
-        return None, CompactReport("none", before, before, count, count,
+        return None, CompactReport("none", before, before, count, count, counted_by=scale.method,
                                    notes=("nothing to compact: neither pruning nor a summary makes it smaller",))
     new = added_errors(original, rebuilt.transcript, same_messages=False)
     if new:
@@ -369,5 +437,5 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     return rebuilt, CompactReport(
         strategy, before, after, count, len(rebuilt.transcript.messages),
         cut.index if cut else None, bool(cut and cut.split_turn), prune_report,
-        len(rebuilt.summary), reason, notes)
+        len(rebuilt.summary), reason, notes, scale.method)
 

@@ -63,7 +63,7 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
     """
     import orjson
 
-    from ..compact import CompactOptions, compact as run_compact
+    from ..compact import NEAR_THE_WINDOW, CompactOptions, compact as run_compact
     from ..estimate import Options
     from ..formats import dump
     from ..providers import provider as make_provider
@@ -91,7 +91,8 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
         reports.append({"file": display_name(path), **report.as_dict()})
         if not quiet:
             if report.fallback_reason and report.strategy == "emergency" and not emergency:
-                click.echo(f"{display_name(path)}: the summary failed, so the emergency mode was used: {report.fallback_reason}", err=True)
+                why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
+                click.echo(f"{display_name(path)}: {why}the emergency mode was used: {report.fallback_reason}", err=True)
             click.echo(f"{display_name(path)}: {report.line()}", err=True)
             for note in report.notes[1:] if report.strategy == "none" else report.notes:
                 click.echo(f"{display_name(path)}: note: {note}", err=True)
