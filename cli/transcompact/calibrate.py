@@ -12,7 +12,7 @@ responses after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import median
+from statistics import StatisticsError, linear_regression, median
 from typing import Sequence
 
 from .model import Message
@@ -97,19 +97,15 @@ def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[i
 
 
 def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
-    """Least squares (ratio, overhead) of tokens − figures ≈ overhead + ratio × chars."""
+    """Least squares (ratio, overhead) of tokens − figures ≈ overhead + ratio × chars; None with
+    fewer than 2 distinct sizes or a ratio that is not positive."""
     if len(points) < 2:
         return None
-    xs = [c for c, _, _ in points]
-    ys = [t - f for _, f, t in points]
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    spread = sum((x - mean_x) ** 2 for x in xs)
-    if spread == 0:
+    try:
+        ratio, overhead = linear_regression([c for c, _, _ in points], [t - f for _, f, t in points])
+    except StatisticsError:  # every sample the same size
         return None
-    ratio = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / spread
-    if ratio <= 0:
-        return None
-    return ratio, mean_y - ratio * mean_x
+    return (ratio, overhead) if ratio > 0 else None
 
 
 def holdout_error(points: Sequence[tuple[int, int, int]]) -> tuple[float | None, int]:

@@ -12,6 +12,7 @@ from typing import Callable, Iterator
 
 import click
 
+from . import settings
 from . import __version__
 from .errors import ExitCode, TranscompactError, UsageError
 from .files import STDIN, make_directory, read_input, write_file, write_stdout
@@ -289,9 +290,9 @@ def _checked(command: click.Command) -> click.Command:
 
 def tokenizer_options(fn: Callable) -> Callable:
     """--tokenizer and --ratio: how every command that counts tokens counts them."""
-    fn = click.option("--ratio", type=Number(0, 10, whole=False, min_open=True), default=0.25, envvar=env_name("RATIO"),
+    fn = click.option("--ratio", type=Number(0, 10, whole=False, min_open=True), default=settings.RATIO, envvar=env_name("RATIO"),
                       show_default=True, show_envvar=True, help="Tokens per character of the chars estimator.")(fn)
-    return click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default="chars",
+    return click.option("--tokenizer", type=click.Choice(["chars", "o200k", "cl100k", "anthropic"]), default=settings.TOKENIZER,
                         envvar=env_name("TOKENIZER"), show_default=True, show_envvar=True,
                         help="chars: the spec's chars × ratio + 4 per message; o200k/cl100k: tiktoken, offline; "
                              "anthropic: the Messages API's count_tokens (needs ANTHROPIC_API_KEY).")(fn)
@@ -299,7 +300,7 @@ def tokenizer_options(fn: Callable) -> Callable:
 
 def count_option(fn: Callable) -> Callable:
     """--count: whether the count of a transcript with recorded usage is anchored on it (estimate, compact)."""
-    return click.option("--count", type=click.Choice(["usage", "content"]), default="usage", envvar=env_name("COUNT"),
+    return click.option("--count", type=click.Choice(["usage", "content"]), default=settings.COUNT, envvar=env_name("COUNT"),
                         show_default=True, show_envvar=True,
                         help="usage: when the responses recorded usage, the context the last one recorded (system "
                              "prompt and tool schemas included, which a log does not hold) + the estimate of the "
@@ -312,26 +313,69 @@ def number_option(name: str, default: int, help: str, minimum: int = 0, maximum:
                         envvar=env_name(name.upper().replace("-", "_")), show_envvar=True, help=help)
 
 
-def postcondition(path: str, before, after) -> None:
-    """A rewrite may not add a `check` error its input did not have (`design.md` §5)."""
-    from .check import added_errors
-    from .errors import PostConditionError
+def postcondition(path: str, before, after, written: bytes, *, command: str, messages_path: str | None = None,
+                  same_messages: bool = True):
+    """A rewrite may not add a `check` error its input did not have (`design.md` §5).
 
-    new = added_errors(before, after)
+    `after` is the rewritten transcript and `written` the bytes `dump` made of it: they are read
+    again as the format and dialect they were written in, and judged as a reader will find them.
+    With `same_messages` (prune) an error is new unless the same rule failed at the same message;
+    without (repair, compact, which remove messages) unless the same rule failed anywhere.
+    Returns the transcript read back (`after` itself when it has no message left to read back,
+    like a JSON Lines file repair emptied).
+    """
+    from .check import added_errors
+    from .errors import InputError, PostConditionError
+    from .formats import reload
+
+    hint = "this is a bug in transcompact: run again with --traceback and report it"
+    as_written = after
+    if after.messages:
+        try:
+            as_written = reload(written, after, messages_path)
+        except InputError as error:
+            raise PostConditionError(f"{display_name(path)}: {command} would write output that does not read back as "
+                                     f"{after.format}: {error.message}; nothing written", hint=hint) from None
+        if _turns(as_written) != _turns(after):
+            raise PostConditionError(f"{display_name(path)}: {command} would write output that reads back as other "
+                                     "messages than it made; nothing written", hint=hint)
+    new = added_errors(before, as_written, same_messages=same_messages)
     if new:
         v = new[0]
-        raise PostConditionError(f"{display_name(path)}: the rewrite would add {v.rule} at message {v.index}: {v.text}; nothing written",
-                                 hint="this is a bug in transcompact: run again with --traceback and report it")
+        raise PostConditionError(f"{display_name(path)}: {command} would add {v.rule} at message {v.index}: {v.text}; "
+                                 "nothing written", hint=hint)
+    return as_written
+
+
+def _turns(transcript) -> list[tuple[str, tuple]]:
+    """Role and blocks of each run of messages of one role: what a reader gets, however a format
+    splits a turn into messages (a Claude Code log reads consecutive user lines as one). A tool
+    input is compared as its JSON: a number kept as written (`orjson.Fragment`) equals only itself."""
+    import dataclasses
+
+    import orjson
+
+    from .model import ServerToolCall, ToolCall
+
+    out: list[tuple[str, tuple]] = []
+    for message in transcript.messages:
+        blocks = tuple(dataclasses.replace(b, input=orjson.dumps(b.input)) if isinstance(b, (ToolCall, ServerToolCall)) else b
+                       for b in message.blocks)
+        if out and out[-1][0] == message.role:
+            out[-1] = (message.role, out[-1][1] + blocks)
+        else:
+            out.append((message.role, blocks))
+    return out
 
 
 def prune_options(fn: Callable) -> Callable:
     """The flags of `prune`, which `compact` shares."""
     for option in reversed([
-        number_option("soft-trim-chars", 4000, "Soft-trim an unprotected tool result longer than this many characters."),
-        number_option("head", 1500, "Characters a soft-trimmed result keeps at its start."),
-        number_option("tail", 1500, "Characters a soft-trimmed result keeps at its end."),
-        number_option("hard-clear-after", 6, "Clear tool-result messages older than the last N to a placeholder."),
-        number_option("keep-last", 2, "Never touch the last N tool-result messages."),
+        number_option("soft-trim-chars", settings.SOFT_TRIM_CHARS, "Soft-trim an unprotected tool result longer than this many characters."),
+        number_option("head", settings.HEAD, "Characters a soft-trimmed result keeps at its start."),
+        number_option("tail", settings.TAIL, "Characters a soft-trimmed result keeps at its end."),
+        number_option("hard-clear-after", settings.HARD_CLEAR_AFTER, "Clear tool-result messages older than the last N to a placeholder."),
+        number_option("keep-last", settings.KEEP_LAST, "Never touch the last N tool-result messages."),
         click.option("--exclude-tool", "exclude_tools", multiple=True, metavar="NAME",
                      help="Never prune results of this tool (repeatable)."),
         click.option("--clear-tool-inputs", is_flag=True, help="Also clear the input of a call whose result is cleared (to {})."),
@@ -353,28 +397,29 @@ def prune_options_from(flags: dict, archive: bool = False):
 
 def provider_options(fn: Callable) -> Callable:
     """--provider, --model, --base-url, --retries, --timeout: who writes a summary, and how patiently."""
-    fn = click.option("--timeout", type=Number(0, 24 * 3600, whole=False, min_open=True), default=60.0,
+    fn = click.option("--timeout", type=Number(0, 24 * 3600, whole=False, min_open=True), default=settings.TIMEOUT,
                       envvar=env_name("TIMEOUT"), show_default=True, show_envvar=True, help="Seconds to wait for each answer.")(fn)
-    fn = number_option("retries", 2, "Retries on 429, 500, 529 and timeouts, with backoff.", maximum=100)(fn)
+    fn = number_option("retries", settings.RETRIES, "Retries on 429, 500, 529 and timeouts, with backoff.", maximum=100)(fn)
     fn = click.option("--base-url", metavar="URL",
                       help="The endpoint (openai: e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or OpenAI's; "
                            "anthropic: default ANTHROPIC_BASE_URL or Anthropic's).")(fn)
     fn = click.option("--model", envvar=env_name("MODEL"), show_envvar=True, metavar="NAME",
-                      help="The summarizer model (default claude-haiku-4-5 for anthropic, gpt-4o-mini for openai).")(fn)
-    return click.option("--provider", type=click.Choice(["anthropic", "openai"]), default="anthropic",
+                      help=f"The summarizer model (default {settings.MODELS['anthropic']} for anthropic, {settings.MODELS['openai']} for openai).")(fn)
+    return click.option("--provider", type=click.Choice(["anthropic", "openai"]), default=settings.PROVIDER,
                         envvar=env_name("PROVIDER"), show_default=True, show_envvar=True,
                         help="anthropic (the official SDK) or any OpenAI-compatible Chat Completions endpoint.")(fn)
 
 
 def summary_options(fn: Callable) -> Callable:
     """What is summarized and how: the flags `summarize` and `compact` share."""
-    fn = number_option("result-chars", 2000, "A tool result is shown to the summarizer cut to this many characters.")(fn)
-    fn = number_option("summary-input-tokens", 150_000, "The summarizer's input budget; more is sent in chunks.", minimum=1000)(fn)
+    fn = number_option("result-chars", settings.RESULT_CHARS, "A tool result is shown to the summarizer cut to this many characters.")(fn)
+    fn = number_option("summary-input-tokens", settings.SUMMARY_INPUT_TOKENS, "The summarizer's input budget; more is sent in chunks.", minimum=1000)(fn)
     fn = click.option("--instructions", metavar="TEXT", help="A focus for the summary, as /compact <instructions>.")(fn)
     fn = click.option("--previous-summary", type=click.Path(dir_okay=False), metavar="FILE",
                       help="Update this summary (Markdown) instead of starting a new one.")(fn)
     fn = tokenizer_options(fn)
-    return number_option("keep-recent-tokens", 20_000, "Tokens the verbatim recent window holds at least.")(fn)
+    return number_option("keep-recent-tokens", settings.KEEP_RECENT_TOKENS,
+                         "Tokens of the verbatim recent window: compact keeps at most this, summarize's cut at least.")(fn)
 
 
 def progress_printer(quiet: bool):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Sequence
 
+from . import settings
 from .check import added_errors
 from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
 from .cut import Cut, starts_turn, window_cut
@@ -44,17 +45,17 @@ NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the inp
 
 @dataclass(frozen=True)
 class CompactOptions:
-    threshold: float = 100_000  # a value <= 1 is a fraction of the input budget
+    threshold: float = settings.THRESHOLD  # a value <= 1 is a fraction of the input budget
     force: bool = False
     emergency: bool = False
     fallback: bool = True
-    window: int = 200_000
-    max_output: int = 16_000
+    window: int = settings.WINDOW
+    max_output: int = settings.MAX_OUTPUT
     counting: EstimateOptions = EstimateOptions()
     pruning: PruneOptions = PruneOptions()
     summary: SummaryOptions = SummaryOptions()
-    keep_user_tokens: int = 4000
-    checkpoint_tokens: int = 2000
+    keep_user_tokens: int = settings.KEEP_USER_TOKENS
+    checkpoint_tokens: int = settings.CHECKPOINT_TOKENS
     keep_thinking: bool = False
     drop_history: bool = False  # Claude Code logs: write only the new chain
 
@@ -342,8 +343,9 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
             break
     else:
         attempt, reason = _squeezed(attempt, first, goal, options, scale, reason)
-    strategy = "prune" if attempt.transcript is pruned else "emergency"
-    return _finish(original, attempt, strategy, before, prune_report, reason, options, prune_only, scale)
+    if attempt.transcript is pruned:  # nothing old to drop: pruning was all there was to do
+        return _finish(original, attempt, "prune", before, prune_report, None, options, prune_only, scale)
+    return _finish(original, attempt, "emergency", before, prune_report, reason, options, prune_only, scale)
 
 
 TRIMMED = "\n\n[… {count:,} characters trimmed by transcompact to fit the budget …]\n\n"

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import settings
 from .estimate import Options, tokens_per_message
 from .model import ASSISTANT, USER, Message, Transcript
 
-DEFAULT_KEEP_RECENT_TOKENS = 20_000
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def after_complete_round(messages: tuple[Message, ...], index: int) -> bool:
     return all(call.id in answered for call in caller.tool_calls)
 
 
-def find_cut_point(transcript: Transcript, keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
+def find_cut_point(transcript: Transcript, keep_recent_tokens: int = settings.KEEP_RECENT_TOKENS,
                    options: Options = Options()) -> Cut:
     """The cut, counting with `options` (any tokenizer of `estimate`)."""
     messages = transcript.messages

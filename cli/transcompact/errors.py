@@ -87,6 +87,10 @@ class ShapeError(InputError, ValueError):
     """The input is in a known format but has a shape that format forbids."""
 
 
+class InstallationError(InputError):
+    """Something this installation should carry is missing or damaged (the tokenizer data)."""
+
+
 class ProviderError(TranscompactError):
     exit_code = ExitCode.PROVIDER
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
+from . import settings
 from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
 from .errors import UsageError
 from .media import IMAGE_UNKNOWN_TOKENS, PDF_PAGE_TOKENS, decoded_text, image_tokens, pdf_tokens
@@ -44,10 +45,6 @@ from .model import (
 )
 
 PER_MESSAGE = 4
-DEFAULT_RATIO = 0.25
-DEFAULT_WINDOW = 200_000
-DEFAULT_MAX_OUTPUT = 16_000
-DEFAULT_THRESHOLD = 100_000
 EMERGENCY_FRACTION = 0.95
 TOKENIZERS = ("chars", "o200k", "cl100k", "anthropic")
 COUNTS = ("usage", "content")
@@ -90,15 +87,15 @@ def model_limits(name: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Options:
-    tokenizer: str = "chars"
-    ratio: float = DEFAULT_RATIO
+    tokenizer: str = settings.TOKENIZER
+    ratio: float = settings.RATIO
     calibrate: bool = False
-    count: str = "usage"  # "usage": anchored on recorded usage when there is some; "content": what the transcript holds
+    count: str = settings.COUNT  # "usage": anchored on recorded usage when there is some; "content": what the transcript holds
     model: str | None = None  # for --tokenizer anthropic; the window comes from the caller
-    window: int = DEFAULT_WINDOW
-    max_output: int = DEFAULT_MAX_OUTPUT
-    threshold: float = DEFAULT_THRESHOLD  # a value <= 1 is a fraction of the input budget
-    top: int = 5
+    window: int = settings.WINDOW
+    max_output: int = settings.MAX_OUTPUT
+    threshold: float = settings.THRESHOLD  # a value <= 1 is a fraction of the input budget
+    top: int = settings.TOP
 
 
 @dataclass(frozen=True)
@@ -507,13 +504,13 @@ def estimate(transcript: Transcript, options: Options = Options(), basis: Basis 
     )
 
 
-def total_tokens(transcript: Transcript, ratio: float = DEFAULT_RATIO) -> int:
+def total_tokens(transcript: Transcript, ratio: float = settings.RATIO) -> int:
     """The spec's estimate of what the transcript holds (no hidden overhead), without the breakdown."""
     counted = _by_estimator(*_tallies(transcript, len), ratio)
     return sum(counted.by_kind.values())
 
 
-def message_tokens(message: Message, ratio: float = DEFAULT_RATIO) -> int:
+def message_tokens(message: Message, ratio: float = settings.RATIO) -> int:
     """One message by the spec's estimator; what `prune` and `cut-point` add up."""
     tally = _tally(message.blocks, len)
     return max(1, int(sum(tally.units.values()) * ratio)) + sum(tally.fixed.values()) + PER_MESSAGE

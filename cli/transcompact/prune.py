@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from . import settings
 from .estimate import message_tokens, total_tokens
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 
@@ -26,11 +27,11 @@ _TRIMMED = re.compile(r"\n\n--- trimmed \(kept \d+ head \+ \d+ tail of \d+ chars
 
 @dataclass(frozen=True)
 class PruneOptions:
-    soft_trim_chars: int = 4000
-    head: int = 1500
-    tail: int = 1500
-    hard_clear_after: int = 6
-    keep_last: int = 2
+    soft_trim_chars: int = settings.SOFT_TRIM_CHARS
+    head: int = settings.HEAD
+    tail: int = settings.TAIL
+    hard_clear_after: int = settings.HARD_CLEAR_AFTER
+    keep_last: int = settings.KEEP_LAST
     exclude_tools: frozenset[str] = frozenset()
     clear_tool_inputs: bool = False
     clear_thinking: bool = False

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from . import settings
 from .cut import Cut, find_cut_point
 from .errors import ProviderError
 from .estimate import Options as EstimateOptions
@@ -101,13 +102,13 @@ MAX_SUMMARY_TOKENS = 4096
 
 @dataclass(frozen=True)
 class SummaryOptions:
-    keep_recent_tokens: int = 20_000
+    keep_recent_tokens: int = settings.KEEP_RECENT_TOKENS
     everything: bool = False  # --all: summarize every message, not only the old part
     counting: EstimateOptions = EstimateOptions()
     instructions: str | None = None
     previous_summary: str | None = None  # given by the user (--previous-summary FILE)
-    result_chars: int = 2000  # a tool result is cut to this many characters (head + tail)
-    input_tokens: int = 150_000  # the summarizer's input budget (--summary-input-tokens)
+    result_chars: int = settings.RESULT_CHARS  # a tool result is cut to this many characters (head + tail)
+    input_tokens: int = settings.SUMMARY_INPUT_TOKENS  # the summarizer's input budget (--summary-input-tokens)
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,7 @@ def trimmed(text: str, limit: int) -> str:
     return f"{text[:head]}\n[… {len(text) - limit} characters omitted …]\n{text[-tail:] if tail else ''}"
 
 
-def serialize(message: Message, names: dict[str, str], result_chars: int = 2000) -> str:
+def serialize(message: Message, names: dict[str, str], result_chars: int = settings.RESULT_CHARS) -> str:
     """One message as the summarizer reads it (thinking left out)."""
     role = {USER: "User", ASSISTANT: "Assistant"}.get(message.role, message.role.capitalize())
     parts = []

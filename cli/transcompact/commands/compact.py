@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .. import settings
 from ..cli import (
     input_options,
     output_options,
@@ -26,18 +27,18 @@ from ..files import STDIN, read_input, write_file, write_stdout
 @click.command()
 @input_options
 @output_options
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=100_000, envvar=env_name("THRESHOLD"),
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=settings.THRESHOLD, envvar=env_name("THRESHOLD"),
               show_default=True, show_envvar=True,
               help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget).")
 @click.option("--force", is_flag=True, help="Compact even under the threshold.")
 @click.option("--emergency", is_flag=True, help="Drop the old part behind a checkpoint built without a model.")
 @click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency.")
-@number_option("keep-user-tokens", 4000, "The user's own old messages kept verbatim in the summary message (0: none).")
-@number_option("checkpoint-tokens", 2000, "The emergency checkpoint's facts (errors, commands, files), newest first.")
+@number_option("keep-user-tokens", settings.KEEP_USER_TOKENS, "The user's own old messages kept verbatim in the summary message (0: none).")
+@number_option("checkpoint-tokens", settings.CHECKPOINT_TOKENS, "The emergency checkpoint's facts (errors, commands, files), newest first.")
 @click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default).")
 @click.option("--drop-history", is_flag=True, help="Claude Code logs: write only the new chain, not the old lines.")
-@number_option("window", 200_000, "Context window in tokens.", minimum=1)
-@number_option("max-output", 16_000, "Tokens kept free for the reply; input budget = window − max output.")
+@number_option("window", settings.WINDOW, "Context window in tokens.", minimum=1)
+@number_option("max-output", settings.MAX_OUTPUT, "Tokens kept free for the reply; input budget = window − max output.")
 @click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate).")
 @count_option
 @prune_options

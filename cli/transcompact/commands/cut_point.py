@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import click
 
+from .. import settings
 from ..cli import input_options, load_inputs, display_name, tokenizer_options, number_option
 from ..files import write_stdout
 
 
 @click.command("cut-point")
 @input_options
-@number_option("keep-recent-tokens", 20_000, "Tokens the verbatim recent window holds at least.")
+@number_option("keep-recent-tokens", settings.KEEP_RECENT_TOKENS, "Tokens the verbatim recent window holds at least.")
 @tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cut and both parts' sizes as JSON.")
 def cut_point(files, format_, messages_path, keep_recent_tokens, tokenizer, ratio, as_json):

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .. import settings
 from ..cli import count_option, input_options, load_inputs, env_name, tokenizer_options
 from ..errors import ExitCode
 from ..files import write_stdout
@@ -19,14 +20,14 @@ from ..files import write_stdout
               help="Fit overhead + ratio × chars to the usage the transcript's responses recorded, and use it.")
 @click.option("--model", metavar="NAME", help="Take the window and max output from this model's entry in the table "
                                              "(see the README); also the model --tokenizer anthropic asks about.")
-@click.option("--window", type=click.IntRange(min=1), default=200_000, envvar=env_name("WINDOW"), show_default=True,
+@click.option("--window", type=click.IntRange(min=1), default=settings.WINDOW, envvar=env_name("WINDOW"), show_default=True,
               show_envvar=True, help="Context window in tokens.")
-@click.option("--max-output", type=click.IntRange(min=0), default=16_000, envvar=env_name("MAX_OUTPUT"), show_default=True,
+@click.option("--max-output", type=click.IntRange(min=0), default=settings.MAX_OUTPUT, envvar=env_name("MAX_OUTPUT"), show_default=True,
               show_envvar=True, help="Tokens kept free for the reply; input budget = window − max output.")
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=100_000, envvar=env_name("THRESHOLD"),
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=settings.THRESHOLD, envvar=env_name("THRESHOLD"),
               show_default=True, show_envvar=True,
               help="Compaction threshold in tokens (a value <= 1 is a fraction of the input budget).")
-@click.option("--top", type=click.IntRange(min=0), default=5, envvar=env_name("TOP"), show_default=True, show_envvar=True,
+@click.option("--top", type=click.IntRange(min=0), default=settings.TOP, envvar=env_name("TOP"), show_default=True, show_envvar=True,
               help="Show the N largest tool results.")
 @click.option("--per-message", is_flag=True, help="List every message: index, role, tokens, running total.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in the README).")

@@ -50,10 +50,10 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
     reports = []
     for path, data, transcript in load_inputs(files, format_, messages_path):
         pruned, report = run_prune(transcript, options)
-        postcondition(path, transcript, pruned)
         if prune_ui_copy and pruned.format == claude_code.NAME:
             pruned = claude_code.replace_ui_copies(pruned)
         output_bytes = dump(pruned, data)
+        postcondition(path, transcript, pruned, output_bytes, command="prune", messages_path=messages_path)
         if archive is not None:  # before the output: a rewritten file never lacks its originals
             torn = add_to_archive(archive, archive_records(data, output_bytes, transcript))
             if torn is not None:

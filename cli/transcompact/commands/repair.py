@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..cli import input_options, output_options, load_inputs, check_output_flags, emit, where, display_name
+from ..cli import input_options, output_options, load_inputs, check_output_flags, emit, where, display_name, postcondition
 from ..errors import ExitCode
 
 
@@ -27,8 +27,7 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
     from ..check import check as run_check, errors
-    from ..errors import InputError, PostConditionError
-    from ..formats import dump, load
+    from ..formats import dump
     from ..repair import repair as run_repair
 
     check_output_flags(files, output, in_place, output_dir)
@@ -36,19 +35,10 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
     for path, data, transcript in load_inputs(files, format_, messages_path):
         repaired, fixes = run_repair(transcript)
         written = dump(repaired, data)
-        # What is left is what `check` says of the output as written (its lines, its indices),
-        # unless nothing in it reads as a transcript any more (every message was removed).
-        try:
-            as_written = load(written, display_name(path), format=repaired.format, messages_path=messages_path)
-        except InputError:
-            as_written = repaired
+        # What is left is what `check` says of the output as written (its lines, its indices).
+        as_written = postcondition(path, transcript, repaired, written, command="repair", messages_path=messages_path,
+                                   same_messages=False)
         left = errors(run_check(as_written))
-        had = {v.rule for v in errors(run_check(transcript))}
-        added = [v for v in left if v.rule not in had]
-        if added:
-            v = added[0]
-            raise PostConditionError(f"{display_name(path)}: repair would add {v.rule} at message {v.index}: {v.text}; nothing written",
-                                     hint="this is a bug in transcompact: run again with --traceback and report it")
         if not quiet:
             for fix in fixes:
                 click.echo(f"{display_name(path)}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}", err=True)

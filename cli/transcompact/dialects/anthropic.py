@@ -33,6 +33,9 @@ SIGNATURE_TYPES = frozenset(
     {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use", "mcp_tool_use"}
 )
 
+# Request parameters only the Messages API has (not `top_k`, which OpenAI-compatible servers take too).
+REQUEST_KEYS = frozenset({"system", "thinking", "mcp_servers", "stop_sequences", "context_management"})
+
 
 def is_server_tool_result_type(block_type: Any) -> bool:
     return isinstance(block_type, str) and block_type.endswith("_tool_result") and block_type != "tool_result"
@@ -210,3 +213,26 @@ def signals(messages: list) -> int:
                 break
     return count
 
+
+def names_request(request: dict) -> bool:
+    """Whether a request body has a parameter or a tool definition (`input_schema`) only this API has."""
+    tools = request.get("tools")
+    return any(key in request for key in REQUEST_KEYS) or (
+        type(tools) is list and any(type(t) is dict and "input_schema" in t for t in tools))
+
+
+def only_it_accepts(messages: list) -> bool:
+    """Whether a plain conversation (no `signals` of either dialect) holds what Anthropic's rules
+    accept and OpenAI's do not: a block that is not text (the other types OpenAI takes are its
+    signals), a `tool_call_id` that is not a string (which the OpenAI reader refuses), or a last
+    assistant message with no content."""
+    for m in messages:
+        if type(m) is not dict:
+            continue
+        content = m.get("content")
+        if type(content) is list and any(type(b) is dict and b.get("type") != "text" for b in content):
+            return True
+        if m.get("tool_call_id") is not None and type(m["tool_call_id"]) is not str:
+            return True
+    last = messages[-1] if messages else None
+    return type(last) is dict and last.get("role") == "assistant" and last.get("content") in (None, [])

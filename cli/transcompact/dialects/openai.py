@@ -21,6 +21,10 @@ NAME = "openai"
 RESULT_ROLES = frozenset({"tool", "function"})
 SIGNATURE_ROLES = frozenset({"tool", "function", "developer"})
 SIGNATURE_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+# Request parameters only the Chat Completions API has (not words an envelope may use too, like `n` or `seed`).
+REQUEST_KEYS = frozenset({"max_completion_tokens", "response_format", "frequency_penalty", "presence_penalty", "logit_bias",
+                          "top_logprobs", "parallel_tool_calls", "reasoning_effort", "stream_options", "functions",
+                          "function_call", "web_search_options"})
 LEGACY_CALL_ID = "<function_call>"  # a legacy `function_call` has no id; the next `function` message answers it
 
 _ABSENT = "absent"
@@ -245,9 +249,38 @@ def signals(messages: list) -> int:
             "tool_calls" in m
             or "function_call" in m
             or type(m.get("role")) is str and m["role"] in SIGNATURE_ROLES
-            or ("content" in m and content is None)
             or (type(content) is list and any(type(p) is dict and type(p.get("type")) is str and p["type"] in SIGNATURE_PARTS
                                               for p in content))
         ):
             count += 1
     return count
+
+
+def names_request(request: dict) -> bool:
+    """Whether a request body has a parameter or a tool definition (`type: function`) only this API has."""
+    tools = request.get("tools")
+    return any(key in request for key in REQUEST_KEYS) or (
+        type(tools) is list and any(type(t) is dict and t.get("type") == "function" and "function" in t for t in tools))
+
+
+def only_it_accepts(messages: list) -> bool:
+    """Whether a plain conversation (no `signals` of either dialect) holds what OpenAI's rules
+    accept and Anthropic's do not: a first message that is not the user's (a system prompt), a
+    message other than the assistant's with no content, or a blank text."""
+    if messages and type(messages[0]) is dict and messages[0].get("role") != "user":
+        return True
+    for m in messages:
+        if type(m) is not dict:
+            continue
+        content = m.get("content")
+        if m.get("role") != "assistant" and content in (None, []):
+            return True
+        if type(content) is str:
+            texts = [content]
+        elif type(content) is list:
+            texts = [b["text"] for b in content if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str]
+        else:
+            texts = []
+        if any(not text.strip() for text in texts):
+            return True
+    return False

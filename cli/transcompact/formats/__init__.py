@@ -45,6 +45,22 @@ def load(data: bytes, name: str = "<stdin>", *, format: str | None = None, messa
     return BY_NAME[format].read(parsed, messages_path)
 
 
+def reload(data: bytes, written: Transcript, messages_path: str | None = None) -> Transcript:
+    """Read the bytes `dump(written)` gave as what they were written in: its format and its dialect.
+
+    The post-condition of a rewrite judges the output as it will be read, not the object in
+    memory; naming the dialect keeps a JSON Lines file that no longer shows its dialect (a plain
+    conversation) from being judged by the other dialect's rules.
+    """
+    parsed = parse(data, written.name)
+    if not _readable_as(parsed, written.format, messages_path):
+        raise UnknownFormat(f"the output is not in the {written.format} format ({BY_NAME[written.format].DESCRIPTION})",
+                            location=Location(written.name))
+    if written.format == jsonl.NAME:
+        return jsonl.read(parsed, messages_path, dialect=written.dialect)
+    return BY_NAME[written.format].read(parsed, messages_path)
+
+
 def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool:
     """--format overrides the choice between formats that could read the input, not the shape."""
     if format == claude_code.NAME:

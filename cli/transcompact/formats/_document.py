@@ -88,8 +88,7 @@ def _scan_dialect(parsed: Parsed, messages_path: str | None) -> str | None:
     if found is None:
         return None
     _, parent, messages = found
-    has_system = isinstance(parent, dict) and "system" in parent
-    return dialects.detect(messages, has_system_key=has_system)
+    return dialects.detect(messages, request=parent if isinstance(parent, dict) else None)
 
 
 def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:

@@ -16,13 +16,14 @@ back as they were in the file.
 from __future__ import annotations
 
 import uuid as uuidlib
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, Parsed, dumps
+from ..jsondata import BLANK, Parsed, dumps, kind_of
 from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript, result_text
 
 NAME = "claude-code"
@@ -47,12 +48,16 @@ class LogSource:
     message_records: frozenset[int]  # the records read into messages
 
 
-@dataclass(frozen=True)
+NOTHING_CLEARED: Mapping[str, ToolResult] = MappingProxyType({})
+
+
+# One per message of a log, so kept small: slots, tuples, and shared empty values.
+@dataclass(frozen=True, slots=True)
 class _Origin:
     records: tuple[int, ...]
     blocks: tuple[Block, ...]
-    string_records: frozenset[int] = field(default_factory=frozenset)
-    cleared: Mapping[str, ToolResult] = field(default_factory=dict)  # by tool id: results read as the microcompact placeholder
+    string_records: tuple[int, ...]  # the records whose content is a string, not a list of blocks
+    cleared: Mapping[str, ToolResult]  # by tool id: results read as the microcompact placeholder
 
 
 def line_type(value: dict) -> str | None:
@@ -70,53 +75,68 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     )
 
 
-def _timestamp(value: Any) -> float | None:
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def _timestamp(value: Any) -> int | None:
+    """A line's `timestamp` in whole microseconds since 1970, None when it is not an ISO date.
+
+    Integers, not float seconds: every date from year 1 to 9999 is exact, so the newest line is
+    always found and a new line can be made strictly newer. One without an offset is read as UTC
+    (Claude Code writes `Z`), which no local clock can push out of range.
+    """
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (moment - EPOCH) // MICROSECOND
 
 
 def is_boundary(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "system" and value.get("subtype") == "compact_boundary"
 
 
-def find_chain(records: list[tuple[bytes, Any]]) -> tuple[tuple[int, ...], int | None, int | None]:
-    """(chain from root to leaf, boundary record or None, leaf record or None), as `claude --resume` picks it."""
+def find_chain(records: list[tuple[bytes, Any]], name: str = "<stdin>") -> tuple[tuple[int, ...], int | None, int | None]:
+    """(chain from root to leaf, boundary record or None, leaf record or None), as `claude --resume` picks it.
+
+    The resume point is the newest (by `timestamp`) user or assistant entry that a leaf walks back
+    to. Claude Code never picks one without a timestamp; when no leaf has one, the last in file
+    order is read rather than nothing. A transcript line whose `uuid` is not a string is refused
+    (`name` is the file, for the error): no line can point at it, so where it belongs is a guess.
+    """
     by_uuid: dict[str, int] = {}
     parents: set[str] = set()
     for index, (_, value) in enumerate(records):
-        if isinstance(value, dict) and isinstance(value.get("uuid"), str) and line_type(value) in TRANSCRIPT_TYPES:
-            by_uuid[value["uuid"]] = index
-            parent = value.get("parentUuid")
-            if isinstance(parent, str):
-                parents.add(parent)
-    best: tuple[bool, float, int] | None = None
+        if type(value) is not dict or line_type(value) not in TRANSCRIPT_TYPES or "uuid" not in value:
+            continue
+        uid = value["uuid"]
+        if not isinstance(uid, str):
+            raise ShapeError(f"`uuid` must be a string, not {kind_of(uid)}", location=Location(name, index + 1))
+        by_uuid[uid] = index
+        parent = value.get("parentUuid")
+        if isinstance(parent, str):
+            parents.add(parent)
+    resume_points: dict[int, Any] = {}
+    best: tuple[bool, bool, int, int] | None = None
     for uid, index in by_uuid.items():
         if uid in parents:
             continue
-        # From a leaf, walk back to the nearest user or assistant entry: that is the resume point.
-        node, seen = index, set()
-        while line_type(records[node][1]) not in MESSAGE_TYPES:
-            seen.add(node)
-            parent = records[node][1].get("parentUuid")
-            node = by_uuid.get(parent) if isinstance(parent, str) else None
-            if node is None or node in seen:
-                break
-        if node is None or node in seen:
+        node = _resume_point(index, records, by_uuid, resume_points)
+        if node is None:
             continue
         value = records[node][1]
         stamp = _timestamp(value.get("timestamp"))
-        if stamp is None:
-            continue
-        rank = (value.get("isSidechain") is not True, stamp, node)
+        rank = (stamp is not None, value.get("isSidechain") is not True, stamp or 0, node)
         if best is None or rank > best:
             best = rank
     if best is None:
         return (), None, None
-    leaf = best[2]
+    leaf = best[-1]
     chain, seen, node, root = [], set(), leaf, None
     while node is not None and node not in seen:
         seen.add(node)
@@ -131,6 +151,30 @@ def find_chain(records: list[tuple[bytes, Any]]) -> tuple[tuple[int, ...], int |
     return tuple(chain), root, leaf
 
 
+_WALKING = object()  # a record whose resume point is being looked for: meeting it again is a cycle
+
+
+def _resume_point(start: int, records: list[tuple[bytes, Any]], by_uuid: dict[str, int], known: dict[int, Any]) -> int | None:
+    """The nearest user or assistant entry at or above `start`, or None when the walk ends or loops.
+
+    `known` keeps the answer for every record walked, so that leaves sharing a long run of
+    progress lines walk it once: finding every leaf's resume point takes linear time.
+    """
+    path: list[int] = []
+    node: int | None = start
+    while node is not None and node not in known and line_type(records[node][1]) not in MESSAGE_TYPES:
+        known[node] = _WALKING
+        path.append(node)
+        parent = records[node][1].get("parentUuid")
+        node = by_uuid.get(parent) if isinstance(parent, str) else None
+    found = known.get(node, node)
+    if found is _WALKING:
+        found = None
+    for walked in path:
+        known[walked] = found
+    return found
+
+
 def _message_id(value: dict) -> str | None:
     message = value.get("message")
     mid = message.get("id") if isinstance(message, dict) else None
@@ -138,7 +182,8 @@ def _message_id(value: dict) -> str | None:
 
 
 def _has_tool_result(value: dict) -> bool:
-    content = value.get("message", {}).get("content")
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
@@ -167,7 +212,7 @@ def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: in
     emitted: set[int] = set()
     for index in chain:
         value = records[index][1]
-        if index in emitted or line_type(value) not in MESSAGE_TYPES or not isinstance(value.get("message"), dict):
+        if index in emitted or line_type(value) not in MESSAGE_TYPES:
             continue
         mid = _message_id(value) if value.get("type") == "assistant" else None
         if mid is None:
@@ -212,7 +257,7 @@ def _as_sent(block: Block, index: int, cleared: dict[str, int]) -> Block:
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
-    chain, root, leaf = find_chain(records)
+    chain, root, leaf = find_chain(records, parsed.name)
     cleared_ids = microcompacted(records, chain)
     messages: list[Message] = []
     run: list[int] = []
@@ -221,15 +266,19 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
         if not run:
             return
         blocks: list[Block] = []
-        string_records = set()
+        string_records: list[int] = []
         cleared: dict[str, ToolResult] = {}
         for index in run:
             value = records[index][1]
-            content = value["message"].get("content")
             where = f"message {len(messages)}"
+            if not isinstance(value.get("message"), dict):
+                # Claude Code sends the `message.content` of every user and assistant line on the chain.
+                problem = f"must be an object, not {kind_of(value['message'])}" if "message" in value else "is missing"
+                raise ShapeError(f"{where}: `message` {problem}", location=Location(parsed.name, index + 1))
+            content = value["message"].get("content")
             if isinstance(content, str):
                 blocks.append(Text(content, raw=content, line=index))
-                string_records.add(index)
+                string_records.append(index)
             elif isinstance(content, list):
                 try:
                     read_blocks = [codec.read_block(b, index, f"{where}: content/{i}") for i, b in enumerate(content)]
@@ -242,13 +291,14 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                 blocks.extend(read_blocks)
             elif content is not None:
                 raise ShapeError(
-                    f"{where}: `message.content` must be a string or a list of blocks",
+                    f"{where}: `message.content` must be a string or a list of blocks, not {kind_of(content)}",
                     location=Location(parsed.name, index + 1),
                 )
         first = records[run[0]][1]
-        role = first["message"].get("role") or first["type"]
-        origin = _Origin(tuple(run), tuple(blocks), frozenset(string_records), cleared)
-        messages.append(Message(role, tuple(blocks), raw=first, line=run[0] + 1, origin=origin))
+        role = first["type"]  # what Claude Code sends, whatever `message.role` says
+        read_blocks = tuple(blocks)
+        origin = _Origin(tuple(run), read_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
+        messages.append(Message(role, read_blocks, raw=first, line=run[0] + 1, origin=origin))
         run.clear()
 
     previous: tuple[str, str | None] | None = None
@@ -374,7 +424,7 @@ def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]
             continue
         parent = new = value.get("parentUuid")
         seen = set()
-        while new in skip and new not in seen:
+        while isinstance(new, str) and new in skip and new not in seen:  # a parentUuid may be anything
             seen.add(new)
             new = skip[new]
         if new != parent:
@@ -407,10 +457,11 @@ def repair_lines(transcript: Transcript) -> tuple[Transcript, list[tuple[str, st
         parent = records[first][1].get("parentUuid")
         if parent is not None:
             records[first] = _rewritten(records[first][1], parentUuid=None)
-            fixes.append(("C3", f"made the line a root: its parent {parent} is not in the file", first + 1))
+            why = f"its parent {parent} is not in the file" if isinstance(parent, str) else f"its parentUuid is {kind_of(parent)}"
+            fixes.append(("C3", f"made the line a root: {why}", first + 1))
     if not fixes:
         return transcript, []
-    chain, root, leaf = find_chain(records)
+    chain, root, leaf = find_chain(records, transcript.name)
     order = api_order(records, chain, root)
     new_source = LogSource(records, chain, root, leaf, frozenset(order))
     if frozenset(order) != source.message_records:
@@ -449,8 +500,16 @@ COMPACT_PREAMBLE = ("This session is being continued from a previous conversatio
                     "The summary below covers the earlier portion of the conversation.\n\n")
 
 
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + f"{int(seconds * 1000) % 1000:03d}Z"
+MILLISECOND = timedelta(milliseconds=1)
+# The range an ISO timestamp with a four-digit year can write, in milliseconds since 1970.
+FIRST_MS = (datetime(1, 1, 1, tzinfo=timezone.utc) - EPOCH) // MILLISECOND
+LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=timezone.utc) - EPOCH) // MILLISECOND
+
+
+def _iso(milliseconds: int) -> str:
+    """A timestamp as Claude Code writes it (`2026-02-10T22:57:51.291Z`), held within years 1 to 9999."""
+    moment = EPOCH + max(FIRST_MS, min(milliseconds, LAST_MS)) * MILLISECOND
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
@@ -460,7 +519,9 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     After the original lines (or instead of them, with `drop_history`): a `compact_boundary`
     line (`parentUuid` null, `logicalParentUuid` the old leaf), a user line with
     `isCompactSummary` holding the summary, then the recent window copied with new uuids,
-    re-parented in order, with timestamps after every line of the file and the same session.
+    re-parented in order, with timestamps after every line of the file (or equal to the newest
+    when that is the last millisecond of year 9999: `find_chain` reads the later of two equal
+    leaves) and the same session.
 
     A copied response gets a new `message.id` (shared by its lines): Claude Code's loader
     gathers the lines of a response by that id across the whole file, so the old id would pull
@@ -473,18 +534,19 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     records = source.records
     leaf = records[source.leaf][1] if source.leaf is not None else {}
     latest = max((t for _, v in records if isinstance(v, dict) and (t := _timestamp(v.get("timestamp"))) is not None),
-                 default=0.0)
+                 default=0)
+    after = latest // 1000  # new lines are stamped 1, 2, 3 … ms after the newest line (capped in year 9999)
     envelope = {key: leaf.get(key) for key in ("userType", "cwd", "sessionId", "version", "gitBranch") if key in leaf}
     boundary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{leaf.get('uuid')}:compact_boundary:{pre_tokens}"))
     summary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:summary"))
     new: list[dict] = [
         {"parentUuid": None, "logicalParentUuid": leaf.get("uuid"), "isSidechain": False, **envelope,
          "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
-         "timestamp": _iso(latest + 0.001), "uuid": boundary_uuid, "level": "info",
+         "timestamp": _iso(after + 1), "uuid": boundary_uuid, "level": "info",
          "compactMetadata": {"trigger": "manual", "preTokens": pre_tokens}},
         {"parentUuid": boundary_uuid, "isSidechain": False, **envelope, "type": USER,
          "message": {"role": USER, "content": COMPACT_PREAMBLE + summary}, "isCompactSummary": True,
-         "isVisibleInTranscriptOnly": True, "uuid": summary_uuid, "timestamp": _iso(latest + 0.002)},
+         "isVisibleInTranscriptOnly": True, "uuid": summary_uuid, "timestamp": _iso(after + 2)},
     ]
     renamed: dict[str, str] = {}
     for message in recent:
@@ -505,10 +567,10 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
                 value["message"] = _copied_response(value["message"], boundary_uuid)
             old_uuid = value.get("uuid")
             renamed[old_uuid] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{old_uuid}"))
-            if renamed.get(value.get("sourceToolAssistantUUID")):
+            if isinstance(value.get("sourceToolAssistantUUID"), str) and value["sourceToolAssistantUUID"] in renamed:
                 value["sourceToolAssistantUUID"] = renamed[value["sourceToolAssistantUUID"]]
             value.update(parentUuid=new[-1]["uuid"], uuid=renamed[old_uuid], isSidechain=False,
-                         timestamp=_iso(latest + 0.001 * (len(new) + 1)))
+                         timestamp=_iso(after + len(new) + 1))
             if "sessionId" in envelope:
                 value["sessionId"] = envelope["sessionId"]
             new.append(value)

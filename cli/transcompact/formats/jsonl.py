@@ -32,8 +32,9 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     return bool(values) and all(isinstance(v, dict) and isinstance(v.get("role"), str) for v in values)
 
 
-def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
-    dialect = dialects.detect(parsed.values())
+def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None = None) -> Transcript:
+    """The messages in `dialect`, or in the one detected from them."""
+    dialect = dialect or dialects.detect(parsed.values())
     codec = dialects.DIALECTS[dialect]
     messages, lines = [], {}
     pending: list[bytes] = []

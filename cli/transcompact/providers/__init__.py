@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from .. import settings
 from ..errors import ProviderError, UsageError
 
 PROVIDERS = ("anthropic", "openai")
-DEFAULT_MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 
 
@@ -47,13 +47,13 @@ def is_too_long(message: str) -> bool:
 
 
 def provider(name: str, model: str | None = None, *, base_url: str | None = None,
-             timeout: float = 60.0, retries: int = 2) -> Provider:
+             timeout: float = settings.TIMEOUT, retries: int = settings.RETRIES) -> Provider:
     if name == "anthropic":
         from .anthropic import AnthropicProvider
 
-        return AnthropicProvider(model or DEFAULT_MODELS[name], base_url=base_url, timeout=timeout, retries=retries)
+        return AnthropicProvider(model or settings.MODELS[name], base_url=base_url, timeout=timeout, retries=retries)
     if name == "openai":
         from .openai import OpenAIProvider
 
-        return OpenAIProvider(model or DEFAULT_MODELS[name], base_url=base_url, timeout=timeout, retries=retries)
+        return OpenAIProvider(model or settings.MODELS[name], base_url=base_url, timeout=timeout, retries=retries)
     raise UsageError(f"unknown provider {name!r} (choose from {', '.join(PROVIDERS)})")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from .. import settings
 from ..errors import ProviderError, UsageError
 from ..model import Text, Transcript
 from . import RETRY_STATUSES, Completion, PromptTooLong, is_too_long
 
-DEFAULT_MODEL = "claude-haiku-4-5"
 MODEL_ENV = "TRANSCOMPACT_MODEL"
 _PROBE = [{"role": "user", "content": "."}]
 
@@ -34,7 +34,7 @@ def transcript_model(transcript: Transcript) -> str | None:
     return None
 
 
-def client(timeout: float = 60.0, retries: int = 2, base_url: str | None = None):
+def client(timeout: float = settings.TIMEOUT, retries: int = settings.RETRIES, base_url: str | None = None):
     """The SDK's client; it retries 408, 409, 429, 5xx (529 included) and timeouts with backoff."""
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
         raise ProviderError("no Anthropic API key", hint="set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy)")
@@ -48,7 +48,8 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 60.0, retries: int = 2):
+    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = settings.TIMEOUT,
+                 retries: int = settings.RETRIES):
         self.model = model
         self.timeout = timeout
         self.retries = retries
@@ -108,7 +109,7 @@ def count_tokens(transcript: Transcript, model: str | None = None) -> ExactCount
     if transcript.dialect != "anthropic":
         raise UsageError(f"--tokenizer anthropic counts Anthropic-dialect transcripts; this one is {transcript.dialect}",
                          hint="use --tokenizer o200k for OpenAI transcripts")
-    model = model or transcript_model(transcript) or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+    model = model or transcript_model(transcript) or os.environ.get(MODEL_ENV) or settings.MODELS["anthropic"]
     if not transcript.messages:
         return ExactCount(0, model, ("no messages: nothing was sent",))
     request: dict = {

@@ -7,6 +7,7 @@ import os
 import random
 import time
 
+from .. import settings
 from ..errors import ProviderError
 from . import RETRY_STATUSES, Completion, PromptTooLong, is_too_long
 
@@ -16,7 +17,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = 60.0, retries: int = 2):
+    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = settings.TIMEOUT,
+                 retries: int = settings.RETRIES):
         import httpx2
 
         self.model = model

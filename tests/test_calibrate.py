@@ -1,0 +1,59 @@
+"""The recorded usage and the fit of `tokens ≈ overhead + ratio × chars` over it."""
+
+from __future__ import annotations
+
+import pytest
+
+from transcompact.calibrate import calibrate, fit, holdout_error, recorded_usage, samples, usage_tokens
+from transcompact.model import Message, Text
+
+
+def response(usage: dict | None, *, claude_code: bool = False) -> Message:
+    body = {"role": "assistant", "content": "ok", **({"usage": usage} if usage is not None else {})}
+    raw = {"type": "assistant", "message": body} if claude_code else body
+    return Message("assistant", (Text("ok"),), raw=raw)
+
+
+def test_usage_is_read_from_a_message_or_a_claude_code_line():
+    anthropic = {"input_tokens": 10, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 3000, "output_tokens": 7}
+    assert usage_tokens(response(anthropic)) == 3210
+    assert usage_tokens(response(anthropic, claude_code=True)) == 3210
+    assert usage_tokens(response({"prompt_tokens": 55, "completion_tokens": 5})) == 55
+    assert usage_tokens(response({"input_tokens": 0})) is None and usage_tokens(response(None)) is None
+
+
+def test_the_last_recorded_usage_is_the_context_with_its_output():
+    messages = [Message("user", (Text("hi"),)), response({"input_tokens": 100, "output_tokens": 9}),
+                Message("user", (Text("more"),)), response({"input_tokens": 150, "output_tokens": 20}),
+                Message("user", (Text("and"),))]
+    recorded = recorded_usage(messages)
+    assert (recorded.tokens, recorded.output, recorded.context, recorded.message, recorded.responses) == (150, 20, 170, 3, 2)
+    assert recorded_usage(messages[:1]) is None
+
+
+def test_each_response_samples_the_characters_before_it():
+    messages = [Message("user", (Text("x"),)), response({"input_tokens": 100}), Message("user", (Text("y"),)),
+                response({"input_tokens": 180})]
+    assert samples(messages, [40, 10, 300, 5], [0, 0, 50, 0], head_chars=7) == [(47, 0, 100), (357, 50, 180)]
+
+
+def test_the_fit_recovers_a_line_and_refuses_what_is_not_one():
+    points = [(chars, 0, int(5000 + 0.3 * chars)) for chars in (1000, 4000, 9000, 20000)]
+    ratio, overhead = fit(points)
+    assert ratio == pytest.approx(0.3, abs=1e-3) and overhead == pytest.approx(5000, abs=2)
+    assert fit(points[:1]) is None
+    assert fit([(100, 0, 50), (100, 0, 60)]) is None  # no spread in size
+    assert fit([(100, 0, 500), (200, 0, 400)]) is None  # tokens falling as text grows
+
+
+def test_the_error_is_measured_on_responses_the_fit_did_not_see():
+    points = [(chars, 0, 1000 + chars // 4) for chars in range(1000, 9000, 1000)]
+    error, measured = holdout_error(points)
+    assert error == pytest.approx(0, abs=0.01) and measured == 4
+    bent = points[:4] + [(c, 0, t * 2) for c, _, t in points[4:]]
+    assert holdout_error(bent)[0] == pytest.approx(0.5, abs=0.01)
+
+
+def test_calibrate_needs_two_responses():
+    messages = [Message("user", (Text("x"),)), response({"input_tokens": 100})]
+    assert calibrate(messages, [10, 2], [0, 0]) is None

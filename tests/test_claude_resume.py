@@ -1,0 +1,402 @@
+"""The real client is the judge: `claude -p --resume` on our compacted Claude Code logs.
+
+The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned below) loads a log from a
+fresh HOME and sends the conversation to the loopback server, and the test reads the request
+Claude Code built. For a log that `transcompact compact --emergency --force` compacted (once, and
+twice), the request must:
+- start with our summary: the `isCompactSummary` line's text;
+- hold the kept window after it, as transcompact reads it: the same messages, calls, results
+  and texts, once Claude Code's own additions are set aside (`<system-reminder>` blocks, the
+  note it adds to an interrupted turn, the "No response requested." sentinel, the new prompt);
+- hold nothing from before our compact boundary;
+- answer every `tool_use` in the next message, and send no `tool_use` id twice.
+The uncompacted original is resumed too, as a control.
+
+Claude Code runs offline: `ANTHROPIC_BASE_URL` points at the loopback, the key is a dummy, and
+telemetry, auto-update, auto-compact and other nonessential traffic are off. It is installed in
+`.venv/claude-code/<version>` by `make claude-code`; without it, or without node, the tests skip,
+except under `CI=true`, where the session fixture installs it with npm (and fails if it cannot).
+`CLAUDE_CODE_VERSION` picks another release (2.1.113 on are a native binary; that works too).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact import load
+from transcompact.cli import cli
+from transcompact.dialects import anthropic as codec
+
+from .conftest import CORPUS, ROOT
+from .loopback import Loopback
+
+# The last release whose npm package is the JavaScript `cli.js` (48 MB; from 2.1.113 on the
+# package installs a 380 MB native binary). validity.md §3 quotes the loader of 2.1.88.
+CLAUDE_CODE_VERSION = os.environ.get("CLAUDE_CODE_VERSION", "2.1.112")
+INSTALL_DIR = ROOT / ".venv" / "claude-code" / CLAUDE_CODE_VERSION
+PACKAGE = INSTALL_DIR / "node_modules" / "@anthropic-ai" / "claude-code"
+TIMEOUT = 60  # seconds for one `claude -p` run: 1 to 3 in practice
+PROMPT = "Carry on from where we stopped."
+REPLY = "Carrying on."
+# Claude Code's own additions to what a log holds (cli.js 2.1.112 `K77`): the note after an
+# interrupted turn, and the assistant sentinel after a final user turn.
+CONTINUE = "Continue from where you left off."
+NO_RESPONSE = "No response requested."
+OFFLINE = {  # no traffic but to the loopback; nothing the tests do not ask for
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "DISABLE_AUTO_COMPACT": "1",  # the request as the log loads, not Claude Code's own compaction of it
+}
+
+
+def npm_install() -> list[str]:
+    """The npm command that installs the pinned release (`make claude-code` runs the same)."""
+    js = tuple(int(p) for p in CLAUDE_CODE_VERSION.split(".")[:3]) <= (2, 1, 112)
+    return ["npm", "install", "--prefix", str(INSTALL_DIR), "--no-save", "--no-audit", "--no-fund", "--loglevel=error",
+            # The JS release needs none of its optional packages (sharp, for images); the native ones are its binary.
+            *(["--omit=optional"] if js else []), f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"]
+
+
+def installed() -> list[str] | None:
+    """The command that runs the installed release, None when it is not installed."""
+    try:
+        version = json.loads((PACKAGE / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return None
+    if version != CLAUDE_CODE_VERSION:
+        return None
+    if (PACKAGE / "cli.js").is_file():
+        node = shutil.which("node")
+        return [node, str(PACKAGE / "cli.js")] if node else None
+    native = PACKAGE / "bin" / "claude.exe"
+    return [str(native)] if native.is_file() and os.access(native, os.X_OK) else None
+
+
+@pytest.fixture(scope="session")
+def claude() -> list[str]:
+    """The command that runs Claude Code; skips when it cannot (under CI=true it installs it, or fails)."""
+    command = installed()
+    if command is not None:
+        return command
+    if os.environ.get("CI") != "true":
+        if shutil.which("node") is None:
+            pytest.skip("node is not installed: the real Claude Code CLI cannot run")
+        pytest.skip(f"Claude Code {CLAUDE_CODE_VERSION} is not installed in .venv/claude-code: "
+                    "run `make claude-code` (under CI=true the tests install it)")
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.fail("CI=true: node and npm are needed to install and run Claude Code")
+    try:
+        return install()
+    except RuntimeError as error:
+        pytest.fail(str(error))
+
+
+def install() -> list[str]:
+    """Install the pinned release with npm into .venv/claude-code/<version> (`make claude-code`)."""
+    INSTALL_DIR.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(npm_install(), capture_output=True, text=True, timeout=600, check=False)
+    command = installed()
+    if done.returncode != 0 or command is None:
+        raise RuntimeError(f"npm could not install Claude Code {CLAUDE_CODE_VERSION}:\n{done.stdout[-1000:]}{done.stderr[-2000:]}")
+    return command
+
+
+# --- running it --------------------------------------------------------------------------
+
+
+@dataclass
+class Resumed:
+    """What one `claude -p --resume` run sent."""
+
+    body: dict  # the /v1/messages request
+    messages: list[dict]  # its messages, each content as a list of blocks
+
+
+def session_of(log: bytes) -> str:
+    """The session `--resume` is asked for: the last transcript line's (our copies keep it)."""
+    for line in reversed(log.splitlines()):
+        value = json.loads(line) if line.strip() else {}
+        if isinstance(value.get("sessionId"), str) and isinstance(value.get("uuid"), str):
+            return value["sessionId"]
+    raise AssertionError("the log names no session")
+
+
+def project_dir(cwd: Path) -> str:
+    """Claude Code's directory for a project under ~/.claude/projects (cli.js 2.1.112 `AP`)."""
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(cwd))
+
+
+def resume(claude: list[str], log: bytes, where: Path, api: Loopback) -> Resumed:
+    """Put `log` where Claude Code keeps the sessions of a project, in a fresh HOME; resume it there
+    with one prompt; return the one request it sent."""
+    home, cwd = where / "home", (where / "project")
+    cwd.mkdir(parents=True)
+    cwd = cwd.resolve()
+    assert len(project_dir(cwd)) <= 200  # longer names get a hash suffix
+    session = session_of(log)
+    sessions = home / ".claude" / "projects" / project_dir(cwd)
+    sessions.mkdir(parents=True)
+    (sessions / f"{session}.jsonl").write_bytes(log)
+    # A fresh "metrics are off" answer, or it asks api.anthropic.com for one on exit.
+    (home / ".claude.json").write_text(json.dumps({"metricsStatusCache": {"enabled": False, "timestamp": int(time.time() * 1000)}}))
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "TMPDIR": str(where),
+           "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-loopback-dummy", **OFFLINE}
+    api.answer = Loopback.text(REPLY)
+    before = len(api.requests)
+    done = subprocess.run([*claude, "-p", "--resume", session, PROMPT], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 0, f"claude exited {done.returncode}: {done.stdout[-1000:]}{done.stderr[-2000:]}"
+    assert done.stdout.strip() == REPLY
+    sent = api.requests[before:]
+    assert [r.route for r in sent] == ["/v1/messages"], f"Claude Code asked for {[r.path for r in sent]}"
+    body = sent[0].body
+    messages = [{**m, "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]}
+                for m in body["messages"]]
+    return Resumed(body, messages)
+
+
+# --- reading what it sent ----------------------------------------------------------------
+
+
+def is_reminder(block: dict) -> bool:
+    """A block Claude Code adds of its own (context, date, skills): no line of the log holds it."""
+    return block.get("type") == "text" and block["text"].lstrip().startswith("<system-reminder>")
+
+
+def texts(message: dict) -> list[str]:
+    return [b["text"] for b in message["content"] if b.get("type") == "text" and not is_reminder(b)]
+
+
+def calls(message: dict) -> tuple[str, ...]:
+    return tuple(b["id"] for b in message["content"] if b.get("type") in ("tool_use", "server_tool_use"))
+
+
+def results(message: dict) -> dict[str, str]:
+    return {b["tool_use_id"]: json.dumps(b.get("content")) for b in message["content"] if b.get("type") == "tool_result"}
+
+
+def assert_pairs(messages: list[dict]) -> None:
+    """Every tool_use answered in the next message, every tool_result answering the previous one, no id twice."""
+    ids = [i for m in messages for i in calls(m)]
+    assert len(ids) == len(set(ids)), f"a tool_use id is sent twice: {sorted({i for i in ids if ids.count(i) > 1})[:3]}"
+    for index, message in enumerate(messages):
+        if message["role"] == "assistant" and calls(message):
+            following = messages[index + 1] if index + 1 < len(messages) else {"role": None, "content": []}
+            assert following["role"] == "user" and set(calls(message)) <= set(results(following)), \
+                f"message {index}: a tool_use without its tool_result in the next message"
+        if message["role"] == "user" and results(message):
+            previous = messages[index - 1] if index else {"content": []}
+            assert set(results(message)) <= set(calls(previous)), f"message {index}: a tool_result without its tool_use"
+
+
+def as_api(log: bytes) -> list[dict]:
+    """The messages transcompact reads from a log: what it says `claude --resume` sends."""
+    return [{"role": m.role, "content": codec.write_content(m.blocks, False)} for m in load(log, "session.jsonl").messages]
+
+
+def differences(log: bytes, sent: list[dict], *, control: bool = False) -> list[str]:
+    """How Claude Code's request differs from our reading of `log`, its own additions set aside; [] when it does not.
+
+    `control` (an original log) allows what transcompact's reader is known to do otherwise:
+    parallel calls of one response whose lines are not all on the chain come in file order
+    (Claude Code puts those off the chain after those on it), and a `system` line of subtype
+    `local_command` on the chain is not read (Claude Code sends its text as a user message).
+    """
+    ours = as_api(log)
+    extra = Counter()  # texts Claude Code may send that we do not read
+    if control:
+        extra.update(v["content"].strip() for v in lines_of(log) if v.get("subtype") == "local_command" and isinstance(v.get("content"), str))
+    problems = []
+    tail = sent[len(ours):]
+    if tail and tail[0]["role"] == "assistant" and texts(tail[0]) == [NO_RESPONSE]:
+        tail = tail[1:]
+    if len(tail) != 1 or tail[0]["role"] != "user" or texts(tail[0])[-1:] != [PROMPT]:
+        problems.append(f"{len(sent)} messages sent for {len(ours)} read; the last ones: {[texts(m)[:1] for m in sent[len(ours):]][:4]}")
+    for index, (mine, theirs) in enumerate(zip(ours, sent)):
+        where = f"message {index} ({theirs['role']})"
+        if mine["role"] != theirs["role"]:
+            problems.append(f"{where}: read as {mine['role']}")
+            continue
+        if (sorted(calls(mine)) != sorted(calls(theirs))) if control else (calls(mine) != calls(theirs)):
+            problems.append(f"{where}: calls {calls(theirs)} sent, {calls(mine)} read")
+        if results(mine) != results(theirs):
+            problems.append(f"{where}: results {sorted(results(theirs))} sent, {sorted(results(mine))} read (or their content differs)")
+        read = Counter(t.strip() for t in texts(mine) if t.strip())
+        seen = Counter(t.strip() for t in texts(theirs) if t.strip() and t.strip() != CONTINUE) - extra
+        if read != seen:
+            problems.append(f"{where}: texts {[t[:80] for t in seen - read][:2]} sent, {[t[:80] for t in read - seen][:2]} read")
+    return problems
+
+
+def lines_of(log: bytes) -> list[dict]:
+    return [json.loads(line) for line in log.splitlines() if line.strip()]
+
+
+def assert_resumed_from_our_boundary(log: bytes, resumed: Resumed) -> None:
+    """The request starts with our summary and holds nothing the lines before our boundary hold alone."""
+    lines = lines_of(log)
+    boundary = max(i for i, v in enumerate(lines) if v.get("type") == "system" and v.get("subtype") == "compact_boundary")
+    summary = lines[boundary + 1]
+    assert summary.get("isCompactSummary") is True and summary["parentUuid"] == lines[boundary]["uuid"]
+    first = resumed.messages[0]
+    assert first["role"] == "user" and texts(first)[0].rstrip("\n") == summary["message"]["content"], "the request does not start with our summary"
+    assert summary["message"]["content"].count("This session is being continued from a previous conversation") == 1
+
+    def ids(values: list[dict]) -> set[str]:
+        blocks = [b for v in values if isinstance(v.get("message"), dict) and isinstance(v["message"].get("content"), list)
+                  for b in v["message"]["content"] if isinstance(b, dict)]
+        return {b.get("id") or b.get("tool_use_id") for b in blocks if b.get("type") in ("tool_use", "tool_result")}
+
+    before_only = ids(lines[:boundary]) - ids(lines[boundary:])
+    sent = {i for m in resumed.messages for i in (*calls(m), *results(m))}
+    assert not sent & before_only, f"calls from before our boundary are sent: {sorted(sent & before_only)[:3]}"
+    kept = {b["text"].strip() for v in lines[boundary:] if isinstance(v.get("message"), dict)
+            for b in (v["message"]["content"] if isinstance(v["message"]["content"], list) else [{"type": "text", "text": v["message"]["content"]}])
+            if isinstance(b, dict) and b.get("type") == "text"}
+    stray = [t for m in resumed.messages for t in texts(m) if t.strip() and t.strip() not in kept | {PROMPT, CONTINUE, NO_RESPONSE}]
+    assert not stray, f"texts no line after our boundary holds are sent: {[t[:80] for t in stray[:2]]}"
+
+
+# --- the logs ----------------------------------------------------------------------------
+
+SESSION = "7f3e9b2a-4c1d-4e8f-9a6b-2d5c8e1f0a3b"
+OUTPUT = "".join(f"{n:4d}  lib/shop/orders.ex: def total(order), do: Enum.sum(order.lines)\n" for n in range(60))
+
+
+def synthetic_log() -> bytes:
+    """A log as Claude Code 2.1 writes one: six rounds of a prompt, a response whose text and two
+    parallel calls are three lines (one `message.id`), each result a line under the line of its call
+    (so the first result hangs off the chain, as in real logs), progress lines, a closing answer."""
+    lines, second = [], 0
+
+    def add(kind: str, parent: str | None, **fields) -> str:
+        nonlocal second
+        second += 1
+        uid = f"00000000-0000-4000-8000-{len(lines):012d}"
+        lines.append({"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/ada/shop",
+                      "sessionId": SESSION, "version": "2.1.112", "gitBranch": "main", "type": kind, "uuid": uid,
+                      "timestamp": f"2026-11-02T09:{second // 60:02d}:{second % 60:02d}.000Z", **fields})
+        return uid
+
+    def response(parent: str, number: int, block: dict) -> str:
+        return add("assistant", parent, requestId=f"req_{number:04d}", message={
+            "id": f"msg_{number:04d}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [block], "stop_reason": None, "usage": {"input_tokens": 3, "output_tokens": 40,
+                                                              "cache_read_input_tokens": 20_000 + 3_000 * number}})
+
+    leaf = None
+    lines.append({"type": "file-history-snapshot", "messageId": "x", "snapshot": {}, "isSnapshotUpdate": False})
+    for n in range(6):
+        leaf = add("user", leaf, message={"role": "user", "content": f"Round {n}: check orders.ex and the tests of step {n}."})
+        leaf = response(leaf, 2 * n, {"type": "text", "text": f"Looking at step {n}."})
+        first = response(leaf, 2 * n, {"type": "tool_use", "id": f"toolu_{n}a", "name": "Read", "input": {"file_path": "lib/shop/orders.ex"}})
+        second_call = response(first, 2 * n, {"type": "tool_use", "id": f"toolu_{n}b", "name": "Bash", "input": {"command": f"mix test --only step{n}"}})
+        add("progress", second_call, data={"type": "bash_progress", "output": "running"}, toolUseID=f"toolu_{n}b")
+        add("user", first, sourceToolAssistantUUID=first, toolUseResult={"type": "text"},
+            message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}a", "content": OUTPUT}]})
+        leaf = add("user", second_call, sourceToolAssistantUUID=second_call, toolUseResult={"stdout": "ok"},
+                   message={"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{n}b",
+                                                         "content": f"step {n}: 12 tests, {n} failures\n" + OUTPUT}]})
+        leaf = response(leaf, 2 * n + 1, {"type": "text", "text": f"Step {n} has {n} failures in orders.ex."})
+    return b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
+
+
+# (name, --keep-recent-tokens of the first compaction, of the second): small logs of the shared
+# corpus that compaction cuts in two, each different: parallel calls and an interrupted turn; a
+# session that used subagents; one with microcompact boundaries and a compaction of Claude Code's
+# own; one Claude Code had compacted itself.
+LOGS = [
+    ("synthetic", 5000, 2500),
+    ("spotter-tool-heavy.jsonl", 2000, 1000),
+    ("spotter-subagent-session.jsonl", 5000, 2000),
+    ("entire-cli-session-839b35f7-microcompact-and-compact.jsonl", 5000, 2000),
+    ("spotter-session-8463c716-compacted-1593lines.jsonl", 5000, 2000),
+]
+NAMES = [name for name, *_ in LOGS]
+
+
+def original(name: str) -> bytes:
+    if name == "synthetic":
+        return synthetic_log()
+    path = CORPUS / "claude-code" / name
+    if not path.is_file():
+        pytest.skip("the shared corpus is not here")
+    return path.read_bytes()
+
+
+def compact(log: bytes, keep: int) -> bytes:
+    """`transcompact compact --emergency --force` on a log, as a user runs it."""
+    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "-q", "--keep-recent-tokens", str(keep)],
+                                input=log, prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    out = result.stdout_bytes
+    assert out.startswith(log.rstrip(b"\n")), "the original lines are not kept"
+    assert out.count(b'"subtype":"compact_boundary"') > log.count(b'"subtype":"compact_boundary"'), "nothing was compacted"
+    return out
+
+
+@functools.cache
+def compacted(name: str, times: int) -> bytes:
+    """The log compacted once, or that compacted again."""
+    once, twice = next(keep for n, *keep in LOGS if n == name)
+    return compact(original(name), once) if times == 1 else compact(compacted(name, 1), twice)
+
+
+# --- the tests ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_original_resumes_as_we_read_it(name, claude, api, tmp_path):
+    """The control: Claude Code sends the uncompacted log as transcompact reads it."""
+    log = original(name)
+    resumed = resume(claude, log, tmp_path, api)
+    assert_pairs(resumed.messages)
+    assert differences(log, resumed.messages, control=True) == []
+
+
+@pytest.mark.parametrize("times", [1, 2], ids=["once", "twice"])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_compacted_log_resumes_from_our_summary(name, times, claude, api, tmp_path):
+    log = compacted(name, times)
+    resumed = resume(claude, log, tmp_path, api)
+    assert_resumed_from_our_boundary(log, resumed)
+    assert_pairs(resumed.messages)
+    assert differences(log, resumed.messages) == []
+    if times == 2:  # the first summary is merged into the second, never sent beside it
+        once = lines_of(compacted(name, 1))
+        first_summary = next(v for v in reversed(once) if v.get("isCompactSummary"))["message"]["content"]
+        assert not any(first_summary in t for m in resumed.messages for t in texts(m))
+        assert sum("This session is being continued" in t for m in resumed.messages for t in texts(m)) == 1
+
+
+def test_the_judge_sees_the_originals_pulled_back_in(claude, api, tmp_path):
+    """The copies need their own `message.id`: with the originals' ids, Claude Code gathers the
+    lines before the boundary back into the copied responses (README, "Claude Code logs"), and
+    this test's checks see it."""
+    log = compacted("synthetic", 1)
+    lines = lines_of(log)
+    boundary = max(i for i, v in enumerate(lines) if v.get("subtype") == "compact_boundary")
+    id_of = {json.dumps(v["message"]["content"]): v["message"]["id"] for v in lines[:boundary] if v.get("type") == "assistant"}
+    copies = [v for v in lines[boundary:] if v.get("type") == "assistant"]
+    assert copies and all(v["message"]["id"] != id_of[json.dumps(v["message"]["content"])] for v in copies)
+    for value in copies:  # each line of the synthetic log is unique: its copy is found by its content
+        value["message"]["id"] = id_of[json.dumps(value["message"]["content"])]
+    broken = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
+    resumed = resume(claude, broken, tmp_path, api)
+    problems = differences(broken, resumed.messages)
+    assert problems and all("texts" in p and "sent, [] read" in p for p in problems)  # each copied text twice
+
+
+if __name__ == "__main__":  # `make claude-code`
+    print(" ".join(install()))
