@@ -416,20 +416,24 @@ DROPPED_LEAF = b"""\
 {"type":"user","uuid":"u5","parentUuid":"u3","sessionId":"s","timestamp":"2026-11-01T10:00:05Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"gone","content":"x"}]}}
 """
 # 2. Two lines of one response with the same uuid (a line written twice) each take the result line
-#    that answers that uuid: its results are read twice, and a rewrite writes them twice.
+#    that answers that uuid: its results are read twice, and a rewrite writes them twice (prune),
+#    or compact copies a recent window that starts with the response (exit 5 from compact's own check).
 REPEATED_LINE = b"""\
 {"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"go"}}
 {"type":"assistant","uuid":"a2","parentUuid":"u1","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}
-{"type":"assistant","uuid":"a2","parentUuid":"u1","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}
 {"type":"user","uuid":"u3","parentUuid":"a2","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a hundred characters of output, long enough to be trimmed by prune: padding padding padding padding"}]}}
+{"type":"assistant","uuid":"a4","parentUuid":"u3","sessionId":"s","message":{"id":"m4","role":"assistant","content":[{"type":"tool_use","id":"t2","name":"bash","input":{}}]}}
+{"type":"assistant","uuid":"a4","parentUuid":"u3","sessionId":"s","message":{"id":"m4","role":"assistant","content":[{"type":"tool_use","id":"t2","name":"bash","input":{}}]}}
+{"type":"user","uuid":"u5","parentUuid":"a4","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"b"}]}}
 """
 
 
 def refused_for_a_known_bug(transcript, result) -> bool:
-    """Whether `result` is a refusal for one of the known bugs above, on a log of that shape."""
-    if transcript.format != "claude-code" or result.exit_code != 5 or "reads back as other messages" not in result.stderr:
+    """Whether `result` is a post-condition's refusal (exit 5) on a log of one of the shapes above."""
+    if transcript.format != "claude-code" or result.exit_code != 5:
         return False
-    return _leaf_holds_nothing_kept(transcript) or _a_response_line_repeated(transcript)
+    return _a_message_line_repeated(transcript) or (
+        "reads back as other messages" in result.stderr and _leaf_holds_nothing_kept(transcript))
 
 
 def _leaf_holds_nothing_kept(transcript) -> bool:
@@ -441,7 +445,7 @@ def _leaf_holds_nothing_kept(transcript) -> bool:
                for b in content)
 
 
-def _a_response_line_repeated(transcript) -> bool:
+def _a_message_line_repeated(transcript) -> bool:
     records = transcript.source.records
     uuids = [records[i][1].get("uuid") for i in transcript.source.message_records]
     return len(set(uuids)) < len(uuids)

@@ -53,9 +53,9 @@ def test_the_checkpoint_keeps_what_the_next_turn_needs(pooled):
         assert ours.recall(kind) >= 0.95, (kind, ours.found, ours.total)
     assert ours.recall("last_state") >= 0.90
     # Commands are kept whole: the trajectory whose 146 commands hold 73 K characters of heredoc
-    # file writes cannot fit in a 2,000-token checkpoint; every Claude Code log's can.
-    assert ours.recall("commands") >= 0.80
-    assert claude_code.recall("commands") >= 0.90
+    # file writes cannot fit in the summary's budget; every Claude Code log's can.
+    assert ours.recall("commands") >= 0.85
+    assert claude_code.recall("commands") >= 0.95
 
 
 @pytest.mark.slow

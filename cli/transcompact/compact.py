@@ -178,8 +178,13 @@ def _old_part(transcript: Transcript, cut: Cut) -> tuple[list[Message], Previous
     return [m for i, m in enumerate(old) if i not in covered], previous
 
 
-def summary_text(transcript: Transcript, cut: Cut, body: str, options: CompactOptions) -> SummaryText:
-    """The summary message's parts: `body`, the user's words, and the opening request of a split turn."""
+def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: CompactOptions) -> SummaryText:
+    """The summary message's parts: the body, the user's words, and the opening request of a split turn.
+
+    `body` is a model's summary, or None for the emergency checkpoint, built here from the old
+    part as it was before pruning (prune keeps indices), so that what the user's words leave of
+    `--keep-user-tokens` goes to its facts: the message stays within the two budgets together.
+    """
     real, previous = _old_part(transcript, cut)
     ratio = options.counting.ratio
     budget = int(options.keep_user_tokens / ratio)
@@ -192,8 +197,20 @@ def summary_text(transcript: Transcript, cut: Cut, body: str, options: CompactOp
         else:
             opening = head_and_tail(text_of(opening_message).strip(), max(400, budget))
         budget -= len(opening or "")
-    goal = goal_of(body) or ""
-    words = user_words(real, previous, (goal, opening or ""), budget - len(goal), is_trajectory(real)) if budget > 0 else ()
+    trajectory = is_trajectory(real)
+    goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
+    if body is None:
+        calls = {b.id: b.input for m in transcript.messages for b in m.blocks if isinstance(b, ToolCall)}
+        facts = find_facts(real, tool_names(transcript.messages), calls)
+        earlier = previous.summary.body if previous else None
+        goal = (goal_of(earlier) if earlier else facts.goal) or ""  # as `checkpoint` chooses it
+    else:
+        goal = goal_of(body) or ""
+    goal = head_and_tail(goal, goal_chars) if goal else ""
+    words = user_words(real, previous, (goal, opening or ""), budget - len(goal), trajectory) if budget > 0 else ()
+    if body is None:
+        left = max(0, budget - len(goal) - sum(len(w) + 4 for w in words))
+        body = checkpoint(facts, options.checkpoint_tokens + int(left * ratio), ratio, earlier, goal_chars=goal_chars)
     return SummaryText(body, words, opening)
 
 
@@ -209,18 +226,6 @@ def rebuild(transcript: Transcript, cut: Cut, summary: SummaryText, options: Com
         pair.append(Message(ASSISTANT, (Text(SUMMARY_ACK),)))
     rebuilt = transcript.with_messages([*messages[:head], *pair, *recent])
     return Rebuilt(rebuilt, text, tuple(recent), cut)
-
-
-def emergency_body(original: Transcript, cut: Cut, options: CompactOptions) -> str:
-    """The checkpoint of the old part as it was before pruning (prune keeps indices), merged into an earlier summary."""
-    real, previous = _old_part(original, cut)
-    if cut.split_turn:
-        real = [m for m in real if m is not original.messages[cut.turn_start]]
-    calls = {b.id: b.input for m in original.messages for b in m.blocks if isinstance(b, ToolCall)}
-    facts = find_facts(real, tool_names(original.messages), calls)
-    ratio = options.counting.ratio
-    return checkpoint(facts, options.checkpoint_tokens, ratio, previous.summary.body if previous else None,
-                      goal_chars=max(400, int(options.keep_user_tokens / ratio) // 2))
 
 
 # --- the window ------------------------------------------------------------------------------
@@ -329,8 +334,7 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
         fitted = fitted_window(candidate, cut_now, keep_now, options)
-        body = emergency_body(original, cut_now, options)
-        return rebuild(fitted, cut_now, summary_text(original, cut_now, body, options), options)
+        return rebuild(fitted, cut_now, summary_text(original, cut_now, None, options), options)
 
     # The window as asked with harder and harder pruning, then a smaller and smaller window.
     attempts = [(level, keep) for level in range(3)]

@@ -13,9 +13,10 @@ Both checks take one walk over the containers of what was parsed, not over the b
 
 from __future__ import annotations
 
+import gc
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -72,15 +73,21 @@ class Layout:
 def parse(data: bytes, name: str) -> Parsed:
     bom = data.startswith(BOM)
     text = data[len(BOM):] if bom else data
-    if not text.strip():
+    if not text or text.isspace():
         raise ParseError("the input is empty", location=Location(name))
+    if _first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
+        return Parsed(name, data, records=_parse_lines(data, name, None, bom), bom=bom)
     try:
         document = orjson.loads(text)
-    except orjson.JSONDecodeError as whole:
-        if "UTF-8" in whole.msg:
+    except orjson.JSONDecodeError as error:
+        if "UTF-8" in error.msg:
             raise _not_utf8(data, name) from None
-        if whole.msg.startswith("depth limit"):
+        if error.msg.startswith("depth limit"):
             raise _too_deep(text, name, first_line=1) from None
+        whole = _Failure(error.msg, error.lineno, error.colno)  # not the error, which holds the whole input as a str
+    else:
+        whole = None
+    if whole is not None:
         return Parsed(name, data, records=_parse_lines(data, name, whole, bom), bom=bom)
     document = _writable(document, text, name, first_line=1)
     records = None
@@ -90,12 +97,41 @@ def parse(data: bytes, name: str) -> Parsed:
     return Parsed(name, data, document=document, records=records, bom=bom)
 
 
+class _Failure(NamedTuple):
+    msg: str
+    lineno: int
+    colno: int
+
+
+def _first_line_is_a_value(text: bytes) -> bool:
+    """More than one line, and the first is a complete JSON value: JSON Lines (a document spread
+    over several lines never parses on its first line)."""
+    end = text.find(b"\n")
+    if end < 0 or text[end:].isspace():
+        return False
+    try:
+        orjson.loads(text[:end])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def _could_be_a_record(value: dict) -> bool:
     """A message (`role`) or a log line (`type`, `uuid`); a request body or an envelope is not."""
     return "role" in value or "type" in value or "uuid" in value
 
 
-def _parse_lines(data: bytes, name: str, whole: orjson.JSONDecodeError | None, bom: bool) -> list[tuple[bytes, Any]]:
+def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool) -> list[tuple[bytes, Any]]:
+    # The collector would walk every dict made so far again and again as they pile up (quadratic
+    # in effect on a large log); what is parsed here lives until the command ends anyway.
+    gc.disable()
+    try:
+        return _parse_each_line(data, name, whole, bom)
+    finally:
+        gc.enable()
+
+
+def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool) -> list[tuple[bytes, Any]]:
     records: list[tuple[bytes, Any]] = []
     loads = orjson.loads
     for number, line in enumerate(data.split(b"\n"), start=1):
@@ -106,6 +142,8 @@ def _parse_lines(data: bytes, name: str, whole: orjson.JSONDecodeError | None, b
         try:
             value = loads(text)
         except orjson.JSONDecodeError as error:
+            if "UTF-8" in error.msg:
+                raise _not_utf8(data, name) from None
             if whole is not None and not any(v is not BLANK for _, v in records) and not error.msg.startswith("depth"):
                 # The first value is already broken: this is one malformed document, not JSON Lines.
                 raise ParseError(

@@ -220,9 +220,9 @@ def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: in
             emitted.add(index)
             continue
         group = [i for i in groups.get(mid, [index]) if i not in emitted]
-        results = sorted(
+        results = sorted({  # a set: lines of one response may share a uuid, and their answers are read once
             i for g in group for i in answers.get(records[g][1].get("uuid"), ()) if i not in emitted
-        )
+        })
         for i in group + results:
             order.append(i)
             emitted.add(i)
