@@ -249,3 +249,18 @@ def test_a_progress_chain_with_many_leaves_is_read_in_linear_time():
     assert [m.raw["uuid"] for m in load(large, NAME).messages] == ["u", "a"]
     ratio = best_time(lambda: load(large, NAME)) / best_time(lambda: load(small, NAME))
     assert ratio <= 6, ratio
+
+
+def test_a_result_added_after_a_line_that_repair_empties_is_written():
+    """repair adds the missing result after the response, whose last line (blank text) it drops."""
+    log = (b'{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","timestamp":"2026-11-01T10:00:01Z",'
+           b'"message":{"role":"user","content":"go"}}\n'
+           b'{"type":"assistant","uuid":"a2","parentUuid":"u1","sessionId":"s","timestamp":"2026-11-01T10:00:02Z",'
+           b'"message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}\n'
+           b'{"type":"assistant","uuid":"a3","parentUuid":"a2","sessionId":"s","timestamp":"2026-11-01T10:00:03Z",'
+           b'"message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"  "}]}}\n')
+    result = CliRunner().invoke(cli, ["repair", "--format", "claude-code", "-"], input=log)
+    assert result.exit_code == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout_bytes.splitlines()]
+    assert [line["uuid"] for line in lines[:2]] == ["u1", "a2"] and len(lines) == 3
+    assert lines[2]["parentUuid"] == "a2" and lines[2]["message"]["content"][0]["tool_use_id"] == "t1"

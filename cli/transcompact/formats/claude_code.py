@@ -346,8 +346,8 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
             inserted.setdefault(anchor, []).append(_new_record(records[anchor][1], message))
             continue
-        last_record = origin.records[-1]
         if is_unchanged(message):
+            last_record = origin.records[-1]
             continue
         # Each block goes back to the line it came from; a new block joins the line before it.
         per_record: dict[int, list[Block]] = {i: [] for i in origin.records}
@@ -361,6 +361,8 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
                 dropped.add(index)
             elif blocks != [b for b in origin.blocks if b.line == index]:
                 contents[index] = blocks
+        # A message added after this one hangs from its last line that stays.
+        last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
     parents = _relink(source, dropped, inserted)
     out: list[bytes] = []
