@@ -14,7 +14,7 @@ from transcompact import load
 from transcompact.cli import cli
 from transcompact.errors import ExitCode
 
-from .test_check import best_time
+from .test_check import growth
 
 SESSION = "5b0e8a1c-2f4d-4c6e-9a7b-3d1f0e2c4b6a"
 NAME = f"{SESSION}.jsonl"  # a session file name, so that check has nothing to say about it
@@ -247,7 +247,7 @@ def many_leaves(lines: int) -> bytes:
 def test_a_progress_chain_with_many_leaves_is_read_in_linear_time():
     small, large = many_leaves(8_000), many_leaves(32_000)
     assert [m.raw["uuid"] for m in load(large, NAME).messages] == ["u", "a"]
-    ratio = best_time(lambda: load(large, NAME)) / best_time(lambda: load(small, NAME))
+    ratio = growth(lambda data: load(data, NAME), small, large)
     assert ratio <= 6, ratio
 
 

@@ -23,7 +23,7 @@ from .test_check import (
     THINKING_OFF,
     anthropic,
     assistant,
-    best_time,
+    growth,
     claude_code,
     log_assistant,
     log_user,
@@ -282,7 +282,7 @@ def parallel_calls(calls: int) -> Transcript:
 def test_repair_takes_linear_time_in_the_number_of_calls(make, size):
     small, large = make(size), make(4 * size)
     assert errors(check(repair(large)[0])) == []
-    ratio = best_time(lambda: repair(large)) / best_time(lambda: repair(small))
+    ratio = growth(repair, small, large)
     assert ratio <= 6, ratio
 
 
