@@ -263,6 +263,7 @@ def test_compact_properties_on_generated_transcripts(generated):
     transcript = _loads(data)
     assume(transcript is not None)
     properties(transcript, data, TINY)
+    compose_k_times(transcript, data, (64, 32, 16), keep_user_tokens=20, checkpoint_tokens=40)
 
 
 @pytest.mark.parametrize("path", supported_corpus_files())
@@ -347,14 +348,6 @@ def test_compacting_again_and_again_keeps_one_summary(path):
     steps = compose_k_times(load(data, str(path)), data, SHRINKING)
     assert steps and all(report.strategy in ("none", "prune", "emergency") for report in steps)
 
-
-@SETTINGS
-@given(transcripts(damaged=False))
-def test_compacting_generated_transcripts_again_and_again(generated):
-    _, data = generated
-    transcript = _loads(data)
-    assume(transcript is not None)
-    compose_k_times(transcript, data, (64, 32, 16), keep_user_tokens=20, checkpoint_tokens=40)
 
 
 def test_a_second_compaction_merges_into_the_first():
