@@ -318,8 +318,8 @@ def postcondition(path: str, before, after, written: bytes, *, command: str, mes
     """A rewrite may not add a `check` error its input did not have (`design.md` §5).
 
     `after` is the rewritten transcript and `written` the bytes `dump` made of it: they are read
-    again as the format and dialect they were written in, and judged as a reader will find them.
-    With `same_messages` (prune) an error is new unless the same rule failed at the same message;
+    again as the format and dialect they were written in, must give back the messages of `after`,
+    and are judged as a reader will find them. With `same_messages` (prune) an error is new unless the same rule failed at the same message;
     without (repair, compact, which remove messages) unless the same rule failed anywhere.
     Returns the transcript read back (`after` itself when it has no message left to read back,
     like a JSON Lines file repair emptied).
@@ -349,23 +349,31 @@ def postcondition(path: str, before, after, written: bytes, *, command: str, mes
 
 def _turns(transcript) -> list[tuple[str, tuple]]:
     """Role and blocks of each run of messages of one role: what a reader gets, however a format
-    splits a turn into messages (a Claude Code log reads consecutive user lines as one). A tool
-    input is compared as its JSON: a number kept as written (`orjson.Fragment`) equals only itself."""
-    import dataclasses
-
-    import orjson
-
-    from .model import ServerToolCall, ToolCall
-
+    splits a turn into messages (a Claude Code log reads consecutive user lines as one)."""
     out: list[tuple[str, tuple]] = []
     for message in transcript.messages:
-        blocks = tuple(dataclasses.replace(b, input=orjson.dumps(b.input)) if isinstance(b, (ToolCall, ServerToolCall)) else b
-                       for b in message.blocks)
+        blocks = tuple(_comparable(b) for b in message.blocks)
         if out and out[-1][0] == message.role:
             out[-1] = (message.role, out[-1][1] + blocks)
         else:
             out.append((message.role, blocks))
     return out
+
+
+def _comparable(value):
+    """A block or value as two readings of the same JSON give it equal: JSON objects and arrays as
+    their text, since a number kept as written (`orjson.Fragment`) equals only itself."""
+    import dataclasses
+
+    import orjson
+
+    if isinstance(value, (dict, list, orjson.Fragment)):
+        return orjson.dumps(value)
+    if isinstance(value, tuple):
+        return tuple(_comparable(v) for v in value)
+    if dataclasses.is_dataclass(value):
+        return type(value).__name__, tuple(_comparable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.compare)
+    return value
 
 
 def prune_options(fn: Callable) -> Callable:

@@ -18,6 +18,7 @@ from ..cli import (
     prune_options_from,
     provider_options,
     count_option,
+    postcondition,
     summary_options,
     progress_printer,
 )
@@ -86,9 +87,12 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
             progress=progress_printer(quiet))
         # A Claude Code log comes back re-read with its appended lines: its bytes are not the input's.
         same_source = rebuilt is not None and rebuilt.transcript.source is transcript.source
+        written = data if rebuilt is None else dump(rebuilt.transcript, data if same_source else None)
+        if rebuilt is not None:  # judged on the bytes a reader will find
+            postcondition(path, transcript, rebuilt.transcript, written, command="compact", messages_path=messages_path,
+                          same_messages=False)
         if not (in_place and rebuilt is None):  # a file left as it is is not rewritten
-            emit(path, data if rebuilt is None else dump(rebuilt.transcript, data if same_source else None),
-                 output=output, in_place=in_place, output_dir=output_dir)
+            emit(path, written, output=output, in_place=in_place, output_dir=output_dir)
         reports.append({"file": display_name(path), **report.as_dict()})
         if not quiet:
             if report.fallback_reason and report.strategy == "emergency" and not emergency:
