@@ -417,8 +417,8 @@ DROPPED_LEAF = b"""\
 {"type":"assistant","uuid":"b4","parentUuid":"u1","sessionId":"s","timestamp":"2026-11-01T10:00:04Z","message":{"id":"m4","role":"assistant","content":[{"type":"text","text":"another branch"}]}}
 {"type":"user","uuid":"u5","parentUuid":"u3","sessionId":"s","timestamp":"2026-11-01T10:00:05Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"gone","content":"x"}]}}
 """
-# 2. Two lines of one response with the same uuid (a line written twice): compact copies a recent
-#    window that starts with the assistant's response, and its own check refuses it (A7, exit 5).
+# Fixed, kept as a regression: two lines of one response with the same uuid (a line written
+# twice); compact copied both under one new uuid, a line its own parent, and refused (A7, exit 5).
 REPEATED_LINE = b"""\
 {"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"go"}}
 {"type":"assistant","uuid":"a2","parentUuid":"u1","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]}}
@@ -430,11 +430,10 @@ REPEATED_LINE = b"""\
 
 
 def refused_for_a_known_bug(transcript, result) -> bool:
-    """Whether `result` is a post-condition's refusal (exit 5) on a log of one of the shapes above."""
+    """Whether `result` is a post-condition's refusal (exit 5) on a log of the shape above."""
     if transcript.format != "claude-code" or result.exit_code != 5:
         return False
-    return _a_message_line_repeated(transcript) or (
-        "reads back as other messages" in result.stderr and _leaf_holds_nothing_kept(transcript))
+    return "reads back as other messages" in result.stderr and _leaf_holds_nothing_kept(transcript)
 
 
 def _leaf_holds_nothing_kept(transcript) -> bool:
@@ -444,12 +443,6 @@ def _leaf_holds_nothing_kept(transcript) -> bool:
         return not (content or "").strip()
     return all(isinstance(b, dict) and (b.get("type") == "tool_result" or b.get("type") == "text" and not str(b.get("text")).strip())
                for b in content)
-
-
-def _a_message_line_repeated(transcript) -> bool:
-    records = transcript.source.records
-    uuids = [records[i][1].get("uuid") for i in transcript.source.message_records]
-    return len(set(uuids)) < len(uuids)
 
 
 def run(*args: str, stdin: bytes | None = None):

@@ -568,7 +568,8 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
             if value.get("type") == ASSISTANT:
                 value["message"] = _copied_response(value["message"], boundary_uuid)
             old_uuid = value.get("uuid")
-            renamed[old_uuid] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{old_uuid}"))
+            # From the line, not its uuid: a broken log may give two lines one uuid, and the copies must differ.
+            renamed[old_uuid] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{old_uuid}:{index}"))
             if isinstance(value.get("sourceToolAssistantUUID"), str) and value["sourceToolAssistantUUID"] in renamed:
                 value["sourceToolAssistantUUID"] = renamed[value["sourceToolAssistantUUID"]]
             value.update(parentUuid=new[-1]["uuid"], uuid=renamed[old_uuid], isSidechain=False,
