@@ -1,7 +1,8 @@
 """transcompact: keep long LLM conversations inside their context window.
 
 The library: `load` a transcript from bytes (any format), run operations over the one
-in-memory model (`estimate`, `check`, `repair`), `dump` it back in the shape it was read in.
+in-memory model (`estimate`, `prune`, `find_cut_point`, `summarize`, `compact`, `check`,
+`repair`; `expand` works on the bytes prune wrote), `dump` it back in the shape it was read in.
 
 The names below are imported on first use, so that `transcompact --help` and every command
 that needs only part of the library start fast (a shell pipeline pays the start-up each call).
@@ -27,6 +28,18 @@ _EXPORTS = {
     "estimate": ("estimate", "estimate"),
     "Estimate": ("estimate", "Estimate"),
     "EstimateOptions": ("estimate", "Options"),
+    "prune": ("prune", "prune"),
+    "PruneOptions": ("prune", "PruneOptions"),
+    "PruneReport": ("prune", "PruneReport"),
+    "expand": ("expand", "expand"),
+    "find_cut_point": ("cut", "find_cut_point"),
+    "Cut": ("cut", "Cut"),
+    "summarize": ("summarize", "summarize"),
+    "SummaryOptions": ("summarize", "SummaryOptions"),
+    "Summary": ("summarize", "Summary"),
+    "compact": ("compact", "compact"),
+    "CompactOptions": ("compact", "CompactOptions"),
+    "CompactReport": ("compact", "CompactReport"),
 }
 
 __all__ = sorted(_EXPORTS)
