@@ -33,7 +33,7 @@ from .errors import PostConditionError, ProviderError
 from .formats import claude_code
 from .estimate import (EMERGENCY_FRACTION, Basis, Options as EstimateOptions, basis as counting_basis, compact_json,
                        tokens_per_message, transcript_tokens)
-from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_names
+from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from .prune import PruneOptions, PruneReport, prune
 from .providers import Provider
 from .summarize import SummaryOptions, summarize
@@ -200,8 +200,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     trajectory = is_trajectory(real)
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
     if body is None:
-        calls = {b.id: b.input for m in transcript.messages for b in m.blocks if isinstance(b, ToolCall)}
-        facts = find_facts(real, tool_names(transcript.messages), calls)
+        facts = find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages))
         earlier = previous.summary.body if previous else None
         goal = (goal_of(earlier) if earlier else facts.goal) or ""  # as `checkpoint` chooses it
     else:

@@ -96,21 +96,21 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
     place at all, `first`: nothing is old.
     """
     messages = transcript.messages
-    total = sum(tokens)
-    if sum(tokens[first:]) <= keep_recent_tokens:  # everything fits: nothing is old
-        return Cut(first, len(messages), total - sum(tokens[first:]), sum(tokens[first:]), False, first)
+    total, everything = sum(tokens), sum(tokens[first:])
+    nothing_old = Cut(first, len(messages), total - everything, everything, False, first)
+    if everything <= keep_recent_tokens:
+        return nothing_old
     recent = 0
     best = None
     for index in range(len(messages) - 1, first, -1):
         recent += tokens[index]
         if starts_turn(messages[index]) or after_complete_round(messages, index):
-            if recent > keep_recent_tokens and best is not None:
-                break
-            best = (index, recent)
+            if best is None or recent <= keep_recent_tokens:
+                best = (index, recent)
             if recent > keep_recent_tokens:
                 break
     if best is None:
-        return Cut(first, len(messages), total - sum(tokens[first:]), sum(tokens[first:]), False, first)
+        return nothing_old
     index, recent = best
     turn_start = next((j for j in range(index, -1, -1) if starts_turn(messages[j])), index)
     raw = messages[index].raw

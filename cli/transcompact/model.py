@@ -162,6 +162,11 @@ def tool_names(messages) -> dict[str, str]:
     return {b.id: b.name for m in messages for b in m.blocks if isinstance(b, (ToolCall, ServerToolCall))}
 
 
+def tool_inputs(messages) -> dict[str, Any]:
+    """The input each client call id was given, for telling a tool's results apart (a file view)."""
+    return {b.id: b.input for m in messages for b in m.blocks if isinstance(b, ToolCall)}
+
+
 def result_text(result: ToolResult) -> str:
     """The text of a tool result: its string content, or its text blocks joined."""
     if isinstance(result.content, str):

@@ -36,6 +36,7 @@ from .model import (
     ToolCall,
     ToolResult,
     Transcript,
+    tool_inputs,
     tool_names,
 )
 from .providers import Completion, PromptTooLong, Provider
@@ -328,12 +329,8 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     return Summary(
         text=summary or "", provider=provider.name, model=provider.model, chunks=done, requests=requests,
         input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, previous_summary_used=previous is not None,
-        coverage=coverage(old, summary or "", names, _inputs(transcript.messages)), cut=cut, summarized=len(old), warnings=tuple(warnings),
+        coverage=coverage(old, summary or "", names, tool_inputs(transcript.messages)), cut=cut, summarized=len(old), warnings=tuple(warnings),
     )
-
-
-def _inputs(messages: Sequence[Message]) -> dict[str, object]:
-    return {b.id: b.input for m in messages for b in m.blocks if isinstance(b, ToolCall)}
 
 
 def _focus(instructions: str | None) -> str:
