@@ -3,7 +3,8 @@
 The facts are defined here, apart from the checkpoint's own code: what the user wrote (each
 message, whole when short, else its first and last 150 characters), the file paths tool calls
 named, the real error messages (an error result's first line, a traceback's exception line),
-the commands run (whole), and the assistant's last words before the cut. A fact is found when
+the commands run (whole, but a here-document's body is the content of the file it writes, not
+part of the command: such a command is found when what surrounds the body is), and the assistant's last words before the cut. A fact is found when
 its text is in the output, whitespace aside. Two baselines get the same token budget as
 compact's output: dropping the oldest turns, and masking old tool results (then dropping).
 """
@@ -11,10 +12,10 @@ compact's output: dropping the oldest turns, and masking old tool results (then 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from transcompact.compact import CompactOptions, compact
-from transcompact.estimate import basis, tokens_per_message, transcript_tokens
+from transcompact.estimate import tokens_per_message
 from transcompact.formats import dump, load
 from transcompact.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
 from transcompact.prune import PruneOptions, prune
@@ -30,6 +31,26 @@ _FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
 
 def norm(text: str) -> str:
     return " ".join(text.split())
+
+
+_HEREDOC_START = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\s*(?:[;&|>].*)?$")
+
+
+def _command_fact(command: str) -> list[str]:
+    pieces, current, ending = [], [], None
+    for line in command.split("\n"):
+        if ending is not None:  # inside a here-document's body
+            if line.strip() == ending:
+                ending = None
+                current = [line]
+            continue
+        current.append(line)
+        if match := _HEREDOC_START.search(line):
+            pieces.append(norm("\n".join(current)))
+            current, ending = [], match.group(1)
+    if current:
+        pieces.append(norm("\n".join(current)))
+    return [p for p in pieces if p]
 
 
 def _user_fact(text: str) -> list[str]:
@@ -54,7 +75,7 @@ def facts(messages, trajectory: bool) -> dict[str, list[list[str]]]:
                     if isinstance(block.input.get(key), str) and block.input[key].strip():
                         found["paths"].append([norm(block.input[key])])
                 if isinstance(block.input.get("command"), str) and block.input["command"].strip():
-                    found["commands"].append([norm(block.input["command"])])
+                    found["commands"].append(_command_fact(block.input["command"]))
             elif isinstance(block, ToolResult):
                 text = result_text(block)
                 lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -70,7 +91,7 @@ def facts(messages, trajectory: bool) -> dict[str, list[list[str]]]:
         if trajectory and message.role == ASSISTANT:
             blocks = _FENCE.findall(text_of(message))
             if blocks:
-                found["commands"].append([norm(blocks[-1])])
+                found["commands"].append(_command_fact(blocks[-1]))
     last = next((text_of(m) for m in reversed(messages) if m.role == ASSISTANT and text_of(m).strip()), None)
     if last:
         found["last_state"].append([norm(last)[:200]])

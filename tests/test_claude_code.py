@@ -15,7 +15,7 @@ from transcompact.cut import find_cut_point
 from transcompact.errors import PostConditionError
 from transcompact.estimate import Options, estimate
 from transcompact.formats.claude_code import MICROCOMPACT_PLACEHOLDER, append_compaction
-from transcompact.model import ToolResult, result_text
+from transcompact.model import ToolResult
 from transcompact.summarize import SummaryOptions
 
 from .conftest import CORPUS, FIXTURES

@@ -376,6 +376,22 @@ def test_the_last_state_and_real_errors_only():
     assert error_lines("Exit code 2\nmake: *** [all] Error 2\n", failed=True)[0] == "make: *** [all] Error 2"
 
 
+def test_a_here_document_is_kept_as_the_command_that_wrote_it():
+    from transcompact.checkpoint import without_heredoc_bodies
+
+    body = "\n".join(f"line {i}" for i in range(40))
+    written = f"cd /testbed && cat > test_fix.py << 'EOF'\n{body}\nEOF\npython test_fix.py"
+    assert without_heredoc_bodies(written) == (
+        "cd /testbed && cat > test_fix.py << 'EOF'\n[… 40 lines of here-document …]\nEOF\npython test_fix.py")
+    tabs = "cat <<-END > a.txt\n\tone\n\ttwo\n\tthree\n\tfour\n\tEND\n"
+    assert without_heredoc_bodies(tabs) == "cat <<-END > a.txt\n[… 4 lines of here-document …]\n\tEND\n"
+    short = "cat > b.txt <<EOF\nshort\nEOF"
+    assert without_heredoc_bodies(short) == short
+    # A shift, a here-string or an unterminated `<<` opens no here-document.
+    for kept in ("python -c \"x = 1 << shift\nprint(x)\n\"", "grep a <<< \"$text\"\nls\nls\nls\nls"):
+        assert without_heredoc_bodies(kept) == kept
+
+
 def test_a_compacted_transcript_that_fits_the_window_is_left_alone():
     once = run("--emergency", "--keep-recent-tokens", "1000", str(LONG))
     again = run("--emergency", "-", input=once.stdout_bytes)  # the default window holds all of it

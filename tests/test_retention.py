@@ -7,7 +7,7 @@ import pytest
 from transcompact.estimate import total_tokens
 from transcompact.formats import load
 
-from .conftest import CORPUS, supported_corpus_files
+from .conftest import supported_corpus_files
 from .retention import KINDS, Score, measure
 
 LONG_LOG_TOKENS = 20_000  # the estimate of the active view
@@ -29,7 +29,6 @@ def pooled():
     if not logs:
         pytest.skip("the shared corpus is not here")
     scores = {name: Score() for name in ("compact", "mask", "drop")}
-    claude_code = Score()
     for keep in WINDOWS:
         for path in logs:
             measured = measure(path, keep)
@@ -38,28 +37,20 @@ def pooled():
                 for kind in KINDS:
                     score.found[kind] += each.found[kind]
                     score.total[kind] += each.total[kind]
-            if path.parent.name == "claude-code":
-                for kind in KINDS:
-                    claude_code.found[kind] += measured[0].found[kind]
-                    claude_code.total[kind] += measured[0].total[kind]
-    return scores, claude_code
+    return scores
 
 
 @pytest.mark.slow
 def test_the_checkpoint_keeps_what_the_next_turn_needs(pooled):
-    scores, claude_code = pooled
-    ours = scores["compact"]
+    ours = pooled["compact"]
     for kind in ("user", "paths", "errors"):
         assert ours.recall(kind) >= 0.95, (kind, ours.found, ours.total)
+    assert ours.recall("commands") >= 0.95, (ours.found, ours.total)  # measured 0.99; the issue asks 0.90
     assert ours.recall("last_state") >= 0.90
-    # Commands are kept whole: the trajectory whose 146 commands hold 73 K characters of heredoc
-    # file writes cannot fit in the summary's budget; every Claude Code log's can.
-    assert ours.recall("commands") >= 0.85
-    assert claude_code.recall("commands") >= 0.95
 
 
 @pytest.mark.slow
 def test_the_checkpoint_beats_masking_and_dropping_at_the_same_budget(pooled):
-    scores, _ = pooled
+    scores = pooled
     for kind in KINDS:
         assert scores["compact"].recall(kind) >= scores["mask"].recall(kind) >= scores["drop"].recall(kind) - 0.05, kind

@@ -34,6 +34,7 @@ READ_TOOLS = frozenset({
 })
 LINE_CHARS = 500  # an error line is kept whole up to this, then cut at a word
 COMMAND_CHARS = 4000  # a command is kept whole up to this
+HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
 SHORT_FACT = 300  # facts up to this long go into the checkpoint before longer ones
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -44,6 +45,7 @@ _ERROR_LINE = re.compile(
 )
 _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code) (-?\d+)|<returncode>(-?\d+)</returncode>")
 _FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _DONE = re.compile(r"^- \[x\] (\d+) earlier messages were compacted without a model")
 _NOT_KEPT = re.compile(r"(\d+) (errors?|commands?|files?)\b")
 _TOOL_COUNT = re.compile(r"^- (.+) × (\d+)$")
@@ -125,11 +127,34 @@ def exit_failed(text: str) -> bool:
     return bool(match) and (match.group(1) or match.group(2)) not in ("0", None)
 
 
+def without_heredoc_bodies(command: str) -> str:
+    """The command with each long here-document's body replaced by its line count: the body is
+    the content of a file the command writes (which is on disk), not what was run."""
+    lines = command.split("\n")
+    kept: list[str] = []
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        kept.append(line)
+        at += 1
+        for match in _HEREDOC.finditer(line):
+            strip_tabs, delimiter = match.group(1) == "-", match.group(3)
+            end = next((i for i in range(at, len(lines))
+                        if (lines[i].lstrip("\t") if strip_tabs else lines[i]) == delimiter), None)
+            if end is None:  # `<<` that opens no here-document (a shift in a script)
+                break
+            body = lines[at:end]
+            kept += body if len(body) <= HEREDOC_LINES else [f"[… {len(body)} lines of here-document …]"]
+            kept.append(lines[end])
+            at = end + 1
+    return "\n".join(kept)
+
+
 def _command(value) -> str | None:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         value = value[-1] if value[0] in ("bash", "sh", "zsh") and len(value) > 1 else " ".join(value)
     if isinstance(value, str) and value.strip():
-        return clipped(value.strip(), COMMAND_CHARS)
+        return clipped(without_heredoc_bodies(value.strip()), COMMAND_CHARS)
     return None
 
 
