@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run bench snapshots claude-code clean
+.PHONY: test run bench snapshots docs claude-code clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ bench: $(STAMP)
 ## CLAUDE_CODE_VERSION=… picks another release than the pinned one.
 claude-code: $(STAMP)
 	$(BIN)/python -m tests.test_claude_resume
+
+## Rewrite the parts of README.md and docs/*.md that come from the code (--help texts, the command
+## list, the check rules, the model table); tests/test_docs.py fails when they drift.
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py
 
 ## Update the syrupy snapshots after a deliberate change of output.
 snapshots: $(STAMP)

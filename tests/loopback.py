@@ -1,11 +1,11 @@
 """A loopback HTTP server that speaks the parts of the model APIs we call.
 
-The real `anthropic` SDK (and, for the openai provider, the real httpx2 client) talk to it over a
-real socket on 127.0.0.1: never the network, never a mock of the SDK. It records every request
-and answers as `answer` says: ok, an error status (once or always), too slow, empty text, a
-summary without sections, or "prompt is too long" above a size. A request with `"stream": true`
-gets the message as server-sent events (the real Claude Code CLI streams, see
-test_claude_resume.py); a GET is recorded and answered 404.
+The real `anthropic` and `openai` SDKs talk to it over a real socket on 127.0.0.1: never the
+network, never a mock of an SDK. It records every request and answers as `answer` says: ok, an
+error status (once or always), too slow, empty text, a summary without sections, "prompt is too
+long" above a size, or no answer at all (the connection closed: a connection error). A request
+with `"stream": true` gets the message as server-sent events (the real Claude Code CLI streams,
+see test_claude_resume.py); a GET is recorded and answered 404.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-Answer = Callable[["Request"], tuple]  # → (status, JSON body) or (status, JSON body, headers)
+Answer = Callable[["Request"], "tuple | None"]  # → (status, JSON body), (status, JSON body, headers), or None: hang up
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                500: "api_error", 529: "overloaded_error"}
 
@@ -115,6 +115,13 @@ class Loopback:
             return failure(status, "try again", request) if failed < times else self.ok(request)
         return answer
 
+    def hanging_up(self, times: int) -> Answer:
+        """The connection closed without an answer for the first `times` requests, then ok."""
+        def answer(request):
+            earlier = sum(1 for r in self.requests if r is not request)
+            return None if earlier < times else self.ok(request)
+        return answer
+
     @staticmethod
     def slow(seconds: float) -> Answer:
         def answer(request):
@@ -171,7 +178,10 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
             state.requests.append(request)
             self.respond(request, (404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}))
 
-        def respond(self, request: Request, answered: tuple):
+        def respond(self, request: Request, answered: tuple | None):
+            if answered is None:
+                self.close_connection = True
+                return
             status, answer, *extra = answered
             streamed = (status == 200 and isinstance(request.body, dict) and request.body.get("stream") is True
                         and isinstance(answer, dict) and answer.get("type") == "message")

@@ -179,8 +179,9 @@ def test_a_terminal_gets_a_rich_table():
 
 
 def readme_examples():
-    readme = (ROOT / "README.md").read_text()
-    for block in re.findall(r"```console\n(.*?)```", readme, re.S):
+    """The console examples of the README and docs/ that run a shipped fixture and show stdout alone."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for block in re.findall(r"```console\n(.*?)```", "".join(page.read_text() for page in pages), re.S):
         command, _, expected = block.partition("\n")
         if command.startswith("$ transcompact ") and "fixtures/" in command and "\n$ " not in expected:
             yield pytest.param(command[2:], expected, id=command[15:60])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Sequence
 
 import orjson
 
@@ -32,7 +32,7 @@ class Parsed:
     """What the input holds: `document` when it is one JSON value, `records` when it is JSON Lines.
 
     A single line that is one JSON value is both. `records` pairs each line's bytes (without its
-    newline; the first keeps a byte-order mark) with its value; the last record is the empty text
+    newline; the first keeps a byte-order mark; a memoryview into `data`) with its value; the last record is the empty text
     after a final newline, if any.
     """
 
@@ -70,13 +70,15 @@ class Layout:
         return (BOM if self.bom else b"") + out + (b"\n" if self.newline else b"")
 
 
-def parse(data: bytes, name: str) -> Parsed:
+def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = ()) -> Parsed:
+    """`known`: lines read before (a rewrite's input) whose values are taken again for the same
+    bytes instead of being parsed and held twice (values are never changed in place)."""
     bom = data.startswith(BOM)
     text = data[len(BOM):] if bom else data
     if not text or text.isspace():
         raise ParseError("the input is empty", location=Location(name))
     if _first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
-        return Parsed(name, data, records=_parse_lines(data, name, None, bom), bom=bom)
+        return Parsed(name, data, records=_parse_lines(data, name, None, bom, known), bom=bom)
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError as error:
@@ -121,27 +123,42 @@ def _could_be_a_record(value: dict) -> bool:
     return "role" in value or "type" in value or "uuid" in value
 
 
-def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool) -> list[tuple[bytes, Any]]:
+def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
+                 known: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
     # The collector would walk every dict made so far again and again as they pile up (quadratic
     # in effect on a large log); what is parsed here lives until the command ends anyway.
     gc.disable()
     try:
-        return _parse_each_line(data, name, whole, bom)
+        return _parse_each_line(data, name, whole, bom, known)
     finally:
         gc.enable()
 
 
-def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool) -> list[tuple[bytes, Any]]:
+def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
+                     known: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+    # Each line is a view into `data`, not a copy: the lines of a large log would double it.
     records: list[tuple[bytes, Any]] = []
+    seen = {line: value for line, value in known if value is not BLANK}
     loads = orjson.loads
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    previous: dict = {}
+    view = memoryview(data)
+    start, number, size = 0, 0, len(data)
+    while start <= size:
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end
+        number += 1
+        line = view[start:end]
+        start = end + 1
         text = line[len(BOM):] if number == 1 and bom else line
-        if not text.strip():
-            records.append((line, BLANK))
+        if (value := seen.get(line, BLANK)) is not BLANK:
+            records.append((line, value))
             continue
         try:
             value = loads(text)
         except orjson.JSONDecodeError as error:
+            if not bytes(text).strip():
+                records.append((line, BLANK))
+                continue
             if "UTF-8" in error.msg:
                 raise _not_utf8(data, name) from None
             if whole is not None and not any(v is not BLANK for _, v in records) and not error.msg.startswith("depth"):
@@ -149,7 +166,12 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool) 
                 raise ParseError(
                     f"malformed JSON: {whole.msg}", location=Location(name, whole.lineno, whole.colno)
                 ) from None
-            raise _malformed_line(error, text, name, number) from None
+            raise _malformed_line(error, bytes(text), name, number) from None
+        if type(value) is dict:  # a log repeats its envelope (session, cwd, version) on every line: keep one copy
+            for key, item in value.items():
+                if type(item) is str and (same := previous.get(key)) == item:
+                    value[key] = same
+            previous = value
         records.append((line, _writable(value, text, name, first_line=number)))
     return records
 
@@ -174,8 +196,8 @@ def _writable(value: Any, text: bytes, name: str, first_line: int) -> Any:
     """The value, read again with every number as written when it holds a float; refused when too deep."""
     too_deep, has_float = _scan(value)
     if too_deep:
-        raise _too_deep(text, name, first_line)
-    return _exact_loads(text) if has_float else value
+        raise _too_deep(bytes(text), name, first_line)
+    return _exact_loads(bytes(text)) if has_float else value
 
 
 def _scan(value: Any) -> tuple[bool, bool]:
@@ -254,8 +276,14 @@ def _line_and_column(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, len(data[start:offset].decode("utf-8", "replace")) + 1
 
 
+SMALL_OUTPUT = 1 << 17  # below this, malloc serves orjson's buffer from the heap, where it stays
+
+
 def dumps(value: Any, *, indent: bool) -> bytes:
-    return orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    out = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0)
+    # orjson keeps the buffer it reserved (4 KB or more, 8× a short line): a log rewritten line
+    # by line would hold many times its size. A copy is as long as the text.
+    return bytes(memoryview(out)) if len(out) < SMALL_OUTPUT else out
 
 
 def kind_of(value: Any) -> str:

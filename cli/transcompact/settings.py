@@ -31,5 +31,6 @@ RESULT_CHARS = 2000
 SUMMARY_INPUT_TOKENS = 150_000
 PROVIDER = "anthropic"
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}  # the summarizer per provider
+BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 TIMEOUT = 60.0
 RETRIES = 2

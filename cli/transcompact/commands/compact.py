@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .. import settings
@@ -68,7 +70,7 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
     from ..compact import NEAR_THE_WINDOW, CompactOptions, compact as run_compact
     from ..estimate import Options
     from ..formats import dump
-    from ..providers import provider as make_provider
+    from ..providers import provider as make_provider, resolve
     from ..summarize import SummaryOptions
 
     check_output_flags(files, output, in_place, output_dir)
@@ -80,10 +82,11 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
         summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, counting=counting, instructions=instructions,
                                previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
         keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
+    summarizer_settings = resolve(provider, model=model, base_url=base_url, environ=os.environ)
     reports = []
     for path, data, transcript in load_inputs(files, format_, messages_path):
         rebuilt, report = run_compact(
-            transcript, options, lambda: make_provider(provider, model, base_url=base_url, timeout=timeout, retries=retries),
+            transcript, options, lambda: make_provider(summarizer_settings, timeout=timeout, retries=retries),
             progress=progress_printer(quiet))
         # A Claude Code log comes back re-read with its appended lines: its bytes are not the input's.
         same_source = rebuilt is not None and rebuilt.transcript.source is transcript.source

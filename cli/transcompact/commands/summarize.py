@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from ..cli import input_options, load_inputs, display_name, provider_options, summary_options, progress_printer
@@ -31,7 +33,7 @@ def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
     import orjson
 
     from ..estimate import Options
-    from ..providers import provider as make_provider
+    from ..providers import provider as make_provider, resolve
     from ..summarize import SummaryOptions, summarize as run_summarize
 
     if len(files) > 1:
@@ -40,8 +42,9 @@ def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
     options = SummaryOptions(keep_recent_tokens=keep_recent_tokens, everything=everything,
                              counting=Options(tokenizer=tokenizer, ratio=ratio), instructions=instructions,
                              previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens)
+    summarizer_settings = resolve(provider, model=model, base_url=base_url, environ=os.environ)
     for path, _, transcript in load_inputs(files, format_, messages_path):
-        summarizer = make_provider(provider, model, base_url=base_url, timeout=timeout, retries=retries)
+        summarizer = make_provider(summarizer_settings, timeout=timeout, retries=retries)
         try:
             result = run_summarize(transcript, summarizer, options, progress=progress_printer(quiet))
         finally:

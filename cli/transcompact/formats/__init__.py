@@ -52,7 +52,8 @@ def reload(data: bytes, written: Transcript, messages_path: str | None = None) -
     memory; naming the dialect keeps a JSON Lines file that no longer shows its dialect (a plain
     conversation) from being judged by the other dialect's rules.
     """
-    parsed = parse(data, written.name)
+    # A log's lines that the rewrite kept are not parsed and held a second time.
+    parsed = parse(data, written.name, known=getattr(written.source, "records", None) or ())
     if not _readable_as(parsed, written.format, messages_path):
         raise UnknownFormat(f"the output is not in the {written.format} format ({BY_NAME[written.format].DESCRIPTION})",
                             location=Location(written.name))

@@ -1,4 +1,4 @@
-"""The Anthropic Messages API through the official SDK (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`)."""
+"""The Anthropic Messages API through the official SDK, given its key and base URL as values (see `resolve`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from .. import settings
 from ..errors import ProviderError, UsageError
 from ..model import Text, Transcript
-from . import RETRY_STATUSES, Completion, PromptTooLong, is_too_long
+from . import Completion, Resolved, error_message, resolve, sdk_error
 
-MODEL_ENV = "TRANSCOMPACT_MODEL"
 _PROBE = [{"role": "user", "content": "."}]
 
 
@@ -34,13 +33,15 @@ def transcript_model(transcript: Transcript) -> str | None:
     return None
 
 
-def client(timeout: float = settings.TIMEOUT, retries: int = settings.RETRIES, base_url: str | None = None):
-    """The SDK's client; it retries 408, 409, 429, 5xx (529 included) and timeouts with backoff."""
-    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")):
+def client(resolved: Resolved, timeout: float = settings.TIMEOUT, retries: int = settings.RETRIES):
+    """The SDK's client; it retries connection errors, timeouts, 408, 409, 429 and 5xx (529 included)
+    with backoff. Every value is passed, so that the SDK looks up none in the environment."""
+    if not (resolved.key or resolved.auth_token):
         raise ProviderError("no Anthropic API key", hint="set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy)")
     import anthropic
 
-    return anthropic.Anthropic(timeout=timeout, max_retries=retries, base_url=base_url)
+    return anthropic.Anthropic(api_key=resolved.key, auth_token=resolved.auth_token, base_url=resolved.base_url,
+                               timeout=timeout, max_retries=retries)
 
 
 class AnthropicProvider:
@@ -48,12 +49,11 @@ class AnthropicProvider:
 
     name = "anthropic"
 
-    def __init__(self, model: str, *, base_url: str | None = None, timeout: float = settings.TIMEOUT,
-                 retries: int = settings.RETRIES):
-        self.model = model
+    def __init__(self, resolved: Resolved, *, timeout: float = settings.TIMEOUT, retries: int = settings.RETRIES):
+        self.model = resolved.model
         self.timeout = timeout
         self.retries = retries
-        self.api = client(timeout, retries, base_url)
+        self.api = client(resolved, timeout, retries)
 
     def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
@@ -61,17 +61,9 @@ class AnthropicProvider:
         try:
             response = self.api.messages.create(model=self.model, max_tokens=max_tokens, system=system,
                                                 messages=[{"role": "user", "content": prompt}])
-        except anthropic.APIStatusError as error:
-            message = _message(error)
-            if error.status_code in (400, 413) and is_too_long(message):
-                raise PromptTooLong(f"the Anthropic API says the prompt is too long: {message}") from None
-            raise ProviderError(f"the Anthropic API answered HTTP {error.status_code}: {message}"
-                                + (f" (after {self.retries} retries)" if error.status_code in RETRY_STATUSES else "")) from None
-        except anthropic.APITimeoutError:
-            raise ProviderError(f"the Anthropic API did not answer within {self.timeout:g} s "
-                                f"(after {self.retries} retries)", hint="raise --timeout") from None
-        except anthropic.APIConnectionError as error:
-            raise ProviderError(f"cannot reach the Anthropic API at {self.api.base_url}: {error}") from None
+        except anthropic.APIError as error:
+            raise sdk_error(anthropic, error, service="the Anthropic API", address=f"the Anthropic API at {self.api.base_url}",
+                            timeout=self.timeout, retries=self.retries) from None
         text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
         usage = response.usage
         return Completion(text, usage.input_tokens or 0, usage.output_tokens or 0)
@@ -80,19 +72,13 @@ class AnthropicProvider:
         self.api.close()
 
 
-def _message(error) -> str:
-    body = error.body if isinstance(error.body, dict) else {}
-    inner = body.get("error") if isinstance(body.get("error"), dict) else body
-    return str(inner.get("message") or error.message)
-
-
 def _call(api, **request) -> int:
     import anthropic
 
     try:
         return api.messages.count_tokens(**request).input_tokens
     except anthropic.APIStatusError as error:
-        raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {_message(error)}") from None
+        raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {error_message(error)}") from None
     except anthropic.APIConnectionError as error:
         raise ProviderError(f"count_tokens failed: cannot reach {api.base_url}: {error}") from None
 
@@ -103,13 +89,18 @@ def count_tokens(transcript: Transcript, model: str | None = None) -> ExactCount
     A log with tool calls but no tool definitions (a Claude Code log) is sent with a stub
     definition per tool name, as the API requires; what the stubs cost is measured with a
     second pair of calls and taken off.
+
+    The key, base URL and model are `resolve`d; the model is `model`, else the one the transcript
+    names, else the default. estimate's options do not carry a key, so they are resolved from the
+    environment here: the one place below the command line that still reads it.
     """
     from ..dialects.anthropic import write_block, write_content
 
     if transcript.dialect != "anthropic":
         raise UsageError(f"--tokenizer anthropic counts Anthropic-dialect transcripts; this one is {transcript.dialect}",
                          hint="use --tokenizer o200k for OpenAI transcripts")
-    model = model or transcript_model(transcript) or os.environ.get(MODEL_ENV) or settings.MODELS["anthropic"]
+    resolved = resolve("anthropic", model=model, transcript_model=transcript_model(transcript), environ=os.environ)
+    model = resolved.model
     if not transcript.messages:
         return ExactCount(0, model, ("no messages: nothing was sent",))
     request: dict = {
@@ -119,7 +110,7 @@ def count_tokens(transcript: Transcript, model: str | None = None) -> ExactCount
     if transcript.system:
         request["system"] = [{"type": "text", "text": b.text} if isinstance(b, Text) else write_block(b)
                              for b in transcript.system]
-    with client() as api:
+    with client(resolved) as api:
         return _count(api, transcript, request, model)
 
 

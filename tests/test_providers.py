@@ -1,0 +1,180 @@
+"""The providers: where their key, base URL and model come from (`resolve`), and how the SDKs'
+retries and errors reach us, through the real anthropic and openai SDKs against a loopback server."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact import settings
+from transcompact.cli import cli
+from transcompact.errors import ProviderError, UsageError
+from transcompact.providers import PromptTooLong, Resolved, provider, resolve
+from transcompact.providers.openai import NO_KEY
+
+from .conftest import FIXTURES
+from .loopback import Loopback
+
+# --- resolve: explicit value → the provider's variable → the default -----------------------
+
+EVERYTHING_SET = {"ANTHROPIC_API_KEY": "sk-ant-env", "ANTHROPIC_AUTH_TOKEN": "token-env",
+                  "ANTHROPIC_BASE_URL": "http://anthropic.env", "OPENAI_API_KEY": "sk-openai-env",
+                  "OPENAI_BASE_URL": "http://openai.env/v1", "TRANSCOMPACT_MODEL": "model-env"}
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_an_explicit_value_beats_the_environment(name):
+    resolved = resolve(name, key="sk-explicit", base_url="http://explicit/v1", model="explicit-model",
+                       transcript_model="transcript-model", environ=EVERYTHING_SET)
+    assert resolved == Resolved(name, "explicit-model", "http://explicit/v1", key="sk-explicit")
+
+
+def test_the_providers_variables_beat_the_defaults():
+    assert resolve("anthropic", environ=EVERYTHING_SET) == Resolved(
+        "anthropic", settings.MODELS["anthropic"], "http://anthropic.env", key="sk-ant-env")
+    assert resolve("openai", environ=EVERYTHING_SET) == Resolved(
+        "openai", settings.MODELS["openai"], "http://openai.env/v1", key="sk-openai-env")
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_the_defaults_come_last(name):
+    assert resolve(name, environ={}) == Resolved(name, settings.MODELS[name], settings.BASE_URLS[name])
+
+
+def test_an_empty_variable_counts_as_unset():
+    empty = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    assert resolve("openai", environ=empty) == resolve("openai", environ={})
+
+
+def test_anthropic_takes_a_bearer_token_when_there_is_no_key():
+    token_only = {"ANTHROPIC_AUTH_TOKEN": "token-env"}
+    assert (resolve("anthropic", environ=token_only).key, resolve("anthropic", environ=token_only).auth_token) == (
+        None, "token-env")
+    assert resolve("anthropic", key="sk-explicit", environ=token_only).auth_token is None  # the SDK takes one of the two
+    assert resolve("openai", environ=token_only).auth_token is None
+
+
+def test_the_model_is_explicit_then_the_transcripts_then_the_default():
+    assert resolve("anthropic", model="claude-opus-4-5", transcript_model="claude-sonnet-4-5", environ={}).model == "claude-opus-4-5"
+    assert resolve("anthropic", transcript_model="claude-sonnet-4-5", environ={}).model == "claude-sonnet-4-5"
+    # TRANSCOMPACT_MODEL is click's to read (it fills --model), not the resolver's.
+    assert resolve("anthropic", environ={"TRANSCOMPACT_MODEL": "model-env"}).model == settings.MODELS["anthropic"]
+
+
+def test_an_unknown_provider_is_a_usage_error():
+    with pytest.raises(UsageError, match="unknown provider 'gemini'"):
+        resolve("gemini", environ={})
+
+
+# --- the library is handed values and reads no environment ---------------------------------
+
+
+def test_an_explicit_key_works_with_an_environment_that_holds_none(api, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")  # where the SDK would go if it looked
+    summarizer = provider(resolve("anthropic", key="sk-explicit", base_url=api.url, environ={}))
+    try:
+        assert summarizer.complete("system", "prompt", 100).text.startswith("## Goal")
+    finally:
+        summarizer.close()
+    headers = api.requests[0].headers
+    assert "sk-explicit" in headers.get("x-api-key", "") + headers.get("authorization", "")  # where depends on the SDK's version
+
+
+def test_a_key_in_the_environment_is_not_used_unless_resolved(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
+    with pytest.raises(ProviderError, match="no Anthropic API key"):
+        provider(resolve("anthropic", environ={}))
+
+
+def test_the_openai_sdk_does_not_look_up_its_variables(api, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    summarizer = provider(resolve("openai", base_url=api.url + "/v1", environ={}))
+    try:
+        summarizer.complete("system", "prompt", 100)
+    finally:
+        summarizer.close()
+    (request,) = api.requests
+    assert request.path == "/v1/chat/completions" and request.headers["authorization"] == f"Bearer {NO_KEY}"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["summarize", "--all", *args, str(FIXTURES / "openai/tool-calls.json")],
+                              prog_name="transcompact")
+
+
+def test_the_command_line_resolves_from_its_environment(api, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", api.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-env")
+    monkeypatch.setenv("TRANSCOMPACT_MODEL", "qwen3")
+    result = run("--provider", "openai")
+    assert result.exit_code == 0, result.stderr
+    (request,) = api.requests
+    assert request.headers["authorization"] == "Bearer sk-openai-env" and request.body["model"] == "qwen3"
+    assert run("--provider", "openai", "--model", "llama3").exit_code == 0
+    assert api.requests[-1].body["model"] == "llama3"  # the flag beats its variable
+
+
+# --- what the SDKs retry, and what reaches us ----------------------------------------------
+
+
+def build(name: str, api: Loopback, **options):
+    return provider(resolve(name, key="sk-test", base_url=api.url + ("/v1" if name == "openai" else ""), environ={}),
+                    **options)
+
+
+def ask(name: str, api: Loopback, **options):
+    summarizer = build(name, api, **options)
+    try:
+        return summarizer.complete("system", "prompt", 100)
+    finally:
+        summarizer.close()
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+@pytest.mark.parametrize("failure", ["connection", 429, 500, 503, 529])
+def test_the_sdk_retries(api, name, failure):
+    api.answer = api.hanging_up(times=2) if failure == "connection" else api.failing(failure, times=2)
+    assert ask(name, api, retries=2).text.startswith("## Goal")
+    assert len(api.requests) == 3
+
+
+@pytest.mark.parametrize("name,service", [("anthropic", "the Anthropic API"), ("openai", "/v1/chat/completions")])
+def test_what_is_still_failing_after_the_retries_is_a_provider_error(api, name, service):
+    api.answer = Loopback.error(503, "down for maintenance")
+    with pytest.raises(ProviderError, match=f"{service} answered HTTP 503: down for maintenance \\(after 1 retries\\)"):
+        ask(name, api, retries=1)
+    assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_connection_that_keeps_failing_names_the_address(api, name):
+    api.answer = api.hanging_up(times=3)
+    with pytest.raises(ProviderError, match=f"cannot reach .*{api.url}.*\\(after 1 retries\\)"):
+        ask(name, api, retries=1)
+    assert len(api.requests) == 2
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_timeout_hints_at_the_flag(api, name):
+    api.answer = Loopback.slow(2)
+    with pytest.raises(ProviderError, match="did not answer within 0.3 s \\(after 0 retries\\)") as raised:
+        ask(name, api, retries=0, timeout=0.3)
+    assert raised.value.hint == "raise --timeout"
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_prompt_too_long_is_not_retried(api, name):
+    api.answer = Loopback.too_long_above(3)
+    with pytest.raises(PromptTooLong, match="says the prompt is too long: prompt is too long"):
+        ask(name, api, retries=2)
+    assert len(api.requests) == 1
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_client_error_is_not_retried(api, name):
+    api.answer = Loopback.error(400, "messages: bad request")
+    with pytest.raises(ProviderError, match="answered HTTP 400: messages: bad request$"):
+        ask(name, api, retries=2)
+    assert len(api.requests) == 1
