@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-HEAVY = ("anthropic", "tiktoken", "rich")
+HEAVY = ("anthropic", "openai", "tiktoken", "rich")
 
 
 def imported_modules(importtime_stderr: str) -> set[str]:

@@ -415,7 +415,7 @@ def provider_options(fn: Callable) -> Callable:
     """--provider, --model, --base-url, --retries, --timeout: who writes a summary, and how patiently."""
     fn = click.option("--timeout", type=Number(0, 24 * 3600, whole=False, min_open=True), default=settings.TIMEOUT,
                       envvar=env_name("TIMEOUT"), show_default=True, show_envvar=True, help="Seconds to wait for each answer.")(fn)
-    fn = number_option("retries", settings.RETRIES, "Retries on 429, 500, 529 and timeouts, with backoff.", maximum=100)(fn)
+    fn = number_option("retries", settings.RETRIES, "Retries on connection errors, timeouts, 408, 409, 429 and 5xx, with backoff.", maximum=100)(fn)
     fn = click.option("--base-url", metavar="URL",
                       help="The endpoint (openai: e.g. http://localhost:8000/v1; default OPENAI_BASE_URL or OpenAI's; "
                            "anthropic: default ANTHROPIC_BASE_URL or Anthropic's).")(fn)

@@ -2,7 +2,7 @@
 
 The content estimate is the spec's estimator (seed 003 `TokenEstimator`): a message costs
 `max(1, int(chars × ratio)) + 4` tokens. What `chars` is for each block is defined by `pieces`
-below and documented in the README. `--tokenizer o200k|cl100k` counts the same text with
+below and documented in docs/counting.md. `--tokenizer o200k|cl100k` counts the same text with
 tiktoken instead (plus the same 4 per message); `--tokenizer anthropic` asks the Messages API.
 Images and PDFs cost a fixed figure (see `media.py`) whatever the tokenizer.
 

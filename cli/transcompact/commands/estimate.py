@@ -19,7 +19,7 @@ from ..files import write_stdout
 @click.option("--calibrate", is_flag=True,
               help="Fit overhead + ratio × chars to the usage the transcript's responses recorded, and use it.")
 @click.option("--model", metavar="NAME", help="Take the window and max output from this model's entry in the table "
-                                             "(see the README); also the model --tokenizer anthropic asks about.")
+                                             "(docs/counting.md#models); also the model --tokenizer anthropic asks about.")
 @click.option("--window", type=click.IntRange(min=1), default=settings.WINDOW, envvar=env_name("WINDOW"), show_default=True,
               show_envvar=True, help="Context window in tokens.")
 @click.option("--max-output", type=click.IntRange(min=0), default=settings.MAX_OUTPUT, envvar=env_name("MAX_OUTPUT"), show_default=True,
@@ -30,7 +30,7 @@ from ..files import write_stdout
 @click.option("--top", type=click.IntRange(min=0), default=settings.TOP, envvar=env_name("TOP"), show_default=True, show_envvar=True,
               help="Show the N largest tool results.")
 @click.option("--per-message", is_flag=True, help="List every message: index, role, tokens, running total.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in the README).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in docs/estimate.md).")
 @click.option("--fail-over", type=click.IntRange(min=0), metavar="N",
               help="Exit 1 when a transcript's estimate is above N tokens (a CI gate).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
