@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 from transcompact.compact import CompactOptions, compact
-from transcompact.estimate import tokens_per_message
+from transcompact.estimate import TokenCounter
 from transcompact.formats import dump, load
 from transcompact.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
 from transcompact.prune import PruneOptions, prune
@@ -134,7 +134,7 @@ class Score:
 
 
 def drop_oldest(transcript, budget: int, options) -> object:
-    tokens = tokens_per_message(transcript, options)
+    tokens = TokenCounter(transcript, options).per_message(transcript)
     total = sum(tokens)
     start = 0
     while total > budget and start < len(tokens) - 1:
@@ -158,7 +158,7 @@ def measure(path, keep: int):
     rebuilt, report = compact(transcript, options)
     if rebuilt is None or report.cut is None:
         return None
-    out = load(dump(rebuilt.transcript, data if rebuilt.transcript.source is transcript.source else None), str(path))
+    out = load(dump(rebuilt.transcript), str(path))
     old = transcript.messages[: report.cut]
     previous = find_previous(old)
     real = [m for i, m in enumerate(old) if not (previous and i in previous.covered)]
@@ -166,7 +166,7 @@ def measure(path, keep: int):
 
     wanted = facts(real, is_trajectory(real))
     counting = options.counting
-    budget = sum(tokens_per_message(out, counting))
+    budget = sum(TokenCounter(out, counting).per_message(out))
     scores = []
     for candidate in (out, mask_old_results(transcript, budget, counting), drop_oldest(transcript, budget, counting)):
         score = Score()

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from transcompact import archive
 from transcompact.cli import cli
 from transcompact.expand import expand
-from transcompact.formats import claude_code, dump, load
+from transcompact.formats import claude_code, claude_code_rewrites, dump, load
 from transcompact.prune import PruneOptions, prune
 
 from .conftest import supported_corpus_files
@@ -164,7 +164,7 @@ def test_the_library_prunes_into_an_archive_and_expands_from_it(tmp_path):
     data = claude_log()
     transcript = load(data, "session.jsonl")
     pruned, _ = prune(transcript, ALL_OPTIONS)
-    out = dump(claude_code.replace_ui_copies(pruned), data)
+    out = dump(claude_code_rewrites.replace_ui_copies(pruned))
     archive.add(str(tmp_path / "originals.jsonl"), archive.records(data, out, transcript))
     assert expand(out, archive.read(str(tmp_path / "originals.jsonl")).records, "session.jsonl").data == data
 
@@ -175,8 +175,8 @@ def test_expand_undoes_prune_on_the_corpus(path):
     transcript = load(data, str(path))
     pruned, _ = prune(transcript, ALL_OPTIONS)
     if pruned.format == claude_code.NAME:
-        pruned = claude_code.replace_ui_copies(pruned)
-    out = dump(pruned, data)
+        pruned = claude_code_rewrites.replace_ui_copies(pruned)
+    out = dump(pruned)
     records = archive.parse(b"".join(orjson.dumps(r.as_json()) + b"\n" for r in archive.records(data, out, transcript)),
                             "originals.jsonl").records
     back = expand(out, records, str(path))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transcompact.calibrate import calibrate, fit, holdout_error, recorded_usage, samples, usage_tokens
+from transcompact.calibrate import calibrate, fit, holdout_error, output_tokens, recorded_usage, samples, usage_tokens
 from transcompact.model import Message, Text
 
 
@@ -57,3 +57,9 @@ def test_the_error_is_measured_on_responses_the_fit_did_not_see():
 def test_calibrate_needs_two_responses():
     messages = [Message("user", (Text("x"),)), response({"input_tokens": 100})]
     assert calibrate(messages, [10, 2], [0, 0]) is None
+
+
+def test_the_output_of_a_response_is_read_in_either_dialect_and_zero_when_not_recorded():
+    assert output_tokens(response({"input_tokens": 5, "output_tokens": 42})) == 42
+    assert output_tokens(response({"prompt_tokens": 5, "completion_tokens": 17}, claude_code=True)) == 17
+    assert output_tokens(response({"output_tokens": "many"})) == 0 and output_tokens(response(None)) == 0

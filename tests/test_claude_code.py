@@ -14,7 +14,8 @@ from transcompact.compact import CompactOptions, compact
 from transcompact.cut import find_cut_point
 from transcompact.errors import PostConditionError
 from transcompact.estimate import Options, estimate
-from transcompact.formats.claude_code import MICROCOMPACT_PLACEHOLDER, append_compaction
+from transcompact.formats.claude_code import MICROCOMPACT_PLACEHOLDER
+from transcompact.formats.claude_code_rewrites import append_compaction
 from transcompact.model import ToolResult
 from transcompact.summarize import SummaryOptions
 
@@ -86,17 +87,17 @@ def test_a_microcompacted_result_is_read_as_the_placeholder_claude_code_sent():
 def test_the_file_keeps_the_original_result():
     data = microcompacted_log()
     transcript = load(data, "log.jsonl")
-    assert dump(transcript, data) == data and dump(transcript) == data
+    assert dump(transcript) == data
     # A change elsewhere in that line rewrites it, but the cleared result keeps its original JSON.
     message = next(m for m in transcript.messages if m.tool_results)
     blocks = tuple(b if b.tool_call_id == "toolu_one" else ToolResult(b.tool_call_id, "b: cleared by prune", raw=b.raw, line=b.line)
                    for b in message.blocks)
     changed = transcript.with_messages([message.with_blocks(blocks) if m is message else m for m in transcript.messages])
-    written = [json.loads(v) for v in dump(changed, data).splitlines()]
+    written = [json.loads(v) for v in dump(changed).splitlines()]
     one, two = written[4]["message"]["content"]
     assert one == {"type": "tool_result", "tool_use_id": "toolu_one", "content": OUTPUT}
     assert two["content"] == "b: cleared by prune"
-    assert results(load(dump(changed, data), "log.jsonl"))["toolu_one"].content == MICROCOMPACT_PLACEHOLDER
+    assert results(load(dump(changed), "log.jsonl"))["toolu_one"].content == MICROCOMPACT_PLACEHOLDER
 
 
 def test_a_corpus_boundary_clears_its_results_once_it_is_on_the_chain():
@@ -117,7 +118,7 @@ def test_a_corpus_boundary_clears_its_results_once_it_is_on_the_chain():
     cleared = [r for r in results(continued).values() if r.content == MICROCOMPACT_PLACEHOLDER]
     listed = set(boundary["microcompactMetadata"]["compactedToolIds"])
     assert len(cleared) > 10 and {r.tool_call_id for r in cleared} <= listed
-    assert dump(continued, data) == data
+    assert dump(continued) == data
     saved = estimate(load(b"\n".join(lines[:800] + [b""]), "x"), CONTENT).tokens - estimate(continued, CONTENT).tokens
     assert saved == pytest.approx(boundary["microcompactMetadata"]["tokensSaved"], rel=0.05)  # what Claude Code says it saved
 
@@ -267,4 +268,4 @@ def test_a_line_whose_type_is_not_a_string_is_read_past():
             b'{"sessionId":"s","uuid":"v","parentUuid":null,"type":"user","timestamp":"2025-01-01T00:00:00Z",'
             b'"message":{"role":"user","content":"hi"}}\n')
     transcript = load(data, "odd.jsonl")
-    assert [m.role for m in transcript.messages] == ["user"] and dump(transcript, data) == data
+    assert [m.role for m in transcript.messages] == ["user"] and dump(transcript) == data

@@ -41,15 +41,18 @@ def test_repair_output(path, in_root, snapshot):
     assert run("check", "-", input=result.stdout_bytes).exit_code == 0
 
 
-def test_check_json_lists_objects(in_root):
-    result = run("check", "--json", "fixtures/openai/orphans.json")
+def test_check_json_lists_the_violations_of_each_file(in_root):
+    result = run("check", "--json", "fixtures/openai/orphans.json", "fixtures/anthropic/tool-loop.json")
     assert result.exit_code == 1
-    assert json.loads(result.stdout) == [
-        {"file": "fixtures/openai/orphans.json", "rule": "O1", "severity": "error",
-         "message": "tool call call_a (ls) has no tool message after it", "index": 1, "line": None},
-        {"file": "fixtures/openai/orphans.json", "rule": "O2", "severity": "error",
-         "message": "tool message call_zzz answers no tool call of the assistant message before it", "index": 3, "line": None},
-    ]
+    assert json.loads(result.stdout) == {"version": 1, "command": "check", "files": [
+        {"file": "fixtures/openai/orphans.json", "errors": 2, "warnings": 0, "violations": [
+            {"rule": "O1", "severity": "error", "message": "tool call call_a (ls) has no tool message after it",
+             "index": 1, "line": None},
+            {"rule": "O2", "severity": "error",
+             "message": "tool message call_zzz answers no tool call of the assistant message before it", "index": 3, "line": None},
+        ]},
+        {"file": "fixtures/anthropic/tool-loop.json", "errors": 0, "warnings": 0, "violations": []},
+    ]}
 
 
 def test_warnings_exit_0_and_strict_makes_them_errors(tmp_path):

@@ -6,6 +6,7 @@ Each error must end with its exit status and one line `transcompact: error: ...`
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 import subprocess
@@ -293,6 +294,100 @@ def test_message_that_is_not_an_object_is_a_shape_error_naming_it():
     assert not any("--messages-path" in line for line in lines)
 
 
+@pytest.fixture
+def bpe_package(monkeypatch, tmp_path):
+    """A stand-in for the package that carries the BPE files, and tiktoken with nothing built yet."""
+    import tiktoken.registry
+
+    from transcompact import tokenizers
+
+    package = tmp_path / "site" / "fake_bpe"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setattr(tokenizers, "_DATA_PACKAGE", "fake_bpe")
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # tiktoken keeps what it built, too
+    tokenizers.encoding.cache_clear()
+    yield package / "data"
+    tokenizers.encoding.cache_clear()
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "cannot read the o200k_base BPE file of the fake_bpe package: No such file or directory"),
+    (b"not gzip at all", "cannot read the o200k_base BPE file of the fake_bpe package: Not a gzipped file (b'no')"),
+    (gzip.compress(b"x" * 1000)[:-8], "the o200k_base BPE file of the fake_bpe package is damaged: "
+                                      "Compressed file ended before the end-of-stream marker was reached"),
+    (gzip.compress(b"eA== 0\n"), "the o200k_base BPE file of the fake_bpe package is damaged: "
+                                 "its sha256 is not the one tiktoken pins"),
+], ids=["missing", "not-gzip", "cut-short", "not-the-pinned-file"])
+def test_damaged_tokenizer_data_is_an_installation_error_exit_3_with_a_hint(bpe_package, content, message):
+    if content is not None:
+        (bpe_package / "o200k_base.tiktoken.gz").write_bytes(content)
+    write("valid.json", VALID)
+    result = run("estimate", "--tokenizer", "o200k", "valid.json")
+    assert result.exit_code == ExitCode.INPUT
+    assert stderr_lines(result) == [f"transcompact: error: {message}",
+                                    "hint: reinstall fake_bpe: its data is missing or damaged"]
+
+
+# --- settings in library errors, flags on the command line -----------------------------------
+
+
+def test_a_library_error_names_the_setting_and_the_cli_names_the_flag():
+    from transcompact.errors import UsageError
+    from transcompact.formats import load
+
+    with pytest.raises(UsageError) as raised:
+        load(orjson.dumps(VALID), "valid.json", messages_path="nosuch")
+    assert str(raised.value) == "messages_path='nosuch': the input has nothing at 'nosuch'"
+    assert raised.value.for_command_line() == ("--messages-path nosuch: the input has nothing at 'nosuch'", None)
+    write("other.json", {"steps": VALID["messages"]})
+    assert stderr_lines(run("check", "other.json"))[1] == "hint: messages may sit under 'steps': try --messages-path steps"
+
+
+def test_the_option_marker_spells_a_setting_for_each_reader():
+    from transcompact.errors import ProviderError, option
+
+    error = ProviderError(f"no answer within {option('timeout', 30)} s", hint=f"raise {option('max_output')}")
+    assert (str(error), error.message, error.hint) == (
+        "no answer within timeout='30' s", "no answer within timeout='30' s", "raise max_output")
+    assert error.for_command_line() == ("no answer within --timeout 30 s", "raise --max-output")
+    assert error.args == (str(error),) and "\ue000" not in repr(error)
+
+
+# Messages that name a flag in the library, left to the refactoring of these modules (issue 13):
+# they should say `option(...)` instead. Remove each pair when its message is changed.
+LEFT = {
+    ("checkpoint.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
+    ("compact.py", "--emergency"), ("compact.py", "--force"), ("compact.py", "--traceback"),
+    ("estimate.py", "--calibrate"), ("estimate.py", "--count"), ("estimate.py", "--window"), ("estimate.py", "--max-output"),
+    ("estimate.py", "--ratio"), ("estimate.py", "--tokenizer"),
+    ("summarize.py", "--model"),
+}
+
+
+def test_library_messages_do_not_name_flags():
+    """Every string in the library (not cli.py, not commands/; docstrings aside) that names a flag."""
+    import ast
+    import re
+
+    package = ROOT / "cli" / "transcompact"
+    flag = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        module = path.relative_to(package).as_posix()
+        if module == "cli.py" or module.startswith("commands/"):
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        found |= {(module, name) for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  for name in flag.findall(node.value)}
+    assert found <= LEFT, sorted(found - LEFT)
+
+
 # --- exit 5: output -------------------------------------------------------------------------
 
 
@@ -308,6 +403,17 @@ def test_output_that_cannot_be_written_exits_5_and_leaves_nothing(tmp_path, targ
     assert result.stdout == ""
     assert files_under(tmp_path) == before  # no temporary or partial file anywhere
     assert Path("afile").read_bytes() == b"not a directory\n"
+
+
+def test_nothing_to_compact_is_not_an_output_error(tmp_path):
+    """Exit 5 is for a write that fails or a broken post-condition; a rewrite that gains nothing
+    is the input written back as it was, with status 0 and a note."""
+    write("valid.json", VALID)
+    result = run("compact", "--force", "--emergency", "valid.json")
+    assert result.exit_code == ExitCode.OK
+    assert result.stdout_bytes == Path("valid.json").read_bytes()
+    assert stderr_lines(result) == ["valid.json: not compacted (41 tokens, 5 messages): nothing to compact: "
+                                    "neither pruning nor a summary makes it smaller"]
 
 
 def test_output_dir_that_cannot_be_created_exits_5(tmp_path):

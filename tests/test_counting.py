@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from transcompact import dump
 from transcompact.cli import cli
-from transcompact.estimate import Options, basis, estimate, tokens_per_message, transcript_tokens
+from transcompact.estimate import Options, TokenCounter, estimate
 from transcompact.formats import load
 
 from .conftest import CORPUS, FIXTURES
@@ -47,8 +47,8 @@ def test_the_default_count_is_the_last_recorded_context_plus_what_came_after(sha
     assert {k: v for k, v in report.by_kind.items() if k != "overhead"} == {
         k: v for k, v in content.by_kind.items() if k != "overhead"}
     assert sum(report.by_kind.values()) == report.tokens == report.per_message[-1].running
-    assert [m.tokens for m in report.per_message] == [m.tokens for m in content.per_message] == tokens_per_message(transcript)
-    assert transcript_tokens(transcript) == report.tokens
+    assert [m.tokens for m in report.per_message] == [m.tokens for m in content.per_message] == TokenCounter(transcript).per_message(transcript)
+    assert TokenCounter(transcript).tokens(transcript) == report.tokens
     assert content.tokens == formula(transcript) and content.method == "chars × 0.25 + 4 per message"
 
 
@@ -63,7 +63,7 @@ def test_the_anchor_holds_for_a_tokenizer_too():
 def test_a_transcript_without_usage_is_counted_by_its_content():
     transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
     assert estimate(transcript) == estimate(transcript, CONTENT)
-    assert basis(transcript).overhead == 0 and basis(transcript).anchor is None
+    assert TokenCounter(transcript).basis.overhead == 0 and TokenCounter(transcript).basis.anchor is None
 
 
 def test_an_estimator_that_counts_more_than_was_recorded_never_gives_a_negative_total():
@@ -72,8 +72,9 @@ def test_an_estimator_that_counts_more_than_was_recorded_never_gives_a_negative_
     assert report.by_kind["overhead"] < estimate(transcript, CONTENT).by_kind["overhead"]
     assert report.tokens == report.recorded.context + report.per_message[-1].tokens
     tail = transcript.with_messages(transcript.messages[-1:])
-    counted = estimate(tail, basis=basis(transcript))
-    assert counted.tokens == transcript_tokens(tail, basis=basis(transcript)) == 0
+    counter = TokenCounter(transcript)
+    counted = estimate(tail, counter=counter)
+    assert counted.tokens == counter.tokens(tail) == 0
     assert sum(counted.by_kind.values()) == 0 and all(m.running >= 0 for m in counted.per_message)
 
 
@@ -82,24 +83,26 @@ def test_an_estimator_that_counts_more_than_was_recorded_never_gives_a_negative_
 
 def test_a_rewrite_is_counted_on_its_inputs_scale():
     transcript = usage_transcript()
-    scale = basis(transcript)
+    counter = TokenCounter(transcript)
+    scale = counter.basis
     assert scale.anchor == 23 and scale.overhead == estimate(transcript).tokens - estimate(transcript, CONTENT).tokens
     rewritten = transcript.with_messages(transcript.messages[-5:])
     expected = scale.overhead + estimate(rewritten, CONTENT).tokens
-    assert transcript_tokens(rewritten, basis=scale) == estimate(rewritten, basis=scale).tokens == expected
+    assert counter.tokens(rewritten) == estimate(rewritten, counter=counter).tokens == expected
     # Left to itself, the rewrite would anchor on usage that counted the messages it no longer has.
-    assert transcript_tokens(rewritten) > expected
+    assert estimate(rewritten).tokens > expected
 
 
 def test_a_calibration_fitted_on_the_input_counts_the_rewrite():
     transcript = usage_transcript()
     options = Options(calibrate=True)
-    fit = basis(transcript, options)
+    counter = TokenCounter(transcript, options)
+    fit = counter.basis
     rewritten = transcript.with_messages(transcript.messages[-5:])
-    report = estimate(rewritten, options, basis=fit)
+    report = estimate(rewritten, options, counter)
     assert report.calibration == fit.calibration and report.method == fit.method
     chars = sum(len(b.text) for m in rewritten.messages for b in m.blocks)
-    assert report.tokens == transcript_tokens(rewritten, options, fit) == round(
+    assert report.tokens == counter.tokens(rewritten) == round(
         fit.calibration.overhead + fit.calibration.ratio * chars)
 
 
@@ -161,7 +164,7 @@ def test_a_request_is_counted_from_its_last_compaction_block():
     data = COMPACTED.read_bytes()
     transcript = load(data, str(COMPACTED))
     report = estimate(transcript)
-    assert [m.tokens for m in report.per_message[:5]] == [0] * 5 == tokens_per_message(transcript)[:5]
+    assert [m.tokens for m in report.per_message[:5]] == [0] * 5 == TokenCounter(transcript).per_message(transcript)[:5]
     assert report.notes == ("counted from the compaction block in message 5: the API ignores everything before the "
                             "last one (5 earlier messages not counted)",)
     # The same as counting what the API reads: the summary as text, then what follows it.
@@ -172,7 +175,7 @@ def test_a_request_is_counted_from_its_last_compaction_block():
     everything = body()
     everything["messages"][5]["content"][0] = seen["messages"][0]["content"][0]
     assert estimate(load(json.dumps(everything).encode())).tokens > report.tokens + 500  # the module read before it
-    assert dump(transcript, data) == data
+    assert dump(transcript) == data
 
 
 def test_only_the_last_compaction_block_counts_and_a_failed_one_is_empty():

@@ -73,8 +73,8 @@ def test_json_output_and_the_uuid_of_a_claude_code_log():
     if not log.exists():
         pytest.skip("the shared corpus is not here")
     result = run("cut-point", "--json", str(log))
-    report = json.loads(result.stdout)
-    assert set(report) == {"index", "messages", "old_messages", "recent_messages", "old_tokens", "recent_tokens",
+    report = json.loads(result.stdout)["files"][0]
+    assert set(report) == {"file", "index", "messages", "old_messages", "recent_messages", "old_tokens", "recent_tokens",
                            "split_turn", "turn_start", "uuid"}
     transcript = load(log.read_bytes(), str(log))
     assert report["uuid"] == transcript.messages[report["index"]].raw["uuid"]

@@ -7,12 +7,13 @@ import json
 import math
 import struct
 import zlib
+from dataclasses import replace
 
 import pytest
 
 from transcompact.dialects import anthropic as anthropic_wire
 from transcompact.dialects import openai as openai_wire
-from transcompact.estimate import KINDS, Options, estimate, message_tokens, model_limits
+from transcompact.estimate import KINDS, Options, estimate, model_limits
 from transcompact.errors import UsageError
 from transcompact.formats import load
 from transcompact.media import image_size, image_tokens, pdf_tokens
@@ -171,7 +172,8 @@ def test_breakdown_sums_to_the_total_and_roles_to_the_messages():
     report = estimate(transcript)
     assert sum(report.by_kind.values()) == report.tokens
     assert sum(report.by_role.values()) == report.tokens - report.by_kind["system"] - report.by_kind["tool_schemas"]
-    assert [m.tokens for m in report.per_message] == [message_tokens(m) for m in transcript.messages]
+    # each message by the spec's estimator: chars × 0.25, at least 1, + 4
+    assert [m.tokens for m in report.per_message] == [formula(replace(transcript, system=(), tools=(), messages=(m,))) for m in transcript.messages]
     assert set(report.by_kind) == set(KINDS)
 
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from transcompact.cli import cli
 from transcompact.errors import ExitCode, ParseError
 from transcompact.formats import dump, load
-from transcompact.jsondata import BOM, MAX_DEPTH
+from transcompact.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
 
 from .test_archive import claude_log
 
@@ -92,7 +92,7 @@ def test_a_byte_order_mark_before_a_rewritten_first_line_is_kept():
     data = BOM + b"\n".join(lines)
     transcript = load(data, "chat.jsonl")
     emptied = transcript.with_messages([transcript.messages[0].with_blocks(()), *transcript.messages[1:]])
-    out = dump(emptied, data)
+    out = dump(emptied)
     assert out.startswith(BOM + b'{"role":"assistant","content":[]}')
 
 
@@ -168,3 +168,65 @@ def test_invalid_utf8_in_a_jsonl_line_names_that_line():
     result = run("check", input=data)
     assert result.exit_code == ExitCode.INPUT
     assert result.stderr.splitlines()[0] == "transcompact: error: <stdin>:2:35: not valid UTF-8: byte 0xe9 at byte offset 64"
+
+
+# --- one document or JSON Lines, decided once -----------------------------------------------------
+
+
+def test_a_document_over_several_lines_is_one_document():
+    parsed = parse(b'{\n  "messages": []\n}\n', "body.json")
+    assert parsed.document == {"messages": []} and parsed.records is None and parsed.is_document
+
+
+def test_lines_are_records_with_blank_lines_and_the_text_after_the_final_newline():
+    parsed = parse(b'{"role":"user","content":"a"}\n\n{"role":"assistant","content":"b"}\n', "chat.jsonl")
+    assert parsed.document is None and not parsed.is_document
+    assert [bytes(line) for line, _ in parsed.records] == [b'{"role":"user","content":"a"}', b"", b'{"role":"assistant","content":"b"}', b""]
+    assert [value is BLANK for _, value in parsed.records] == [False, True, False, True]
+    assert parsed.values() == [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+
+
+@pytest.mark.parametrize("data, records", [
+    (b'{"role":"user","content":"a"}\n', True),  # a message: also JSON Lines of one line
+    (b'{"type":"summary","summary":"s"}', True),  # a log line
+    (b'{"model":"m","messages":[]}\n', False),  # a request body is a document only
+])
+def test_one_line_is_a_document_and_a_record_only_when_it_could_be_one(data, records):
+    parsed = parse(data, "one.json")
+    assert parsed.document == orjson.loads(data) and parsed.is_document
+    assert (parsed.records is not None) is records
+
+
+def test_a_broken_first_line_is_a_malformed_document_and_a_broken_later_line_a_malformed_line():
+    with pytest.raises(ParseError) as document:
+        parse(b'{"a": 1,\n "b": }', "body.json")
+    assert str(document.value) == "body.json:2:7: malformed JSON: unexpected character, expected a JSON value"
+    assert document.value.hint is None
+    with pytest.raises(ParseError) as line:
+        parse(b'{"role":"user"}\n{"role":"x"}\n{bad}\n', "chat.jsonl")
+    assert str(line.value).startswith("chat.jsonl:3:2: malformed JSON line: ")
+    assert line.value.hint == "every line of a JSON Lines file must be one complete JSON value"
+
+
+def test_parse_value_reads_one_line_as_parse_reads_a_record():
+    value = parse_value(b'{"id": 123456789012345678901234567890, "cost": 1e-05, "n": 2}', "archive.jsonl", 7)
+    assert orjson.dumps(value) == b'{"id":123456789012345678901234567890,"cost":1e-05,"n":2}'  # numbers as written
+    with pytest.raises(ParseError, match=r"^archive\.jsonl:7:7: malformed JSON line: "):
+        parse_value(b'{"n": ', "archive.jsonl", 7)
+
+
+def test_kind_of_names_each_json_type_as_errors_say_it():
+    assert [kind_of(v) for v in ({}, [], "", True, None, 1, 1.5)] == [
+        "an object", "an array", "a string", "a boolean", "null", "a number", "a number"]
+
+
+@pytest.mark.parametrize("data, layout", [
+    (b'{"a":1}', Layout()),
+    (b'{\n  "a": 1\n}\n', Layout(indent=True, newline=True)),
+    (b'{\n\t"a": 1\n}', Layout(indent=True)),
+    (BOM + b'{"a":1}\n', Layout(newline=True, bom=True)),
+], ids=["compact", "two-spaces", "tab", "bom"])
+def test_the_layout_of_a_document_is_seen_and_written_again(data, layout):
+    assert Layout.of(data) == layout
+    out = layout.dumps({"a": 1})
+    assert Layout.of(out) == layout and orjson.loads(out.removeprefix(BOM)) == {"a": 1}

@@ -157,11 +157,12 @@ def test_a_connection_that_keeps_failing_names_the_address(api, name):
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
-def test_a_timeout_hints_at_the_flag(api, name):
+def test_a_timeout_hints_at_the_setting(api, name):
     api.answer = Loopback.slow(2)
     with pytest.raises(ProviderError, match="did not answer within 0.3 s \\(after 0 retries\\)") as raised:
         ask(name, api, retries=0, timeout=0.3)
-    assert raised.value.hint == "raise --timeout"
+    assert raised.value.hint == "raise timeout"  # the library's name; the CLI says --timeout
+    assert raised.value.for_command_line()[1] == "raise --timeout"
 
 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])

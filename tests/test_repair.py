@@ -43,7 +43,7 @@ ID = re.compile(r"[a-zA-Z0-9_-]+")
 def fixed(transcript: Transcript) -> tuple[list[tuple[str, int | None, str]], Transcript]:
     """(rule, message index, text) of each fix, and the repaired transcript as written and read back."""
     repaired, fixes = repair(transcript)
-    written = dump(repaired, dump(transcript))
+    written = dump(repaired)
     return [(f.rule, f.index, f.text) for f in fixes], load(written, transcript.name, format=transcript.format)
 
 
@@ -124,7 +124,7 @@ def test_claude_code_log_lines_carry_the_new_ids():
         log_assistant([tool_use("toolu_1")], "msg_2"), log_user([tool_result("toolu_1")]),
     )
     repaired, fixes = repair(log)
-    lines = [json.loads(line) for line in dump(repaired, dump(log)).splitlines()]
+    lines = [json.loads(line) for line in dump(repaired).splitlines()]
     assert [(f.rule, f.line) for f in fixes] == [("A6", 4)]
     assert [line["message"]["content"][0].get("id") or line["message"]["content"][0].get("tool_use_id")
             for line in lines[1:]] == ["toolu_1", "toolu_1", "toolu_1_2", "toolu_1_2"]
@@ -183,7 +183,7 @@ def run(*args, input=None):
 def assert_report_is_checks_verdict(data: bytes) -> None:
     """`repair` adds no error rule, and what it says cannot be repaired is what `check` says of its output."""
     before = run("check", "--json", "-", input=data)
-    had = {v["rule"] for v in json.loads(before.stdout) if v["severity"] == "error"}
+    had = {v["rule"] for v in json.loads(before.stdout)["files"][0]["violations"] if v["severity"] == "error"}
     repaired = run("repair", "-", input=data)
     assert repaired.exit_code in (0, 1), repaired.output
     remaining = [line.replace(" cannot be repaired: ", " ", 1) for line in repaired.stderr.splitlines() if " cannot be repaired: " in line]

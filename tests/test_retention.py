@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transcompact.estimate import total_tokens
+from transcompact.estimate import Options, TokenCounter
 from transcompact.formats import load
 
 from .conftest import supported_corpus_files
@@ -18,7 +18,8 @@ def long_logs() -> list:
     found = []
     for param in supported_corpus_files():
         path = param.values[0]
-        if total_tokens(load(path.read_bytes(), str(path))) >= LONG_LOG_TOKENS:
+        transcript = load(path.read_bytes(), str(path))
+        if TokenCounter(transcript, Options(count="content")).tokens(transcript) >= LONG_LOG_TOKENS:
             found.append(path)
     return found
 

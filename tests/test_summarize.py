@@ -74,7 +74,7 @@ def test_an_existing_summary_pair_is_updated_and_not_sent_again(api, tmp_path):
     assert request.body["system"] == UPDATE_SYSTEM_PROMPT
     assert request.prompt.startswith("## Existing Summary\n\n## Goal\nShip the parser.")
     assert request.prompt.count("Ship the parser") == 1 and SUMMARY_ACK not in request.prompt
-    report = json.loads(result.stdout)
+    report = json.loads(result.stdout)["files"][0]
     assert report["previous_summary_used"] is True and report["messages"] == 11
 
 
@@ -88,7 +88,7 @@ def test_a_claude_code_compact_summary_is_updated(api):
     prompt = api.requests[0].prompt
     assert prompt.startswith("## Existing Summary\n\nAnalysis:")  # Claude Code's summary, without its preamble
     assert "This session is being continued from a previous conversation" not in prompt
-    assert json.loads(result.stdout)["previous_summary_used"] is True
+    assert json.loads(result.stdout)["files"][0]["previous_summary_used"] is True
 
 
 def test_previous_summary_file_and_instructions(api, tmp_path):
@@ -110,7 +110,7 @@ def test_a_history_too_long_for_one_call_goes_in_chunks(api, tmp_path):
     assert len(systems) >= 3 and systems[0] == CHECKPOINT_SYSTEM_PROMPT and set(systems[1:]) == {UPDATE_SYSTEM_PROMPT}
     assert all(len(r.prompt) <= 5000 * 4 for r in api.requests)
     assert all(r.prompt.startswith("## Existing Summary\n\n## Goal\nSummarized by") for r in api.requests[1:])
-    assert json.loads(result.stdout)["chunks"] == len(api.requests)
+    assert json.loads(result.stdout)["files"][0]["chunks"] == len(api.requests)
 
 
 def test_prompt_is_too_long_halves_the_chunk(api, tmp_path):
@@ -120,7 +120,7 @@ def test_prompt_is_too_long_halves_the_chunk(api, tmp_path):
     refused = [r for r in api.requests if len(r.prompt) > 8000]
     accepted = [r for r in api.requests if len(r.prompt) <= 8000]
     assert refused and len(accepted) >= 2
-    report = json.loads(result.stdout)
+    report = json.loads(result.stdout)["files"][0]
     assert report["chunks"] == len(accepted) and report["usage"]["requests"] == len(api.requests)
 
 
@@ -154,7 +154,7 @@ def test_a_summary_that_fails_validation_once_is_asked_for_again(api):
     api.answer = lambda request: Loopback.text("short")(request) if next(first, False) else Loopback.ok(request)
     result = run("--all", "--json", str(FIXTURES / "openai/tool-calls.json"))
     assert result.exit_code == 0, result.stderr
-    assert len(api.requests) == 2 and json.loads(result.stdout)["usage"]["requests"] == 2
+    assert len(api.requests) == 2 and json.loads(result.stdout)["files"][0]["usage"]["requests"] == 2
 
 
 def test_no_key_is_a_provider_error(monkeypatch):
@@ -210,8 +210,8 @@ def test_the_openai_provider_halves_on_context_length(api, tmp_path):
 
 def test_json_report(api, tmp_path):
     result = run("--all", "--json", str(FIXTURES / "anthropic/every-block.json"))
-    report = json.loads(result.stdout)
-    assert set(report) == {"summary", "provider", "model", "chunks", "usage", "previous_summary_used", "coverage",
+    report = json.loads(result.stdout)["files"][0]
+    assert set(report) == {"file", "summary", "provider", "model", "chunks", "usage", "previous_summary_used", "coverage",
                            "cut", "messages", "warnings"}
     assert report["provider"] == "anthropic" and report["model"] == "claude-haiku-4-5" and report["cut"] is None
     assert report["coverage"]["paths"] == 1 and report["coverage"]["paths_named"] == 1  # src/header.css

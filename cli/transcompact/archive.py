@@ -34,10 +34,10 @@ import orjson
 
 from .errors import InputError, Location, OutputError
 from .files import write_file
+from .formats import adapter
 from .jsondata import BOM, kind_of, parse_value
 from .model import Transcript
 
-LINE_FORMATS = frozenset({"jsonl", "claude-code"})  # formats whose unit of rewriting is a line
 KINDS = ("line", "removed-line", "message")
 _HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
 
@@ -101,7 +101,7 @@ def records(before: bytes, after: bytes, transcript: Transcript) -> list[Record]
         return []
     run = dict(file=transcript.name, pruned_sha256=sha256(after), pruned_bytes=len(after),
                original_sha256=sha256(before))
-    if transcript.format in LINE_FORMATS:
+    if adapter(transcript).LINES:
         return list(_line_records(before, after, run))
     return list(_message_records(transcript, after, run))
 

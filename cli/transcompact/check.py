@@ -9,10 +9,10 @@ matter for a request about to be sent are warnings unless `strict`.
 from __future__ import annotations
 
 import re
-import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Iterator
 
+from .formats import hook
 from .model import (
     ASSISTANT,
     USER,
@@ -70,7 +70,6 @@ OPENAI_PART_TYPES = {
     "tool": frozenset({"text"}),
     "function": frozenset({"text"}),
 }
-SIDECHAIN_SCAN_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,8 @@ def check(transcript: Transcript, *, strict: bool = False, path: str | None = No
         found += _anthropic(transcript)
     else:
         found += _openai(transcript)
-    if transcript.format == "claude-code":
-        found += _claude_code(transcript, path)
+    if (check_log := hook(transcript, "check_log")) is not None:
+        found += check_log(transcript, path)
     if strict:
         found = [Violation(v.rule, ERROR, v.text, v.index, v.line) for v in found]
     return found
@@ -409,57 +408,6 @@ def _openai(t: Transcript) -> list[Violation]:
             if kind not in allowed:
                 add(Violation("O5", ERROR, f"a {kind} part in a {m.role} message", **_at(messages, i)))
     return sorted(out, key=lambda v: (v.index if v.index is not None else -1))
-
-
-# --- Claude Code ----------------------------------------------------------------------------
-
-REQUIRED_LINE_FIELDS = ("uuid", "type", "timestamp", "sessionId", "parentUuid")
-
-
-def _claude_code(t: Transcript, path: str | None) -> list[Violation]:
-    source = t.source
-    records = source.records
-    out: list[Violation] = []
-    add = out.append
-    if path is not None:
-        stem = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
-        try:
-            uuidlib.UUID(stem)
-        except ValueError:
-            add(Violation("C1", WARNING, "the file name is not <session uuid>.jsonl: the /resume picker does not list it"))
-    seen: dict[str, int] = {}
-    for index, (_, value) in enumerate(records):
-        if isinstance(value, dict) and value.get("type") in ("user", "assistant", "system", "attachment") and "uuid" in value:
-            uid = value["uuid"]
-            if uid in seen:
-                add(Violation("C2", ERROR, f"uuid {uid} is used again (first on line {seen[uid] + 1})", line=index + 1))
-            seen.setdefault(uid, index)
-    for index in (*source.chain, *sorted(source.message_records - set(source.chain))):
-        value = records[index][1]
-        if value.get("type") not in ("user", "assistant"):
-            continue
-        missing = [f for f in REQUIRED_LINE_FIELDS if f not in value]
-        if missing:
-            add(Violation("C2", ERROR, f"{value.get('type')} line without {', '.join(missing)}", line=index + 1))
-    if source.chain:
-        first = records[source.chain[0]][1]
-        parent = first.get("parentUuid")
-        if source.root is None and parent is not None:
-            add(Violation("C3", ERROR, f"the chain stops at parentUuid {parent}, which is not in the file: resume loses what came before", line=source.chain[0] + 1))
-        if source.root is not None:
-            summary = next((records[i][1] for i in source.chain if records[i][1].get("type") == "user"), None)
-            if summary is None or not summary.get("isCompactSummary"):
-                add(Violation("C5", ERROR, "the compact boundary is not followed by an isCompactSummary user message", line=source.root + 1))
-    head, size = [], 0
-    for line, _ in records:
-        if size >= SIDECHAIN_SCAN_BYTES:
-            break
-        head.append(line)
-        size += len(line) + 1
-    head = b"\n".join(head)[:SIDECHAIN_SCAN_BYTES]
-    if b'"isSidechain":true' in head or b'"teamName"' in head:
-        add(Violation("C6", WARNING, 'isSidechain:true or teamName in the first 64 KB: /resume hides this session'))
-    return out
 
 
 def added_errors(before: Transcript, after: Transcript, *, same_messages: bool = True) -> list[Violation]:

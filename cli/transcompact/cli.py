@@ -85,9 +85,10 @@ class Group(click.Group):
         except TranscompactError as error:
             if os.environ.get(TRACEBACK_ENV):
                 raise
-            click.echo(f"transcompact: error: {error}", err=True)
-            if error.hint:
-                click.echo(f"hint: {error.hint}", err=True)
+            line, hint = error.for_command_line()  # the settings a message names, as their flags
+            click.echo(f"transcompact: error: {line}", err=True)
+            if hint:
+                click.echo(f"hint: {hint}", err=True)
             code = error.exit_code
         except KeyboardInterrupt:
             click.echo("transcompact: interrupted", err=True)
@@ -287,6 +288,15 @@ def _checked(command: click.Command) -> click.Command:
         command.callback = checked
     command._transcompact_checked = True
     return command
+
+
+def anthropic_api(tokenizer: str):
+    """Whom `--tokenizer anthropic` asks: resolved here from the environment, as every provider is."""
+    if tokenizer != "anthropic":
+        return None
+    from .providers import resolve
+
+    return resolve("anthropic", environ=os.environ)
 
 
 def tokenizer_options(fn: Callable) -> Callable:

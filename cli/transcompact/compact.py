@@ -30,9 +30,8 @@ from .check import added_errors
 from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
 from .cut import Cut, starts_turn, window_cut
 from .errors import PostConditionError, ProviderError
-from .formats import claude_code
-from .estimate import (EMERGENCY_FRACTION, Basis, Options as EstimateOptions, basis as counting_basis, compact_json,
-                       tokens_per_message, transcript_tokens)
+from .formats import hook
+from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, TokenCounter, compact_json
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from .prune import PruneOptions, PruneReport, prune
 from .providers import Provider
@@ -230,17 +229,17 @@ def rebuild(transcript: Transcript, cut: Cut, summary: SummaryText, options: Com
 # --- the window ------------------------------------------------------------------------------
 
 
-def fitted_window(transcript: Transcript, cut: Cut, keep: int, options: CompactOptions) -> Transcript:
+def fitted_window(transcript: Transcript, cut: Cut, keep: int, options: CompactOptions, counter: TokenCounter) -> Transcript:
     """The transcript with the window's tool results trimmed, biggest first, until the window fits
     in `keep` tokens (its results soft-trimmed, then cleared); unchanged when it fits already."""
-    tokens = tokens_per_message(transcript, options.counting)
+    tokens = counter.per_message(transcript)
     if sum(tokens[cut.index:]) <= keep:
         return transcript
     window = transcript.with_messages(transcript.messages[cut.index:])
     for level in (replace(options.pruning, keep_last=0, hard_clear_after=1 << 30, soft_trim_chars=1000, head=400, tail=400),
                   replace(options.pruning, keep_last=0, hard_clear_after=0)):
-        window = prune(window, level)[0]
-        if sum(tokens_per_message(window, options.counting)) <= keep:
+        window = prune(window, level, counter)[0]
+        if sum(counter.per_message(window)) <= keep:
             break
     return transcript.with_messages([*transcript.messages[:cut.index], *window.messages])
 
@@ -262,18 +261,18 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
     `provider` makes the summarizer (called only when a summary is needed). Without one, or when
     the summary fails, the emergency mode is used (unless `options.fallback` is off).
     """
-    scale = counting_basis(transcript, options.counting)  # fitted once: every count below is on the input's scale
-    before = transcript_tokens(transcript, options.counting, scale)
+    counter = TokenCounter(transcript, options.counting)  # fitted once: every count below is on the input's scale
+    before = counter.reported(transcript)
     count = len(transcript.messages)
     near_the_window = before >= EMERGENCY_FRACTION * options.budget
     if before <= options.threshold_tokens and not (options.force or options.emergency or near_the_window):
-        return None, CompactReport("none", before, before, count, count, counted_by=scale.method)
+        return None, CompactReport("none", before, before, count, count, counted_by=counter.method)
 
-    pruned, prune_report = prune(transcript, options.pruning)
-    pruned_tokens = transcript_tokens(pruned, options.counting, scale) if pruned != transcript else before
+    pruned, prune_report = prune(transcript, options.pruning, counter)
+    pruned_tokens = counter.tokens(pruned) if pruned != transcript else before
     prune_only = (Rebuilt(pruned, "", pruned.messages, None), pruned_tokens)
     if pruned_tokens <= target(options) and not (options.force or options.emergency):
-        return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, scale)
+        return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, counter)
     emergency_reason = None
     if options.emergency:
         emergency_reason = "--emergency"
@@ -281,9 +280,9 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
         emergency_reason = NEAR_THE_WINDOW
     keep = options.summary.keep_recent_tokens
     head = _head(pruned.messages, pruned.dialect)
-    cut = window_cut(pruned, keep, tokens_per_message(pruned, options.counting), head)
+    cut = window_cut(pruned, keep, counter.per_message(pruned), head)
     if cut.index <= head and emergency_reason is None:
-        return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, scale,
+        return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, counter,
                        notes=("nothing to summarize: everything fits in the recent window",))
 
     fallback_reason = None
@@ -298,19 +297,20 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
             finally:
                 summarizer.close()
             if result is not None:
-                fitted = fitted_window(pruned, cut, keep, options)
+                fitted = fitted_window(pruned, cut, keep, options, counter)
                 rebuilt = rebuild(fitted, cut, summary_text(transcript, cut, result.text, options), options)
-                return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, scale)
+                return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, counter)
             fallback_reason = "nothing to summarize"
         except ProviderError as error:
             if not options.fallback:
                 raise
             fallback_reason = str(error)
-    return _emergency(transcript, prune_only, cut, before, prune_report, fallback_reason or emergency_reason, options, scale)
+    return _emergency(transcript, prune_only, cut, before, prune_report, fallback_reason or emergency_reason, options, counter)
 
 
 def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, before: int,
-               prune_report: PruneReport, reason: str, options: CompactOptions, scale: Basis) -> tuple[Rebuilt | None, CompactReport]:
+               prune_report: PruneReport, reason: str, options: CompactOptions,
+               counter: TokenCounter) -> tuple[Rebuilt | None, CompactReport]:
     """Drop the old part behind a checkpoint built without a model; prune harder and shrink until it fits."""
     pruned = prune_only[0].transcript
     goal = target(options)
@@ -323,16 +323,16 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
 
     @lru_cache(maxsize=None)
     def harder(level: int) -> Transcript:
-        return pruned if level == 0 else prune(pruned, stricter[level - 1])[0]
+        return pruned if level == 0 else prune(pruned, stricter[level - 1], counter)[0]
 
     head = _head(pruned.messages, pruned.dialect)
 
     def attempt_at(candidate: Transcript, keep_now: int) -> Rebuilt:
         same = candidate is pruned and keep_now == keep
-        cut_now = cut if same else window_cut(candidate, keep_now, tokens_per_message(candidate, options.counting), head)
+        cut_now = cut if same else window_cut(candidate, keep_now, counter.per_message(candidate), head)
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
-        fitted = fitted_window(candidate, cut_now, keep_now, options)
+        fitted = fitted_window(candidate, cut_now, keep_now, options, counter)
         return rebuild(fitted, cut_now, summary_text(original, cut_now, None, options), options)
 
     # The window as asked with harder and harder pruning, then a smaller and smaller window.
@@ -342,26 +342,26 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
     for level, keep_now in attempts:
         attempt = attempt_at(harder(level), keep_now)
         first = first or attempt
-        if transcript_tokens(attempt.transcript, options.counting, scale) <= goal:
+        if counter.tokens(attempt.transcript) <= goal:
             break
     else:
-        attempt, reason = _squeezed(attempt, first, goal, options, scale, reason)
+        attempt, reason = _squeezed(attempt, first, goal, options, counter, reason)
     if attempt.transcript is pruned:  # nothing old to drop: pruning was all there was to do
-        return _finish(original, attempt, "prune", before, prune_report, None, options, prune_only, scale)
-    return _finish(original, attempt, "emergency", before, prune_report, reason, options, prune_only, scale)
+        return _finish(original, attempt, "prune", before, prune_report, None, options, prune_only, counter)
+    return _finish(original, attempt, "emergency", before, prune_report, reason, options, prune_only, counter)
 
 
 TRIMMED = "\n\n[… {count:,} characters trimmed by transcompact to fit the budget …]\n\n"
 
 
-def _squeezed(smallest: Rebuilt, asked: Rebuilt, goal: int, options: CompactOptions, scale: Basis,
+def _squeezed(smallest: Rebuilt, asked: Rebuilt, goal: int, options: CompactOptions, counter: TokenCounter,
               reason: str) -> tuple[Rebuilt, str]:
     """The smallest window with its biggest blocks trimmed until the whole fits `goal`: every tool
     result cleared (and its call's input), thinking removed, then the biggest call inputs emptied,
     then the longest assistant texts cut to their start and end. The user's text is never cut. When what is not the window (what the
     format keeps first, the summary, a log's hidden overhead) is over `goal` already, trimming the
     window is no use: the window asked for is kept, and the reason says so."""
-    count = lambda t: transcript_tokens(t, options.counting, scale)  # noqa: E731
+    count = counter.tokens
     transcript = smallest.transcript
     first = len(transcript.messages) - len(smallest.recent)
     if count(transcript.with_messages(transcript.messages[:first])) >= goal:
@@ -416,22 +416,23 @@ def _trim_assistant_text(messages: list[Message], chars: int) -> None:
 
 
 def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, prune_report: PruneReport,
-            reason: str | None, options: CompactOptions, pruned: tuple[Rebuilt, int], scale: Basis,
+            reason: str | None, options: CompactOptions, pruned: tuple[Rebuilt, int], counter: TokenCounter,
             notes: tuple[str, ...] = ()) -> tuple[Rebuilt | None, CompactReport]:
     """Check the result and report it; pruning alone when that leaves less, nothing when neither helps."""
     count = len(original.messages)
     prune_only, pruned_tokens = pruned
-    if original.format == claude_code.NAME and rebuilt.cut is not None:
+    append_compaction = hook(original, "append_compaction")  # an agent's log: compacted as the agent does it
+    if append_compaction is not None and rebuilt.cut is not None:
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
-        rebuilt = replace(rebuilt, transcript=claude_code.append_compaction(
+        rebuilt = replace(rebuilt, transcript=append_compaction(
             original, body, rebuilt.recent, before, drop_history=options.drop_history))
     pruned_only = rebuilt.transcript is prune_only.transcript
-    after = pruned_tokens if pruned_only else transcript_tokens(rebuilt.transcript, options.counting, scale)
+    after = pruned_tokens if pruned_only else counter.tokens(rebuilt.transcript)
     if not pruned_only and after >= pruned_tokens:  # dropping history gained nothing over pruning
         rebuilt, strategy, after, reason = prune_only, "prune", pruned_tokens, None
         notes += ("pruning alone leaves less than compacting would",)
     if after >= before:
-        return None, CompactReport("none", before, before, count, count, counted_by=scale.method,
+        return None, CompactReport("none", before, before, count, count, counted_by=counter.method,
                                    notes=("nothing to compact: neither pruning nor a summary makes it smaller",))
     new = added_errors(original, rebuilt.transcript, same_messages=False)
     if new:
@@ -440,7 +441,7 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
                                  hint="this is a bug in transcompact: run again with --traceback and report it")
     cut = rebuilt.cut
     return rebuilt, CompactReport(
-        strategy, before, after, count, len(rebuilt.transcript.messages),
+        strategy, before, counter.reported(rebuilt.transcript), count, len(rebuilt.transcript.messages),
         cut.index if cut else None, bool(cut and cut.split_turn), prune_report,
-        len(rebuilt.summary), reason, notes, scale.method)
+        len(rebuilt.summary), reason, notes, counter.method)
 

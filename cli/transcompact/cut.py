@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import settings
-from .estimate import Options, tokens_per_message
+from .estimate import Options, TokenCounter
 from .model import ASSISTANT, USER, Message, Transcript
 
 
@@ -73,17 +73,14 @@ def after_complete_round(messages: tuple[Message, ...], index: int) -> bool:
 
 
 def find_cut_point(transcript: Transcript, keep_recent_tokens: int = settings.KEEP_RECENT_TOKENS,
-                   options: Options = Options()) -> Cut:
-    """The cut, counting with `options` (any tokenizer of `estimate`)."""
+                   options: Options = Options(), counter: TokenCounter | None = None) -> Cut:
+    """The cut, counting with `counter` (a run's), else with `options` (any tokenizer of `estimate`)."""
     messages = transcript.messages
-    tokens = tokens_per_message(transcript, options)
+    tokens = (counter or TokenCounter(transcript, options)).per_message(transcript)
     total = sum(tokens)
     cut, split, turn_start = _walk(messages, tokens, keep_recent_tokens)
     recent = sum(tokens[cut:])
-    uuid = None
-    if transcript.format == "claude-code" and cut < len(messages) and isinstance(messages[cut].raw, dict):
-        uuid = messages[cut].raw.get("uuid")
-    return Cut(cut, len(messages), total - recent, recent, split, turn_start, uuid if cut else None)
+    return Cut(cut, len(messages), total - recent, recent, split, turn_start, _uuid(messages, cut) if cut else None)
 
 
 def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int], first: int = 0) -> Cut:
@@ -113,9 +110,13 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
         return nothing_old
     index, recent = best
     turn_start = next((j for j in range(index, -1, -1) if starts_turn(messages[j])), index)
-    raw = messages[index].raw
-    uuid = raw.get("uuid") if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
-    return Cut(index, len(messages), total - recent, recent, turn_start != index, turn_start, uuid)
+    return Cut(index, len(messages), total - recent, recent, turn_start != index, turn_start, _uuid(messages, index))
+
+
+def _uuid(messages: tuple[Message, ...], index: int) -> str | None:
+    """The `uuid` of the line the window starts at, in a log whose lines have one (Claude Code)."""
+    raw = messages[index].raw if index < len(messages) else None
+    return raw["uuid"] if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
 
 
 def _walk(messages: tuple[Message, ...], tokens: list[int], keep: int) -> tuple[int, bool, int]:

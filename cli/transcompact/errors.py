@@ -8,9 +8,19 @@ The tree (each class carries its exit status):
     - ParseError               malformed JSON or JSONL (file:line:column)
     - UnknownFormat            no format recognised the input; names the ones tried
     - ShapeError               a known format with a shape it forbids (names the message)
+    - InstallationError        data this installation should carry is missing or damaged
+                               (the tokenizer's BPE files); its hint says what to reinstall
   - ProviderError (4)          the model call failed and no fallback was allowed
   - OutputError (5)            the output cannot be written
-  - PostConditionError (5)     a rewrite would have produced an invalid or larger transcript
+  - PostConditionError (5)     a rewrite would have produced an invalid transcript (one that
+                               does not read back, or has a `check` error its input did not)
+
+A result that is merely not smaller is not an error: compact then writes the input as it is
+(strategy `none`, status 0) and says why in its report's notes.
+
+Messages never name a command-line flag: a setting is named with `option("timeout")`, which
+reads `timeout` in `str(error)`, `error.message` and `error.hint` (what a library caller sees) and
+`--timeout` in `error.for_command_line()` (what the CLI prints).
 
 This module imports nothing from the package, so every other module can import it.
 """
@@ -18,6 +28,7 @@ This module imports nothing from the package, so every other module can import i
 from __future__ import annotations
 
 import enum
+import re
 from typing import NamedTuple
 
 
@@ -50,21 +61,54 @@ class Location(NamedTuple):
         return text
 
 
+# A setting named in a message, between two private-use characters: its name, and the value it had.
+_OPEN, _VALUE, _CLOSE = "\ue000", "\ue002", "\ue001"
+_OPTION = re.compile(f"{_OPEN}([A-Za-z_][A-Za-z0-9_]*)(?:{_VALUE}([^{_OPEN}{_CLOSE}]*))?{_CLOSE}")
+
+
+def option(name: str, value: object = None) -> str:
+    """A setting as a message names it: the library's parameter `name` (with `value`: `name='value'`)
+    to a library caller, the flag (`--name`, `--name value`) on the command line."""
+    given = "" if value is None else _VALUE + str(value)
+    return f"{_OPEN}{name}{given}{_CLOSE}"
+
+
+def _named(text: str | None, *, flags: bool) -> str | None:
+    """`text` with each `option(...)` in it spelled for a library caller, or as a flag."""
+    if text is None or _OPEN not in text:
+        return text
+
+    def spell(found: re.Match) -> str:
+        name, value = found[1], found[2]
+        if flags:
+            flag = "--" + name.replace("_", "-")
+            return flag if value is None else f"{flag} {value}"
+        return name if value is None else f"{name}={value!r}"
+
+    return _OPTION.sub(spell, text)
+
+
 class TranscompactError(Exception):
     """An error shown to the user as one line (and a hint), never as a traceback."""
 
     exit_code = ExitCode.INPUT
 
     def __init__(self, message: str, *, hint: str | None = None, location: Location | None = None):
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
+        self.message = _named(message, flags=False)
+        super().__init__(self.message)
+        self.hint = _named(hint, flags=False)
         self.location = location
+        self._as_written = (message, hint)
 
     def __str__(self) -> str:
         if self.location is None:
             return self.message
         return f"{self.location}: {self.message}"
+
+    def for_command_line(self) -> tuple[str, str | None]:
+        """The line (location and message) and the hint, each setting named as its flag."""
+        message, hint = (_named(text, flags=True) for text in self._as_written)
+        return (message if self.location is None else f"{self.location}: {message}"), hint
 
 
 class UsageError(TranscompactError, ValueError):

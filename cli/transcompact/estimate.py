@@ -92,6 +92,7 @@ class Options:
     calibrate: bool = False
     count: str = settings.COUNT  # "usage": anchored on recorded usage when there is some; "content": what the transcript holds
     model: str | None = None  # for --tokenizer anthropic; the window comes from the caller
+    anthropic: Any = field(default=None, repr=False, compare=False)  # --tokenizer anthropic: whom to ask (providers.resolve)
     window: int = settings.WINDOW
     max_output: int = settings.MAX_OUTPUT
     threshold: float = settings.THRESHOLD  # a value <= 1 is a fraction of the input budget
@@ -285,19 +286,6 @@ def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
     return tally
 
 
-def _tallies(transcript: Transcript, measure: Callable[[str], int]) -> tuple[_Tally, _Tally, list[_Tally | None]]:
-    """(system prompt, tool schemas, each message); None for a message the API ignores."""
-    system = _tally(transcript.system, measure)
-    tools = _Tally(units={"tool_schemas": sum(measure(tool_schema_text(t)) for t in transcript.tools)})
-    messages = transcript.messages
-    start = server_compaction(messages)
-    if start is None:
-        return system, tools, [_tally(m.blocks, measure) for m in messages]
-    index, position = start
-    return system, tools, ([None] * index + [_tally(messages[index].blocks[position:], measure)]
-                           + [_tally(m.blocks, measure) for m in messages[index + 1:]])
-
-
 @dataclass
 class _Counted:
     """Tokens per kind, per message and per tool result, before they are assembled into a report."""
@@ -411,13 +399,6 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
     raise UsageError(f"unknown tokenizer {options.tokenizer!r} (choose from {', '.join(TOKENIZERS)})")
 
 
-def basis(transcript: Transcript, options: Options = Options()) -> Basis:
-    """How `transcript` is put on the scale of what the API saw: fitted once, for it and its rewrites."""
-    measure, ratio, method = _measure(options)
-    system, tools, tallies = _tallies(transcript, measure)
-    return _basis(transcript, options, method, system, tools, tallies, _by_estimator(system, tools, tallies, ratio))
-
-
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
            tallies: list[_Tally | None], counted: _Counted) -> Basis:
     notes: tuple[str, ...] = ()
@@ -440,34 +421,101 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
                  overhead=recorded.context - covered, anchor=recorded.message, notes=notes)
 
 
-def estimate(transcript: Transcript, options: Options = Options(), basis: Basis | None = None) -> Estimate:
+class TokenCounter:
+    """The counts of one run, on one scale: the basis fitted once on the input, each message
+    tallied once (memoised by message: a rewrite shares the messages it did not change), and with
+    `--tokenizer anthropic` one `count_tokens` request for each transcript whose exact count is
+    reported; the counts in between are the chars estimate scaled by the input's exact count.
+    Hand one to every operation of a run (prune, the cut, compact) so that they agree.
+    """
+
+    def __init__(self, transcript: Transcript, options: Options = Options()):
+        self.options = options
+        self.measure, self.ratio, method = _measure(options)
+        self._tallied: dict[int, tuple[Message, _Tally]] = {}
+        self._exact: dict[int, tuple[Transcript, Any]] = {}
+        system, tools, tallies = self.tallies(transcript)
+        counted = _by_estimator(system, tools, tallies, self.ratio)
+        self.basis = _basis(transcript, options, method, system, tools, tallies, counted)
+        self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
+        if options.tokenizer == "anthropic":
+            self.factor = self.exact(transcript).tokens / max(1, sum(counted.by_kind.values()))
+
+    def tallies(self, transcript: Transcript) -> tuple[_Tally, _Tally, list[_Tally | None]]:
+        """(system prompt, tool schemas, each message); None for a message the API ignores."""
+        system = _tally(transcript.system, self.measure)
+        tools = _Tally(units={"tool_schemas": sum(self.measure(tool_schema_text(t)) for t in transcript.tools)})
+        messages = transcript.messages
+        start = server_compaction(messages)
+        if start is None:
+            return system, tools, [self._message(m) for m in messages]
+        index, position = start
+        return system, tools, ([None] * index + [_tally(messages[index].blocks[position:], self.measure)]
+                               + [self._message(m) for m in messages[index + 1:]])
+
+    def _message(self, message: Message) -> _Tally:
+        known = self._tallied.get(id(message))
+        if known is None or known[0] is not message:
+            known = self._tallied[id(message)] = (message, _tally(message.blocks, self.measure))
+        return known[1]
+
+    def counted(self, transcript: Transcript) -> _Counted:
+        """The breakdown on the input's scale (no request: anthropic counts are scaled)."""
+        system, tools, tallies = self.tallies(transcript)
+        if self.basis.calibration is not None:
+            return _by_fit(system, tools, tallies, self.basis.calibration)
+        counted = _with_overhead(_by_estimator(system, tools, tallies, self.ratio), self.basis.overhead)
+        return counted if self.factor == 1.0 else _apportioned(counted, round(sum(counted.by_kind.values()) * self.factor))
+
+    def tokens(self, transcript: Transcript) -> int:
+        """The total on the input's scale, without a request."""
+        return max(0, sum(self.counted(transcript).by_kind.values()))
+
+    def per_message(self, transcript: Transcript) -> list[int]:
+        """Each message's tokens on the input's scale (no hidden overhead)."""
+        return self.counted(transcript).messages
+
+    def exact(self, transcript: Transcript):
+        """`--tokenizer anthropic`: the Messages API's count of `transcript`, asked once."""
+        known = self._exact.get(id(transcript))
+        if known is None or known[0] is not transcript:
+            from .providers.anthropic import count_tokens
+
+            known = self._exact[id(transcript)] = (transcript, count_tokens(transcript, self.options.anthropic, self.options.model))
+        return known[1]
+
+    @property
+    def method(self) -> str:
+        """How the counts are made, in words."""
+        if self.options.tokenizer == "anthropic":
+            return "Anthropic count_tokens of the input and of the output; the counts between scaled from the input's"
+        return self.basis.method
+
+    def reported(self, transcript: Transcript) -> int:
+        """The total a report states: exact with `--tokenizer anthropic` (a request), else `tokens`."""
+        return self.exact(transcript).tokens if self.options.tokenizer == "anthropic" else self.tokens(transcript)
+
+
+def estimate(transcript: Transcript, options: Options = Options(), counter: TokenCounter | None = None) -> Estimate:
     """Count a transcript's tokens and say where they sit (see the module docstring).
 
-    `basis` (from `basis()` on the input a rewrite started from) is used instead of the
-    transcript's own.
+    `counter` (made on the input a rewrite started from) counts on that input's scale; without
+    one, the transcript is its own input.
     """
     budget = options.window - options.max_output
     if budget <= 0:
         raise UsageError(f"--max-output ({options.max_output}) must be below --window ({options.window})")
-    measure, ratio, method = _measure(options)
-    system, tools, tallies = _tallies(transcript, measure)
-    counted = _by_estimator(system, tools, tallies, ratio)
-    if basis is None:
-        basis = _basis(transcript, options, method, system, tools, tallies, counted)
-    method = basis.method
-    notes = list(basis.notes)
-    if basis.calibration is not None:
-        counted = _by_fit(system, tools, tallies, basis.calibration)
-        ratio = basis.calibration.ratio
-    else:
-        counted = _with_overhead(counted, basis.overhead)
+    counter = counter or TokenCounter(transcript, options)
+    counted = counter.counted(transcript)
+    method, ratio, notes = counter.basis.method, counter.ratio, list(counter.basis.notes)
+    if counter.basis.calibration is not None:
+        ratio = counter.basis.calibration.ratio
     if options.tokenizer == "anthropic":
-        from .providers.anthropic import count_tokens
-
-        exact = count_tokens(transcript, options.model)
+        exact = counter.exact(transcript)
         counted = _apportioned(counted, exact.tokens)
         ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
         notes += exact.notes
+    tallies = counter.tallies(transcript)[2]
     if tallies and tallies[0] is None:
         start = next(i for i, t in enumerate(tallies) if t is not None)
         notes.append(f"counted from the compaction block in message {start}: the API ignores everything before the "
@@ -498,42 +546,7 @@ def estimate(transcript: Transcript, options: Options = Options(), basis: Basis 
         max_output=options.max_output,
         threshold=int(options.threshold * budget) if options.threshold <= 1 else int(options.threshold),
         recorded=recorded_usage(transcript.messages),
-        calibration=basis.calibration,
+        calibration=counter.basis.calibration,
         model=options.model,
         notes=tuple(notes),
     )
-
-
-def total_tokens(transcript: Transcript, ratio: float = settings.RATIO) -> int:
-    """The spec's estimate of what the transcript holds (no hidden overhead), without the breakdown."""
-    counted = _by_estimator(*_tallies(transcript, len), ratio)
-    return sum(counted.by_kind.values())
-
-
-def message_tokens(message: Message, ratio: float = settings.RATIO) -> int:
-    """One message by the spec's estimator; what `prune` and `cut-point` add up."""
-    tally = _tally(message.blocks, len)
-    return max(1, int(sum(tally.units.values()) * ratio)) + sum(tally.fixed.values()) + PER_MESSAGE
-
-
-def _plain(options: Options) -> bool:
-    return options.tokenizer == "chars" and not options.calibrate
-
-
-def transcript_tokens(transcript: Transcript, options: Options = Options(), basis: Basis | None = None) -> int:
-    """`estimate(...).tokens`, without building the breakdown when the spec's estimator is asked for."""
-    if not _plain(options) or (basis is not None and basis.calibration is not None):
-        return estimate(transcript, options, basis).tokens
-    _, ratio, method = _measure(options)
-    system, tools, tallies = _tallies(transcript, len)
-    counted = _by_estimator(system, tools, tallies, ratio)
-    if basis is None:
-        basis = _basis(transcript, options, method, system, tools, tallies, counted)
-    return max(0, sum(counted.by_kind.values()) + basis.overhead)
-
-
-def tokens_per_message(transcript: Transcript, options: Options = Options()) -> list[int]:
-    """Each message's content tokens, as `estimate(...).per_message` counts them (no hidden overhead)."""
-    if _plain(options):
-        return _by_estimator(*_tallies(transcript, len), options.ratio).messages
-    return [m.tokens for m in estimate(transcript, options).per_message]

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from . import settings
-from .estimate import message_tokens, total_tokens
+from .estimate import TokenCounter
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 
 PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns]"
@@ -88,8 +88,10 @@ def _with_text(result: ToolResult, text: str) -> ToolResult:
     return replace(result, content=text if isinstance(result.content, str) else (Text(text),))
 
 
-def prune(transcript: Transcript, options: PruneOptions = PruneOptions()) -> tuple[Transcript, PruneReport]:
-    """The transcript with old tool results trimmed and cleared, and what was done."""
+def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
+          counter: TokenCounter | None = None) -> tuple[Transcript, PruneReport]:
+    """The transcript with old tool results trimmed and cleared, and what was done; the report's
+    counts by `counter` (a run's, made on its input), else by the default count of `transcript`."""
     groups = tool_result_groups(transcript)
     names = tool_names(transcript.messages)
     messages = list(transcript.messages)
@@ -113,9 +115,8 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions()) -> tup
     inputs_cleared = _clear_inputs(messages, cleared) if options.clear_tool_inputs else 0
     thinking_removed = _clear_thinking(messages) if options.clear_thinking else 0
     pruned = transcript.with_messages(messages)
-    before = total_tokens(transcript)
-    after = before + sum(message_tokens(new) - message_tokens(old)
-                         for old, new in zip(transcript.messages, messages) if old is not new)
+    counter = counter or TokenCounter(transcript)
+    before, after = counter.tokens(transcript), counter.tokens(pruned)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)
     return pruned, report

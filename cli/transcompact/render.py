@@ -2,18 +2,43 @@
 
 Both text forms are built from the same sections (a title, column headers, rows), so they
 always say the same thing; rich is imported only when a terminal will show it.
+
+Every JSON report (`--json`, `--report`) is one object of one shape, whatever the command and
+however many inputs (docs/input-output.md#json-reports):
+
+    {"version": 1, "command": "prune", "files": [{"file": "a.json", ...}, ...]}
+
+`version` changes only when a key is removed or changes meaning; a command may add keys beside
+`files` (estimate: `total`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import orjson
 
-from .estimate import KINDS, Estimate
+if TYPE_CHECKING:
+    from .estimate import Estimate
 
 JSON_VERSION = 1
+
+
+def report_json(command: str, files: Iterable[tuple[str, Mapping[str, Any]]], **extra: Any) -> bytes:
+    """The JSON report of a run: `version`, `command`, then `files`, one object per input in the
+    order read (its `file` first, then what the command reports of it), then `extra`; indented,
+    one object, a newline at the end."""
+    envelope = {"version": JSON_VERSION, "command": command,
+                "files": [{"file": name, **fields} for name, fields in files], **extra}
+    return orjson.dumps(envelope, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_report(target: str, data: bytes) -> None:
+    """A report to FILE (atomically), or to stdout for `-`."""
+    from .files import STDIN, write_file, write_stdout
+
+    write_stdout(data) if target == STDIN else write_file(target, data)
 
 
 @dataclass(frozen=True)
@@ -53,6 +78,8 @@ def summary(e: Estimate) -> Section:
 
 
 def breakdown(e: Estimate) -> list[Section]:
+    from .estimate import KINDS
+
     roles = sorted(e.by_role.items(), key=lambda kv: -kv[1])
     sections = [
         Section("by role", ("role", "tokens", "share"),
@@ -138,15 +165,13 @@ def rich_print(sections: Sequence[Section]) -> None:
 
 
 def estimate_json(estimates: Sequence[Estimate], *, show_messages: bool) -> bytes:
-    reports = [_as_dict(e, show_messages) for e in estimates]
     total = {"files": len(estimates), "messages": sum(e.messages for e in estimates),
              "tokens": sum(e.tokens for e in estimates)}
-    return orjson.dumps({"version": JSON_VERSION, "files": reports, "total": total}, option=orjson.OPT_INDENT_2) + b"\n"
+    return report_json("estimate", ((e.name, _as_dict(e, show_messages)) for e in estimates), total=total)
 
 
 def _as_dict(e: Estimate, show_messages: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "file": e.name,
         "format": e.format,
         "dialect": e.dialect,
         "tokenizer": e.tokenizer,

@@ -28,7 +28,7 @@ from .check import (
     unanswered_calls,
 )
 from .dialects.openai import LEGACY_CALL_ID
-from .formats import claude_code
+from .formats import hook
 from .model import ASSISTANT, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
 
 MISSING_RESULT = "[No result recorded]"
@@ -69,9 +69,10 @@ class _Step:
 
 
 def _repair_log_lines(t: Transcript, fixes: list[Fix]) -> Transcript:
-    if t.format != claude_code.NAME:
+    repair_log = hook(t, "repair_log")
+    if repair_log is None:
         return t
-    t, line_fixes = claude_code.repair_lines(t)
+    t, line_fixes = repair_log(t)
     fixes.extend(Fix(rule, text, None, line) for rule, text, line in line_fixes)
     return t
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from .formats.claude_code import COMPACT_PREAMBLE
+from .formats.claude_code_rewrites import COMPACT_PREAMBLE
 from .model import ASSISTANT, USER, Message, Opaque, Text
 
 SUMMARY_PREFIX = "[Previous conversation summary]\n\n"

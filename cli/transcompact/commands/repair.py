@@ -34,7 +34,7 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
     remaining = False
     for path, data, transcript in load_inputs(files, format_, messages_path):
         repaired, fixes = run_repair(transcript)
-        written = dump(repaired, data)
+        written = dump(repaired)
         # What is left is what `check` says of the output as written (its lines, its indices).
         as_written = postcondition(path, transcript, repaired, written, command="repair", messages_path=messages_path,
                                    same_messages=False)

@@ -6,7 +6,7 @@ import os
 
 import click
 
-from ..cli import input_options, load_inputs, display_name, provider_options, summary_options, progress_printer
+from ..cli import anthropic_api, input_options, load_inputs, display_name, provider_options, summary_options, progress_printer
 from ..errors import UsageError
 from ..files import read_input, write_stdout
 
@@ -30,19 +30,19 @@ def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
     transcompact summarize session.jsonl > summary.md
     transcompact summarize --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
-    import orjson
-
     from ..estimate import Options
     from ..providers import provider as make_provider, resolve
+    from ..render import report_json
     from ..summarize import SummaryOptions, summarize as run_summarize
 
     if len(files) > 1:
         raise UsageError("summarize takes one transcript (run it once per file)")
     given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
     options = SummaryOptions(keep_recent_tokens=keep_recent_tokens, everything=everything,
-                             counting=Options(tokenizer=tokenizer, ratio=ratio), instructions=instructions,
+                             counting=Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)), instructions=instructions,
                              previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens)
     summarizer_settings = resolve(provider, model=model, base_url=base_url, environ=os.environ)
+    reports = []
     for path, _, transcript in load_inputs(files, format_, messages_path):
         summarizer = make_provider(summarizer_settings, timeout=timeout, retries=retries)
         try:
@@ -54,12 +54,15 @@ def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
                 click.echo(f"{display_name(path)}: nothing old to summarize: everything fits in the recent window "
                            f"(--keep-recent-tokens {keep_recent_tokens:,}); --all summarizes every message", err=True)
             if as_json:
-                write_stdout(orjson.dumps({"summary": None}) + b"\n")
+                reports.append((display_name(path), {"summary": None, "notes": [
+                    f"nothing old to summarize: everything fits in the recent window ({keep_recent_tokens:,} tokens)"]}))
             continue
         if not quiet:
             for warning in result.warnings:
                 click.echo(f"{display_name(path)}: warning: {warning}", err=True)
         if as_json:
-            write_stdout(orjson.dumps(result.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+            reports.append((display_name(path), result.as_dict()))
         else:
             write_stdout(result.text.encode() + b"\n")
+    if as_json:
+        write_stdout(report_json("summarize", reports))

@@ -1,21 +1,44 @@
 """The format adapters, in the order detection tries them (most specific first).
 
-Each module has NAME, DESCRIPTION, `detect(parsed, messages_path)`, `read(parsed,
-messages_path) -> Transcript` and `write(transcript, original) -> bytes`.
+Each module has NAME, DESCRIPTION, LINES (whether a line is the unit a rewrite changes, keeps
+or removes), `detect(parsed, messages_path)`, `read(parsed, messages_path) -> Transcript` and
+`write(transcript) -> bytes`. A format whose files carry more than the messages (an
+agent's log) adds hooks that the operations call through `hook`, so that no operation asks
+which format it has:
+
+- `check_log(transcript, path) -> list[Violation]`: the rules of the log itself (check);
+- `repair_log(transcript) -> (transcript, [(rule, text, line)])`: what repair fixes of those;
+- `append_compaction(transcript, summary, recent, pre_tokens, drop_history=...) -> Transcript`:
+  a compaction written the way the agent writes its own (compact);
+- `replace_ui_copies(transcript) -> Transcript`: the copies of tool results only a UI shows,
+  made to match what prune left (prune's `--prune-ui-copy`).
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from ..errors import Location, UnknownFormat, UsageError
-from ..jsondata import BOM, Parsed, parse
+from ..errors import Location, UnknownFormat, UsageError, option
+from ..jsondata import Parsed, parse
 from ..model import Transcript
 from . import anthropic, claude_code, jsonl, openai
 
 FORMATS = (claude_code, jsonl, anthropic, openai)
 BY_NAME = {f.NAME: f for f in FORMATS}
 NAMES = tuple(BY_NAME)
+
+
+def adapter(transcript: Transcript):
+    """The format module that read `transcript`."""
+    return BY_NAME[transcript.format]
+
+
+def hook(transcript: Transcript, name: str):
+    """The format's own part of an operation (see above), or None when it has none; a format
+    names the module of each hook in HOOKS, imported only when an operation asks for it."""
+    module = getattr(BY_NAME[transcript.format], "HOOKS", {}).get(name)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name) if module else None
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> str:
@@ -71,12 +94,9 @@ def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool
     return anthropic.detect(parsed, messages_path) or openai.detect(parsed, messages_path)
 
 
-def dump(transcript: Transcript, original: bytes | None = None) -> bytes:
-    """Write a transcript back in the format it was read from (`original`: the bytes read, if at hand)."""
-    out = BY_NAME[transcript.format].write(transcript, original)
-    if original is not None and original.startswith(BOM) and not out.startswith(BOM):
-        return BOM + out  # a format that rewrote the first line of a file that began with a byte-order mark
-    return out
+def dump(transcript: Transcript) -> bytes:
+    """Write a transcript back in the format it was read from, as it was read where unchanged."""
+    return BY_NAME[transcript.format].write(transcript)
 
 
 def _hint(parsed: Parsed) -> str | None:
@@ -99,9 +119,9 @@ def _hint(parsed: Parsed) -> str | None:
     if isinstance(document, list) and document and isinstance(document[0], dict):
         for key, value in document[0].items():
             if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
-                return f"the items hold messages under {key!r}: read one with --messages-path 0.{key}"
+                return f"the items hold messages under {key!r}: read one with {option('messages_path', f'0.{key}')}"
     if isinstance(document, dict):
         for key, value in document.items():
             if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
-                return f"messages may sit under {key!r}: try --messages-path {key}"
+                return f"messages may sit under {key!r}: try {option('messages_path', key)}"
     return None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dialects
-from ..errors import Location, ShapeError, UsageError
+from ..errors import Location, ShapeError, UsageError, option
 from ..jsondata import Layout, Parsed, kind_of
 from ..model import Transcript
 
@@ -26,6 +26,7 @@ class DocumentSource:
     path: tuple[Any, ...]
     parent: Any  # the object that holds the messages (and `system`, `tools`)
     layout: Layout
+    data: bytes  # what was read: written back as it was when nothing changed
 
 
 def split_path(messages_path: str | None) -> tuple[Any, ...] | None:
@@ -47,7 +48,7 @@ def find_messages(document: Any, messages_path: str | None) -> tuple[tuple[Any, 
                 parent, node = node, node[key]
             except (KeyError, IndexError, TypeError):
                 raise UsageError(
-                    f"--messages-path {messages_path}: the input has nothing at {key!r}"
+                    f"{option('messages_path', messages_path)}: the input has nothing at {key!r}"
                 ) from None
         return (path, parent, node) if _is_message_list(node) else None
     if _is_message_list(document):
@@ -118,7 +119,8 @@ def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:
             raise ShapeError(f"`tools` must be a list of tool definitions, not {kind_of(parent['tools'])}",
                              location=Location(parsed.name))
         request = {k: v for k, v in parent.items() if k not in ("messages", "system", "tools", path[-1])}
-    source = DocumentSource(document=parsed.document, path=path, parent=parent, layout=Layout.of(parsed.data))
+    source = DocumentSource(document=parsed.document, path=path, parent=parent, layout=Layout.of(parsed.data),
+                            data=parsed.data)
     return Transcript(
         format=dialect,
         dialect=dialect,
@@ -131,11 +133,9 @@ def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:
     )
 
 
-def write(transcript: Transcript, original: bytes | None = None) -> bytes:
-    """The document with the transcript's messages (and system, tools) put back in place.
-
-    When nothing changed and the original bytes are at hand, they are returned as they were.
-    """
+def write(transcript: Transcript) -> bytes:
+    """The document with the transcript's messages (and system, tools) put back in place; the
+    bytes read, as they were, when nothing changed."""
     source: DocumentSource = transcript.source
     codec = dialects.DIALECTS[transcript.dialect]
     parent = source.parent
@@ -154,8 +154,8 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
         if transcript.tools != tuple(parent.get("tools") or ()):
             new_parent["tools"] = list(transcript.tools)
             changed = True
-    if not changed and original is not None:
-        return original
+    if not changed:
+        return source.data
     if not source.path:
         document = messages
     else:

@@ -23,11 +23,12 @@ from typing import Any, Mapping
 
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, Parsed, dumps, kind_of
-from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript, result_text
+from ..jsondata import BOM, Parsed, dumps, kind_of
+from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
 
 NAME = "claude-code"
 DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sessionId)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
 
 TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
 MESSAGE_TYPES = frozenset({"user", "assistant"})
@@ -46,6 +47,7 @@ class LogSource:
     root: int | None  # the compact_boundary record the chain starts at, if any
     leaf: int | None
     message_records: frozenset[int]  # the records read into messages
+    bom: bool = False  # the file began with a byte-order mark: a rewritten first line keeps it
 
 
 NOTHING_CLEARED: Mapping[str, ToolResult] = MappingProxyType({})
@@ -311,7 +313,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
         run.append(index)
         previous = key
     close_run()
-    source = LogSource(records, chain, root, leaf, frozenset(order))
+    source = LogSource(records, chain, root, leaf, frozenset(order), parsed.bom)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
 
 
@@ -320,7 +322,7 @@ def is_unchanged(message: Message) -> bool:
     return isinstance(origin, _Origin) and message.blocks == origin.blocks
 
 
-def write(transcript: Transcript, original: bytes | None = None) -> bytes:
+def write(transcript: Transcript) -> bytes:
     source: LogSource = transcript.source
     records = source.records
     origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
@@ -330,7 +332,7 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
         and claimed == source.message_records
         and all(is_unchanged(m) for m in transcript.messages)
     ):
-        return b"\n".join(line for line, _ in records)
+        return b"\n".join(line for line, _ in records)  # the first line holds the mark, if any
 
     string_records = {i for origin in origins for i in origin.string_records}
     cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
@@ -378,7 +380,8 @@ def write(transcript: Transcript, original: bytes | None = None) -> bytes:
             line = dumps(obj, indent=False)
         out.append(line)
         out.extend(dumps(new, indent=False) for new in inserted.get(index, ()))
-    return b"\n".join(out)
+    written = b"\n".join(out)
+    return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
 def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:
@@ -434,163 +437,11 @@ def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]
     return parents
 
 
-def repair_lines(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str, int]]]:
-    """Fix the log-level errors of `check` (C2 duplicate uuids, C3 a chain hanging from a missing line).
-
-    A uuid used by several lines is kept by the last of them (the one `claude --resume` keeps) and
-    the others get new ones; a chain whose first line names a parent that is not in the file is
-    made to start there, which is where resume stops anyway. Returns (transcript, [(rule, text, line)]).
-    """
-    source: LogSource = transcript.source
-    records = list(source.records)
-    fixes: list[tuple[str, str, int]] = []
-    last_of: dict[str, int] = {}
-    for index, (_, value) in enumerate(records):
-        if isinstance(value, dict) and value.get("type") in ("user", "assistant", "system", "attachment") and "uuid" in value:
-            last_of[value["uuid"]] = index
-    for index, (_, value) in enumerate(records):
-        if isinstance(value, dict) and value.get("type") in ("user", "assistant", "system", "attachment") and "uuid" in value:
-            if last_of[value["uuid"]] != index:
-                new = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{value['uuid']}:{index}"))
-                records[index] = _rewritten(value, uuid=new)
-                fixes.append(("C2", f"gave the line a new uuid {new} ({value['uuid']} is used again later)", index + 1))
-    if source.chain and source.root is None:
-        first = source.chain[0]
-        parent = records[first][1].get("parentUuid")
-        if parent is not None:
-            records[first] = _rewritten(records[first][1], parentUuid=None)
-            why = f"its parent {parent} is not in the file" if isinstance(parent, str) else f"its parentUuid is {kind_of(parent)}"
-            fixes.append(("C3", f"made the line a root: {why}", first + 1))
-    if not fixes:
-        return transcript, []
-    chain, root, leaf = find_chain(records, transcript.name)
-    order = api_order(records, chain, root)
-    new_source = LogSource(records, chain, root, leaf, frozenset(order))
-    if frozenset(order) != source.message_records:
-        # New uuids can change what the chain holds: read the messages again from the fixed lines.
-        fixed = read(Parsed(transcript.name, b"", records=records))
-        return replace(fixed, source=new_source), fixes
-    return replace(transcript, source=new_source), fixes
-
-
-def _rewritten(value: dict, **changes: Any) -> tuple[bytes, Any]:
-    obj = {**value, **changes}
-    return dumps(obj, indent=False), obj
-
-
-def replace_ui_copies(transcript: Transcript) -> Transcript:
-    """Give each changed tool result's line a `toolUseResult` (the copy Claude Code's UI shows)
-    equal to the result's new text, so that a pruned output is pruned for the UI too."""
-    source: LogSource = transcript.source
-    records = list(source.records)
-    for message in transcript.messages:
-        origin = message.origin
-        if not isinstance(origin, _Origin):
-            continue
-        before = {b.tool_call_id: b for b in origin.blocks if isinstance(b, ToolResult)}
-        for block in message.blocks:
-            if not isinstance(block, ToolResult) or block.line is None or before.get(block.tool_call_id) in (None, block):
-                continue
-            value = records[block.line][1]
-            if isinstance(value, dict) and "toolUseResult" in value:
-                value = {**value, "toolUseResult": result_text(block)}
-                records[block.line] = (dumps(value, indent=False), value)
-    return replace(transcript, source=replace(source, records=records))
-
-
-COMPACT_PREAMBLE = ("This session is being continued from a previous conversation that ran out of context. "
-                    "The summary below covers the earlier portion of the conversation.\n\n")
-
-
-MILLISECOND = timedelta(milliseconds=1)
-# The range an ISO timestamp with a four-digit year can write, in milliseconds since 1970.
-FIRST_MS = (datetime(1, 1, 1, tzinfo=timezone.utc) - EPOCH) // MILLISECOND
-LAST_MS = (datetime(9999, 12, 31, 23, 59, 59, 999_000, tzinfo=timezone.utc) - EPOCH) // MILLISECOND
-
-
-def _iso(milliseconds: int) -> str:
-    """A timestamp as Claude Code writes it (`2026-02-10T22:57:51.291Z`), held within years 1 to 9999."""
-    moment = EPOCH + max(FIRST_MS, min(milliseconds, LAST_MS)) * MILLISECOND
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
-    """What Claude Code itself writes when it compacts (validity.md §3.3), read back as a transcript.
-
-    After the original lines (or instead of them, with `drop_history`): a `compact_boundary`
-    line (`parentUuid` null, `logicalParentUuid` the old leaf), a user line with
-    `isCompactSummary` holding the summary, then the recent window copied with new uuids,
-    re-parented in order, with timestamps after every line of the file (or equal to the newest
-    when that is the last millisecond of year 9999: `find_chain` reads the later of two equal
-    leaves) and the same session.
-
-    A copied response gets a new `message.id` (shared by its lines): Claude Code's loader
-    gathers the lines of a response by that id across the whole file, so the old id would pull
-    the originals before the boundary back in. Its `usage` is zeroed, as Claude Code's loader
-    does for preserved messages: it counted a context that no longer exists. A result read as
-    the microcompact placeholder is copied as the placeholder, what the API saw: the boundary
-    that cleared it is not on the new chain.
-    """
-    source: LogSource = transcript.source
-    records = source.records
-    leaf = records[source.leaf][1] if source.leaf is not None else {}
-    latest = max((t for _, v in records if isinstance(v, dict) and (t := _timestamp(v.get("timestamp"))) is not None),
-                 default=0)
-    after = latest // 1000  # new lines are stamped 1, 2, 3 … ms after the newest line (capped in year 9999)
-    envelope = {key: leaf.get(key) for key in ("userType", "cwd", "sessionId", "version", "gitBranch") if key in leaf}
-    boundary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{leaf.get('uuid')}:compact_boundary:{pre_tokens}"))
-    summary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:summary"))
-    new: list[dict] = [
-        {"parentUuid": None, "logicalParentUuid": leaf.get("uuid"), "isSidechain": False, **envelope,
-         "type": "system", "subtype": "compact_boundary", "content": "Conversation compacted", "isMeta": False,
-         "timestamp": _iso(after + 1), "uuid": boundary_uuid, "level": "info",
-         "compactMetadata": {"trigger": "manual", "preTokens": pre_tokens}},
-        {"parentUuid": boundary_uuid, "isSidechain": False, **envelope, "type": USER,
-         "message": {"role": USER, "content": COMPACT_PREAMBLE + summary}, "isCompactSummary": True,
-         "isVisibleInTranscriptOnly": True, "uuid": summary_uuid, "timestamp": _iso(after + 2)},
-    ]
-    renamed: dict[str, str] = {}
-    for message in recent:
-        origin = message.origin
-        if not isinstance(origin, _Origin):
-            raise ShapeError("compact can only carry over messages read from this log")
-        for index in origin.records:
-            blocks = tuple(b for b in message.blocks if b.line == index)
-            if not blocks:
-                continue  # a line whose only block was dropped (thinking)
-            value = dict(records[index][1])
-            placeholders = any(type(b) is ToolResult and origin.cleared.get(b.tool_call_id) == b for b in blocks)
-            if placeholders or blocks != tuple(b for b in origin.blocks if b.line == index):
-                value["message"] = {**value["message"], "content": codec.write_content(blocks, index in origin.string_records)}
-            if placeholders:
-                value.pop("toolUseResult", None)  # the UI copy of the cleared output; Claude Code drops it too
-            if value.get("type") == ASSISTANT:
-                value["message"] = _copied_response(value["message"], boundary_uuid)
-            old_uuid = value.get("uuid")
-            # From the line, not its uuid: a broken log may give two lines one uuid, and the copies must differ.
-            renamed[old_uuid] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{old_uuid}:{index}"))
-            if isinstance(value.get("sourceToolAssistantUUID"), str) and value["sourceToolAssistantUUID"] in renamed:
-                value["sourceToolAssistantUUID"] = renamed[value["sourceToolAssistantUUID"]]
-            value.update(parentUuid=new[-1]["uuid"], uuid=renamed[old_uuid], isSidechain=False,
-                         timestamp=_iso(after + len(new) + 1))
-            if "sessionId" in envelope:
-                value["sessionId"] = envelope["sessionId"]
-            new.append(value)
-    # The new lines are read back from these values: only they are serialised, nothing is parsed again.
-    kept = [] if drop_history else [record for record in records if record[1] is not BLANK]
-    lines = kept + [(dumps(value, indent=False), value) for value in new] + [(b"", BLANK)]
-    return read(Parsed(transcript.name, b"", records=lines))
-
-
-_ZEROED_USAGE = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-
-
-def _copied_response(message: dict, boundary_uuid: str) -> dict:
-    """An assistant line's `message` as copied after a new boundary: a new id, the usage zeroed."""
-    out = dict(message)
-    if isinstance(out.get("id"), str):
-        out["id"] = "msg_" + uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:{out['id']}").hex
-    if isinstance(out.get("usage"), dict):
-        out["usage"] = {**out["usage"], **{key: 0 for key in _ZEROED_USAGE}}
-    return out
+# The operations' Claude Code parts (formats/__init__.py `hook`), in modules of their own,
+# imported when an operation asks for one.
+HOOKS = {
+    "check_log": "claude_code_rules",
+    "repair_log": "claude_code_rules",
+    "append_compaction": "claude_code_rewrites",
+    "replace_ui_copies": "claude_code_rewrites",
+}

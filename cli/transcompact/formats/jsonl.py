@@ -15,6 +15,7 @@ from ..model import Transcript
 
 NAME = "jsonl"
 DESCRIPTION = "JSON Lines, one message object per line (either dialect)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 
 
-def write(transcript: Transcript, original: bytes | None = None) -> bytes:
+def write(transcript: Transcript) -> bytes:
     """Joined by newlines exactly as read: split(b"\\n") then join gives the input back."""
     source: LinesSource = transcript.source
     codec = dialects.DIALECTS[transcript.dialect]

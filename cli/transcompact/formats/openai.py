@@ -8,6 +8,7 @@ from . import _document
 
 NAME = "openai"
 DESCRIPTION = "OpenAI Chat Completions request body or array of messages"
+LINES = False  # the document is written again whole
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -18,5 +19,5 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     return _document.read(parsed, NAME, messages_path)
 
 
-def write(transcript: Transcript, original: bytes | None = None) -> bytes:
-    return _document.write(transcript, original)
+def write(transcript: Transcript) -> bytes:
+    return _document.write(transcript)

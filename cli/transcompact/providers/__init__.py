@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping, Protocol
 
 from .. import settings
-from ..errors import ProviderError, UsageError
+from ..errors import ProviderError, UsageError, option
 
 PROVIDERS = ("anthropic", "openai")
 KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -128,7 +128,7 @@ def sdk_error(sdk, error: Exception, *, service: str, address: str, timeout: flo
         return ProviderError(f"{service} answered HTTP {error.status_code}: {message}"
                              + (f" (after {retries} retries)" if retried(error.status_code) else ""))
     if isinstance(error, sdk.APITimeoutError):
-        return ProviderError(f"{service} did not answer within {timeout:g} s (after {retries} retries)", hint="raise --timeout")
+        return ProviderError(f"{service} did not answer within {timeout:g} s (after {retries} retries)", hint=f"raise {option('timeout')}")
     if isinstance(error, sdk.APIConnectionError):
         # The SDK says only "Connection error."; the cause says which (refused, no such host, ...).
         return ProviderError(f"cannot reach {address}: {error.__cause__ or error} (after {retries} retries)")

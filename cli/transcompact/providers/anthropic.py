@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import settings
-from ..errors import ProviderError, UsageError
+from ..errors import ProviderError, UsageError, option
 from ..model import Text, Transcript
 from . import Completion, Resolved, error_message, resolve, sdk_error
 
@@ -83,23 +82,23 @@ def _call(api, **request) -> int:
         raise ProviderError(f"count_tokens failed: cannot reach {api.base_url}: {error}") from None
 
 
-def count_tokens(transcript: Transcript, model: str | None = None) -> ExactCount:
+def count_tokens(transcript: Transcript, api: Resolved | None, model: str | None = None) -> ExactCount:
     """The input tokens of the transcript as the Messages API counts them (`/v1/messages/count_tokens`).
 
     A log with tool calls but no tool definitions (a Claude Code log) is sent with a stub
     definition per tool name, as the API requires; what the stubs cost is measured with a
     second pair of calls and taken off.
 
-    The key, base URL and model are `resolve`d; the model is `model`, else the one the transcript
-    names, else the default. estimate's options do not carry a key, so they are resolved from the
-    environment here: the one place below the command line that still reads it.
+    `api` gives the key and base URL (`resolve("anthropic")`; None: no key); the model is `model`,
+    else the one the transcript names, else `api`'s.
     """
     from ..dialects.anthropic import write_block, write_content
 
     if transcript.dialect != "anthropic":
-        raise UsageError(f"--tokenizer anthropic counts Anthropic-dialect transcripts; this one is {transcript.dialect}",
-                         hint="use --tokenizer o200k for OpenAI transcripts")
-    resolved = resolve("anthropic", model=model, transcript_model=transcript_model(transcript), environ=os.environ)
+        raise UsageError(f"{option('tokenizer', 'anthropic')} counts Anthropic-dialect transcripts; this one is "
+                         f"{transcript.dialect}", hint=f"use {option('tokenizer', 'o200k')} for OpenAI transcripts")
+    resolved = replace(api or resolve("anthropic", environ={}), model=model or transcript_model(transcript)
+                       or (api.model if api else settings.MODELS["anthropic"]))
     model = resolved.model
     if not transcript.messages:
         return ExactCount(0, model, ("no messages: nothing was sent",))
