@@ -200,7 +200,7 @@ def test_model_table_matches_dated_names_and_refuses_unknown_ones():
 
 def test_window_must_leave_a_budget():
     transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
-    with pytest.raises(UsageError, match="below --window"):
+    with pytest.raises(UsageError, match="max_output \\(1000\\) must be below window \\(1000\\)"):
         estimate(transcript, Options(window=1000, max_output=1000))
 
 

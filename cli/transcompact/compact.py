@@ -29,7 +29,7 @@ from . import settings
 from .check import added_errors
 from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
 from .cut import Cut, starts_turn, window_cut
-from .errors import PostConditionError, ProviderError
+from .errors import PostConditionError, ProviderError, option
 from .formats import hook
 from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, TokenCounter, compact_json
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
@@ -438,7 +438,7 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     if new:
         v = new[0]
         raise PostConditionError(f"the compacted transcript would add {v.rule} at message {v.index}: {v.text}; nothing written",
-                                 hint="this is a bug in transcompact: run again with --traceback and report it")
+                                 hint=f"this is a bug in transcompact: run again with {option('traceback')} and report it")
     cut = rebuilt.cut
     return rebuilt, CompactReport(
         strategy, before, counter.reported(rebuilt.transcript), count, len(rebuilt.transcript.messages),

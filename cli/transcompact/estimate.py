@@ -25,7 +25,7 @@ import orjson
 
 from . import settings
 from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
-from .errors import UsageError
+from .errors import UsageError, option
 from .media import IMAGE_UNKNOWN_TOKENS, PDF_PAGE_TOKENS, decoded_text, image_tokens, pdf_tokens
 from .model import (
     Block,
@@ -80,7 +80,7 @@ def model_limits(name: str) -> tuple[int, int]:
     if not matches:
         raise UsageError(
             f"unknown model {name!r} (known: {', '.join(MODELS)})",
-            hint="give --window and --max-output for a model not in the table",
+            hint=f"give {option('window')} and {option('max_output')} for a model not in the table",
         )
     return MODELS[max(matches, key=len)]
 
@@ -385,14 +385,16 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
     if options.count not in COUNTS:
         raise UsageError(f"unknown count {options.count!r} (choose from {', '.join(COUNTS)})")
     if options.calibrate and options.count == "content":
-        raise UsageError("--calibrate fits the count to recorded usage; it cannot be combined with --count content")
+        raise UsageError(f"{option('calibrate')} fits the count to recorded usage; it cannot be combined with "
+                         f"{option('count', 'content')}")
     if options.tokenizer in ("chars", "anthropic"):
         if options.ratio <= 0:
-            raise UsageError(f"--ratio must be above 0, not {options.ratio:g}")
+            raise UsageError(f"{option('ratio')} must be above 0, not {options.ratio:g}")
         return len, options.ratio, f"chars × {options.ratio:g} + {PER_MESSAGE} per message"
     if options.tokenizer in ("o200k", "cl100k"):
         if options.calibrate:
-            raise UsageError(f"--calibrate fits the chars estimator; it cannot be combined with --tokenizer {options.tokenizer}")
+            raise UsageError(f"{option('calibrate')} fits the chars estimator; it cannot be combined with "
+                             f"{option('tokenizer', options.tokenizer)}")
         from .tokenizers import ENCODINGS, counter
 
         return counter(options.tokenizer), None, f"tiktoken {ENCODINGS[options.tokenizer]} + {PER_MESSAGE} per message"
@@ -504,7 +506,7 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
     """
     budget = options.window - options.max_output
     if budget <= 0:
-        raise UsageError(f"--max-output ({options.max_output}) must be below --window ({options.window})")
+        raise UsageError(f"{option('max_output')} ({options.max_output}) must be below {option('window')} ({options.window})")
     counter = counter or TokenCounter(transcript, options)
     counted = counter.counted(transcript)
     method, ratio, notes = counter.basis.method, counter.ratio, list(counter.basis.notes)

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from . import settings
 from .cut import Cut, find_cut_point
-from .errors import ProviderError
+from .errors import ProviderError, option
 from .estimate import Options as EstimateOptions
 from .estimate import compact_json
 from .model import (
@@ -346,5 +346,5 @@ def _ask(provider: Provider, system: str, prompt: str) -> tuple[Completion, int]
     found = problems(second.text)
     if found:
         raise ProviderError(f"the summary from {provider.name} ({provider.model}) failed validation twice: {'; '.join(found)}",
-                            hint="try another --model, or check what the endpoint answers")
+                            hint=f"try another {option('model')}, or check what the endpoint answers")
     return Completion(second.text, first.input_tokens + second.input_tokens, first.output_tokens + second.output_tokens), 2
