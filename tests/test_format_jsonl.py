@@ -110,15 +110,11 @@ def test_a_changed_message_rewrites_its_line_only():
     assert orjson.loads(after[2]) == {"role": "tool", "tool_call_id": "c1", "content": "[cleared]"}
 
 
-@pytest.mark.xfail(strict=True, reason="jsonl.write drops the blank lines before a rewritten message; the module "
-                                       "promises that blank lines stay with the message that follows them")
 def test_the_blank_lines_before_a_changed_message_stay():
     out = dump(clear_result(load(ANTHROPIC, "chat.jsonl"), 2))
     assert lines(out)[3:5] == [b"", b""] and len(lines(out)) == len(lines(ANTHROPIC))
 
 
-@pytest.mark.xfail(strict=True, reason="jsonl.write ends a rewritten line with \\n in a file whose lines end with "
-                                       "\\r\\n: the output mixes line endings")
 def test_a_changed_line_of_a_crlf_file_keeps_its_crlf():
     out = dump(clear_result(load(OPENAI.replace(b"\n", b"\r\n"), "chat.jsonl"), 2))
     assert out.count(b"\r\n") == out.count(b"\n") == 3

@@ -24,6 +24,7 @@ class LinesSource:
     lines: dict[int, tuple[bytes, ...]]
     tail: tuple[bytes, ...]  # the blank lines after the last message (b"" after a final newline)
     bom: bool = False  # the first line's bytes hold it; a rewritten first line needs it again
+    crlf: bool = False  # lines end with \r\n: a line written anew does too
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -49,7 +50,8 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
             raise ShapeError(error.message, location=Location(parsed.name, number)) from None
         lines[number] = (*pending, line)
         pending = []
-    source = LinesSource(lines, tuple(pending), parsed.bom)
+    crlf = next((bytes(line[-1:]) == b"\r" for line, value in parsed.records or () if value is not BLANK), False)
+    source = LinesSource(lines, tuple(pending), parsed.bom, crlf)
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 
 
@@ -58,11 +60,15 @@ def write(transcript: Transcript) -> bytes:
     source: LinesSource = transcript.source
     codec = dialects.DIALECTS[transcript.dialect]
     pieces: list[bytes] = []
+    ending = b"\r" if source.crlf else b""
     for message in transcript.messages:
-        if message.line in source.lines and codec.is_unchanged(message):
-            pieces.extend(source.lines[message.line])
-        else:
-            pieces.append(dumps(codec.write_message(message), indent=False))
+        read_as = source.lines.get(message.line)
+        if read_as is not None and codec.is_unchanged(message):
+            pieces.extend(read_as)
+            continue
+        if read_as is not None:  # rewritten in place: the blank lines before it stay
+            pieces.extend(read_as[:-1])
+        pieces.append(dumps(codec.write_message(message), indent=False) + ending)
     pieces.extend(source.tail)
     out = b"\n".join(pieces)
     return BOM + out if source.bom and not out.startswith(BOM) else out
