@@ -101,9 +101,9 @@ def speed(workdir: Path) -> None:
 
     # The same text the o200k count encodes, for the bare tiktoken baseline.
     from transcompact.estimate import pieces
-    from transcompact.formats import load
+    from transcompact.formats import loads
 
-    loaded = load(path.read_bytes(), str(path))
+    loaded = loads(path.read_bytes(), str(path))
     texts = [v for m in loaded.messages for b in m.blocks for _, v in pieces(b) if isinstance(v, str)]
     text_path = workdir / "texts.json"
     text_path.write_bytes(orjson.dumps(texts))
@@ -133,7 +133,7 @@ def accuracy(corpus: Path) -> None:
     """Each way of counting against what the API recorded, on the later half of each log's responses."""
     from transcompact.calibrate import usage_tokens
     from transcompact.estimate import Options, estimate
-    from transcompact.formats import load
+    from transcompact.formats import loads
 
     logs = sorted(corpus.glob("claude-code/*.jsonl"))
     if not logs:
@@ -143,7 +143,7 @@ def accuracy(corpus: Path) -> None:
     print(f"  {'log':58s} {'responses':>9s} {'chars/4':>8s} {'o200k':>8s} {'calibrate':>9s}")
     columns: dict[str, list[float]] = {"chars/4": [], "o200k": [], "calibrate": []}
     for path in logs:
-        transcript = load(path.read_bytes(), str(path))
+        transcript = loads(path.read_bytes(), str(path))
         recorded = [(i, tokens) for i, m in enumerate(transcript.messages) if (tokens := usage_tokens(m))]
         later = recorded[len(recorded) // 2:] if len(recorded) >= 2 else []
         cells = []

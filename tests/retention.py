@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from transcompact.compact import CompactOptions, compact
 from transcompact.estimate import TokenCounter
-from transcompact.formats import dump, load
+from transcompact.formats import dumps, loads
 from transcompact.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
 from transcompact.prune import PruneOptions, prune
 from transcompact.summarize import SummaryOptions
@@ -153,12 +153,12 @@ def mask_old_results(transcript, budget: int, options) -> object:
 def measure(path, keep: int):
     """(compact's score, masking's, dropping's) for one file at one window size; None when nothing was dropped."""
     data = path.read_bytes()
-    transcript = load(data, str(path))
+    transcript = loads(data, str(path))
     options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=keep))
-    rebuilt, report = compact(transcript, options)
-    if rebuilt is None or report.cut is None:
+    compacted, report = compact(transcript, options)
+    if report.cut is None:
         return None
-    out = load(dump(rebuilt.transcript), str(path))
+    out = loads(dumps(compacted), str(path))
     old = transcript.messages[: report.cut]
     previous = find_previous(old)
     real = [m for i, m in enumerate(old) if not (previous and i in previous.covered)]

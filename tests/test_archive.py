@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from transcompact import archive
 from transcompact.cli import cli
 from transcompact.expand import expand
-from transcompact.formats import claude_code, claude_code_rewrites, dump, load
+from transcompact.formats import claude_code, claude_code_rewrites, dumps, loads
 from transcompact.prune import PruneOptions, prune
 
 from .conftest import supported_corpus_files
@@ -162,9 +162,9 @@ def test_prune_creates_the_archive_even_when_nothing_is_pruned():
 
 def test_the_library_prunes_into_an_archive_and_expands_from_it(tmp_path):
     data = claude_log()
-    transcript = load(data, "session.jsonl")
+    transcript = loads(data, "session.jsonl")
     pruned, _ = prune(transcript, ALL_OPTIONS)
-    out = dump(claude_code_rewrites.replace_ui_copies(pruned))
+    out = dumps(claude_code_rewrites.replace_ui_copies(pruned))
     archive.add(str(tmp_path / "originals.jsonl"), archive.records(data, out, transcript))
     assert expand(out, archive.read(str(tmp_path / "originals.jsonl")).records, "session.jsonl").data == data
 
@@ -172,11 +172,11 @@ def test_the_library_prunes_into_an_archive_and_expands_from_it(tmp_path):
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_expand_undoes_prune_on_the_corpus(path):
     data = path.read_bytes()
-    transcript = load(data, str(path))
+    transcript = loads(data, str(path))
     pruned, _ = prune(transcript, ALL_OPTIONS)
     if pruned.format == claude_code.NAME:
         pruned = claude_code_rewrites.replace_ui_copies(pruned)
-    out = dump(pruned)
+    out = dumps(pruned)
     records = archive.parse(b"".join(orjson.dumps(r.as_json()) + b"\n" for r in archive.records(data, out, transcript)),
                             "originals.jsonl").records
     back = expand(out, records, str(path))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from transcompact import load
+from transcompact import loads
 from transcompact.check import ERROR, RULES, WARNING, check, errors
 from transcompact.model import USER, Message, Text, Transcript
 
@@ -15,11 +15,11 @@ SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 
 
 def anthropic(*messages, **request) -> Transcript:
-    return load(json.dumps({**request, "messages": list(messages)}).encode(), "request.json", format="anthropic")
+    return loads(json.dumps({**request, "messages": list(messages)}).encode(), "request.json", format="anthropic")
 
 
 def openai(*messages) -> Transcript:
-    return load(json.dumps(list(messages)).encode(), "chat.json", format="openai")
+    return loads(json.dumps(list(messages)).encode(), "chat.json", format="openai")
 
 
 def claude_code(*entries: dict) -> Transcript:
@@ -34,7 +34,7 @@ def claude_code(*entries: dict) -> Transcript:
         lines.append({k: v for k, v in line.items() if v is not ...})  # `...` leaves a field out
         parent = line["uuid"]
     data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
-    return load(data, f"{SESSION}.jsonl", format="claude-code")
+    return loads(data, f"{SESSION}.jsonl", format="claude-code")
 
 
 def user(content) -> dict:

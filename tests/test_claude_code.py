@@ -9,10 +9,9 @@ from datetime import datetime
 
 import pytest
 
-from transcompact import dump, load
+from transcompact import dumps, loads
 from transcompact.compact import CompactOptions, compact
 from transcompact.cut import find_cut_point
-from transcompact.errors import PostConditionError
 from transcompact.estimate import Options, estimate
 from transcompact.formats.claude_code import MICROCOMPACT_PLACEHOLDER
 from transcompact.formats.claude_code_rewrites import append_compaction
@@ -76,8 +75,8 @@ def results(transcript) -> dict[str, ToolResult]:
 
 
 def test_a_microcompacted_result_is_read_as_the_placeholder_claude_code_sent():
-    transcript = load(microcompacted_log(), "log.jsonl")
-    plain = load(microcompacted_log(boundary=False), "log.jsonl")
+    transcript = loads(microcompacted_log(), "log.jsonl")
+    plain = loads(microcompacted_log(boundary=False), "log.jsonl")
     assert results(transcript)["toolu_one"].content == "[Old tool result content cleared]" == MICROCOMPACT_PLACEHOLDER
     assert results(transcript)["toolu_two"] == results(plain)["toolu_two"]  # not listed: as it was
     saved = estimate(plain, CONTENT).tokens - estimate(transcript, CONTENT).tokens
@@ -86,18 +85,18 @@ def test_a_microcompacted_result_is_read_as_the_placeholder_claude_code_sent():
 
 def test_the_file_keeps_the_original_result():
     data = microcompacted_log()
-    transcript = load(data, "log.jsonl")
-    assert dump(transcript) == data
+    transcript = loads(data, "log.jsonl")
+    assert dumps(transcript) == data
     # A change elsewhere in that line rewrites it, but the cleared result keeps its original JSON.
     message = next(m for m in transcript.messages if m.tool_results)
     blocks = tuple(b if b.tool_call_id == "toolu_one" else ToolResult(b.tool_call_id, "b: cleared by prune", raw=b.raw, line=b.line)
                    for b in message.blocks)
     changed = transcript.with_messages([message.with_blocks(blocks) if m is message else m for m in transcript.messages])
-    written = [json.loads(v) for v in dump(changed).splitlines()]
+    written = [json.loads(v) for v in dumps(changed).splitlines()]
     one, two = written[4]["message"]["content"]
     assert one == {"type": "tool_result", "tool_use_id": "toolu_one", "content": OUTPUT}
     assert two["content"] == "b: cleared by prune"
-    assert results(load(dump(changed), "log.jsonl"))["toolu_one"].content == MICROCOMPACT_PLACEHOLDER
+    assert results(loads(dumps(changed), "log.jsonl"))["toolu_one"].content == MICROCOMPACT_PLACEHOLDER
 
 
 def test_a_corpus_boundary_clears_its_results_once_it_is_on_the_chain():
@@ -106,7 +105,7 @@ def test_a_corpus_boundary_clears_its_results_once_it_is_on_the_chain():
     if not log.exists():
         pytest.skip("the shared corpus is not here")
     lines = log.read_bytes().split(b"\n")
-    transcript = load(log.read_bytes(), str(log))
+    transcript = loads(log.read_bytes(), str(log))
     assert not any(b.content == MICROCOMPACT_PLACEHOLDER for b in results(transcript).values())
     # Cut the file just after its second microcompact boundary and continue from it: now it is on the chain.
     boundary = json.loads(lines[799])
@@ -114,20 +113,20 @@ def test_a_corpus_boundary_clears_its_results_once_it_is_on_the_chain():
     follow = {**user("d9c1b1e0-0000-4000-8000-000000000001", boundary["uuid"], 0, "Carry on."),
               "sessionId": boundary["sessionId"], "timestamp": "2026-01-29T03:19:20.000Z"}
     data = b"\n".join(lines[:800] + [json.dumps(follow).encode(), b""])
-    continued = load(data, "cut.jsonl")
+    continued = loads(data, "cut.jsonl")
     cleared = [r for r in results(continued).values() if r.content == MICROCOMPACT_PLACEHOLDER]
     listed = set(boundary["microcompactMetadata"]["compactedToolIds"])
     assert len(cleared) > 10 and {r.tool_call_id for r in cleared} <= listed
-    assert dump(continued) == data
-    saved = estimate(load(b"\n".join(lines[:800] + [b""]), "x"), CONTENT).tokens - estimate(continued, CONTENT).tokens
+    assert dumps(continued) == data
+    saved = estimate(loads(b"\n".join(lines[:800] + [b""]), "x"), CONTENT).tokens - estimate(continued, CONTENT).tokens
     assert saved == pytest.approx(boundary["microcompactMetadata"]["tokensSaved"], rel=0.05)  # what Claude Code says it saved
 
 
 def test_compaction_copies_the_placeholder_the_api_saw():
     data = microcompacted_log()
-    transcript = load(data, "log.jsonl")
+    transcript = loads(data, "log.jsonl")
     compacted = append_compaction(transcript, "The user asked which suites exist.", transcript.messages[2:], 2_540)
-    out = dump(compacted)
+    out = dumps(compacted)
     assert out.startswith(data)  # the original lines stay as they were
     copied = [json.loads(v) for v in out[len(data):].splitlines()]
     assert copied[2]["message"]["content"] == "Run both test suites."  # the window, after boundary and summary
@@ -225,18 +224,15 @@ def claude_code_logs() -> list:
 @pytest.mark.parametrize("path", claude_code_logs())
 def test_claude_code_resumes_our_compaction_as_written(path):
     data = path.read_bytes()
-    transcript = load(data, str(path))
-    try:
-        rebuilt, _ = compact(transcript, CompactOptions(
-            force=True, emergency=True, counting=CONTENT, summary=SummaryOptions(keep_recent_tokens=2_000, counting=CONTENT)))
-    except PostConditionError:  # it would not be smaller
-        rebuilt = None
-    if rebuilt is not None and rebuilt.cut is not None:
-        compacted, recent = rebuilt.transcript, rebuilt.recent
+    transcript = loads(data, str(path))
+    compacted, report = compact(transcript, CompactOptions(
+        force=True, emergency=True, counting=CONTENT, summary=SummaryOptions(keep_recent_tokens=2_000, counting=CONTENT)))
+    if report.cut is not None:
+        recent = transcript.messages[report.cut:]
     else:  # too small for compact to make it smaller: what it would append, with the last turn kept
         recent = transcript.messages[find_cut_point(transcript, 1, CONTENT).index:]
         compacted = append_compaction(transcript, "A summary.", recent, 0)
-    out = dump(compacted)
+    out = dumps(compacted)
     appended = [json.loads(v) for v in out.splitlines()[len(data.rstrip(b"\n").split(b"\n")):]]
     boundary, summary, *window = appended
     api = claude_code_resume(out)
@@ -260,12 +256,12 @@ def test_claude_code_resumes_our_compaction_as_written(path):
     assert all(v["message"]["usage"][k] == 0 for v in copied if "usage" in v["message"]
                for k in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
     # So the stale pre-compaction usage no longer anchors the count of the compacted log.
-    assert estimate(load(out, str(path))).recorded is None
+    assert estimate(loads(out, str(path))).recorded is None
 
 
 def test_a_line_whose_type_is_not_a_string_is_read_past():
     data = (b'{"sessionId":"s","uuid":"u","type":{}}\n'
             b'{"sessionId":"s","uuid":"v","parentUuid":null,"type":"user","timestamp":"2025-01-01T00:00:00Z",'
             b'"message":{"role":"user","content":"hi"}}\n')
-    transcript = load(data, "odd.jsonl")
-    assert [m.role for m in transcript.messages] == ["user"] and dump(transcript) == data
+    transcript = loads(data, "odd.jsonl")
+    assert [m.role for m in transcript.messages] == ["user"] and dumps(transcript) == data

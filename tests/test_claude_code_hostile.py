@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact import load
+from transcompact import loads
 from transcompact.cli import cli
 from transcompact.errors import ExitCode
 
@@ -76,7 +76,7 @@ def run(*args: str):
 
 def test_the_log_these_tests_spoil_is_valid_and_every_command_rewrites_it():
     Path(NAME).write_bytes(jsonl(session().values()))
-    transcript = load(Path(NAME).read_bytes(), NAME)
+    transcript = loads(Path(NAME).read_bytes(), NAME)
     assert len(transcript.messages) == 15
     for command in COMMANDS:
         result = run(*command, NAME)
@@ -145,7 +145,7 @@ def test_a_field_claude_code_reads_past_is_read_as_it_does(change, messages, exi
     change(lines)
     data = jsonl(lines.values())
     Path(NAME).write_bytes(data)
-    transcript = load(data, NAME)
+    transcript = loads(data, NAME)
     assert len(transcript.messages) == messages
     assert [m.role for m in transcript.messages] == [line["type"] for line in (m.raw for m in transcript.messages)]
     for command in COMMANDS:
@@ -190,7 +190,7 @@ def test_compaction_stamps_its_lines_after_the_newest_even_in_year_9999(latest, 
     assert [line["timestamp"] for line in new[:3]] == stamps
     assert sorted(line["timestamp"] for line in new) == [line["timestamp"] for line in new]
     # The log resumes from what compaction wrote: its summary first, the old prompt no more.
-    compacted = load(result.stdout_bytes, NAME)
+    compacted = loads(result.stdout_bytes, NAME)
     assert compacted.messages[0].raw["isCompactSummary"] is True
     assert compacted.messages[-1].raw["uuid"] == new[-1]["uuid"]
 
@@ -222,10 +222,10 @@ def test_a_leaf_without_a_timestamp_is_not_chosen_over_one_with_a_timestamp():
     lines = list(session().values())
     branch = entry("u2b", "a6", "user", 0, message={"role": "user", "content": "An edited thanks."})
     branch["timestamp"] = "yesterday"
-    transcript = load(jsonl([*lines, branch]), NAME)
+    transcript = loads(jsonl([*lines, branch]), NAME)
     assert transcript.messages[-1].raw["uuid"] == "u2"
     undated = [{k: v for k, v in line.items() if k != "timestamp"} for line in [*lines, branch]]
-    assert load(jsonl(undated), NAME).messages[-1].raw["uuid"] == "u2b"  # none dated: the last in the file
+    assert loads(jsonl(undated), NAME).messages[-1].raw["uuid"] == "u2b"  # none dated: the last in the file
 
 
 # --- linear time -------------------------------------------------------------------------------
@@ -246,8 +246,8 @@ def many_leaves(lines: int) -> bytes:
 
 def test_a_progress_chain_with_many_leaves_is_read_in_linear_time():
     small, large = many_leaves(8_000), many_leaves(32_000)
-    assert [m.raw["uuid"] for m in load(large, NAME).messages] == ["u", "a"]
-    ratio = growth(lambda data: load(data, NAME), small, large)
+    assert [m.raw["uuid"] for m in loads(large, NAME).messages] == ["u", "a"]
+    ratio = growth(lambda data: loads(data, NAME), small, large)
     assert ratio <= 6, ratio
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact import load
+from transcompact import loads
 from transcompact.cli import cli
 from transcompact.dialects import anthropic as codec
 
@@ -202,7 +202,7 @@ def assert_pairs(messages: list[dict]) -> None:
 
 def as_api(log: bytes) -> list[dict]:
     """The messages transcompact reads from a log: what it says `claude --resume` sends."""
-    return [{"role": m.role, "content": codec.write_content(m.blocks, False)} for m in load(log, "session.jsonl").messages]
+    return [{"role": m.role, "content": codec.write_content(m.blocks, False)} for m in loads(log, "session.jsonl").messages]
 
 
 def differences(log: bytes, sent: list[dict], *, control: bool = False) -> list[str]:

@@ -335,10 +335,10 @@ def test_damaged_tokenizer_data_is_an_installation_error_exit_3_with_a_hint(bpe_
 
 def test_a_library_error_names_the_setting_and_the_cli_names_the_flag():
     from transcompact.errors import UsageError
-    from transcompact.formats import load
+    from transcompact.formats import loads
 
     with pytest.raises(UsageError) as raised:
-        load(orjson.dumps(VALID), "valid.json", messages_path="nosuch")
+        loads(orjson.dumps(VALID), "valid.json", messages_path="nosuch")
     assert str(raised.value) == "messages_path='nosuch': the input has nothing at 'nosuch'"
     assert raised.value.for_command_line() == ("--messages-path nosuch: the input has nothing at 'nosuch'", None)
     write("other.json", {"steps": VALID["messages"]})

@@ -13,7 +13,7 @@ from transcompact.check import check, errors
 from transcompact.cli import cli
 from transcompact.compact import CompactOptions, compact
 from transcompact.estimate import estimate
-from transcompact.formats import dump, load
+from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code_rewrites import COMPACT_PREAMBLE
 from transcompact.model import RedactedThinking, Text, Thinking
 from transcompact.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
@@ -60,7 +60,9 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api):
     assert kept == original["messages"][cut:]  # the recent window, verbatim
     assert report["strategy"] == "summary" and report["tokens_after"] < report["tokens_before"]
     assert set(report) == {"file", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
-                           "split_turn", "pruned", "summary_chars", "fallback_reason", "notes", "counted_by"}
+                           "split_turn", "pruned", "summary_chars", "fallback_reason", "notes", "counted_by",
+                           "window_messages"}
+    assert report["window_messages"] == len(kept)
     assert "[Tool output cleared" not in request.prompt  # the summarizer reads the old part as it was
 
 
@@ -83,7 +85,7 @@ def test_chained_compaction_keeps_one_summary_pair(api, tmp_path):
     out = messages_of(second.stdout_bytes)
     summaries = [m for m in out if m["role"] == "user" and str(m["content"]).find("[Previous conversation summary]") >= 0]
     assert len(summaries) == 1
-    assert not errors(check(load(second.stdout_bytes, "twice.json")))
+    assert not errors(check(loads(second.stdout_bytes, "twice.json")))
 
 
 def test_no_key_falls_back_to_the_emergency_mode(monkeypatch):
@@ -174,14 +176,14 @@ def test_claude_code_logs_get_claude_codes_own_pattern():
     new = [json.loads(line) for line in out[len(data.rstrip(b"\n")):].splitlines() if line.strip()]
     boundary, summary, *window = new
     old_lines = [json.loads(line) for line in data.splitlines() if line.strip()]
-    leaf = load(data, str(path)).source.leaf
+    leaf = loads(data, str(path)).source.leaf
     assert boundary["type"] == "system" and boundary["subtype"] == "compact_boundary" and boundary["parentUuid"] is None
     assert boundary["logicalParentUuid"] == old_lines[leaf]["uuid"]
-    assert boundary["compactMetadata"]["trigger"] == "manual" and boundary["compactMetadata"]["preTokens"] == estimate(load(data, str(path))).tokens
+    assert boundary["compactMetadata"]["trigger"] == "manual" and boundary["compactMetadata"]["preTokens"] == estimate(loads(data, str(path))).tokens
     assert summary["isCompactSummary"] is True and summary["parentUuid"] == boundary["uuid"]
     assert summary["message"]["content"].startswith("This session is being continued from a previous conversation")
     # the log's own compact summary is merged in once, without Claude Code's preamble a second time
-    earlier = find_previous(load(data, str(path)).messages).summary.body
+    earlier = find_previous(loads(data, str(path)).messages).summary.body
     content = summary["message"]["content"]
     assert content.startswith(COMPACT_PREAMBLE + "## Progress\n")  # Claude Code's summary states no goal
     assert content.count(COMPACT_PREAMBLE) == 1 and content.count(earlier[:300]) == 1
@@ -192,7 +194,7 @@ def test_claude_code_logs_get_claude_codes_own_pattern():
         assert line["uuid"] not in uuids and line["parentUuid"] == parent and line["timestamp"] > last_old
         assert line["sessionId"] == boundary["sessionId"]
         parent = line["uuid"]
-    compacted = load(out, str(path))
+    compacted = loads(out, str(path))
     assert compacted.source.root is not None  # the chain resumes from the new boundary
     assert not errors(check(compacted))
     dropped = run("--emergency", "--force", "--keep-recent-tokens", "8000", "--drop-history", str(path))
@@ -207,7 +209,7 @@ def test_a_compacted_claude_code_log_compacts_again(api, tmp_path):
     twice = run("--force", "--keep-recent-tokens", "1000", str(tmp_path / "once.jsonl"))
     assert twice.exit_code == 0, twice.stderr
     assert api.requests[-1].body["system"] == UPDATE_SYSTEM_PROMPT
-    compacted = load(twice.stdout_bytes, "twice.jsonl")
+    compacted = loads(twice.stdout_bytes, "twice.jsonl")
     assert not errors(check(compacted))
     assert sum(1 for m in compacted.messages if isinstance(m.raw, dict) and m.raw.get("isCompactSummary")) == 1
 
@@ -219,12 +221,12 @@ TINY = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_re
 
 
 def properties(transcript, data: bytes, options: CompactOptions) -> None:
-    rebuilt, report = compact(transcript, options)  # never refuses: what gains nothing is strategy none
-    if rebuilt is None:
-        assert report.strategy == "none" and report.tokens_after == report.tokens_before
+    compacted, report = compact(transcript, options)  # never refuses: what gains nothing is strategy none
+    if report.strategy == "none":
+        assert compacted is transcript and report.tokens_after == report.tokens_before
         return
-    out = dump(rebuilt.transcript)
-    again = load(out, transcript.name)
+    out = dumps(compacted)
+    again = loads(out, transcript.name)
     assert estimate(again).tokens < estimate(transcript).tokens
     broken = {v.rule for v in errors(check(transcript))}
     assert {v.rule for v in errors(check(again))} <= broken
@@ -239,10 +241,10 @@ def properties(transcript, data: bytes, options: CompactOptions) -> None:
             assert [b for b in before.blocks if isinstance(b, Text)] == [b for b in after.blocks if isinstance(b, Text)]
     if report.strategy == "emergency":  # no model: byte-reproducible
         second, _ = compact(transcript, options)
-        assert dump(second.transcript) == out
+        assert dumps(second) == out
     chained, _ = compact(again, options)  # chained: compact(compact(x)) is valid and holds one summary
-    if chained is not None:
-        final = load(dump(chained.transcript), transcript.name)
+    if chained is not again:
+        final = loads(dumps(chained), transcript.name)
         assert {v.rule for v in errors(check(final))} <= broken
         summaries = [m for m in final.messages if m.role == "user" and (
             text_of(m).startswith(SUMMARY_PREFIX) or (isinstance(m.raw, dict) and m.raw.get("isCompactSummary")))]
@@ -262,7 +264,7 @@ def test_compact_properties_on_generated_transcripts(generated):
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_emergency_compaction_on_the_corpus(path):
     data = path.read_bytes()
-    transcript = load(data, str(path))
+    transcript = loads(data, str(path))
     properties(transcript, data, CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000)))
 
 
@@ -284,10 +286,10 @@ def test_every_summary_failure_falls_back(api, answer, reason):
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_the_summary_path_on_the_corpus(api, path):
     data = path.read_bytes()
-    transcript = load(data, str(path))
+    transcript = loads(data, str(path))
     result = run("--force", "--no-fallback", "--keep-recent-tokens", "500", str(path))
     assert result.exit_code == 0, result.stderr  # what compacting cannot make smaller goes out as it was
-    out = load(result.stdout_bytes, str(path))
+    out = loads(result.stdout_bytes, str(path))
     assert {v.rule for v in errors(check(out))} <= {v.rule for v in errors(check(transcript))}
     assert estimate(out).tokens <= estimate(transcript).tokens
 
@@ -310,13 +312,13 @@ def compose_k_times(transcript, keeps, **extra) -> list:
     steps, current, previous_tokens = [], transcript, None
     for keep in keeps:
         options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=keep), **extra)
-        rebuilt, report = compact(current, options)
+        compacted, report = compact(current, options)
         counter = TokenCounter(current, options.counting)
-        if rebuilt is None:
+        if report.strategy == "none":
             steps.append(report)
             continue
-        out = dump(rebuilt.transcript)
-        again = load(out, transcript.name)
+        out = dumps(compacted)
+        again = loads(out, transcript.name)
         assert {v.rule for v in errors(check(again))} <= broken
         assert summaries_in(again) == (1 if report.cut is not None or summaries_in(current) else 0)
         tokens = estimate(again).tokens
@@ -324,9 +326,11 @@ def compose_k_times(transcript, keeps, **extra) -> list:
         # never more than pruning alone leaves
         assert report.tokens_after <= counter.tokens(prune(current, options.pruning)[0])
         if report.cut is not None:
-            window = transcript.with_messages(rebuilt.recent)
+            # A Claude Code log reads the summary line and a window that starts with the user as one turn.
+            window = compacted.with_messages([m for m in compacted.messages[-report.window_messages:]
+                                              if not is_summary_message(m)])
             recent = sum(counter.per_message(window))
-            assert recent <= 1.25 * keep or len(rebuilt.recent) <= 2, (keep, recent)
+            assert recent <= 1.25 * keep or report.window_messages <= 2, (keep, recent)
         steps.append(report)
         current, previous_tokens = again, tokens
     return steps
@@ -335,7 +339,7 @@ def compose_k_times(transcript, keeps, **extra) -> list:
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_compacting_again_and_again_keeps_one_summary(path):
     data = path.read_bytes()
-    steps = compose_k_times(load(data, str(path)), SHRINKING)
+    steps = compose_k_times(loads(data, str(path)), SHRINKING)
     assert steps and all(report.strategy in ("none", "prune", "emergency") for report in steps)
 
 
@@ -404,10 +408,10 @@ def big_turn(**turn) -> bytes:
     pytest.param(big_turn(messages=[{"role": "assistant", "content": "word " * 150_000}]), id="one-huge-last-reply"),
 ])
 def test_a_transcript_over_the_budget_always_fits(body, tmp_path):
-    assert estimate(load(body, "big.json")).fraction > 1
+    assert estimate(loads(body, "big.json")).fraction > 1
     result = run("-o", str(tmp_path / "out.json"), "-", input=body)
     assert result.exit_code == 0, result.stderr
     assert "the emergency mode was used: the estimate is at least 95% of the input budget" in result.stderr
     assert "summary failed" not in result.stderr
-    out = load((tmp_path / "out.json").read_bytes(), "out.json")
+    out = loads((tmp_path / "out.json").read_bytes(), "out.json")
     assert estimate(out).fraction < 0.95 and not errors(check(out))

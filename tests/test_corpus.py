@@ -6,7 +6,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact import check, dump, load, repair
+from transcompact import check, dumps, loads, repair
 from transcompact.check import errors
 from transcompact.cli import cli
 
@@ -22,16 +22,16 @@ def _relative(path) -> str:
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_round_trip_is_byte_identical(path):
     data = path.read_bytes()
-    transcript = load(data, path.name)
-    assert dump(transcript) == data
+    transcript = loads(data, path.name)
+    assert dumps(transcript) == data
 
 
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_rewriting_every_message_keeps_the_json(path):
     """Without the original bytes the adapter re-serialises: JSON documents come out equal."""
     data = path.read_bytes()
-    transcript = load(data, path.name)
-    out = dump(transcript)
+    transcript = loads(data, path.name)
+    out = dumps(transcript)
     if transcript.format in ("anthropic", "openai"):
         assert orjson.loads(out) == orjson.loads(data)
     else:
@@ -40,7 +40,7 @@ def test_rewriting_every_message_keeps_the_json(path):
 
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_check_verdict(path, snapshot):
-    transcript = load(path.read_bytes(), path.name)
+    transcript = loads(path.read_bytes(), path.name)
     verdict = [f"{v.rule} {v.severity} message={v.index} line={v.line}: {v.text}" for v in check(transcript, path=path.name)]
     assert {"format": transcript.format, "messages": len(transcript.messages), "violations": verdict} == snapshot
 
@@ -48,12 +48,12 @@ def test_check_verdict(path, snapshot):
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_repair_output_passes_check(path):
     data = path.read_bytes()
-    transcript = load(data, path.name)
-    repaired, fixes = repair(transcript)
-    written = dump(repaired)
-    assert errors(check(load(written, path.name))) == []
+    transcript = loads(data, path.name)
+    repaired, report = repair(transcript)
+    written = dumps(repaired)
+    assert errors(check(loads(written, path.name))) == []
     if not errors(check(transcript)):
-        assert fixes == [] and written == data
+        assert report.fixes == () and written == data
 
 
 @pytest.mark.parametrize("relative", sorted(UNSUPPORTED))
@@ -73,10 +73,10 @@ def test_unsupported_formats_end_with_exit_3_and_one_clear_line(relative):
 def test_tau_bench_reads_through_messages_path():
     path = CORPUS / "trajectories/tau-bench-gpt-4o-airline-200-trajectories.json"
     data = path.read_bytes()
-    transcript = load(data, path.name, messages_path="3.traj")
+    transcript = loads(data, path.name, messages_path="3.traj")
     assert transcript.dialect == "openai" and transcript.messages[0].role == "system"
-    assert dump(transcript) == data
-    assert orjson.loads(dump(transcript)) == orjson.loads(data)
+    assert dumps(transcript) == data
+    assert orjson.loads(dumps(transcript)) == orjson.loads(data)
 
 
 def test_every_corpus_file_is_either_read_or_named_unsupported():

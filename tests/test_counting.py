@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from transcompact import dump
+from transcompact import dumps
 from transcompact.cli import cli
 from transcompact.estimate import Options, TokenCounter, estimate
-from transcompact.formats import load
+from transcompact.formats import loads
 
 from .conftest import CORPUS, FIXTURES
 from .test_estimate import formula
@@ -27,7 +27,7 @@ def run(*args, env=None):
 def usage_transcript(overhead: int = 12_000, ratio: float = 0.31, shape: str = "anthropic"):
     """A conversation whose responses recorded usage, and one user message after the last of them."""
     data = usage_log(overhead, ratio, shape=shape) + json.dumps({"role": "user", "content": "And now the tests, please."}).encode() + b"\n"
-    return load(data, "log.jsonl")
+    return loads(data, "log.jsonl")
 
 
 # --- the anchor ------------------------------------------------------------------------------
@@ -61,7 +61,7 @@ def test_the_anchor_holds_for_a_tokenizer_too():
 
 
 def test_a_transcript_without_usage_is_counted_by_its_content():
-    transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes())
     assert estimate(transcript) == estimate(transcript, CONTENT)
     assert TokenCounter(transcript).basis.overhead == 0 and TokenCounter(transcript).basis.anchor is None
 
@@ -107,7 +107,7 @@ def test_a_calibration_fitted_on_the_input_counts_the_rewrite():
 
 
 def test_calibrate_without_enough_usage_says_so_and_keeps_the_anchor():
-    one_response = load(usage_log(5_000, 0.3, turns=1), "one.jsonl")
+    one_response = loads(usage_log(5_000, 0.3, turns=1), "one.jsonl")
     report = estimate(one_response, Options(calibrate=True))
     assert report.calibration is None and "1 found" in report.notes[0]
     assert report.tokens == estimate(one_response).tokens == report.recorded.context
@@ -124,7 +124,7 @@ def corpus_logs() -> list:
 
 @pytest.mark.parametrize("path", corpus_logs())
 def test_a_claude_code_log_is_counted_near_the_usage_it_recorded_last(path):
-    transcript = load(path.read_bytes(), str(path))
+    transcript = loads(path.read_bytes(), str(path))
     report, content = estimate(transcript), estimate(transcript, CONTENT)
     recorded = report.recorded
     assert report.tokens == recorded.context + sum(m.tokens for m in content.per_message[recorded.message + 1:])
@@ -146,7 +146,7 @@ def test_count_content_on_the_command_line_and_in_the_environment(in_root):
     assert anchored["method"] == "recorded usage at message 3 + chars × 0.25 + 4 per message of 1 message after"
     content = report("--count", "content")
     assert content == report(TRANSCOMPACT_COUNT="content")
-    assert content["tokens"] == formula(load((FIXTURES / "claude-code/broken-session.jsonl").read_bytes())) < anchored["tokens"]
+    assert content["tokens"] == formula(loads((FIXTURES / "claude-code/broken-session.jsonl").read_bytes())) < anchored["tokens"]
     refused = run("estimate", "--calibrate", "--count", "content", path)
     assert refused.exit_code == 2 and "cannot be combined with --count content" in refused.stderr
 
@@ -162,7 +162,7 @@ def body() -> dict:
 
 def test_a_request_is_counted_from_its_last_compaction_block():
     data = COMPACTED.read_bytes()
-    transcript = load(data, str(COMPACTED))
+    transcript = loads(data, str(COMPACTED))
     report = estimate(transcript)
     assert [m.tokens for m in report.per_message[:5]] == [0] * 5 == TokenCounter(transcript).per_message(transcript)[:5]
     assert report.notes == ("counted from the compaction block in message 5: the API ignores everything before the "
@@ -171,17 +171,17 @@ def test_a_request_is_counted_from_its_last_compaction_block():
     seen = body()
     seen["messages"] = seen["messages"][5:]
     seen["messages"][0]["content"][0] = {"type": "text", "text": seen["messages"][0]["content"][0]["content"]}
-    assert report.tokens == estimate(load(json.dumps(seen).encode())).tokens
+    assert report.tokens == estimate(loads(json.dumps(seen).encode())).tokens
     everything = body()
     everything["messages"][5]["content"][0] = seen["messages"][0]["content"][0]
-    assert estimate(load(json.dumps(everything).encode())).tokens > report.tokens + 500  # the module read before it
-    assert dump(transcript) == data
+    assert estimate(loads(json.dumps(everything).encode())).tokens > report.tokens + 500  # the module read before it
+    assert dumps(transcript) == data
 
 
 def test_only_the_last_compaction_block_counts_and_a_failed_one_is_empty():
     later = body()
     later["messages"][7]["content"].insert(0, {"type": "compaction", "content": None})
-    transcript = load(json.dumps(later).encode())
+    transcript = loads(json.dumps(later).encode())
     report = estimate(transcript)
     assert [m.tokens for m in report.per_message] == [0] * 7 + [4 + int(len(later["messages"][7]["content"][1]["text"]) * 0.25), 7]
     assert "message 7" in report.notes[0]

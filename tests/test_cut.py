@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from transcompact.cli import cli
 from transcompact.cut import after_complete_round, find_cut_point, starts_turn
 from transcompact.estimate import Options, estimate
-from transcompact.formats import load
+from transcompact.formats import loads
 from transcompact.model import ToolCall, ToolResult
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
@@ -51,7 +51,7 @@ def test_the_cut_is_a_user_turn_with_at_least_the_window_after_it():
     messages = []
     for i in range(10):  # 10 turns of 2 × 104 tokens
         messages += [{"role": "user", "content": f"question {i} " + "x" * 390}, {"role": "assistant", "content": "y" * 400}]
-    transcript = load(json.dumps({"messages": messages}).encode(), "t.json")
+    transcript = loads(json.dumps({"messages": messages}).encode(), "t.json")
     cut = find_cut_point(transcript, 500)
     # 500 tokens are reached inside turn 7 (messages 14–15, going back from 19); its start is the cut.
     assert cut.index == 14 and not cut.split_turn and cut.turn_start == 14
@@ -60,7 +60,7 @@ def test_the_cut_is_a_user_turn_with_at_least_the_window_after_it():
 
 
 def test_one_long_loop_is_split_before_an_assistant_message():
-    transcript = load(session(rounds=12, size=2000), "s.json")
+    transcript = loads(session(rounds=12, size=2000), "s.json")
     cut = find_cut_point(transcript, 3000)
     assert cut.split_turn and cut.turn_start == 0
     assert transcript.messages[cut.index].role == "assistant"
@@ -76,7 +76,7 @@ def test_json_output_and_the_uuid_of_a_claude_code_log():
     report = json.loads(result.stdout)["files"][0]
     assert set(report) == {"file", "index", "messages", "old_messages", "recent_messages", "old_tokens", "recent_tokens",
                            "split_turn", "turn_start", "uuid"}
-    transcript = load(log.read_bytes(), str(log))
+    transcript = loads(log.read_bytes(), str(log))
     assert report["uuid"] == transcript.messages[report["index"]].raw["uuid"]
     assert report["old_messages"] + report["recent_messages"] == report["messages"] == len(transcript.messages)
     assert run("cut-point", str(log)).stdout == f"{report['index']}\n"
@@ -88,7 +88,7 @@ def test_several_files_print_a_name_and_an_index_each():
 
 
 def test_any_tokenizer_counts():
-    transcript = load(session(rounds=12, size=2000), "s.json")
+    transcript = loads(session(rounds=12, size=2000), "s.json")
     chars = find_cut_point(transcript, 3000)
     o200k = find_cut_point(transcript, 3000, Options(tokenizer="o200k"))
     assert o200k.index != chars.index  # the numbers tiktoken gives are not the chars estimate
@@ -108,5 +108,5 @@ def test_cut_properties_on_generated_transcripts(generated, keep):
 @pytest.mark.parametrize("path", supported_corpus_files())
 @pytest.mark.parametrize("keep", [500, 20_000])
 def test_cut_properties_on_the_corpus(path, keep):
-    transcript = load(path.read_bytes(), str(path))
+    transcript = loads(path.read_bytes(), str(path))
     assert_safe(transcript, find_cut_point(transcript, keep), keep)

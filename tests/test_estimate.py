@@ -15,7 +15,7 @@ from transcompact.dialects import anthropic as anthropic_wire
 from transcompact.dialects import openai as openai_wire
 from transcompact.estimate import KINDS, Options, estimate, model_limits
 from transcompact.errors import UsageError
-from transcompact.formats import load
+from transcompact.formats import loads
 from transcompact.media import image_size, image_tokens, pdf_tokens
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
@@ -141,14 +141,14 @@ CONTENT = Options(count="content")
 
 @pytest.mark.parametrize("path", fixture_files())
 def test_fixture_estimate_is_the_documented_formula(path):
-    transcript = load(path.read_bytes(), str(path))
+    transcript = loads(path.read_bytes(), str(path))
     assert estimate(transcript, CONTENT).tokens == formula(transcript)
     assert estimate(transcript, Options(ratio=0.5, count="content")).tokens == formula(transcript, 0.5)
 
 
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_corpus_estimate_is_the_documented_formula(path):
-    transcript = load(path.read_bytes(), str(path))
+    transcript = loads(path.read_bytes(), str(path))
     report = estimate(transcript, CONTENT)
     assert report.tokens == formula(transcript)
     assert sum(report.by_kind.values()) == report.tokens
@@ -157,7 +157,7 @@ def test_corpus_estimate_is_the_documented_formula(path):
 
 def test_every_block_fixture_by_hand():
     """The numbers the README's first example shows, worked out by hand."""
-    report = estimate(load((FIXTURES / "anthropic/every-block.json").read_bytes()))
+    report = estimate(loads((FIXTURES / "anthropic/every-block.json").read_bytes()))
     # 320×200 → ⌈64000/750⌉ = 86; 2400×1600 → scaled to the 1568 px edge, still above 1600 → 1600.
     assert report.by_kind["images"] == 86 + 1600
     # a 2-page PDF at 3000 per page, plus a 41-character text document at 0.25 (10).
@@ -168,7 +168,7 @@ def test_every_block_fixture_by_hand():
 
 
 def test_breakdown_sums_to_the_total_and_roles_to_the_messages():
-    transcript = load((FIXTURES / "openai/tool-calls.json").read_bytes())
+    transcript = loads((FIXTURES / "openai/tool-calls.json").read_bytes())
     report = estimate(transcript)
     assert sum(report.by_kind.values()) == report.tokens
     assert sum(report.by_role.values()) == report.tokens - report.by_kind["system"] - report.by_kind["tool_schemas"]
@@ -178,7 +178,7 @@ def test_breakdown_sums_to_the_total_and_roles_to_the_messages():
 
 
 def test_status_against_threshold_and_budget():
-    transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes())
     tokens = estimate(transcript).tokens
     assert estimate(transcript).status == "under"
     assert estimate(transcript, Options(threshold=tokens - 1)).status == "over"
@@ -199,7 +199,7 @@ def test_model_table_matches_dated_names_and_refuses_unknown_ones():
 
 
 def test_window_must_leave_a_budget():
-    transcript = load((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes())
     with pytest.raises(UsageError, match="max_output \\(1000\\) must be below window \\(1000\\)"):
         estimate(transcript, Options(window=1000, max_output=1000))
 
@@ -258,7 +258,7 @@ def test_calibration_on_the_corpus_logs_is_within_5_percent():
     errors = [
         fit.error
         for path in logs
-        if (fit := estimate(load(path.read_bytes(), str(path)), Options(calibrate=True)).calibration) and fit.error is not None
+        if (fit := estimate(loads(path.read_bytes(), str(path)), Options(calibrate=True)).calibration) and fit.error is not None
     ]
     assert len(errors) >= 10
     assert median(errors) <= 0.05

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from transcompact.cli import cli
 from transcompact.estimate import Options, estimate
-from transcompact.formats import load
+from transcompact.formats import loads
 
 from .conftest import FIXTURES, ROOT, fixture_files
 from .test_cli import TextSnapshot, relative
@@ -109,7 +109,7 @@ def usage_log(overhead: int, ratio: float, turns: int = 12, shape: str = "anthro
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
 def test_calibration_recovers_a_known_fit(shape):
-    transcript = load(usage_log(12_000, 0.31, shape=shape), "log.jsonl")
+    transcript = loads(usage_log(12_000, 0.31, shape=shape), "log.jsonl")
     report = estimate(transcript, Options(calibrate=True))
     fit = report.calibration
     assert fit.samples == 12 and fit.error_samples == 6
@@ -132,7 +132,7 @@ def test_calibration_error_is_measured_on_the_later_half():
         if "usage" in value and i >= len(data) // 2:
             value["usage"]["cache_read_input_tokens"] = int(value["usage"]["cache_read_input_tokens"] * 1.1)
         drifted.append(json.dumps(value).encode())
-    fit = estimate(load(b"\n".join(drifted) + b"\n", "log.jsonl"), Options(calibrate=True)).calibration
+    fit = estimate(loads(b"\n".join(drifted) + b"\n", "log.jsonl"), Options(calibrate=True)).calibration
     assert fit.error == pytest.approx(0.09, abs=0.03)
 
 

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from transcompact.errors import ShapeError, UnknownFormat
-from transcompact.formats import claude_code, dump, load
+from transcompact.formats import claude_code, dumps, loads
 from transcompact.jsondata import parse
 from transcompact.model import Message, Text, Thinking, ToolCall, ToolResult
 
@@ -79,7 +79,7 @@ def changed_lines(before: bytes, after: bytes) -> list[int]:
 
 def test_a_log_is_detected_by_its_session_lines():
     assert claude_code.detect(parse(LOG, "s.jsonl"))
-    assert load((FIXTURES / "claude-code" / "broken-session.jsonl").read_bytes(), "b.jsonl").format == "claude-code"
+    assert loads((FIXTURES / "claude-code" / "broken-session.jsonl").read_bytes(), "b.jsonl").format == "claude-code"
 
 
 @pytest.mark.parametrize("data", [
@@ -94,14 +94,14 @@ def test_lines_without_a_session_line_or_with_a_non_object_are_not_a_log(data):
 def test_messages_path_is_not_for_logs():
     assert not claude_code.detect(parse(LOG, "s.jsonl"), "messages")
     with pytest.raises(UnknownFormat):
-        load(LOG, "s.jsonl", messages_path="messages")
+        loads(LOG, "s.jsonl", messages_path="messages")
 
 
 # --- read: what `claude --resume` would send -------------------------------------------------------
 
 
 def test_the_messages_are_the_chain_to_the_newest_leaf_gathered_per_response_and_turn():
-    transcript = load(LOG, "s.jsonl")
+    transcript = loads(LOG, "s.jsonl")
     assert (transcript.format, transcript.dialect) == ("claude-code", "anthropic")
     assert [(m.role, m.line) for m in transcript.messages] == [("user", 2), ("assistant", 3), ("user", 6),
                                                                ("assistant", 10), ("user", 12)]
@@ -114,7 +114,7 @@ def test_the_messages_are_the_chain_to_the_newest_leaf_gathered_per_response_and
 
 def test_a_newer_sidechain_leaf_is_not_resumed():
     lines = [*log_lines(), {**user("side", "a3", 30, "A subagent's prompt."), "isSidechain": True}]
-    assert load(encode(lines), "s.jsonl").messages[-1].raw["uuid"] == "u1"
+    assert loads(encode(lines), "s.jsonl").messages[-1].raw["uuid"] == "u1"
 
 
 def test_a_compact_boundary_starts_the_conversation_and_the_role_is_the_line_type():
@@ -123,16 +123,16 @@ def test_a_compact_boundary_starts_the_conversation_and_the_role_is_the_line_typ
                   logicalParentUuid="u1", compactMetadata={"trigger": "manual", "preTokens": 900}),
              user("sum", "cb", 21, "This session is being continued… (the summary)", isCompactSummary=True),
              {**assistant("z", "sum", 22, "msg_9", "Continuing."), "message": {"role": "user", "content": "Continuing."}}]
-    transcript = load(encode(lines), "s.jsonl")
+    transcript = loads(encode(lines), "s.jsonl")
     assert [(m.role, m.raw["uuid"]) for m in transcript.messages] == [("user", "sum"), ("assistant", "z")]
-    assert dump(transcript) == encode(lines)  # history before the boundary kept in the file
+    assert dumps(transcript) == encode(lines)  # history before the boundary kept in the file
 
 
 def test_a_line_on_the_chain_without_a_message_names_the_file_and_line():
     lines = log_lines()
     del lines[9]["message"]  # a3, line 10
     with pytest.raises(ShapeError) as raised:
-        load(encode(lines), "s.jsonl")
+        loads(encode(lines), "s.jsonl")
     assert str(raised.value) == "s.jsonl:10: message 3: `message` is missing"
 
 
@@ -140,17 +140,17 @@ def test_a_line_on_the_chain_without_a_message_names_the_file_and_line():
 
 
 def test_an_unchanged_log_is_written_back_byte_for_byte():
-    assert dump(load(LOG, "s.jsonl")) == LOG
+    assert dumps(loads(LOG, "s.jsonl")) == LOG
     broken = (FIXTURES / "claude-code" / "broken-session.jsonl").read_bytes()
-    assert dump(load(broken, "b.jsonl")) == broken
+    assert dumps(loads(broken, "b.jsonl")) == broken
 
 
 def test_a_changed_result_rewrites_its_line_only_and_keeps_the_line_s_other_fields():
-    transcript = load(LOG, "s.jsonl")
+    transcript = loads(LOG, "s.jsonl")
     results = transcript.messages[2]
     first = results.blocks[0]
     cleared = results.with_blocks((ToolResult(first.tool_call_id, "[cleared]", raw=first.raw, line=first.line), results.blocks[1]))
-    out = dump(transcript.with_messages([*transcript.messages[:2], cleared, *transcript.messages[3:]]))
+    out = dumps(transcript.with_messages([*transcript.messages[:2], cleared, *transcript.messages[3:]]))
     assert changed_lines(LOG, out) == [5]
     after = written(out)[5]
     assert after == {**log_lines()[5], "message": {"role": "user", "content": [
@@ -159,38 +159,38 @@ def test_a_changed_result_rewrites_its_line_only_and_keeps_the_line_s_other_fiel
 
 
 def test_a_line_left_with_no_content_is_dropped_and_its_child_re_linked():
-    transcript = load(LOG, "s.jsonl")
+    transcript = loads(LOG, "s.jsonl")
     response = transcript.messages[1]
-    out = dump(transcript.with_messages([transcript.messages[0], response.with_blocks(response.blocks[1:]),
+    out = dumps(transcript.with_messages([transcript.messages[0], response.with_blocks(response.blocks[1:]),
                                          *transcript.messages[2:]]))
     lines = [value for value in written(out) if value is not None]
     assert [value.get("uuid") for value in lines] == [None, "u0", "a1", "a2", "r1", "r2", "p1", "b1", "a3", "s1", "u1", "u2", None]
     assert lines[2]["parentUuid"] == "u0"  # a1 hung from the thinking line a0
     assert changed_lines(LOG, out) == [2]
-    assert [m.blocks for m in load(out, "s.jsonl").messages] == [
+    assert [m.blocks for m in loads(out, "s.jsonl").messages] == [
         transcript.messages[0].blocks, response.blocks[1:], *[m.blocks for m in transcript.messages[2:]]]
 
 
 def test_a_string_content_line_stays_a_string_when_changed():
-    transcript = load(LOG, "s.jsonl")
+    transcript = loads(LOG, "s.jsonl")
     last = transcript.messages[-1]
-    out = dump(transcript.with_messages([*transcript.messages[:-1], last.with_blocks((Text("Thank you."), last.blocks[1]))]))
+    out = dumps(transcript.with_messages([*transcript.messages[:-1], last.with_blocks((Text("Thank you."), last.blocks[1]))]))
     assert written(out)[11]["message"]["content"] == "Thank you."
     assert changed_lines(LOG, out) == [11]
 
 
 def test_removed_messages_leave_the_other_lines_as_they_were():
-    transcript = load(LOG, "s.jsonl")
-    out = dump(transcript.with_messages(transcript.messages[:-1]))
+    transcript = loads(LOG, "s.jsonl")
+    out = dumps(transcript.with_messages(transcript.messages[:-1]))
     assert out == encode(log_lines()[:11] + log_lines()[13:])
-    assert load(out, "s.jsonl").messages[-1].raw["uuid"] == "a3"
+    assert loads(out, "s.jsonl").messages[-1].raw["uuid"] == "a3"
 
 
 def test_an_added_message_is_threaded_into_the_chain_in_the_envelope_of_the_line_before():
-    transcript = load(LOG, "s.jsonl")
+    transcript = loads(LOG, "s.jsonl")
     added = Message("user", (Text("Go on."),))
-    out = dump(transcript.with_messages([*transcript.messages[:4], added, transcript.messages[4]]))
-    assert out == dump(transcript.with_messages([*transcript.messages[:4], added, transcript.messages[4]]))  # same uuid each time
+    out = dumps(transcript.with_messages([*transcript.messages[:4], added, transcript.messages[4]]))
+    assert out == dumps(transcript.with_messages([*transcript.messages[:4], added, transcript.messages[4]]))  # same uuid each time
     lines = written(out)
     new = lines[10]
     assert new["parentUuid"] == "a3" and new["type"] == "user" and new["message"] == {
@@ -199,13 +199,13 @@ def test_an_added_message_is_threaded_into_the_chain_in_the_envelope_of_the_line
         k: log_lines()[9][k] for k in ("sessionId", "cwd", "version", "gitBranch", "isSidechain", "userType")}
     assert lines[11]["uuid"] == "s1" and lines[11]["parentUuid"] == new["uuid"]  # the chain goes through the new line
     assert changed_lines(LOG, out) == [10, 11]
-    reread = load(out, "s.jsonl")
+    reread = loads(out, "s.jsonl")
     assert reread.messages[-1].blocks == (Text("Go on."), Text("Thanks."), Text("One more thing."))  # one user turn
 
 
 def test_a_message_cannot_be_added_to_a_log_with_no_conversation():
     empty = encode([line("s0", None, "system", 0, subtype="informational", content="Hook ran")])
-    transcript = load(empty, "s.jsonl")
+    transcript = loads(empty, "s.jsonl")
     assert transcript.messages == ()
     with pytest.raises(ShapeError, match="holds no conversation"):
-        dump(transcript.with_messages([Message("user", (Text("hi"),))]))
+        dumps(transcript.with_messages([Message("user", (Text("hi"),))]))

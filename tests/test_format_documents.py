@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from transcompact.errors import ShapeError, UnknownFormat, UsageError
-from transcompact.formats import anthropic, dump, load, openai
+from transcompact.formats import anthropic, dumps, loads, openai
 from transcompact.jsondata import BOM, parse
 from transcompact.model import Message, Text
 
@@ -57,7 +57,7 @@ def test_a_document_is_read_in_the_format_of_its_dialect(document, format):
     data = encode(document)
     assert anthropic.detect(parse(data, "t.json")) is (format == "anthropic")
     assert openai.detect(parse(data, "t.json")) is (format == "openai")
-    transcript = load(data, "t.json")
+    transcript = loads(data, "t.json")
     assert (transcript.format, transcript.dialect) == (format, format)
     messages = document if isinstance(document, list) else document.get("messages", document.get("history"))
     assert [m.raw for m in transcript.messages] == messages
@@ -66,18 +66,18 @@ def test_a_document_is_read_in_the_format_of_its_dialect(document, format):
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("anthropic/*.json")) + sorted(FIXTURES.glob("openai/*.json")),
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_shipped_document_fixture_reads_in_its_directory_s_format(path):
-    assert load(path.read_bytes(), path.name).format == path.parent.name
+    assert loads(path.read_bytes(), path.name).format == path.parent.name
 
 
 def test_a_document_with_no_list_of_messages_is_no_format():
     for document in ({"model": "m"}, {"messages": "hi"}, [1, 2], {"messages": [{"content": "no role"}]}):
         with pytest.raises(UnknownFormat):
-            load(encode(document), "t.json")
+            loads(encode(document), "t.json")
 
 
 def test_messages_under_another_key_get_a_hint_naming_the_flag():
     with pytest.raises(UnknownFormat) as raised:
-        load(encode({"steps": OPENAI_BODY["messages"]}), "t.json")
+        loads(encode({"steps": OPENAI_BODY["messages"]}), "t.json")
     hint = raised.value.hint  # the setting spelled as the caller gives it: a flag, or the library's parameter
     assert hint.startswith("messages may sit under 'steps': try ") and hint.split(" try ")[1].replace("'", "").endswith("steps")
 
@@ -91,43 +91,43 @@ NESTED = {"instance": "django-1", "trajectory": [{"step": 0, "messages": OPENAI_
 def test_messages_path_reads_messages_nested_in_objects_and_arrays():
     data = encode(NESTED, indent=True) + b"\n"
     with pytest.raises(UnknownFormat):
-        load(data, "run.json")  # not found without the path
-    transcript = load(data, "run.json", messages_path="trajectory.0.messages")
+        loads(data, "run.json")  # not found without the path
+    transcript = loads(data, "run.json", messages_path="trajectory.0.messages")
     assert (transcript.format, len(transcript.messages)) == ("openai", 5)
     assert transcript.request == {"step": 0, "score": 1}  # the fields beside the messages
-    out = dump(without_last(transcript))
+    out = dumps(without_last(transcript))
     assert orjson.loads(out) == {**NESTED, "trajectory": [{"step": 0, "messages": OPENAI_BODY["messages"][:-1], "score": 1}]}
     assert out.startswith(b'{\n  "instance"') and out.endswith(b"}\n")  # indented and ended as read
 
 
 def test_messages_path_to_nothing_is_a_usage_error_naming_the_missing_key():
     with pytest.raises(UsageError) as raised:
-        load(encode(NESTED), "run.json", messages_path="trajectory.3.messages")
+        loads(encode(NESTED), "run.json", messages_path="trajectory.3.messages")
     assert "trajectory.3.messages" in str(raised.value) and str(raised.value).endswith(": the input has nothing at 3")
 
 
 def test_messages_path_to_something_that_is_not_messages_is_no_format():
     with pytest.raises(UnknownFormat):
-        load(encode(NESTED), "run.json", messages_path="meta")
+        loads(encode(NESTED), "run.json", messages_path="meta")
 
 
 def test_messages_path_over_a_bare_array_and_an_empty_path():
-    assert len(load(encode([{"messages": OPENAI_BODY["messages"]}]), "a.json", messages_path="0.messages").messages) == 5
-    assert len(load(encode(OPENAI_BODY["messages"]), "a.json", messages_path="").messages) == 5
+    assert len(loads(encode([{"messages": OPENAI_BODY["messages"]}]), "a.json", messages_path="0.messages").messages) == 5
+    assert len(loads(encode(OPENAI_BODY["messages"]), "a.json", messages_path="").messages) == 5
 
 
 # --- read: system, tools, request fields ------------------------------------------------------------
 
 
 def test_an_anthropic_body_reads_system_tools_and_the_other_fields():
-    transcript = load(encode(ANTHROPIC_BODY), "body.json")
+    transcript = loads(encode(ANTHROPIC_BODY), "body.json")
     assert transcript.system == (Text("Be brief."),)
     assert transcript.tools == tuple(ANTHROPIC_BODY["tools"])
     assert transcript.request == {"model": "claude-sonnet-4-5", "max_tokens": 1024, "metadata": {"user_id": "u-1"}}
 
 
 def test_an_openai_body_keeps_its_system_prompt_as_a_message():
-    transcript = load(encode(OPENAI_BODY), "body.json")
+    transcript = loads(encode(OPENAI_BODY), "body.json")
     assert transcript.system == () and transcript.messages[0].role == "system"
     assert transcript.request == {"model": "gpt-4o", "temperature": 0}
 
@@ -140,7 +140,7 @@ def test_an_openai_body_keeps_its_system_prompt_as_a_message():
 ], ids=["system-number", "system-string-block", "content-number"])
 def test_a_wrong_shape_in_a_body_names_the_file_and_where(body, error):
     with pytest.raises(ShapeError) as raised:
-        load(encode(body), "body.json")
+        loads(encode(body), "body.json")
     assert str(raised.value) == error
 
 
@@ -150,12 +150,12 @@ def test_a_wrong_shape_in_a_body_names_the_file_and_where(body, error):
 @pytest.mark.parametrize("body", [ANTHROPIC_BODY, OPENAI_BODY], ids=["anthropic", "openai"])
 def test_unchanged_bytes_come_back_as_they_were(body):
     data = encode(body, indent=True).replace(b'"model"', b'"model"  ')  # spacing orjson would not write
-    assert dump(load(data, "body.json")) == data
+    assert dumps(loads(data, "body.json")) == data
 
 
 @pytest.mark.parametrize("body", [ANTHROPIC_BODY, OPENAI_BODY], ids=["anthropic", "openai"])
 def test_changed_messages_go_back_in_place_with_every_other_key_in_its_order(body):
-    out = dump(without_last(load(encode(body), "body.json")))
+    out = dumps(without_last(loads(encode(body), "body.json")))
     written = orjson.loads(out)
     assert list(written) == list(body)
     assert written == {**body, "messages": body["messages"][:-1]}
@@ -165,29 +165,29 @@ def test_changed_messages_go_back_in_place_with_every_other_key_in_its_order(bod
                          ids=["compact", "indented-newline", "bom"])
 def test_a_rewritten_document_keeps_its_layout(indent, newline, bom):
     data = (BOM if bom else b"") + encode(ANTHROPIC_BODY, indent) + (b"\n" if newline else b"")
-    out = dump(without_last(load(data, "body.json")))
+    out = dumps(without_last(loads(data, "body.json")))
     assert out.startswith(BOM) is bom and out.endswith(b"\n") is newline
     assert (b'\n  "model"' in out) is indent
 
 
 def test_a_changed_system_prompt_keeps_its_block_fields_and_other_keys_stay():
-    transcript = load(encode(ANTHROPIC_BODY), "body.json")
+    transcript = loads(encode(ANTHROPIC_BODY), "body.json")
     terse = replace(transcript.system[0], text="Be terse.")
-    written = orjson.loads(dump(replace(transcript, system=(terse,))))
+    written = orjson.loads(dumps(replace(transcript, system=(terse,))))
     assert written["system"] == [{"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}]
     assert written["messages"] == ANTHROPIC_BODY["messages"] and written["tools"] == ANTHROPIC_BODY["tools"]
 
 
 def test_an_added_message_is_written_in_the_dialect():
-    transcript = load(encode(OPENAI_BODY), "body.json")
-    written = orjson.loads(dump(transcript.with_messages([*transcript.messages, Message("user", (Text("Thanks."),))])))
+    transcript = loads(encode(OPENAI_BODY), "body.json")
+    written = orjson.loads(dumps(transcript.with_messages([*transcript.messages, Message("user", (Text("Thanks."),))])))
     assert written["messages"][-1] == {"role": "user", "content": "Thanks."}
     assert written["tools"] == OPENAI_BODY["tools"] and written["model"] == "gpt-4o"
 
 
 def test_an_envelope_keeps_its_other_keys_when_the_messages_change():
     document = {"history": OPENAI_BODY["messages"], "info": {"exit_status": "submitted", "cost": 0.25}, "trajectory": []}
-    written = orjson.loads(dump(without_last(load(encode(document), "run.json"))))
+    written = orjson.loads(dumps(without_last(loads(encode(document), "run.json"))))
     assert written == {**document, "history": OPENAI_BODY["messages"][:-1]}
 
 
@@ -195,10 +195,10 @@ def test_an_envelope_keeps_its_other_keys_when_the_messages_change():
 
 
 def test_format_reads_a_document_in_the_other_dialect_but_never_lines_as_a_document():
-    transcript = load(encode(OPENAI_BODY["messages"][1:2]), "a.json", format="anthropic")
+    transcript = loads(encode(OPENAI_BODY["messages"][1:2]), "a.json", format="anthropic")
     assert (transcript.format, transcript.dialect) == ("anthropic", "anthropic")
     lines = b"\n".join(encode(m) for m in ANTHROPIC_BODY["messages"]) + b"\n"
     with pytest.raises(UnknownFormat, match="the input is not in the anthropic format"):
-        load(lines, "chat.jsonl", format="anthropic")
+        loads(lines, "chat.jsonl", format="anthropic")
     with pytest.raises(UsageError, match="unknown format 'gemini'"):
-        load(encode(ANTHROPIC_BODY), "body.json", format="gemini")
+        loads(encode(ANTHROPIC_BODY), "body.json", format="gemini")

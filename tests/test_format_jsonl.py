@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from transcompact.errors import ShapeError, UnknownFormat
-from transcompact.formats import dump, jsonl, load
+from transcompact.formats import dumps, jsonl, loads
 from transcompact.jsondata import parse
 from transcompact.model import Message, Text, ToolResult
 
@@ -38,12 +38,12 @@ def lines(data: bytes) -> list[bytes]:
                                            ((FIXTURES / "jsonl" / "chat.jsonl").read_bytes(), "openai")],
                          ids=["anthropic", "openai", "fixture"])
 def test_lines_of_messages_are_jsonl_in_the_dialect_they_show(data, dialect):
-    transcript = load(data, "chat.jsonl")
+    transcript = loads(data, "chat.jsonl")
     assert (transcript.format, transcript.dialect) == ("jsonl", dialect)
 
 
 def test_one_message_on_one_line_is_jsonl():
-    assert load(b'{"role": "user", "content": "hi"}\n', "one.jsonl").format == "jsonl"
+    assert loads(b'{"role": "user", "content": "hi"}\n', "one.jsonl").format == "jsonl"
 
 
 @pytest.mark.parametrize("data", [
@@ -54,23 +54,23 @@ def test_one_message_on_one_line_is_jsonl():
 def test_a_line_that_is_not_a_message_is_not_jsonl(data):
     assert not jsonl.detect(parse(data, "x.jsonl"))
     with pytest.raises(UnknownFormat):
-        load(data, "x.jsonl")
+        loads(data, "x.jsonl")
 
 
 def test_messages_path_is_for_documents_not_for_lines():
     assert not jsonl.detect(parse(ANTHROPIC, "chat.jsonl"), "0")
     with pytest.raises(UnknownFormat):
-        load(ANTHROPIC, "chat.jsonl", messages_path="messages")
+        loads(ANTHROPIC, "chat.jsonl", messages_path="messages")
 
 
 def test_a_claude_code_log_is_not_read_as_plain_lines():
     log = b'{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s","role":"user","message":{"role":"user","content":"hi"}}\n'
-    assert load(log, "s.jsonl").format == "claude-code"
+    assert loads(log, "s.jsonl").format == "claude-code"
 
 
 def test_the_dialect_can_be_named_for_a_plain_conversation():
     plain = b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"hello"}\n'
-    assert load(plain, "p.jsonl").dialect == "openai"  # nothing shows the dialect: read as OpenAI accepts it
+    assert loads(plain, "p.jsonl").dialect == "openai"  # nothing shows the dialect: read as OpenAI accepts it
     assert jsonl.read(parse(plain, "p.jsonl"), dialect="anthropic").dialect == "anthropic"
 
 
@@ -78,7 +78,7 @@ def test_the_dialect_can_be_named_for_a_plain_conversation():
 
 
 def test_each_message_knows_its_line_past_blank_lines():
-    transcript = load(ANTHROPIC, "chat.jsonl")
+    transcript = loads(ANTHROPIC, "chat.jsonl")
     assert [m.line for m in transcript.messages] == [1, 3, 6, 7]
     assert transcript.messages[2].blocks == (ToolResult("t1", "a.py b.py"),)
     assert transcript.messages[0].raw["ts"] == 1  # a field the model does not name, at hand
@@ -90,7 +90,7 @@ def test_each_message_knows_its_line_past_blank_lines():
 @pytest.mark.parametrize("data", [ANTHROPIC, OPENAI, ANTHROPIC.replace(b"\n", b"\r\n"), b"\xef\xbb\xbf" + OPENAI],
                          ids=["anthropic", "openai", "crlf", "bom"])
 def test_an_unchanged_file_is_written_back_byte_for_byte_without_the_original(data):
-    assert dump(load(data, "chat.jsonl")) == data
+    assert dumps(loads(data, "chat.jsonl")) == data
 
 
 def clear_result(transcript, index: int):
@@ -103,7 +103,7 @@ def clear_result(transcript, index: int):
 
 def test_a_changed_message_rewrites_its_line_only():
     spaced = OPENAI.replace(b'":', b'": ')
-    out = dump(clear_result(load(spaced, "chat.jsonl"), 2))
+    out = dumps(clear_result(loads(spaced, "chat.jsonl"), 2))
     before, after = lines(spaced), lines(out)
     assert len(after) == len(before)
     assert [i for i, (a, b) in enumerate(zip(before, after)) if a != b] == [2]
@@ -111,26 +111,26 @@ def test_a_changed_message_rewrites_its_line_only():
 
 
 def test_the_blank_lines_before_a_changed_message_stay():
-    out = dump(clear_result(load(ANTHROPIC, "chat.jsonl"), 2))
+    out = dumps(clear_result(loads(ANTHROPIC, "chat.jsonl"), 2))
     assert lines(out)[3:5] == [b"", b""] and len(lines(out)) == len(lines(ANTHROPIC))
 
 
 def test_a_changed_line_of_a_crlf_file_keeps_its_crlf():
-    out = dump(clear_result(load(OPENAI.replace(b"\n", b"\r\n"), "chat.jsonl"), 2))
+    out = dumps(clear_result(loads(OPENAI.replace(b"\n", b"\r\n"), "chat.jsonl"), 2))
     assert out.count(b"\r\n") == out.count(b"\n") == 3
 
 
 def test_a_removed_message_takes_its_blank_lines_with_it():
-    transcript = load(ANTHROPIC, "chat.jsonl")
-    out = dump(transcript.with_messages([transcript.messages[0], transcript.messages[3]]))
+    transcript = loads(ANTHROPIC, "chat.jsonl")
+    out = dumps(transcript.with_messages([transcript.messages[0], transcript.messages[3]]))
     assert out == lines(ANTHROPIC)[0] + b"\n" + lines(ANTHROPIC)[-1]
 
 
 def test_an_added_message_goes_on_a_line_of_its_own_before_the_final_newline():
-    transcript = load(OPENAI, "chat.jsonl")
-    out = dump(transcript.with_messages([*transcript.messages, Message("user", (Text("Thanks."),))]))
+    transcript = loads(OPENAI, "chat.jsonl")
+    out = dumps(transcript.with_messages([*transcript.messages, Message("user", (Text("Thanks."),))]))
     assert out == OPENAI + b'{"role":"user","content":"Thanks."}\n'
-    assert [m.role for m in load(out, "chat.jsonl").messages] == ["user", "assistant", "tool", "user"]
+    assert [m.role for m in loads(out, "chat.jsonl").messages] == ["user", "assistant", "tool", "user"]
 
 
 # --- errors name the line -------------------------------------------------------------------------
@@ -145,5 +145,5 @@ def test_an_added_message_goes_on_a_line_of_its_own_before_the_final_newline():
 ], ids=["openai-content", "anthropic-block"])
 def test_a_wrong_shape_names_the_file_line_message_and_path(data, error):
     with pytest.raises(ShapeError) as raised:
-        load(data, "chat.jsonl")
+        loads(data, "chat.jsonl")
     assert str(raised.value) == error

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from transcompact import check, dialects, dump, load, repair
+from transcompact import check, dialects, dumps, loads, repair
 from transcompact.check import errors
 from transcompact.cli import cli
 from transcompact.errors import InputError
@@ -70,7 +70,7 @@ def test_repair_output_passes_check_as_read_back(tmp_path, monkeypatch):
     assert repaired.exit_code == 0, repaired.stderr
     assert Path("out.json").read_bytes() == b'[{"role":"user","content":"hi"},{"role":"assistant","content":[]}]'
     assert run("check", "out.json").exit_code == 0
-    assert load(Path("out.json").read_bytes()).dialect == "anthropic"
+    assert loads(Path("out.json").read_bytes()).dialect == "anthropic"
 
 
 @pytest.mark.parametrize("request_fields", [
@@ -83,7 +83,7 @@ def test_a_compacted_request_reads_back_in_the_dialect_its_parameters_name(reque
     Path("in.json").write_bytes(request_body(**request_fields))
     compacted = run("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", "5", "-o", "out.json", "in.json")
     assert compacted.exit_code == 0, compacted.stderr
-    out = load(Path("out.json").read_bytes())
+    out = loads(Path("out.json").read_bytes())
     assert (out.format, out.dialect) == ("anthropic", "anthropic")
     assert [m.role for m in out.messages] == ["user", "assistant", "user"] and not out.messages[0].tool_results
     assert run("check", "out.json").exit_code == 0
@@ -101,25 +101,25 @@ def test_a_compacted_request_reads_back_in_the_dialect_its_parameters_name(reque
 def test_a_plain_conversation_is_read_in_the_dialect_that_accepts_it(document, dialect):
     """What neither dialect's own blocks decide: the request's parameters, else the rules that accept it."""
     data = orjson.dumps(document)
-    transcript = load(data)
+    transcript = loads(data)
     assert transcript.dialect == dialect
-    other = load(data, format="openai" if dialect == "anthropic" else "anthropic")
+    other = loads(data, format="openai" if dialect == "anthropic" else "anthropic")
     assert len(errors(check(transcript))) <= len(errors(check(other)))
 
 
 def test_the_post_condition_judges_the_bytes_written():
-    from transcompact.cli import postcondition
+    from transcompact.postcondition import verified
     from transcompact.errors import PostConditionError
 
-    before = load(request_body(model="m", system="s"))
+    before = loads(request_body(model="m", system="s"))
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call
     with pytest.raises(PostConditionError, match="prune would add A1 at message 1"):
-        postcondition("in.json", before, broken, dump(broken), command="prune")
+        verified(before, broken, dumps(broken), operation="prune")
     with pytest.raises(PostConditionError, match="prune would write output that reads back as other messages"):
-        postcondition("in.json", before, before, dump(broken), command="prune")
+        verified(before, before, dumps(broken), operation="prune")
     with pytest.raises(PostConditionError, match="prune would write output that does not read back as anthropic"):
-        postcondition("in.json", before, before, b'{"messages": [1]}', command="prune")
-    assert postcondition("in.json", before, before, dump(before), command="prune").messages == before.messages
+        verified(before, before, b'{"messages": [1]}', operation="prune")
+    assert verified(before, before, dumps(before), operation="prune").messages == before.messages
 
 
 # --- hostile values ------------------------------------------------------------------------------
@@ -456,7 +456,7 @@ def run(*args: str, stdin: bytes | None = None):
 def read(data: bytes):
     """The transcript, or None when transcompact refuses the bytes (an input error)."""
     try:
-        return load(data, "t")
+        return loads(data, "t")
     except InputError:
         return None
 
@@ -484,7 +484,7 @@ def same_reading(output: bytes, transcript, command: str) -> None:
     assert not dialects.anthropic.signals(raw) and not dialects.openai.signals(raw), (command, output[:500])
     if valid(reload(output, transcript)):  # an invalid one may read back valid: the bytes cannot say which it was
         assert valid(again), (command, output[:500])
-    assert dump(again) == output
+    assert dumps(again) == output
 
 
 def exercise(data: bytes) -> None:

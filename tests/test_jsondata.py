@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from transcompact.cli import cli
 from transcompact.errors import ExitCode, ParseError
-from transcompact.formats import dump, load
+from transcompact.formats import dumps, loads
 from transcompact.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
 
 from .test_archive import claude_log
@@ -83,16 +83,16 @@ def test_a_byte_order_mark_is_kept(name, data):
     assert run("repair", "-q", name).stdout_bytes == BOM + data  # nothing to repair: the same bytes
     pruned = run(*PRUNE_ALL, name).stdout_bytes
     assert pruned.startswith(BOM) and not pruned[3:].startswith(BOM)
-    assert load(pruned, name).format == load(data, name).format
+    assert loads(pruned, name).format == loads(data, name).format
 
 
 def test_a_byte_order_mark_before_a_rewritten_first_line_is_kept():
     messages = request()["messages"]
     lines = [orjson.dumps(m) for m in [messages[1], messages[2], *messages[1:]]]  # the first line is a result
     data = BOM + b"\n".join(lines)
-    transcript = load(data, "chat.jsonl")
+    transcript = loads(data, "chat.jsonl")
     emptied = transcript.with_messages([transcript.messages[0].with_blocks(()), *transcript.messages[1:]])
-    out = dump(emptied)
+    out = dumps(emptied)
     assert out.startswith(BOM + b'{"role":"assistant","content":[]}')
 
 
@@ -129,7 +129,7 @@ def test_nesting_too_deep_in_a_jsonl_line_names_the_line():
     lines = [orjson.dumps(m) for m in request()["messages"]]
     lines[3] = b'{"role":"assistant","content":"Read.","x":' + b"[" * 300 + b"]" * 300 + b"}"
     with pytest.raises(ParseError) as raised:
-        load(b"\n".join(lines), "chat.jsonl")
+        loads(b"\n".join(lines), "chat.jsonl")
     assert str(raised.value) == f"chat.jsonl:4:{43 + MAX_DEPTH - 1}: JSON nested deeper than {MAX_DEPTH} levels, which transcompact cannot write back"
 
 

@@ -9,8 +9,9 @@ import transcompact
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 DOCUMENTED = ["Cut", "CompactOptions", "CompactReport", "Estimate", "EstimateOptions", "ExitCode", "Fix", "Message",
-              "PruneOptions", "PruneReport", "Summary", "SummaryOptions", "Transcript", "TranscompactError", "Violation",
-              "check", "compact", "dump", "estimate", "expand", "find_cut_point", "load", "prune", "repair", "summarize"]
+              "PruneOptions", "PruneReport", "RepairReport", "Summary", "SummaryOptions", "Transcript", "TranscompactError",
+              "Violation", "check", "compact", "dump", "dumps", "estimate", "expand", "find_cut_point", "load", "loads",
+              "prune", "repair", "summarize"]
 
 
 def test_every_operation_is_importable_from_the_package():
@@ -25,3 +26,18 @@ def test_the_readme_library_example_runs(monkeypatch, tmp_path):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     monkeypatch.chdir(Path(__file__).resolve().parent.parent)
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_load_and_dump_take_files_loads_and_dumps_bytes(tmp_path):
+    data = (README.parent / "fixtures/anthropic/tool-loop.json").read_bytes()
+    transcript = transcompact.load(README.parent / "fixtures/anthropic/tool-loop.json")
+    assert transcript == transcompact.loads(data) and transcompact.dumps(transcript) == data
+    transcompact.dump(transcript, tmp_path / "out.json")
+    assert (tmp_path / "out.json").read_bytes() == data
+
+
+def test_every_rewrite_returns_the_transcript_and_a_report():
+    transcript = transcompact.load(README.parent / "fixtures/anthropic/long-session.json")
+    for operation in (transcompact.prune, transcompact.repair, transcompact.compact):
+        rewritten, report = operation(transcript)
+        assert isinstance(rewritten, transcompact.Transcript) and isinstance(report.as_dict(), dict), operation

@@ -6,7 +6,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcompact import check, dump, load, repair
+from transcompact import check, dumps, loads, repair
 from transcompact.check import errors
 from transcompact.model import ToolResult
 
@@ -17,7 +17,7 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 def _loads(data: bytes):
     try:
-        return load(data, "generated")
+        return loads(data, "generated")
     except Exception as error:  # an empty conversation is not a transcript: that is an input error
         assert type(error).__name__ in ("UnknownFormat", "ParseError"), error
         return None
@@ -30,8 +30,8 @@ def test_round_trip_is_lossless(generated):
     transcript = _loads(data)
     if transcript is None:
         return
-    assert dump(transcript) == data
-    rewritten = dump(transcript)
+    assert dumps(transcript) == data
+    rewritten = dumps(transcript)
     if transcript.format in ("anthropic", "openai"):
         assert orjson.loads(rewritten) == orjson.loads(data)
     else:
@@ -45,15 +45,15 @@ def test_repair_output_passes_check(generated):
     transcript = _loads(data)
     if transcript is None:
         return
-    repaired, fixes = repair(transcript)
-    written = dump(repaired)
+    repaired, report = repair(transcript)
+    written = dumps(repaired)
     if not repaired.messages and transcript.format != "anthropic" and transcript.format != "openai":
         return  # nothing but orphans: an empty JSON Lines file is not a transcript to read again
-    again = load(written, "repaired")
+    again = loads(written, "repaired")
     remaining = [v for v in errors(check(again)) if v.rule != "A7"]  # a transcript may start with an assistant turn
     assert remaining == []
     if not errors(check(transcript)):
-        assert fixes == [] and written == data
+        assert report.fixes == () and written == data
 
 
 @SETTINGS
@@ -73,6 +73,6 @@ def test_an_edited_tool_result_is_written_back_and_nothing_else_changes(generate
                                          raw=message.blocks[j].raw, line=message.blocks[j].line)
     blocks = message.blocks[:j] + (edited,) + message.blocks[j + 1:]
     changed = transcript.with_messages(transcript.messages[:i] + (message.with_blocks(blocks),) + transcript.messages[i + 1:])
-    reread = load(dump(changed), "edited")
+    reread = loads(dumps(changed), "edited")
     assert [m.blocks for m in reread.messages] == [m.blocks for m in changed.messages]
     assert errors(check(reread)) == errors(check(transcript))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from transcompact.check import check, errors
 from transcompact.cli import cli
-from transcompact.formats import dump, load
+from transcompact.formats import dumps, loads
 from transcompact.model import Text, Thinking, ToolCall, ToolResult
 from transcompact.prune import PLACEHOLDER, PruneOptions, prune
 
@@ -53,7 +53,7 @@ def text_of(result: ToolResult) -> str:
 
 
 def test_the_spec_algorithm_with_its_defaults():
-    transcript = load(session(), "s.json")
+    transcript = loads(session(), "s.json")
     pruned, report = prune(transcript)
     texts = [text_of(r) for r in results(pruned)]
     # 10 tool-result messages: the first 4 are older than the last 6 (cleared), the last 2 are protected,
@@ -68,19 +68,19 @@ def test_the_spec_algorithm_with_its_defaults():
     assert (report.cleared, report.soft_trimmed, report.protected) == (4, 4, 2)
     assert report.tokens_after < report.tokens_before
     # is_error and every other field stay; the user's note beside the results is untouched.
-    wire = orjson.loads(dump(pruned))["messages"]
+    wire = orjson.loads(dumps(pruned))["messages"]
     assert wire[4]["content"][0]["is_error"] is True and wire[4]["content"][0]["content"] == PLACEHOLDER
     assert [m["content"][1] for m in wire[2:-2:2]] == [m["content"][1] for m in json.loads(session())["messages"][2:-2:2]]
 
 
 def test_soft_trim_keeps_the_real_numbers():
-    pruned, _ = prune(load(session(rounds=3, size=9000), "s.json"), PruneOptions(keep_last=0, head=100, tail=50))
+    pruned, _ = prune(loads(session(rounds=3, size=9000), "s.json"), PruneOptions(keep_last=0, head=100, tail=50))
     assert "\n\n--- trimmed (kept 100 head + 50 tail of 9000 chars) ---\n\n" in text_of(results(pruned)[0])
     assert len(text_of(results(pruned)[0])) == 100 + 50 + len("\n\n--- trimmed (kept 100 head + 50 tail of 9000 chars) ---\n\n")
 
 
 def test_openai_tool_runs_count_as_one_tool_result_message():
-    transcript = load(session(rounds=8, dialect="openai"), "s.json")
+    transcript = loads(session(rounds=8, dialect="openai"), "s.json")
     pruned, report = prune(transcript)
     texts = [text_of(r) for r in results(pruned)]
     # 8 runs of 2 tool messages: runs 0-1 cleared, runs 2-5 trimmed, runs 6-7 protected.
@@ -91,10 +91,10 @@ def test_openai_tool_runs_count_as_one_tool_result_message():
 
 def test_images_and_excluded_tools_are_left_alone():
     data = (FIXTURES / "anthropic/every-block.json").read_bytes()
-    pruned, report = prune(load(data, "x.json"), PruneOptions(keep_last=0, hard_clear_after=0))
+    pruned, report = prune(loads(data, "x.json"), PruneOptions(keep_last=0, hard_clear_after=0))
     assert report.untouched_media == 1  # the screenshot result holds an image
-    assert dump(pruned) != data  # the other result was cleared
-    transcript = load(session(), "s.json")
+    assert dumps(pruned) != data  # the other result was cleared
+    transcript = loads(session(), "s.json")
     pruned, report = prune(transcript, PruneOptions(exclude_tools=frozenset({"read"})))
     read_ids = {b.id for m in transcript.messages for b in m.blocks if isinstance(b, ToolCall) and b.name == "read"}
     assert all(r == o for r, o in zip(results(pruned), results(transcript)) if r.tool_call_id in read_ids)
@@ -102,12 +102,12 @@ def test_images_and_excluded_tools_are_left_alone():
 
 
 def test_a_result_shorter_than_the_placeholder_is_not_cleared():
-    pruned, report = prune(load(session(rounds=9, size=20), "s.json"))
-    assert report.cleared == 0 and pruned == load(session(rounds=9, size=20), "s.json")
+    pruned, report = prune(loads(session(rounds=9, size=20), "s.json"))
+    assert report.cleared == 0 and pruned == loads(session(rounds=9, size=20), "s.json")
 
 
 def test_clear_tool_inputs_and_clear_thinking():
-    transcript = load(session(), "s.json")
+    transcript = loads(session(), "s.json")
     pruned, report = prune(transcript, PruneOptions(clear_tool_inputs=True))
     calls = [b for m in pruned.messages for b in m.blocks if isinstance(b, ToolCall)]
     assert [c.input for c in calls[:4]] == [{}] * 4 and calls[4].input == {"n": 4}
@@ -120,7 +120,7 @@ def test_clear_tool_inputs_and_clear_thinking():
             m["content"].insert(0, {"type": "thinking", "thinking": "hmm", "signature": "sig"})
     messages += [{"role": "assistant", "content": [{"type": "thinking", "thinking": "now", "signature": "s"},
                                                    {"type": "text", "text": "ok"}]}, {"role": "user", "content": "go on"}]
-    thinking = load(json.dumps({"messages": messages}).encode(), "t.json")
+    thinking = loads(json.dumps({"messages": messages}).encode(), "t.json")
     pruned, report = prune(thinking, PruneOptions(clear_thinking=True))
     assert report.thinking_removed == 3
     assert [any(isinstance(b, Thinking) for b in m.blocks) for m in pruned.messages if m.role == "assistant"] == [
@@ -179,17 +179,17 @@ def untouched(before, after, options):
 
 
 def properties(data: bytes, name: str, options: PruneOptions) -> None:
-    transcript = load(data, name)
+    transcript = loads(data, name)
     pruned, _ = prune(transcript, options)
-    out = dump(pruned)
-    again = load(out, name)
+    out = dumps(pruned)
+    again = loads(out, name)
     twice, _ = prune(again, options)
-    assert dump(twice) == out  # pruning twice is pruning once
+    assert dumps(twice) == out  # pruning twice is pruning once
     if not errors(check(transcript)):
         assert not errors(check(again))
     untouched(transcript, again, options)
     never = PruneOptions(soft_trim_chars=10**9, hard_clear_after=10**9)
-    assert dump(prune(transcript, never)[0]) == data
+    assert dumps(prune(transcript, never)[0]) == data
 
 
 @SETTINGS
@@ -206,15 +206,15 @@ def test_properties_on_the_corpus(path):
 
 
 def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
-    from transcompact.cli import postcondition
+    from transcompact.postcondition import verified
     from transcompact.errors import PostConditionError
 
-    before = load(session(rounds=2), "s.json")
+    before = loads(session(rounds=2), "s.json")
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call
     with pytest.raises(PostConditionError, match="prune would add A1 at message 1") as raised:
-        postcondition("s.json", before, broken, dump(broken), command="prune")
+        verified(before, broken, dumps(broken), operation="prune")
     assert raised.value.exit_code == 5
-    postcondition("s.json", broken, broken, dump(broken), command="prune")  # an error the input had already is not the rewrite's
+    verified(broken, broken, dumps(broken), operation="prune")  # an error the input had already is not the rewrite's
 
 
 def test_several_inputs_need_in_place_or_an_output_dir(tmp_path):

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcompact import dump, load, repair
+from transcompact import dumps, loads, repair
 from transcompact.check import check, errors
 from transcompact.cli import cli
 from transcompact.model import Transcript
@@ -42,9 +42,9 @@ ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 def fixed(transcript: Transcript) -> tuple[list[tuple[str, int | None, str]], Transcript]:
     """(rule, message index, text) of each fix, and the repaired transcript as written and read back."""
-    repaired, fixes = repair(transcript)
-    written = dump(repaired)
-    return [(f.rule, f.index, f.text) for f in fixes], load(written, transcript.name, format=transcript.format)
+    repaired, report = repair(transcript)
+    written = dumps(repaired)
+    return [(f.rule, f.index, f.text) for f in report.fixes], loads(written, transcript.name, format=transcript.format)
 
 
 def ids_of(transcript: Transcript) -> list[tuple[str, str]]:
@@ -96,7 +96,7 @@ def test_a_reused_server_tool_id_is_renamed_with_its_result_in_the_same_message(
     transcript = anthropic(user("go"), assistant([call, found, text("one")]), user("again"), assistant([call, found, text("two")]), user("ok"))
     fixes, out = fixed(transcript)
     assert [rule for rule, _, _ in fixes] == ["A6"]
-    assert json.loads(dump(out))["messages"][3]["content"][:2] == [{**call, "id": "srvtoolu_1_2"}, {**found, "tool_use_id": "srvtoolu_1_2"}]
+    assert json.loads(dumps(out))["messages"][3]["content"][:2] == [{**call, "id": "srvtoolu_1_2"}, {**found, "tool_use_id": "srvtoolu_1_2"}]
     assert check(out) == []
 
 
@@ -110,7 +110,7 @@ def test_openai_calls_with_one_id_in_a_message_are_told_apart_with_their_tool_me
         {"role": "tool", "tool_call_id": "call_1", "content": "c"},
     )
     fixes, out = fixed(transcript)
-    written = json.loads(dump(out))
+    written = json.loads(dumps(out))
     assert [c["id"] for c in written[1]["tool_calls"]] == ["call_1", "call_1_2"]
     assert [m.get("tool_call_id") for m in written[2:]] == ["call_1", "call_1_2", None, "call_1"]
     assert [rule for rule, _, _ in fixes] == ["O1"]
@@ -123,9 +123,9 @@ def test_claude_code_log_lines_carry_the_new_ids():
         log_assistant([tool_use("toolu_1")], "msg_1"), log_user([tool_result("toolu_1")]),
         log_assistant([tool_use("toolu_1")], "msg_2"), log_user([tool_result("toolu_1")]),
     )
-    repaired, fixes = repair(log)
-    lines = [json.loads(line) for line in dump(repaired).splitlines()]
-    assert [(f.rule, f.line) for f in fixes] == [("A6", 4)]
+    repaired, report = repair(log)
+    lines = [json.loads(line) for line in dumps(repaired).splitlines()]
+    assert [(f.rule, f.line) for f in report.fixes] == [("A6", 4)]
     assert [line["message"]["content"][0].get("id") or line["message"]["content"][0].get("tool_use_id")
             for line in lines[1:]] == ["toolu_1", "toolu_1", "toolu_1_2", "toolu_1_2"]
     assert [line["uuid"] for line in lines] == [f"00000000-0000-4000-8000-{n:012d}" for n in range(1, 6)]  # nothing else changed
@@ -204,7 +204,7 @@ def test_what_cannot_be_repaired_is_reported_on_the_line_check_then_names():
         log_user("go"), log_assistant([text("ok")], "msg_1"), log_user([tool_result("toolu_gone")]), log_user("and?"),
         log_assistant([thinking(signature=None), text("ok")], "msg_2"), log_user("bye"),
     )
-    data = dump(log)
+    data = dumps(log)
     result = run("repair", "-", input=data)
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
@@ -263,7 +263,7 @@ def unanswered_log(calls: int) -> Transcript:
         lines.append({"parentUuid": parent, "isSidechain": False, "sessionId": SESSION, "type": message["role"],
                       "message": message, "uuid": uid, "timestamp": stamp})
         parent = uid
-    return load(encode_lines(lines), f"{SESSION}.jsonl")
+    return loads(encode_lines(lines), f"{SESSION}.jsonl")
 
 
 def parallel_calls(calls: int) -> Transcript:
@@ -293,7 +293,7 @@ def test_repair_that_would_add_an_error_writes_nothing(monkeypatch, tmp_path):
     module = importlib.import_module("transcompact.repair")
     monkeypatch.setattr(module, "repair", lambda t: (t.with_messages(t.messages[1:]), []))
     target = tmp_path / "out.json"
-    result = run("repair", "--format", "anthropic", "-o", str(target), "-", input=dump(anthropic(user("go"), assistant("ok"), user("more"))))
+    result = run("repair", "--format", "anthropic", "-o", str(target), "-", input=dumps(anthropic(user("go"), assistant("ok"), user("more"))))
     assert result.exit_code == 5
     assert result.stderr.splitlines()[0] == ("transcompact: error: <stdin>: repair would add A7 at message 0: "
                                              "the first message is assistant, not user; nothing written")

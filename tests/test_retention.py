@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from transcompact.estimate import Options, TokenCounter
-from transcompact.formats import load
+from transcompact.formats import loads
 
 from .conftest import supported_corpus_files
 from .retention import KINDS, Score, measure
@@ -18,7 +18,7 @@ def long_logs() -> list:
     found = []
     for param in supported_corpus_files():
         path = param.values[0]
-        transcript = load(path.read_bytes(), str(path))
+        transcript = loads(path.read_bytes(), str(path))
         if TokenCounter(transcript, Options(count="content")).tokens(transcript) >= LONG_LOG_TOKENS:
             found.append(path)
     return found

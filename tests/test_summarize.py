@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact.cli import cli
-from transcompact.formats import load
+from transcompact.formats import loads
 from transcompact.providers.openai import NO_KEY
 from transcompact.summarize import (
     CHECKPOINT_SYSTEM_PROMPT,
@@ -246,7 +246,7 @@ def test_chunks_keep_order_and_cut_what_is_too_big():
 
 
 def test_coverage_counts_paths_and_error_lines():
-    transcript = load(json.dumps({"messages": [
+    transcript = loads(json.dumps({"messages": [
         {"role": "user", "content": "Fix src/app/main.py please"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "run", "input": {"cmd": "pytest tests/test_main.py"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": True,
@@ -275,7 +275,7 @@ def test_progress_counts_the_chunks(api, monkeypatch):
     from transcompact.summarize import SummaryOptions, summarize
 
     seen = []
-    transcript = load(session(rounds=20, size=6000), "s.json")
+    transcript = loads(session(rounds=20, size=6000), "s.json")
     summarizer = provider(resolve("anthropic", key="sk-test-loopback", base_url=api.url, environ={}))
     try:
         result = summarize(transcript, summarizer, SummaryOptions(everything=True, input_tokens=5000),

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from transcompact.cli import cli
 from transcompact.estimate import Options, estimate
-from transcompact.formats import load
+from transcompact.formats import loads
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
 from .loopback import Loopback, count_tokens_of
@@ -55,14 +55,14 @@ def tiktoken_encodings(tmp_path_factory):
 @pytest.mark.parametrize("tokenizer", ["o200k", "cl100k"])
 @pytest.mark.parametrize("path", fixture_files())
 def test_tokenizer_equals_tiktokens_count_of_the_same_text(path, tokenizer, tiktoken_encodings):
-    transcript = load(path.read_bytes(), str(path))
+    transcript = loads(path.read_bytes(), str(path))
     encode = tiktoken_encodings[tokenizer].encode_ordinary
     assert estimate(transcript, Options(tokenizer=tokenizer, count="content")).tokens == formula(transcript, count=lambda t: len(encode(t)))
 
 
 @pytest.mark.parametrize("path", supported_corpus_files())
 def test_o200k_on_the_corpus_equals_tiktoken(path, tiktoken_encodings):
-    transcript = load(path.read_bytes(), str(path))
+    transcript = loads(path.read_bytes(), str(path))
     encode = tiktoken_encodings["o200k"].encode_ordinary
     report = estimate(transcript, Options(tokenizer="o200k", count="content"))
     assert report.tokens == formula(transcript, count=lambda t: len(encode(t)))
@@ -70,7 +70,7 @@ def test_o200k_on_the_corpus_equals_tiktoken(path, tiktoken_encodings):
 
 
 def test_special_tokens_in_text_are_counted_as_text(tiktoken_encodings):
-    report = estimate(load((FIXTURES / "anthropic/every-block.json").read_bytes()), Options(tokenizer="o200k"))
+    report = estimate(loads((FIXTURES / "anthropic/every-block.json").read_bytes()), Options(tokenizer="o200k"))
     assert report.tokens > 0  # the fixture holds "<|endoftext|>", which tiktoken's encode() would refuse
     assert len(tiktoken_encodings["o200k"].encode_ordinary("<|endoftext|>")) > 1
 

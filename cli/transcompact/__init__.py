@@ -1,8 +1,9 @@
 """transcompact: keep long LLM conversations inside their context window.
 
-The library: `load` a transcript from bytes (any format), run operations over the one
-in-memory model (`estimate`, `prune`, `find_cut_point`, `summarize`, `compact`, `check`,
-`repair`; `expand` works on the bytes prune wrote), `dump` it back in the shape it was read in.
+The library: `load` a transcript from a file or `loads` it from bytes (any format), run
+operations over the one in-memory model (`estimate`, `prune`, `find_cut_point`, `summarize`,
+`compact`, `check`, `repair`; `expand` works on the bytes prune wrote), `dump` it to a file
+or `dumps` it to bytes, in the shape it was read in.
 
 The names below are imported on first use, so that `transcompact --help` and every command
 that needs only part of the library start fast (a shell pipeline pays the start-up each call).
@@ -20,11 +21,14 @@ _EXPORTS = {
     "Message": ("model", "Message"),
     "Transcript": ("model", "Transcript"),
     "load": ("formats", "load"),
+    "loads": ("formats", "loads"),
     "dump": ("formats", "dump"),
+    "dumps": ("formats", "dumps"),
     "check": ("check", "check"),
     "Violation": ("check", "Violation"),
     "repair": ("repair", "repair"),
     "Fix": ("repair", "Fix"),
+    "RepairReport": ("repair", "RepairReport"),
     "estimate": ("estimate", "estimate"),
     "Estimate": ("estimate", "Estimate"),
     "EstimateOptions": ("estimate", "Options"),

@@ -81,6 +81,7 @@ class CompactReport:
     fallback_reason: str | None = None
     notes: tuple[str, ...] = field(default=())
     counted_by: str = ""  # how both counts were made (the input's scale)
+    window_messages: int = 0  # the messages kept verbatim at the end of the output
 
     def line(self) -> str:
         if self.strategy == "none":
@@ -95,7 +96,7 @@ class CompactReport:
             "messages_before": self.messages_before, "messages_after": self.messages_after, "cut": self.cut,
             "split_turn": self.split_turn, "pruned": self.pruned.as_dict() if self.pruned else None,
             "summary_chars": self.summary_chars, "fallback_reason": self.fallback_reason, "notes": list(self.notes),
-            "counted_by": self.counted_by,
+            "counted_by": self.counted_by, "window_messages": self.window_messages,
         }
 
 
@@ -254,13 +255,19 @@ def target(options: CompactOptions) -> int:
 
 def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
             provider: Callable[[], Provider] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> tuple[Rebuilt | None, CompactReport]:
-    """Compact a transcript; (None, report) when it is left as it is (under the threshold and not
-    forced, or nothing to gain).
+            progress: Callable[[int, int], None] | None = None) -> tuple[Transcript, CompactReport]:
+    """The compacted transcript and what was done; `transcript` itself, with strategy `none`,
+    when it is left as it is (under the threshold and not forced, or nothing to gain).
 
     `provider` makes the summarizer (called only when a summary is needed). Without one, or when
     the summary fails, the emergency mode is used (unless `options.fallback` is off).
     """
+    rebuilt, report = _compact(transcript, options, provider, progress)
+    return (transcript if rebuilt is None else rebuilt.transcript), report
+
+
+def _compact(transcript: Transcript, options: CompactOptions, provider: Callable[[], Provider] | None,
+             progress: Callable[[int, int], None] | None) -> tuple[Rebuilt | None, CompactReport]:
     counter = TokenCounter(transcript, options.counting)  # fitted once: every count below is on the input's scale
     before = counter.reported(transcript)
     count = len(transcript.messages)
@@ -443,5 +450,5 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     return rebuilt, CompactReport(
         strategy, before, counter.reported(rebuilt.transcript), count, len(rebuilt.transcript.messages),
         cut.index if cut else None, bool(cut and cut.split_turn), prune_report,
-        len(rebuilt.summary), reason, notes, counter.method)
+        len(rebuilt.summary), reason, notes, counter.method, len(rebuilt.recent))
 

@@ -43,9 +43,20 @@ class Fix:
     index: int | None = None
     line: int | None = None
 
+    def as_dict(self) -> dict:
+        return {"rule": self.rule, "text": self.text, "index": self.index, "line": self.line}
 
-def repair(transcript: Transcript) -> tuple[Transcript, list[Fix]]:
-    """The repaired transcript and the fixes made, in order."""
+
+@dataclass(frozen=True)
+class RepairReport:
+    fixes: tuple[Fix, ...] = ()  # in the order they were made
+
+    def as_dict(self) -> dict:
+        return {"fixes": [fix.as_dict() for fix in self.fixes]}
+
+
+def repair(transcript: Transcript) -> tuple[Transcript, RepairReport]:
+    """The repaired transcript and the fixes made."""
     fixes: list[Fix] = []
     for _ in range(MAX_ROUNDS):
         failing = {v.rule for v in errors(check(transcript))}
@@ -57,7 +68,7 @@ def repair(transcript: Transcript) -> tuple[Transcript, list[Fix]]:
                     break  # check again before the next kind of fix
         if len(fixes) == before:
             break
-    return transcript, fixes
+    return transcript, RepairReport(tuple(fixes))
 
 
 class _Step:

@@ -21,7 +21,6 @@ from ..cli import (
     prune_options_from,
     provider_options,
     count_option,
-    postcondition,
     summary_options,
     progress_printer,
 )
@@ -69,7 +68,8 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
     """
     from ..compact import NEAR_THE_WINDOW, CompactOptions, compact as run_compact
     from ..estimate import Options
-    from ..formats import dump
+    from ..formats import dumps
+    from ..postcondition import verified
     from ..providers import provider as make_provider, resolve
     from ..render import report_json, write_report
     from ..summarize import SummaryOptions
@@ -87,14 +87,15 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
     summarizer_settings = resolve(provider, model=model, base_url=base_url, environ=os.environ)
     reports = []
     for path, data, transcript in load_inputs(files, format_, messages_path):
-        rebuilt, report = run_compact(
+        compacted, report = run_compact(
             transcript, options, lambda: make_provider(summarizer_settings, timeout=timeout, retries=retries),
             progress=progress_printer(quiet))
-        written = data if rebuilt is None else dump(rebuilt.transcript)
-        if rebuilt is not None:  # judged on the bytes a reader will find
-            postcondition(path, transcript, rebuilt.transcript, written, command="compact", messages_path=messages_path,
+        unchanged = report.strategy == "none"
+        written = data if unchanged else dumps(compacted)
+        if not unchanged:  # judged on the bytes a reader will find
+            verified(transcript, compacted, written, operation="compact", messages_path=messages_path,
                           same_messages=False)
-        if not (in_place and rebuilt is None):  # a file left as it is is not rewritten
+        if not (in_place and unchanged):  # a file left as it is is not rewritten
             emit(path, written, output=output, in_place=in_place, output_dir=output_dir)
         reports.append((display_name(path), report.as_dict()))
         if not quiet:

@@ -11,7 +11,6 @@ from ..cli import (
     check_output_flags,
     emit,
     display_name,
-    postcondition,
     prune_options,
     prune_options_from,
 )
@@ -39,7 +38,8 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
     transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
     """
     from ..archive import add as add_to_archive, records as archive_records
-    from ..formats import dump, hook
+    from ..formats import dumps, hook
+    from ..postcondition import verified
     from ..prune import prune as run_prune
     from ..render import report_json, write_report
 
@@ -50,8 +50,8 @@ def prune(files, format_, messages_path, output, in_place, output_dir, prune_ui_
         pruned, report = run_prune(transcript, options)
         if prune_ui_copy and (replace_ui_copies := hook(pruned, "replace_ui_copies")) is not None:
             pruned = replace_ui_copies(pruned)
-        output_bytes = dump(pruned)
-        postcondition(path, transcript, pruned, output_bytes, command="prune", messages_path=messages_path)
+        output_bytes = dumps(pruned)
+        verified(transcript, pruned, output_bytes, operation="prune", messages_path=messages_path)
         if archive is not None:  # before the output: a rewritten file never lacks its originals
             torn = add_to_archive(archive, archive_records(data, output_bytes, transcript))
             if torn is not None:

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ..cli import input_options, output_options, load_inputs, check_output_flags, emit, where, display_name, postcondition
+from ..cli import input_options, output_options, load_inputs, check_output_flags, emit, where, display_name
 from ..errors import ExitCode
 
 
@@ -27,20 +27,21 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
     from ..check import check as run_check, errors
-    from ..formats import dump
+    from ..formats import dumps
+    from ..postcondition import verified
     from ..repair import repair as run_repair
 
     check_output_flags(files, output, in_place, output_dir)
     remaining = False
     for path, data, transcript in load_inputs(files, format_, messages_path):
-        repaired, fixes = run_repair(transcript)
-        written = dump(repaired)
+        repaired, report = run_repair(transcript)
+        written = dumps(repaired)
         # What is left is what `check` says of the output as written (its lines, its indices).
-        as_written = postcondition(path, transcript, repaired, written, command="repair", messages_path=messages_path,
+        as_written = verified(transcript, repaired, written, operation="repair", messages_path=messages_path,
                                    same_messages=False)
         left = errors(run_check(as_written))
         if not quiet:
-            for fix in fixes:
+            for fix in report.fixes:
                 click.echo(f"{display_name(path)}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}", err=True)
         for v in left:
             click.echo(f"{display_name(path)}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}", err=True)

@@ -17,6 +17,7 @@ which format it has:
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from ..errors import Location, UnknownFormat, UsageError, option
@@ -52,7 +53,7 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
     )
 
 
-def load(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
+def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given."""
     parsed = parse(data, name)
     if format is None:
@@ -69,7 +70,7 @@ def load(data: bytes, name: str = "<stdin>", *, format: str | None = None, messa
 
 
 def reload(data: bytes, written: Transcript, messages_path: str | None = None) -> Transcript:
-    """Read the bytes `dump(written)` gave as what they were written in: its format and its dialect.
+    """Read the bytes `dumps(written)` gave as what they were written in: its format and its dialect.
 
     The post-condition of a rewrite judges the output as it will be read, not the object in
     memory; naming the dialect keeps a JSON Lines file that no longer shows its dialect (a plain
@@ -94,9 +95,25 @@ def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool
     return anthropic.detect(parsed, messages_path) or openai.detect(parsed, messages_path)
 
 
-def dump(transcript: Transcript) -> bytes:
+def dumps(transcript: Transcript) -> bytes:
     """Write a transcript back in the format it was read from, as it was read where unchanged."""
     return BY_NAME[transcript.format].write(transcript)
+
+
+def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None) -> Transcript:
+    """Read a transcript from a file (`-`: standard input)."""
+    from ..files import read_input
+
+    name, data = read_input(os.fspath(path))
+    return loads(data, name, format=format, messages_path=messages_path)
+
+
+def dump(transcript: Transcript, path: str | os.PathLike) -> None:
+    """Write a transcript to a file, atomically (`-`: standard output)."""
+    from ..files import STDIN, write_file, write_stdout
+
+    data = dumps(transcript)
+    write_stdout(data) if os.fspath(path) == STDIN else write_file(path, data)
 
 
 def _hint(parsed: Parsed) -> str | None:
