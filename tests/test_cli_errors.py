@@ -17,7 +17,7 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import TRACEBACK_ENV, cli
+from transcompact.cli import cli
 from transcompact.errors import ExitCode, InputError, TranscompactError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,13 +52,7 @@ ENDS_ON_ASSISTANT = {
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch, tmp_path):
-    """Run in tmp_path (short relative names in messages); never leak TRANSCOMPACT_TRACEBACK.
-
-    `--traceback` sets the variable in os.environ; setenv first so that monkeypatch removes it
-    again at teardown even when it was not set before the test (delenv alone records nothing then).
-    """
-    monkeypatch.setenv(TRACEBACK_ENV, "")
-    monkeypatch.delenv(TRACEBACK_ENV, raising=False)
+    """Run in tmp_path (short relative names in messages)."""
     monkeypatch.chdir(tmp_path)
 
 
@@ -482,9 +476,9 @@ def test_traceback_flag_reraises_the_input_error():
     assert "transcompact: error:" not in result.stderr  # re-raised, not rendered as one line
 
 
-def test_without_traceback_flag_the_variable_is_not_left_set():
-    # Guards the fixture: the variable set by --traceback in another test must not leak here.
-    assert not os.environ.get(TRACEBACK_ENV)
+def test_traceback_is_asked_for_each_run_not_remembered():
+    assert isinstance(CliRunner().invoke(cli, ["check", "--traceback", "missing.json"]).exception, InputError)
+    assert not any(key.endswith("TRACEBACK") for key in os.environ)  # it travels with the run, not the environment
     result = run("check", "missing.json")
     assert result.exit_code == ExitCode.INPUT
     assert stderr_lines(result) == ["transcompact: error: missing.json: no such file"]
@@ -500,7 +494,7 @@ def test_traceback_flag_keeps_exit_status_3_in_a_process(tmp_path):
 
 
 def env_name(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in (TRACEBACK_ENV, "PYTHONUNBUFFERED")}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     env.update(extra)
     return env
 

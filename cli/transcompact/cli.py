@@ -17,7 +17,6 @@ from . import __version__
 from .errors import ExitCode, TranscompactError, UsageError
 from .files import STDIN, make_directory, read_input, write_file, write_stdout
 
-TRACEBACK_ENV = "TRANSCOMPACT_TRACEBACK"
 # formats.NAMES, spelled out so that parsing flags does not import every format (a test keeps them equal)
 FORMAT_NAMES = ("claude-code", "jsonl", "anthropic", "openai")
 
@@ -61,6 +60,7 @@ class Group(click.Group):
 
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
+        self.show_traceback = False  # set by --traceback (`_traceback`), read when an error ends the run
         with _termination_interrupts():
             code = self._exit_status(*args, **kwargs)
         sys.exit(code or 0)
@@ -82,7 +82,7 @@ class Group(click.Group):
             click.echo("transcompact: interrupted", err=True)
             code = ExitCode.INTERRUPTED
         except TranscompactError as error:
-            if os.environ.get(TRACEBACK_ENV):
+            if self.show_traceback:
                 raise
             line, hint = error.for_command_line()  # the settings a message names, as their flags
             click.echo(f"transcompact: error: {line}", err=True)
@@ -93,7 +93,7 @@ class Group(click.Group):
             click.echo("transcompact: interrupted", err=True)
             code = ExitCode.INTERRUPTED
         except Exception as error:  # a bug: say so in one line, unless asked for the traceback
-            if os.environ.get(TRACEBACK_ENV):
+            if self.show_traceback:
                 raise
             click.echo(f"transcompact: error: internal error: {type(error).__name__}: {error}", err=True)
             click.echo("hint: run again with --traceback and report it", err=True)
@@ -123,7 +123,7 @@ def _termination_interrupts() -> Iterator[None]:
 
 def _traceback(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value:
-        os.environ[TRACEBACK_ENV] = "1"
+        ctx.find_root().command.show_traceback = True
 
 
 def traceback_option(fn: Callable) -> Callable:
