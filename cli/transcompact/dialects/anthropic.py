@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ShapeError
+from ._shape import message_role
 from ..jsondata import kind_of
 from ..model import (
     Block,
@@ -135,11 +136,7 @@ def _same(block: Block, raw: dict) -> bool:
 
 def read_message(obj: Any, *, index: int, line: int | None = None, line_of_blocks: int | None = None) -> Message:
     where = f"message {index}"
-    if not isinstance(obj, dict):
-        raise ShapeError(f"{where}: a message must be an object, not {kind_of(obj)}")
-    role = obj.get("role")
-    if not isinstance(role, str):
-        raise ShapeError(f"{where}: a message needs a string `role`")
+    role = message_role(obj, where)
     content = obj.get("content")
     if isinstance(content, str):
         blocks: tuple[Block, ...] = (Text(content, raw=content, line=line_of_blocks),)

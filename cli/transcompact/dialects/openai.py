@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from ..errors import ShapeError
+from ._shape import message_role
 from ..jsondata import kind_of, too_deep
 from ..model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
 
@@ -90,11 +91,7 @@ def _read_content(content: Any, where: str) -> tuple[tuple[Block, ...], str]:
 
 def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
     where = f"message {index}"
-    if not isinstance(obj, dict):
-        raise ShapeError(f"{where}: a message must be an object, not {kind_of(obj)}")
-    role = obj.get("role")
-    if not isinstance(role, str):
-        raise ShapeError(f"{where}: a message needs a string `role`")
+    role = message_role(obj, where)
     if "content" in obj:
         blocks, shape = _read_content(obj["content"], where)
     else:
