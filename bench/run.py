@@ -7,7 +7,8 @@ prints:
 - `--tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text (each a fresh
   process that builds the encoding);
 - `transcompact --help` start-up against `python -c "import click"`;
-- the peak memory of `transcompact estimate FILE` as a multiple of the input size;
+- the peak memory of `transcompact estimate FILE` as a multiple of the input size, and of every
+  command on a 100,000-line Claude Code log (`claude_code_log.py`);
 - with the shared corpus present: the accuracy of each way of counting against the usage the
   corpus's Claude Code logs recorded (median error on the later half of each log's responses).
 
@@ -30,9 +31,11 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "cli"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 TARGET_BYTES = 50 * 1024 * 1024
 PAIRS = 4000
+CLAUDE_CODE_LINES = 100_000
 PYTHON = sys.executable
 # The console script, as a user runs it (`python -m transcompact` when it is not installed).
 _SCRIPT = Path(PYTHON).parent / "transcompact"
@@ -127,6 +130,16 @@ def speed(workdir: Path) -> None:
     rss = peak_rss_bytes([*TRANSCOMPACT, "estimate", str(path)])
     print(f"  {'peak memory of estimate':28s} {rss / 1e6:8.1f} MB for {size / 1e6:.1f} MB of input = {rss / size:5.2f}×"
           f"  (target ≤ 4×, {'ok' if rss / size <= 4 else 'OVER TARGET'})")
+
+    from claude_code_log import generate
+
+    log = workdir / "session.jsonl"
+    log.write_bytes(generate(CLAUDE_CODE_LINES))
+    size = log.stat().st_size
+    print(f"\npeak memory on a {CLAUDE_CODE_LINES:,}-line Claude Code log ({size / 1e6:.1f} MB; issue 12 asks ≤ 4× for every command):")
+    for command in (["estimate"], ["check"], ["prune", "-q"], ["compact", "--emergency", "--force", "-q"], ["repair", "-q"]):
+        rss = peak_rss_bytes([*TRANSCOMPACT, *command, str(log)])
+        print(f"  {' '.join(command[:1]):28s} {rss / 1e6:8.1f} MB = {rss / size:5.2f}×  ({'ok' if rss / size <= 4 else 'OVER TARGET'})")
 
 
 def accuracy(corpus: Path) -> None:

@@ -250,7 +250,7 @@ def server_compaction(messages) -> tuple[int, int] | None:
 # --- counting --------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Tally:
     """What one message (or the system prompt, or the tool schemas) holds: units per kind."""
 
