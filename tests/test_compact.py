@@ -39,7 +39,7 @@ def test_under_the_threshold_goes_out_unchanged():
     result = run(str(LONG))
     assert result.exit_code == 0
     assert result.stdout_bytes == LONG.read_bytes()
-    assert result.stderr == f"{LONG}: not compacted (8,957 tokens, 33 messages): under the threshold; --force compacts anyway\n"
+    assert result.stderr == f"{LONG}: not compacted (8,957 tokens, 33 messages): under the threshold of 100,000 tokens; --force compacts anyway\n"
 
 
 def test_the_summary_path_rebuilds_around_the_recent_window(api):

@@ -85,7 +85,7 @@ class CompactReport:
 
     def line(self) -> str:
         if self.strategy == "none":
-            why = self.notes[0] if self.notes else "under the threshold; --force compacts anyway"
+            why = self.notes[0] if self.notes else "nothing to gain"
             return f"not compacted ({self.tokens_before:,} tokens, {self.messages_before} messages): {why}"
         return (f"compacted ({self.strategy}): {self.tokens_before:,} → {self.tokens_after:,} tokens, "
                 f"{self.messages_before} → {self.messages_after} messages")
@@ -273,7 +273,8 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
     count = len(transcript.messages)
     near_the_window = before >= EMERGENCY_FRACTION * options.budget
     if before <= options.threshold_tokens and not (options.force or options.emergency or near_the_window):
-        return None, CompactReport("none", before, before, count, count, counted_by=counter.method)
+        return None, CompactReport("none", before, before, count, count, counted_by=counter.method,
+                                   notes=(f"under the threshold of {options.threshold_tokens:,} tokens; --force compacts anyway",))
 
     pruned, prune_report = prune(transcript, options.pruning, counter)
     pruned_tokens = counter.tokens(pruned) if pruned != transcript else before
