@@ -46,9 +46,9 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api):
     result = run("--force", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
     assert result.exit_code == 0, result.stderr
     (request,) = api.requests
-    transcript, report = result.stdout_bytes.rsplit(b"\n}\n{", 1)
-    report = orjson.loads(b"{" + report)["files"][0]
-    out = orjson.loads(transcript + b"\n}")
+    transcript, report = result.stdout_bytes.rstrip(b"\n").rsplit(b"\n", 1)  # the report is one JSON line after it
+    report = orjson.loads(report)
+    out = orjson.loads(transcript)
     original = json.loads(LONG.read_bytes())
     assert out["system"] == original["system"] and out["model"] == original["model"]  # what the format keeps first
     first = out["messages"][0]["content"][0]["text"]
@@ -59,7 +59,7 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api):
     kept = out["messages"][-(len(original["messages"]) - cut):]
     assert kept == original["messages"][cut:]  # the recent window, verbatim
     assert report["strategy"] == "summary" and report["tokens_after"] < report["tokens_before"]
-    assert set(report) == {"file", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
+    assert set(report) == {"version", "command", "file", "status", "exit", "output", "written", "error", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
                            "split_turn", "pruned", "summary_chars", "fallback_reason", "notes", "counted_by",
                            "window_messages"}
     assert report["window_messages"] == len(kept)
@@ -125,13 +125,14 @@ def test_near_the_window_takes_the_emergency_mode_directly(api):
     result = run("--window", "4400", "--max-output", "0", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
     assert result.exit_code == 0, result.stderr
     assert api.requests == []
-    assert '"fallback_reason": "the estimate is at least 95% of the input budget"' in result.stdout
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["fallback_reason"] == "the estimate is at least 95% of the input budget"
 
 
 def test_pruning_alone_when_it_fits():
     result = run("--window", "9000", "--max-output", "0", "--report", "-", str(LONG))
     assert result.exit_code == 0, result.stderr
-    report = json.loads(result.stdout[result.stdout.rindex('\n{\n  "version"') + 1:])["files"][0]
+    report = json.loads(result.stdout.splitlines()[-1])
     assert report["strategy"] == "prune" and report["cut"] is None and report["tokens_after"] < 0.95 * 9000
 
 
@@ -368,6 +369,11 @@ def test_the_last_state_and_real_errors_only():
     traceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\nKeyError: 'x'\n"
     assert error_lines(traceback, failed=False) == ["KeyError: 'x'"]
     assert error_lines("Exit code 2\nmake: *** [all] Error 2\n", failed=True)[0] == "make: *** [all] Error 2"
+    build = "".join(f"src/a.ts({i},1): error TS2554: Expected 1 argument.\n" for i in range(40))
+    assert error_lines(build, failed=False) == ["src/a.ts(0,1): error TS2554: Expected 1 argument.",
+                                                "src/a.ts(1,1): error TS2554: Expected 1 argument.",
+                                                "… 37 more error lines in that output …",
+                                                "src/a.ts(39,1): error TS2554: Expected 1 argument."]
 
 
 def test_a_here_document_is_kept_as_the_command_that_wrote_it():

@@ -33,6 +33,7 @@ READ_TOOLS = frozenset({
     "get_file_contents", "grep", "glob", "ls", "search", "find", "webfetch", "fetch", "web_fetch",
 })
 LINE_CHARS = 500  # an error line is kept whole up to this, then cut at a word
+ERRORS_PER_OUTPUT = 3  # one failed build's forty compiler errors say what its first two and last one say
 COMMAND_CHARS = 4000  # a command is kept whole up to this
 HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
 SHORT_FACT = 300  # facts up to this long go into the checkpoint before longer ones
@@ -119,6 +120,9 @@ def error_lines(text: str, failed: bool) -> list[str]:
                       and not s.startswith(_TRACEBACK) and s not in ("<output>", "</output>")), None)
         if first is not None and first not in found:
             found.insert(0, first)
+    if len(found) > ERRORS_PER_OUTPUT:
+        found = [*found[:ERRORS_PER_OUTPUT - 1], f"… {len(found) - ERRORS_PER_OUTPUT} more error lines in that output …",
+                 found[-1]]
     return [clipped(line, LINE_CHARS) for line in found]
 
 
@@ -355,12 +359,13 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
     candidates += [(kind, render_item(kind, text)) for _, kind, text in newest]
     depth = max((len(v) for v in pool_earlier.values()), default=0)
     candidates += [(kind, items[i]) for i in range(depth) for kind, items in pool_earlier.items() if i < len(items)]
-    # Errors first, then the other short facts (most facts for the room), then long ones while room
-    # is left; each pass newest first.
+    # Errors first, then paths, then the other short facts (most facts for the room), then long
+    # ones while room is left; each pass newest first.
     unique = list(dict.fromkeys(candidates))
     taken: set[int] = set()
-    passes = (lambda kind, item: kind == "errors" and len(item) <= SHORT_FACT, lambda kind, item: len(item) <= SHORT_FACT,
-              lambda kind, item: True)
+    passes = (lambda kind, item: kind == "errors" and len(item) <= SHORT_FACT,
+              lambda kind, item: kind == "files",  # a path is short and names what the next turn opens again
+              lambda kind, item: len(item) <= SHORT_FACT, lambda kind, item: True)
     for wanted in passes:
         for position, (kind, item) in enumerate(unique):
             if position in taken or not wanted(kind, item):
