@@ -14,12 +14,8 @@ CORPUS = Path(os.environ.get("TRANSCOMPACT_CORPUS") or ROOT.parent / "shared" / 
 
 # Formats we do not read yet; each must end with exit 3 and one clear line.
 UNSUPPORTED = {
-    "other/codex-cli-rollout-small.jsonl": "Codex CLI rollout",
-    "other/entire-cli-gemini-cli-session-f7633853.json": "Gemini CLI chat",
-    "other/gemini-cli-chat-large.json": "Gemini CLI chat",
     "trajectories/openhands-multi-swe-bench-output-3runs.jsonl": "OpenHands event stream",
     "trajectories/openhands-runtime-traj-basic-gui-mode.json": "OpenHands event stream",
-    "trajectories/pi-coding-agent-large-session.jsonl": "pi coding-agent session",
     "trajectories/tau-bench-gpt-4o-airline-200-trajectories.json": "--messages-path 0.traj",
 }
 LARGE = 1_000_000  # corpus files above this many bytes are marked slow

@@ -4,6 +4,7 @@ and the archive survives interruptions, full disks and hand edits."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import orjson
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from transcompact import archive
 from transcompact.cli import cli
 from transcompact.expand import expand
-from transcompact.formats import claude_code, claude_code_rewrites, dumps, loads
+from transcompact.formats import adapter, claude_code, claude_code_rewrites, dumps, loads
 from transcompact.prune import PruneOptions, prune
 
 from .conftest import supported_corpus_files
@@ -160,6 +161,31 @@ def test_prune_creates_the_archive_even_when_nothing_is_pruned():
     assert run("expand", "-q", "--archive", "originals.jsonl", "short.jsonl").stdout_bytes == Path("short.jsonl").read_bytes()
 
 
+def test_an_archive_already_there_is_left_as_it_is_when_nothing_is_pruned():
+    Path("a.jsonl").write_bytes(claude_log())
+    assert run("prune", "-q", "-o", "a.pruned", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    archived = Path("originals.jsonl").read_bytes()
+    Path("short.jsonl").write_bytes(claude_log(rounds=1))
+    assert run("prune", "-q", "-o", "short.pruned", "--archive", "originals.jsonl", "short.jsonl").exit_code == 0
+    assert Path("originals.jsonl").read_bytes() == archived
+    assert run("expand", "-q", "--archive", "originals.jsonl", "a.pruned").stdout_bytes == claude_log()
+
+
+def test_an_archive_that_cannot_be_created_exits_5_naming_it():
+    Path("short.jsonl").write_bytes(claude_log(rounds=1))
+    result = run("prune", "-q", "--archive", "missing/originals.jsonl", "short.jsonl")
+    assert result.exit_code == 5
+    assert result.stderr == ("transcompact: error: missing/originals.jsonl: cannot write the archive: "
+                             "No such file or directory\n")
+    assert result.stdout == ""
+
+
+def test_without_a_lock_the_archive_is_created_all_the_same(monkeypatch):
+    monkeypatch.setitem(sys.modules, "fcntl", None)  # as on Windows: no flock
+    assert archive.add("originals.jsonl", []) is None
+    assert Path("originals.jsonl").read_bytes() == b""
+
+
 def test_the_library_prunes_into_an_archive_and_expands_from_it(tmp_path):
     data = claude_log()
     transcript = loads(data, "session.jsonl")
@@ -181,7 +207,7 @@ def test_expand_undoes_prune_on_the_corpus(path):
                             "originals.jsonl").records
     back = expand(out, records, str(path))
     assert back.restored == len(records)
-    if transcript.format in ("jsonl", "claude-code"):
+    if adapter(transcript).LINES:  # a line format comes back byte for byte
         assert back.data == data
     else:
         assert orjson.loads(back.data) == orjson.loads(data)

@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from transcompact import check, dumps, loads, repair
 from transcompact.check import errors
 from transcompact.cli import cli
+from transcompact.formats import NAMES
 
 from .conftest import CORPUS, UNSUPPORTED, corpus_files, supported_corpus_files
 
@@ -63,8 +64,7 @@ def test_unsupported_formats_end_with_exit_3_and_one_clear_line(relative):
     assert result.exit_code == 3
     lines = result.stderr.splitlines()
     assert lines[0] == (
-        f"transcompact: error: {path}: not a transcript in a format transcompact reads "
-        "(tried claude-code, jsonl, anthropic, openai)"
+        f"transcompact: error: {path}: not a transcript in a format transcompact reads (tried {', '.join(NAMES)})"
     )
     assert lines[1].startswith("hint: ") and UNSUPPORTED[relative] in lines[1]
     assert "Traceback" not in result.output

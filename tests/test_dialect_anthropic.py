@@ -221,3 +221,13 @@ def test_changing_one_block_changes_only_that_block_on_the_wire(built, data):
     written = codec.write_message(changed)
     assert written["id"] == "msg_1" and written["content"][i] == {"type": "text", "text": "[changed]"}
     assert all(written["content"][j] is message.raw["content"][j] for j in range(len(built)) if j != i)
+
+
+def test_a_server_tool_call_whose_name_is_not_a_string_is_kept_as_it_is():
+    """A name that is a number (here beyond 64 bits) is not made a string: its text would differ
+    from one reading to the next, and a rewrite would read back as other messages."""
+    from transcompact.dialects.anthropic import read_block
+    from transcompact.model import Opaque
+
+    block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": 18446744073709551616, "input": {}}
+    assert isinstance(read_block(block, None, "message 0: content/0"), Opaque)

@@ -17,6 +17,7 @@ from transcompact.estimate import KINDS, Options, estimate, model_limits
 from transcompact.errors import UsageError
 from transcompact.formats import loads
 from transcompact.media import image_size, image_tokens, pdf_tokens
+from transcompact.model import Opaque
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
 
@@ -109,6 +110,10 @@ def formula(transcript, ratio: float = 0.25, count=None) -> int:
             for position, block in enumerate(anthropic_wire.write_content(m.blocks, False)):
                 if block.get("type") == "compaction":
                     last_compaction = (index, position)
+    else:  # a compaction item (Codex, Responses) is a message of its own
+        for index, m in enumerate(transcript.messages):
+            if any(type(b) is Opaque and b.type == "compaction" for b in m.blocks):
+                last_compaction = (index, 0)
 
     total = 0
     for index, m in enumerate(transcript.messages):
@@ -121,6 +126,8 @@ def formula(transcript, ratio: float = 0.25, count=None) -> int:
             parts = [anthropic_block(b) for b in wire]
             texts, fixed = [t for ts, _ in parts for t in ts], sum(f for _, f in parts)
         else:
+            if index < last_compaction[0]:
+                continue
             texts, fixed = openai_message(openai_wire.write_message(m))
         total += cost(texts) + fixed + 4
     system = [b.text for b in transcript.system]

@@ -1,5 +1,6 @@
 """Writes are atomic whatever ends them: an error, Ctrl-C, SIGTERM or SIGHUP leaves the old file
-and no temporary file, and the command exits 130."""
+and no temporary file, and the command exits 130. What is not a regular file is written through
+(more in test_write_targets.py). Reading: a byte-order mark is kept, invalid UTF-8 named where it is."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
-from transcompact.errors import ExitCode
+from transcompact.errors import ExitCode, OutputError
 from transcompact.files import write_file
+from transcompact.jsondata import BOM
 
 from .test_cli_errors import ORPHAN, env_name
 
@@ -64,10 +67,74 @@ def test_a_signal_during_a_write_exits_130_and_leaves_no_temporary_file(tmp_path
 
 
 def test_the_command_line_gives_back_the_signal_handlers_it_installed():
-    from click.testing import CliRunner
-
     from transcompact.cli import cli
 
     before = signal.getsignal(signal.SIGTERM)
     CliRunner().invoke(cli, ["check", str(Path(__file__).parent.parent / "fixtures/anthropic/tool-loop.json")])
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+# --- what is not a regular file ------------------------------------------------------------------
+
+
+def test_a_directory_is_not_replaced(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(OutputError) as raised:
+        write_file(tmp_path / "out", b"new")
+    assert str(raised.value) == f"{tmp_path / 'out'}: cannot write: Is a directory"
+    assert [p.name for p in tmp_path.iterdir()] == ["out"] and not any((tmp_path / "out").iterdir())
+
+
+def test_a_descriptor_path_writes_at_its_offset_and_truncates_nothing(tmp_path):
+    """`/dev/fd/N` (as `/dev/stdout` is `/dev/fd/1`) opened again would start at offset 0."""
+    log = tmp_path / "log"
+    log.write_bytes(b"before\n")
+    with open(log, "ab") as appending:
+        write_file(f"/dev/fd/{appending.fileno()}", b"report\n")
+    assert log.read_bytes() == b"before\nreport\n"
+
+
+# --- reading: a byte-order mark, invalid UTF-8 -------------------------------------------------------
+
+
+def cli_run(*args: str, input: bytes | None = None):
+    from transcompact.cli import cli
+
+    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+@pytest.mark.parametrize("command, fixture", [
+    (["compact", "-q", "--emergency", "--force"], "anthropic/long-session.json"),
+    (["prune", "-q", "--hard-clear-after", "0", "--keep-last", "0"], "claude-code/broken-session.jsonl"),
+    (["repair", "-q"], "claude-code/broken-session.jsonl"),
+    (["repair", "-q"], "anthropic/orphans.json"),
+], ids=["compact", "prune", "repair-jsonl", "repair-document"])
+def test_a_file_rewritten_in_place_keeps_its_byte_order_mark(tmp_path, command, fixture):
+    data = (Path(__file__).parent.parent / "fixtures" / fixture).read_bytes()
+    target = tmp_path / Path(fixture).name
+    target.write_bytes(BOM + data)
+    result = cli_run(*command, "-i", str(target))
+    assert result.exit_code == ExitCode.OK, result.stderr
+    rewritten = target.read_bytes()
+    assert rewritten != BOM + data  # it was rewritten, not left as it was
+    assert rewritten.startswith(BOM) and not rewritten[len(BOM):].startswith(BOM)
+
+
+@pytest.mark.parametrize("data, where", [
+    (b'{"messages":[{"role":"user","content":"caf\xe9"}]}', "1:43: not valid UTF-8: byte 0xe9 at byte offset 42"),
+    (b'{\n "messages": [\n  {"role": "user", "content": "caf\xe9"}\n ]\n}\n',
+     "3:35: not valid UTF-8: byte 0xe9 at byte offset 51"),
+    (b'{"role":"user","content":"a"}\n{"role":"assistant","content":"caf\xe9"}\n',
+     "2:35: not valid UTF-8: byte 0xe9 at byte offset 64"),
+    # The column is counted as an editor shows it, without the byte-order mark; the offset is the file's.
+    (BOM + b'{"role":"user","content":"caf\xe9"}\n{"role":"assistant","content":"b"}\n',
+     "1:30: not valid UTF-8: byte 0xe9 at byte offset 32"),
+    (b'{"role":"user","content":"caf\xc3', "1:30: not valid UTF-8: byte 0xc3 at byte offset 29"),
+], ids=["one-line-document", "document", "jsonl", "jsonl-with-bom", "cut-short"])
+def test_invalid_utf8_is_exit_3_naming_its_line_column_and_byte_offset(data, where):
+    result = cli_run("check", input=data)
+    assert result.exit_code == ExitCode.INPUT
+    assert result.stderr.splitlines() == [f"transcompact: error: <stdin>:{where}",
+                                          "hint: transcripts are read as UTF-8; convert the file first"]

@@ -200,5 +200,5 @@ def test_format_reads_a_document_in_the_other_dialect_but_never_lines_as_a_docum
     lines = b"\n".join(encode(m) for m in ANTHROPIC_BODY["messages"]) + b"\n"
     with pytest.raises(UnknownFormat, match="the input is not in the anthropic format"):
         loads(lines, "chat.jsonl", format="anthropic")
-    with pytest.raises(UsageError, match="unknown format 'gemini'"):
-        loads(encode(ANTHROPIC_BODY), "body.json", format="gemini")
+    with pytest.raises(UsageError, match="unknown format 'nosuch'"):
+        loads(encode(ANTHROPIC_BODY), "body.json", format="nosuch")

@@ -148,8 +148,10 @@ def test_report_line_and_json(tmp_path):
     (tmp_path / "s.json").write_bytes(session())
     result = runner.invoke(cli, ["prune", "--report", str(tmp_path / "report.json"), str(tmp_path / "s.json")])
     assert result.stderr == f"{tmp_path / 's.json'}: pruned 4 soft-trimmed, 4 cleared (2 protected): 15,189 → 6,309 tokens\n"
-    report = json.loads((tmp_path / "report.json").read_text())["files"][0]
+    (line,) = (tmp_path / "report.json").read_text().splitlines()  # JSON Lines: one per file
+    report = json.loads(line)
     assert report["soft_trimmed"] == 4 and report["tokens_before"] == 15189 and report["file"] == str(tmp_path / "s.json")
+    assert (report["command"], report["status"], report["output"], report["written"]) == ("prune", "changed", "<stdout>", True)
 
 
 def test_numeric_defaults_are_variables(tmp_path):

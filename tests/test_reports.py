@@ -1,5 +1,7 @@
-"""Every JSON report (`--json`, `--report`) is one object of one shape (docs/input-output.md#json-reports):
-`{"version": 1, "command": ..., "files": [{"file": ..., ...}, ...]}`, for one input as for many."""
+"""Every `--json` report is one object of one shape (docs/input-output.md#json-reports):
+`{"version": 1, "command": ..., "files": [{"file": ..., ...}, ...]}`, for one input as for many.
+Every rewriting command's `--report FILE` is JSON Lines, one object per file, `version` and
+`command` in each (docs/input-output.md#reports)."""
 
 from __future__ import annotations
 
@@ -27,29 +29,44 @@ def report_on_stdout(command: str, *args: str) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def report_in_a_file(command: str, *args: str, tmp: Path) -> tuple[int, dict]:
-    out = tmp / "out"
-    result = run(command, "--report", str(tmp / "report.json"), "--output-dir", str(out), *args)
-    return result.exit_code, json.loads((tmp / "report.json").read_bytes())
+def report_lines(command: str, *args: str, tmp: Path) -> tuple[int, list[dict]]:
+    report = tmp / f"{command}-report.jsonl"
+    result = run(command, "-q", "--report", str(report), "--output-dir", str(tmp / command), *args)
+    return result.exit_code, [json.loads(line) for line in report.read_bytes().splitlines()]
 
 
-# Each command with a JSON report: how to get it for these inputs (stdout or a file).
+def expand_lines(files: list[str], tmp: Path) -> tuple[int, list[dict]]:
+    (tmp / "archive.jsonl").write_bytes(b"")  # nothing to put back: the shape is the same
+    return report_lines("expand", "--archive", str(tmp / "archive.jsonl"), *files, tmp=tmp)
+
+
+# Each command with a JSON report on stdout (--json): how to get it for these inputs.
 REPORTERS = {
     "estimate": lambda files, tmp: report_on_stdout("estimate", *files),
     "check": lambda files, tmp: report_on_stdout("check", *files),
     "cut-point": lambda files, tmp: report_on_stdout("cut-point", "--keep-recent-tokens", "1000", *files),
     "summarize": lambda files, tmp: report_on_stdout("summarize", "--all", *files),
-    "prune": lambda files, tmp: report_in_a_file("prune", *files, tmp=tmp),
-    "compact": lambda files, tmp: report_in_a_file("compact", "--force", "--emergency", "--keep-recent-tokens", "1000",
-                                                   *files, tmp=tmp),
 }
 ONE_INPUT_ONLY = {"summarize"}  # takes one transcript; its report is still the envelope
 
+# Each rewriting command: its --report lines for these inputs.
+LINE_REPORTERS = {
+    "prune": lambda files, tmp: report_lines("prune", *files, tmp=tmp),
+    "compact": lambda files, tmp: report_lines("compact", "--force", "--emergency", "--keep-recent-tokens", "1000", *files,
+                                               tmp=tmp),
+    "repair": lambda files, tmp: report_lines("repair", *files, tmp=tmp),
+    "expand": expand_lines,
+}
+LINE_KEYS = ["version", "command", "file", "status", "exit", "output", "written", "error"]  # then the command's own
+
+
+def commands_with(parameter: str) -> set[str]:
+    return {name for name in COMMANDS if parameter in {p.name for p in cli.get_command(None, name).params}}
+
 
 def test_every_command_with_a_json_report_is_tested():
-    with_a_report = {name for name in COMMANDS
-                     if {"as_json", "report_file"} & {p.name for p in cli.get_command(None, name).params}}
-    assert with_a_report == set(REPORTERS)
+    assert commands_with("as_json") == set(REPORTERS)
+    assert commands_with("report_file") == set(LINE_REPORTERS)
 
 
 def assert_envelope(report: dict, command: str, files: list[str]) -> None:
@@ -82,6 +99,32 @@ def test_a_script_reads_the_first_file_the_same_way_for_every_command(tmp_path, 
         assert isinstance(report, dict) and isinstance(report["files"], list) and len(report["files"]) == 1, command
 
 
+@pytest.mark.parametrize("command", sorted(LINE_REPORTERS))
+def test_report_lines_one_per_file_in_input_order(command, tmp_path):
+    code, one = LINE_REPORTERS[command](ONE, tmp_path)
+    assert code in (0, 1), one
+    code, two = LINE_REPORTERS[command](TWO, tmp_path)
+    assert code in (0, 1), two
+    for lines, files in ((one, ONE), (two, TWO)):
+        assert [line["file"] for line in lines] == files
+        for line, file in zip(lines, files):
+            assert list(line)[:len(LINE_KEYS)] == LINE_KEYS
+            assert (line["version"], line["command"], line["exit"], line["error"]) == (JSON_VERSION, command, code, None)
+            assert line["status"] in ("changed", "unchanged") and line["written"] is True
+            assert line["output"] == str(tmp_path / command / Path(file).name)
+    assert set(one[0]) == set(two[0]) and set(two[0]) == set(two[1])  # every file, reported the same way
+
+
+def test_a_file_that_fails_has_its_line_with_the_error(tmp_path):
+    (tmp_path / "bad.json").write_bytes(b"{")
+    code, (good, bad) = report_lines("prune", ONE[0], str(tmp_path / "bad.json"), tmp=tmp_path)
+    assert code == 3
+    assert (good["status"], good["exit"], good["error"]) == ("changed", 0, None)
+    assert bad == {"version": 1, "command": "prune", "file": str(tmp_path / "bad.json"), "status": "failed", "exit": 3,
+                   "output": str(tmp_path / "prune/bad.json"), "written": False,
+                   "error": f"{tmp_path / 'bad.json'}:1:2: malformed JSON: unexpected end of data"}
+
+
 def test_summarize_with_nothing_old_reports_a_null_summary_and_why(api):
     code, report = report_on_stdout("summarize", str(FIXTURES / "anthropic/tool-loop.json"))
     assert code == 0
@@ -102,7 +145,8 @@ def test_nothing_to_compact_is_status_0_strategy_none_and_a_note(tmp_path):
     result = run("compact", "--force", "--emergency", "--report", str(tmp_path / "report.json"), small)
     assert result.exit_code == 0, result.stderr
     assert result.stdout_bytes == Path(small).read_bytes()  # the input, as it was
-    (entry,) = json.loads((tmp_path / "report.json").read_bytes())["files"]
+    entry = json.loads((tmp_path / "report.json").read_bytes())  # one file: one JSON line
+    assert (entry["status"], entry["written"]) == ("unchanged", True)  # to stdout, as it was
     assert entry["strategy"] == "none" and entry["tokens_after"] == entry["tokens_before"]
     assert entry["notes"] == ["nothing to compact: neither pruning nor a summary makes it smaller"]
     assert "not compacted" in result.stderr and "error" not in result.stderr

@@ -224,8 +224,7 @@ def test_compact_asks_count_tokens_only_for_before_and_after(api: Loopback, mode
     assert result.exit_code == 0, result.output
     counts = [r for r in api.requests if r.path == "/v1/messages/count_tokens"]
     assert len(counts) == 2
-    report = json.loads(report_path.read_bytes())
-    report = report["files"][0] if "files" in report else report
+    report = json.loads(report_path.read_bytes())  # one file: one JSON line
     assert report["strategy"] == ("emergency" if mode else "summary")
     assert report["tokens_before"] == count_tokens_of(counts[0].body)
     assert report["tokens_after"] == count_tokens_of(counts[1].body)

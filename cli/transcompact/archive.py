@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 import orjson
 
 from .errors import InputError, Location, OutputError
-from .files import write_file
+from .files import replaces, write_file
 from .formats import adapter
 from .jsondata import BOM, kind_of, parse_value
 from .model import Transcript
@@ -189,20 +189,42 @@ def _tool_call_ids(value: Any) -> tuple[str, ...]:
 # --- the file --------------------------------------------------------------------------------
 
 
+def create(path: str) -> None:
+    """Create an empty archive at `path` unless something is there already.
+
+    A prune run with an archive leaves one even when it pruned nothing or had no input, so that
+    the `expand` that follows in a script finds it. An empty file appears whole: no rename needed.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except FileExistsError:
+        pass
+    except OSError as error:
+        raise OutputError(f"cannot write the archive: {error.strerror}", location=Location(path)) from None
+
+
 def add(path: str, new: Sequence[Record]) -> int | None:
     """Add records to the archive at `path`, creating it even with none to add.
 
     The old records are read (and checked) first, and the whole file written again. Returns the
-    number of a torn last line it left out, if any.
+    number of a torn last line it left out, if any. What is not a regular file (a FIFO,
+    /dev/null, /dev/stderr) has nothing to read back: the new records are written to it.
     """
+    added = b"".join(orjson.dumps(r.as_json()) + b"\n" for r in new)
+    if not replaces(path):
+        write_file(path, added)
+        return None
     with _locked(path):
-        with open(path, "rb") as handle:
-            old = handle.read()
+        try:
+            with open(path, "rb") as handle:
+                old = handle.read()
+        except FileNotFoundError:  # where there is no lock (Windows), nothing has created it yet
+            old = b""
         found = parse(old, path)
         kept = old[: _offset_of_line(old, found.torn_line)] if found.torn_line else old
         if kept and not kept.endswith(b"\n"):
             kept += b"\n"  # a last record someone left without its newline
-        write_file(path, kept + b"".join(orjson.dumps(r.as_json()) + b"\n" for r in new))
+        write_file(path, kept + added)
     return found.torn_line
 
 

@@ -49,6 +49,14 @@ def _usage(message: Message) -> dict | None:
     usage = raw.get("usage")
     if not isinstance(usage, dict) and isinstance(raw.get("message"), dict):
         usage = raw["message"].get("usage")  # a Claude Code log line
+    tokens = raw.get("tokens")
+    if not isinstance(usage, dict) and isinstance(tokens, dict) and isinstance(tokens.get("input"), int):
+        # A Gemini CLI record: `input` (promptTokenCount) is the whole prompt, cached tokens included.
+        usage = {"prompt_tokens": tokens["input"], "completion_tokens": tokens.get("output")}
+    if isinstance(usage, dict) and "cacheRead" in usage:
+        # A pi assistant message: `input` + `cacheRead` + `cacheWrite` is the prompt, `output` the response.
+        usage = {"input_tokens": usage.get("input"), "cache_read_input_tokens": usage.get("cacheRead"),
+                 "cache_creation_input_tokens": usage.get("cacheWrite"), "output_tokens": usage.get("output")}
     return usage if isinstance(usage, dict) else None
 
 

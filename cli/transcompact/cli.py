@@ -15,10 +15,10 @@ import click
 from . import settings
 from . import __version__
 from .errors import ExitCode, TranscompactError, UsageError
-from .files import STDIN, make_directory, read_input, write_file, write_stdout
+from .files import STDIN
 
 # formats.NAMES, spelled out so that parsing flags does not import every format (a test keeps them equal)
-FORMAT_NAMES = ("claude-code", "jsonl", "anthropic", "openai")
+FORMAT_NAMES = ("claude-code", "codex", "gemini", "pi", "jsonl", "anthropic", "openai")
 
 
 # Each command: the module in `commands/` that defines it, and the line `transcompact --help` shows.
@@ -131,51 +131,60 @@ def traceback_option(fn: Callable) -> Callable:
                         help="Show the Python traceback of an unexpected error (for bug reports).")(fn)
 
 
+def _glob_option(fn: Callable) -> Callable:
+    return click.option("--glob", "patterns", multiple=True, metavar="PATTERN",
+                        help="In a directory, read the files whose path matches PATTERN (repeatable; default: "
+                             "*.json and *.jsonl).")(fn)
+
+
+def file_options(fn: Callable) -> Callable:
+    """FILE... (files, directories, `-` for stdin; stdin when none), --glob, --traceback."""
+    return click.argument("files", nargs=-1)(_glob_option(traceback_option(fn)))
+
+
 def input_options(fn: Callable) -> Callable:
-    """FILE... (stdin when none or `-`), --format, --messages-path, --traceback."""
+    """The files, --glob, --format, --messages-path, --traceback: where transcripts come from and how they are read."""
     fn = traceback_option(fn)
     fn = click.option("--messages-path", metavar="KEY",
                       help="Where the messages sit in a wrapper object, dotted: history, trajectory.0.messages.")(fn)
     fn = click.option("--format", "format_", type=click.Choice(FORMAT_NAMES), help="Read as this format instead of detecting it.")(fn)
-    return click.argument("files", nargs=-1)(fn)
+    return click.argument("files", nargs=-1)(_glob_option(fn))
+
+
+def batch_options(fn: Callable) -> Callable:
+    """--jobs, --fail-fast: how several inputs are run."""
+    fn = click.option("--fail-fast", is_flag=True,
+                      help="Stop at the first file that fails (an error, not a finding); those already "
+                           "under way are finished.")(fn)
+    return click.option("-j", "--jobs", type=Number(1), envvar=env_name("JOBS"), show_envvar=True,
+                        show_default="the CPUs; 1 for one input", help="Files worked on at once, each in its own process.")(fn)
 
 
 def output_options(fn: Callable) -> Callable:
-    """-o, -i, --output-dir: where a rewritten transcript goes (stdout by default)."""
-    fn = click.option("--output-dir", type=click.Path(file_okay=False), help="Write each output to DIR/<input name>.")(fn)
-    fn = click.option("-i", "--in-place", is_flag=True, help="Rewrite each input file (atomically).")(fn)
+    """-o, -i, --output-dir, --dry-run, --report: where a rewritten transcript goes (stdout by default)."""
+    fn = click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+                      help="Write a JSON line per file to FILE (`-`: stdout): status, output, error and the "
+                           "command's report (docs/input-output.md#reports).")(fn)
+    fn = click.option("--dry-run", is_flag=True, help="Do everything but write: say per file what would be written.")(fn)
+    fn = click.option("--output-dir", type=click.Path(file_okay=False),
+                      help="Write each output to DIR/<its path under the directory argument, or its name>.")(fn)
+    fn = click.option("-i", "--in-place", is_flag=True, help="Rewrite each input file that changes (atomically).")(fn)
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Write to FILE (atomically).")(fn)
 
 
-def load_inputs(files: tuple[str, ...], format_: str | None, messages_path: str | None) -> Iterator[tuple[str, bytes, object]]:
-    """(name, bytes, transcript) for each input, stdin when there is none."""
-    from .formats import loads
-
-    for path in files or (STDIN,):
-        name, data = read_input(path)
-        yield path, data, loads(data, name, format=format_, messages_path=messages_path)
-
-
 def check_output_flags(files: tuple[str, ...], output: str | None, in_place: bool, output_dir: str | None) -> None:
+    """At most one of -o, -i, --output-dir; and with several inputs (or a directory), -i or
+    --output-dir: stdout never carries several transcripts."""
+    from .inputs import several
+
     chosen = [flag for flag, on in (("-o", output), ("-i", in_place), ("--output-dir", output_dir)) if on]
     if len(chosen) > 1:
         raise UsageError(f"{' and '.join(chosen)} cannot be used together")
     if in_place and (not files or STDIN in files):
         raise UsageError("-i rewrites files; stdin cannot be rewritten in place")
-    if len(files) > 1 and not (in_place or output_dir):
-        raise UsageError("several inputs need -i or --output-dir")
-
-
-def emit(path: str, data: bytes, *, output: str | None, in_place: bool, output_dir: str | None) -> None:
-    if in_place:
-        write_file(path, data)
-    elif output_dir:
-        make_directory(output_dir)
-        write_file(os.path.join(output_dir, os.path.basename(path if path != STDIN else "stdin.json")), data)
-    elif output and output != STDIN:
-        write_file(output, data)
-    else:
-        write_stdout(data)
+    if several(files) and not (in_place or output_dir):
+        directory = len(files) == 1  # several only because it is a directory
+        raise UsageError("several inputs need -i or --output-dir", hint="a directory counts as several" if directory else None)
 
 
 def where(index: int | None, line: int | None) -> str:
@@ -187,10 +196,6 @@ def where(index: int | None, line: int | None) -> str:
     if index is not None:
         return f": message {index}: "
     return ": "
-
-
-def display_name(path: str) -> str:
-    return "<stdin>" if path == STDIN else path
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,9 +1,12 @@
-"""Reading inputs (files or stdin) and writing outputs atomically (temporary file + rename)."""
+"""Reading inputs (files or stdin) and writing outputs: a regular file atomically (temporary file +
+rename), anything else (a device, a FIFO, /dev/stdout) written through, never replaced."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import sys
 from typing import Iterator
 
@@ -28,37 +31,119 @@ def read_input(path: str) -> tuple[str, bytes]:
 
 
 def write_file(path: str | os.PathLike, data: bytes) -> None:
-    """Write `data` to `path` so that a reader sees the old file or the new one, never half of it.
+    """Write `data` to `path`, replacing a regular file but never anything else.
 
-    The temporary file goes whatever ends the write: an error, Ctrl-C, or SIGTERM / SIGHUP (which
-    the command line turns into KeyboardInterrupt).
+    A regular file (or a new one) is replaced atomically: a temporary file beside it is renamed
+    over it, so that a reader sees the old file or the new one, never half of it. The temporary
+    file goes whatever ends the write: an error, Ctrl-C, or SIGTERM / SIGHUP (which the command
+    line turns into KeyboardInterrupt).
+
+    Anything else is written through and stays what it was: a device (`/dev/null`, a terminal),
+    a FIFO, or a descriptor this process has open (`/dev/stdout`, `/dev/fd/3`: written at its
+    offset, so that `>>` appends). A symbolic link stays a link: what it points at is written.
     """
+    target = os.fspath(path)
+    try:
+        replaced = _replaced(target)
+        if replaced is None:
+            _write_through(target, data)
+        else:
+            resolved, mode = replaced
+            _replace(resolved, data, mode)
+    except OSError as error:
+        raise OutputError(f"cannot write: {error.strerror}", location=Location(target)) from None
+
+
+def replaces(path: str | os.PathLike) -> bool:
+    """Whether `write_file` replaces what is at `path` (a regular file, or nothing yet) rather than
+    writing through it. A path that cannot be looked at is left for the write to report."""
+    try:
+        return _replaced(os.fspath(path)) is not None
+    except OSError:
+        return True
+
+
+def _replaced(target: str) -> tuple[str, int | None] | None:
+    """(the file a link leads to, its mode: None when new) when it is to be replaced, else None."""
+    if _descriptor_named(target) is not None:
+        return None
+    resolved = os.path.realpath(target)
+    mode = _mode(resolved)
+    return (resolved, mode) if mode is None or stat.S_ISREG(mode) else None
+
+
+def _write_through(target: str, data: bytes) -> None:
+    descriptor = _descriptor_named(target)
+    if descriptor is not None:
+        _write_all(descriptor, data)
+        return
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))  # a terminal written to is not made ours
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _replace(target: str, data: bytes, mode: int | None) -> None:
+    """Write a temporary file beside `target` and rename it over it (mode: the old file's, None when new)."""
     import tempfile  # not at start-up: it imports random and hashlib
 
-    target = os.fspath(path)
-    directory = os.path.dirname(target) or "."
     temporary = None
     try:
         with _interrupts_held():  # so that the temporary file never exists without its name known here
-            fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=directory)
+            fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                             dir=os.path.dirname(target))
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if os.path.exists(target):
-            os.chmod(temporary, os.stat(target).st_mode & 0o7777)
-        else:
-            os.chmod(temporary, 0o666 & ~_umask())  # as a plain open() would have created it
+        # A new file gets the mode a plain open() would give it.
+        os.chmod(temporary, 0o666 & ~_umask() if mode is None else stat.S_IMODE(mode))
         os.replace(temporary, target)
-    except BaseException as error:
+    except BaseException:
         if temporary is not None:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
-            except FileNotFoundError:
-                pass
-        if isinstance(error, OSError):
-            raise OutputError(f"cannot write: {error.strerror}", location=Location(str(path))) from None
         raise
+
+
+def _mode(path: str) -> int | None:
+    """The mode of what is at `path`, None when nothing is."""
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    if stat.S_ISREG(os.fstat(fd).st_mode):  # a device or a pipe has nothing to sync (and refuses fsync)
+        os.fsync(fd)
+
+
+# Paths that name a descriptor the process has open: opening one again would start a new file
+# description at offset 0 (and truncate a regular file behind it), where the shell's `>>` appends.
+_STANDARD_STREAMS = {"/dev/stdout": 1, "/dev/stderr": 2}
+_DESCRIPTOR_PATH = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")
+_MAX_LINKS = 40  # as many as Linux follows in one path
+
+
+def _descriptor_named(path: str) -> int | None:
+    """The open descriptor `path` names (/dev/stdout, /dev/fd/N, /proc/self/fd/N, or a link to one), if any."""
+    if os.name != "posix":
+        return None
+    for _ in range(_MAX_LINKS):
+        path = os.path.normpath(os.path.abspath(path))
+        if path in _STANDARD_STREAMS:
+            return _STANDARD_STREAMS[path]
+        if found := _DESCRIPTOR_PATH.fullmatch(path):
+            return int(found[1])
+        if not os.path.islink(path):
+            return None
+        path = os.path.join(os.path.dirname(path), os.readlink(path))
+    return None
 
 
 @contextlib.contextmanager

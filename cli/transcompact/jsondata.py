@@ -265,6 +265,8 @@ def _not_utf8(data: bytes, name: str) -> ParseError:
         data.decode("utf-8")
     except UnicodeDecodeError as error:
         line, column = _line_and_column(data, error.start)
+        if line == 1 and data.startswith(BOM):
+            column -= 1  # as an editor counts: the byte-order mark is no character of the line
         return ParseError(f"not valid UTF-8: byte 0x{data[error.start]:02x} at byte offset {error.start}",
                           location=Location(name, line, column), hint=hint)
     return ParseError("not valid UTF-8", location=Location(name), hint=hint)

@@ -3,13 +3,14 @@
 Both text forms are built from the same sections (a title, column headers, rows), so they
 always say the same thing; rich is imported only when a terminal will show it.
 
-Every JSON report (`--json`, `--report`) is one object of one shape, whatever the command and
-however many inputs (docs/input-output.md#json-reports):
+Every `--json` report is one object of one shape, whatever the command and however many
+inputs (docs/input-output.md#json-reports):
 
-    {"version": 1, "command": "prune", "files": [{"file": "a.json", ...}, ...]}
+    {"version": 1, "command": "estimate", "files": [{"file": "a.json", ...}, ...]}
 
 `version` changes only when a key is removed or changes meaning; a command may add keys beside
-`files` (estimate: `total`).
+`files` (estimate: `total`). A rewriting command's `--report FILE` is JSON Lines instead, one
+object per file as it is done, with `version` and `command` in each (`report_line`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import orjson
 
 if TYPE_CHECKING:
+    from .batch import Outcome, Tally
     from .estimate import Estimate
 
 JSON_VERSION = 1
@@ -32,6 +34,33 @@ def report_json(command: str, files: Iterable[tuple[str, Mapping[str, Any]]], **
     envelope = {"version": JSON_VERSION, "command": command,
                 "files": [{"file": name, **fields} for name, fields in files], **extra}
     return orjson.dumps(envelope, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def report_line(command: str, outcome: Outcome) -> bytes:
+    """One file's line of a rewriting command's `--report`: what became of it (`status`: changed,
+    unchanged or failed; `exit`; `output`, where it went, and whether it was `written`; `error`),
+    then what the command reports of it (strategy, tokens and messages before and after, …)."""
+    fields: dict[str, Any] = {
+        "version": JSON_VERSION, "command": command, "file": outcome.name, "status": outcome.status,
+        "exit": int(outcome.exit),
+        "output": outcome.target if outcome.target is not None or outcome.failed else "<stdout>",
+        "written": outcome.written,
+        "error": outcome.error_of_the_file,
+    }
+    if outcome.result is not None:
+        fields.update(outcome.result.report)
+    return orjson.dumps(fields) + b"\n"
+
+
+def batch_summary(tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str:
+    """The closing line of a batch: `12 files: 9 compacted, 2 unchanged, 1 failed; 1,203,118 →
+    160,442 tokens; 3.1 s`."""
+    files = tally.changed + tally.unchanged + tally.failed
+    text = (f"{files:,} file{'s' if files != 1 else ''}: {tally.changed:,} {'would be ' if dry_run else ''}{verb}, "
+            f"{tally.unchanged:,} unchanged, {tally.failed:,} failed")
+    if tally.counted:
+        text += f"; {tally.tokens_before:,} → {tally.tokens_after:,} tokens"
+    return f"{text}; {seconds:.1f} s"
 
 
 def write_report(target: str, data: bytes) -> None:

@@ -3,42 +3,57 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import click
 
-from ..cli import input_options, load_inputs, where, display_name
+from ..batch import STDIN_NAME, Reading, Result
+from ..cli import batch_options, input_options, where
 from ..errors import ExitCode
-from ..files import STDIN, write_stdout
+from ..files import write_stdout
 
 
 @click.command()
 @input_options
+@batch_options
 @click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON (docs/input-output.md#json-reports).")
 @click.option("--strict", is_flag=True, help="Treat warnings (e.g. the last message is not a user message) as errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells.")
-def check(files, format_, messages_path, as_json, strict, quiet):
+def check(files, format_, messages_path, patterns, jobs, fail_fast, as_json, strict, quiet):
     """Check transcripts against the providers' rules; exit 1 when one has an error.
 
     \b
     transcompact check session.jsonl
     transcompact check --json request.json | jq '.files[].violations[].rule'
+    transcompact check logs/
     """
-    from ..check import ERROR, check as run_check
+    from ..batch import Batch
     from ..render import report_json
 
-    found_errors = False
-    reports = []
-    for path, _, transcript in load_inputs(files, format_, messages_path):
-        violations = run_check(transcript, strict=strict, path=None if path == STDIN else path)
-        errors = sum(v.severity == ERROR for v in violations)
-        found_errors = found_errors or bool(errors)
-        if as_json:
-            reports.append((display_name(path), {"errors": errors, "warnings": len(violations) - errors,
-                                                 "violations": [v.as_dict() for v in violations]}))
-        elif not quiet:
-            for v in violations:
-                severity = "" if v.severity == ERROR else " (warning)"
-                click.echo(f"{display_name(path)}{where(v.index, v.line)}{v.rule}{severity} {v.text}")
+    batch = Batch("check", files, patterns, quiet=quiet, prints_as_it_goes=not as_json)
+    work = Checking(Reading(format_, messages_path), strict, printed=not (as_json or quiet))
+    reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(check_file, work, jobs=jobs, fail_fast=fail_fast)]
     if as_json and not quiet:
         write_stdout(report_json("check", reports))
-    sys.exit(ExitCode.VIOLATIONS if found_errors else ExitCode.OK)
+    sys.exit(batch.exit)
+
+
+@dataclass(frozen=True)
+class Checking:
+    """What `check_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    strict: bool
+    printed: bool  # the violations as lines on stdout
+
+
+def check_file(name: str, data: bytes, how: Checking) -> Result:
+    """Check one file (`batch.process` runs it, here or in a worker); exit 1 when it has an error."""
+    from ..check import ERROR, check as run_check
+
+    violations = run_check(how.reading.load(data, name), strict=how.strict, path=None if name == STDIN_NAME else name)
+    errors = sum(v.severity == ERROR for v in violations)
+    lines = "".join(f"{name}{where(v.index, v.line)}{v.rule}{'' if v.severity == ERROR else ' (warning)'} {v.text}\n"
+                    for v in violations) if how.printed else ""
+    return Result(report={"errors": errors, "warnings": len(violations) - errors, "violations": [v.as_dict() for v in violations]},
+                  stdout=lines.encode(), exit=ExitCode.VIOLATIONS if errors else ExitCode.OK)

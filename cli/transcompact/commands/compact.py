@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
+import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
 from .. import settings
+from ..batch import Reading, Result
 from ..cli import (
     anthropic_api,
+    batch_options,
     input_options,
     output_options,
-    load_inputs,
     check_output_flags,
-    emit,
-    display_name,
     env_name,
     number_option,
     prune_options,
@@ -30,6 +32,7 @@ from ..files import read_input
 @click.command()
 @input_options
 @output_options
+@batch_options
 @click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=settings.THRESHOLD, envvar=env_name("THRESHOLD"),
               show_default=True, show_envvar=True,
               help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget).")
@@ -47,13 +50,11 @@ from ..files import read_input
 @prune_options
 @summary_options
 @provider_options
-@click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
-              help="Write the report as JSON to FILE.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-def compact(files, format_, messages_path, output, in_place, output_dir, threshold, force, emergency, no_fallback,
+def compact(files, format_, messages_path, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, threshold, force, emergency, no_fallback,
             keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, tokenizer,
             ratio, previous_summary, instructions, summary_input_tokens, result_chars, provider, model, base_url, retries,
-            timeout, report_file, quiet, **flags):
+            timeout, quiet, **flags):
     """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
 
     Under --threshold the transcript goes out unchanged. If the summary fails (no key, an
@@ -63,15 +64,13 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
 
     \b
     cat session.json | transcompact compact > compacted.json
-    transcompact compact --emergency -i logs/*.jsonl
+    transcompact compact --emergency -i logs/
     transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
-    from ..compact import NEAR_THE_WINDOW, CompactOptions, compact as run_compact
+    from ..batch import Batch
+    from ..compact import CompactOptions
     from ..estimate import Options
-    from ..formats import dumps
-    from ..postcondition import verified
-    from ..providers import provider as make_provider, resolve
-    from ..render import report_json, write_report
+    from ..providers import resolve
     from ..summarize import SummaryOptions
 
     check_output_flags(files, output, in_place, output_dir)
@@ -84,26 +83,48 @@ def compact(files, format_, messages_path, output, in_place, output_dir, thresho
         summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, counting=counting, instructions=instructions,
                                previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
         keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
-    summarizer_settings = resolve(provider, model=model, base_url=base_url, environ=os.environ)
-    reports = []
-    for path, data, transcript in load_inputs(files, format_, messages_path):
-        compacted, report = run_compact(
-            transcript, options, lambda: make_provider(summarizer_settings, timeout=timeout, retries=retries),
-            progress=progress_printer(quiet))
-        unchanged = report.strategy == "none"
-        written = data if unchanged else dumps(compacted)
-        if not unchanged:  # judged on the bytes a reader will find
-            verified(transcript, compacted, written, operation="compact", messages_path=messages_path,
-                          same_messages=False)
-        if not (in_place and unchanged):  # a file left as it is is not rewritten
-            emit(path, written, output=output, in_place=in_place, output_dir=output_dir)
-        reports.append((display_name(path), report.as_dict()))
-        if not quiet:
-            if report.fallback_reason and report.strategy == "emergency" and not emergency:
-                why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
-                click.echo(f"{display_name(path)}: {why}the emergency mode was used: {report.fallback_reason}", err=True)
-            click.echo(f"{display_name(path)}: {report.line()}", err=True)
-            for note in report.notes[1:] if report.strategy == "none" else report.notes:
-                click.echo(f"{display_name(path)}: note: {note}", err=True)
-    if report_file:
-        write_report(report_file, report_json("compact", reports))
+    batch = Batch("compact", files, patterns, quiet=quiet, verb="compacted", dry_run=dry_run, report_file=report_file)
+    work = Compacting(Reading(format_, messages_path), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
+                      timeout=timeout, retries=retries, emergency=emergency, quiet=quiet,
+                      chunks_shown=not batch.several and progress_printer(quiet) is not None)
+    sys.exit(batch.run(compact_file, work, output=output, in_place=in_place, output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
+
+
+@dataclass(frozen=True)
+class Compacting:
+    """What `compact_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    options: Any  # CompactOptions
+    summarizer: Any  # providers.Resolved: who writes the summary
+    timeout: float
+    retries: int
+    emergency: bool  # asked for: the fallback to it is not news
+    quiet: bool
+    chunks_shown: bool  # "summarizing: chunk k of n" on a terminal, for one input
+
+
+def compact_file(name: str, data: bytes, how: Compacting) -> Result:
+    """Compact one file (`batch.process` runs it, here or in a worker)."""
+    from ..compact import NEAR_THE_WINDOW, compact as run_compact
+    from ..formats import dumps
+    from ..postcondition import verified
+    from ..providers import provider as make_provider
+
+    transcript = how.reading.load(data, name)
+    compacted, report = run_compact(
+        transcript, how.options, lambda: make_provider(how.summarizer, timeout=how.timeout, retries=how.retries),
+        progress=progress_printer(quiet=False) if how.chunks_shown else None)
+    unchanged = report.strategy == "none"
+    written = data if unchanged else dumps(compacted)
+    if not unchanged:  # judged on the bytes a reader will find
+        verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,
+                 same_messages=False)
+    lines = []
+    if not how.quiet:
+        if report.fallback_reason and report.strategy == "emergency" and not how.emergency:
+            why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
+            lines.append(f"{name}: {why}the emergency mode was used: {report.fallback_reason}")
+        lines.append(f"{name}: {report.line()}")
+        lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
+    return Result(output=written, report=report.as_dict(), stderr=tuple(lines))

@@ -2,38 +2,63 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
+from typing import Any
+
 import click
 
 from .. import settings
-from ..cli import anthropic_api, input_options, load_inputs, display_name, tokenizer_options, number_option
+from ..batch import Reading, Result
+from ..cli import anthropic_api, batch_options, input_options, tokenizer_options, number_option
 from ..files import write_stdout
 
 
 @click.command("cut-point")
 @input_options
+@batch_options
 @number_option("keep-recent-tokens", settings.KEEP_RECENT_TOKENS, "Tokens the verbatim recent window holds at least.")
 @tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cut and both parts' sizes as JSON.")
-def cut_point(files, format_, messages_path, keep_recent_tokens, tokenizer, ratio, as_json):
+def cut_point(files, format_, messages_path, patterns, jobs, fail_fast, keep_recent_tokens, tokenizer, ratio, as_json):
     """Print where old history ends and the verbatim recent window begins (a message index).
 
     0 means everything fits in the recent window. The cut never separates a tool call from
-    its result.
+    its result. With several inputs each line is FILE, a tab, and the index.
 
     \b
     transcompact cut-point session.jsonl
     transcompact cut-point --json --keep-recent-tokens 8000 chat.json
     """
-    from ..cut import find_cut_point
+    from ..batch import Batch
     from ..estimate import Options
     from ..render import report_json
 
-    reports = []
-    for path, _, transcript in load_inputs(files, format_, messages_path):
-        cut = find_cut_point(transcript, keep_recent_tokens, Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)))
-        if as_json:
-            reports.append((display_name(path), cut.as_dict()))
-        else:
-            write_stdout((f"{display_name(path)}\t{cut.index}\n" if len(files) > 1 else f"{cut.index}\n").encode())
+    batch = Batch("cut-point", files, patterns, prints_as_it_goes=not as_json)
+    work = Cutting(Reading(format_, messages_path), keep_recent_tokens,
+                   Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)),
+                   printed=not as_json, named=batch.several)
+    reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(cut_point_file, work, jobs=jobs, fail_fast=fail_fast)]
     if as_json:
         write_stdout(report_json("cut-point", reports))
+    sys.exit(batch.exit)
+
+
+@dataclass(frozen=True)
+class Cutting:
+    """What `cut_point_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    keep_recent_tokens: int
+    counting: Any  # estimate.Options
+    printed: bool  # the index on stdout (not with --json)
+    named: bool  # after the file's name and a tab (several inputs)
+
+
+def cut_point_file(name: str, data: bytes, how: Cutting) -> Result:
+    """Find one file's cut (`batch.process` runs it, here or in a worker)."""
+    from ..cut import find_cut_point
+
+    cut = find_cut_point(how.reading.load(data, name), how.keep_recent_tokens, how.counting)
+    line = (f"{name}\t" if how.named else "") + f"{cut.index}\n"
+    return Result(report=cut.as_dict(), stdout=line.encode() if how.printed else b"")

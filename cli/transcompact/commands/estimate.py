@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
 from .. import settings
-from ..cli import anthropic_api, count_option, input_options, load_inputs, env_name, tokenizer_options
+from ..batch import Reading, Result
+from ..cli import anthropic_api, batch_options, count_option, input_options, env_name, tokenizer_options
 from ..errors import ExitCode
 from ..files import write_stdout
 
 
 @click.command()
 @input_options
+@batch_options
 @tokenizer_options
 @count_option
 @click.option("--calibrate", is_flag=True,
@@ -35,7 +39,7 @@ from ..files import write_stdout
               help="Exit 1 when a transcript's estimate is above N tokens (a CI gate).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
 @click.pass_context
-def estimate(ctx, files, format_, messages_path, tokenizer, ratio, count, calibrate, model, window, max_output, threshold, top,
+def estimate(ctx, files, format_, messages_path, patterns, jobs, fail_fast, tokenizer, ratio, count, calibrate, model, window, max_output, threshold, top,
              per_message, as_json, fail_over, quiet):
     """Count a transcript's tokens, show where they sit and how close it is to the window.
 
@@ -49,7 +53,8 @@ def estimate(ctx, files, format_, messages_path, tokenizer, ratio, count, calibr
     from click.core import ParameterSource
 
     from .. import render
-    from ..estimate import Options, estimate as run_estimate, model_limits
+    from ..batch import Batch, worst
+    from ..estimate import Options, model_limits
 
     if model:
         model_window, model_output = model_limits(model) if (
@@ -63,12 +68,14 @@ def estimate(ctx, files, format_, messages_path, tokenizer, ratio, count, calibr
     options = Options(tokenizer=tokenizer, ratio=ratio, count=count, calibrate=calibrate, model=model, window=window,
                       anthropic=anthropic_api(tokenizer),
                       max_output=max_output, threshold=threshold, top=top)
-    estimates = [run_estimate(transcript, options) for _, _, transcript in load_inputs(files, format_, messages_path)]
+    batch = Batch("estimate", files, patterns, quiet=quiet)
+    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(Reading(format_, messages_path), options),
+                                                                    jobs=jobs, fail_fast=fail_fast)]
     over = [e for e in estimates if fail_over is not None and e.tokens > fail_over]
     if not quiet:
-        if as_json:
+        if as_json:  # the files that could be read; the others are named on stderr
             write_stdout(render.estimate_json(estimates, show_messages=per_message))
-        else:
+        elif estimates:
             sections = render.estimate_sections(estimates, show_messages=per_message)
             if sys.stdout.isatty():
                 render.rich_print(sections)
@@ -76,4 +83,19 @@ def estimate(ctx, files, format_, messages_path, tokenizer, ratio, count, calibr
                 write_stdout(render.plain(sections).encode())
         for e in over:
             click.echo(f"{e.name}: {e.tokens:,} tokens is over --fail-over {fail_over:,}", err=True)
-    sys.exit(ExitCode.VIOLATIONS if over else ExitCode.OK)
+    sys.exit(worst((batch.exit, ExitCode.VIOLATIONS if over else ExitCode.OK)))
+
+
+@dataclass(frozen=True)
+class Estimating:
+    """What `estimate_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    options: Any  # estimate.Options
+
+
+def estimate_file(name: str, data: bytes, how: Estimating) -> Result:
+    """Count one file (`batch.process` runs it, here or in a worker)."""
+    from ..estimate import estimate as run_estimate
+
+    return Result(value=run_estimate(how.reading.load(data, name), how.options))

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+import sys
+from dataclasses import dataclass
+
 import click
 
-from ..cli import output_options, traceback_option, check_output_flags, emit
-from ..files import STDIN, read_input
+from ..batch import Result
+from ..cli import batch_options, file_options, output_options, check_output_flags
 
 
 @click.command()
-@click.argument("files", nargs=-1)
-@traceback_option
+@file_options
 @output_options
+@batch_options
 @click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="The archive `prune --archive` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-def expand(files, output, in_place, output_dir, archive, quiet):
+def expand(files, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, archive, quiet):
     """Put back what `prune --archive` replaced.
 
     Only the records written for this very transcript are used: several transcripts can share
@@ -24,20 +28,45 @@ def expand(files, output, in_place, output_dir, archive, quiet):
     \b
     transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
     """
-    from ..archive import read as read_archive
-    from ..expand import expand as run_expand
+    from ..batch import Batch
 
     check_output_flags(files, output, in_place, output_dir)
-    found = read_archive(archive)
+    _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
+    found = _read_archive(archive)
     if found.torn_line is not None and not quiet:
         click.echo(f"{archive}:{found.torn_line}: warning: left out a last line that was cut short "
                    "(an earlier write did not finish)", err=True)
-    for path in files or (STDIN,):
-        name, data = read_input(path)
-        expanded = run_expand(data, found.records, name)
-        emit(path, expanded.data, output=output, in_place=in_place, output_dir=output_dir)
-        if not quiet:
-            click.echo(f"{name}: restored {expanded.restored} originals from {archive}", err=True)
-            if not expanded.restored and found.records:
-                click.echo(f"{name}: note: none of the {len(found.records)} records is for this transcript: it was "
-                           "changed since prune wrote it, or pruned into another archive", err=True)
+    batch = Batch("expand", files, patterns, quiet=quiet, verb="expanded", dry_run=dry_run, report_file=report_file)
+    sys.exit(batch.run(expand_file, Expanding(archive, quiet), output=output, in_place=in_place, output_dir=output_dir,
+                       jobs=jobs, fail_fast=fail_fast))
+
+
+@dataclass(frozen=True)
+class Expanding:
+    """What `expand_file` needs besides the file: plain values, for a worker process."""
+
+    archive: str
+    quiet: bool
+
+
+def expand_file(name: str, data: bytes, how: Expanding) -> Result:
+    """Expand one file (`batch.process` runs it, here or in a worker)."""
+    from ..expand import expand as run_expand
+
+    records = _read_archive(how.archive).records
+    expanded = run_expand(data, records, name)
+    lines = []
+    if not how.quiet:
+        lines.append(f"{name}: restored {expanded.restored} originals from {how.archive}")
+        if not expanded.restored and records:
+            lines.append(f"{name}: note: none of the {len(records)} records is for this transcript: it was "
+                         "changed since prune wrote it, or pruned into another archive")
+    return Result(output=expanded.data, report={"restored": expanded.restored}, stderr=tuple(lines))
+
+
+@functools.lru_cache(maxsize=1)
+def _read_archive(path: str):
+    """The archive, read once per process (a worker forked after the parent read it inherits it)."""
+    from ..archive import read
+
+    return read(path)

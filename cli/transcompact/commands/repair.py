@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import click
 
-from ..cli import input_options, output_options, load_inputs, check_output_flags, emit, where, display_name
+from ..batch import Reading, Result
+from ..cli import batch_options, input_options, output_options, check_output_flags, where
 from ..errors import ExitCode
 
 
 @click.command()
 @input_options
 @output_options
+@batch_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
-def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
+def repair(files, format_, messages_path, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, quiet):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 
     A tool call with no result gets an error result "[No result recorded]"; an orphan tool
@@ -26,25 +29,37 @@ def repair(files, format_, messages_path, output, in_place, output_dir, quiet):
     transcompact repair broken.json > fixed.json
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
+    from ..batch import Batch
+
+    check_output_flags(files, output, in_place, output_dir)
+    batch = Batch("repair", files, patterns, quiet=quiet, verb="repaired", dry_run=dry_run, report_file=report_file)
+    sys.exit(batch.run(repair_file, Repairing(Reading(format_, messages_path), quiet), output=output, in_place=in_place,
+                       output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
+
+
+@dataclass(frozen=True)
+class Repairing:
+    """What `repair_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    quiet: bool
+
+
+def repair_file(name: str, data: bytes, how: Repairing) -> Result:
+    """Repair one file (`batch.process` runs it, here or in a worker); exit 1 when errors are left."""
     from ..check import check as run_check, errors
     from ..formats import dumps
     from ..postcondition import verified
     from ..repair import repair as run_repair
 
-    check_output_flags(files, output, in_place, output_dir)
-    remaining = False
-    for path, data, transcript in load_inputs(files, format_, messages_path):
-        repaired, report = run_repair(transcript)
-        written = dumps(repaired)
-        # What is left is what `check` says of the output as written (its lines, its indices).
-        as_written = verified(transcript, repaired, written, operation="repair", messages_path=messages_path,
-                                   same_messages=False)
-        left = errors(run_check(as_written))
-        if not quiet:
-            for fix in report.fixes:
-                click.echo(f"{display_name(path)}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}", err=True)
-        for v in left:
-            click.echo(f"{display_name(path)}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}", err=True)
-        remaining = remaining or bool(left)
-        emit(path, written, output=output, in_place=in_place, output_dir=output_dir)
-    sys.exit(ExitCode.VIOLATIONS if remaining else ExitCode.OK)
+    transcript = how.reading.load(data, name)
+    repaired, report = run_repair(transcript)
+    written = dumps(repaired)
+    # What is left is what `check` says of the output as written (its lines, its indices).
+    as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
+                          same_messages=False)
+    left = errors(run_check(as_written))
+    lines = [] if how.quiet else [f"{name}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}" for fix in report.fixes]
+    lines += [f"{name}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}" for v in left]
+    return Result(output=written, report={**report.as_dict(), "errors_left": [v.as_dict() for v in left]}, stderr=tuple(lines),
+                  exit=ExitCode.VIOLATIONS if left else ExitCode.OK)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import sys
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
-from ..cli import anthropic_api, input_options, load_inputs, display_name, provider_options, summary_options, progress_printer
+from ..batch import Reading, Result
+from ..cli import anthropic_api, input_options, provider_options, summary_options, progress_printer
 from ..errors import UsageError
 from ..files import read_input, write_stdout
 
@@ -18,7 +23,7 @@ from ..files import read_input, write_stdout
 @provider_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and what it took as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no warnings on stderr.")
-def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, ratio, previous_summary, instructions,
+def summarize(files, format_, messages_path, patterns, keep_recent_tokens, tokenizer, ratio, previous_summary, instructions,
               summary_input_tokens, result_chars, everything, provider, model, base_url, retries, timeout, as_json, quiet):
     """Write a structured checkpoint summary of the old part of a transcript, by an LLM.
 
@@ -30,39 +35,57 @@ def summarize(files, format_, messages_path, keep_recent_tokens, tokenizer, rati
     transcompact summarize session.jsonl > summary.md
     transcompact summarize --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
+    from ..batch import Batch
     from ..estimate import Options
-    from ..providers import provider as make_provider, resolve
+    from ..inputs import discover
+    from ..providers import resolve
     from ..render import report_json
-    from ..summarize import SummaryOptions, summarize as run_summarize
+    from ..summarize import SummaryOptions
 
-    if len(files) > 1:
+    if len(list(itertools.islice(discover(files, patterns), 2))) > 1:
         raise UsageError("summarize takes one transcript (run it once per file)")
     given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
     options = SummaryOptions(keep_recent_tokens=keep_recent_tokens, everything=everything,
                              counting=Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)), instructions=instructions,
                              previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens)
-    summarizer_settings = resolve(provider, model=model, base_url=base_url, environ=os.environ)
-    reports = []
-    for path, _, transcript in load_inputs(files, format_, messages_path):
-        summarizer = make_provider(summarizer_settings, timeout=timeout, retries=retries)
-        try:
-            result = run_summarize(transcript, summarizer, options, progress=progress_printer(quiet))
-        finally:
-            summarizer.close()
-        if result is None:
-            if not quiet:
-                click.echo(f"{display_name(path)}: nothing old to summarize: everything fits in the recent window "
-                           f"(--keep-recent-tokens {keep_recent_tokens:,}); --all summarizes every message", err=True)
-            if as_json:
-                reports.append((display_name(path), {"summary": None, "notes": [
-                    f"nothing old to summarize: everything fits in the recent window ({keep_recent_tokens:,} tokens)"]}))
-            continue
-        if not quiet:
-            for warning in result.warnings:
-                click.echo(f"{display_name(path)}: warning: {warning}", err=True)
-        if as_json:
-            reports.append((display_name(path), result.as_dict()))
-        else:
-            write_stdout(result.text.encode() + b"\n")
+    batch = Batch("summarize", files, patterns, quiet=quiet)
+    work = Summarizing(Reading(format_, messages_path), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
+                       timeout=timeout, retries=retries, as_json=as_json, quiet=quiet)
+    reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(summarize_file, work)]
     if as_json:
         write_stdout(report_json("summarize", reports))
+    sys.exit(batch.exit)
+
+
+@dataclass(frozen=True)
+class Summarizing:
+    """What `summarize_file` needs besides the file."""
+
+    reading: Reading
+    options: Any  # SummaryOptions
+    summarizer: Any  # providers.Resolved
+    timeout: float
+    retries: int
+    as_json: bool
+    quiet: bool
+
+
+def summarize_file(name: str, data: bytes, how: Summarizing) -> Result:
+    """Summarize one file (`batch.process` runs it)."""
+    from ..providers import provider as make_provider
+    from ..summarize import summarize as run_summarize
+
+    transcript = how.reading.load(data, name)
+    summarizer = make_provider(how.summarizer, timeout=how.timeout, retries=how.retries)
+    try:
+        result = run_summarize(transcript, summarizer, how.options, progress=progress_printer(how.quiet))
+    finally:
+        summarizer.close()
+    if result is None:
+        keep = how.options.keep_recent_tokens
+        return Result(
+            report={"summary": None, "notes": [f"nothing old to summarize: everything fits in the recent window ({keep:,} tokens)"]},
+            stderr=() if how.quiet else (f"{name}: nothing old to summarize: everything fits in the recent window "
+                                         f"(--keep-recent-tokens {keep:,}); --all summarizes every message",))
+    return Result(report=result.as_dict(), stdout=b"" if how.as_json else result.text.encode() + b"\n",
+                  stderr=() if how.quiet else tuple(f"{name}: warning: {warning}" for warning in result.warnings))

@@ -23,9 +23,9 @@ from typing import Any
 from ..errors import Location, UnknownFormat, UsageError, option
 from ..jsondata import Parsed, parse
 from ..model import Transcript
-from . import anthropic, claude_code, jsonl, openai
+from . import anthropic, claude_code, codex, gemini, jsonl, openai, pi
 
-FORMATS = (claude_code, jsonl, anthropic, openai)
+FORMATS = (claude_code, codex, gemini, pi, jsonl, anthropic, openai)
 BY_NAME = {f.NAME: f for f in FORMATS}
 NAMES = tuple(BY_NAME)
 
@@ -92,6 +92,8 @@ def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool
         return claude_code.detect(parsed, messages_path)
     if format == jsonl.NAME:
         return jsonl.detect(parsed, messages_path)
+    if format not in (anthropic.NAME, openai.NAME):
+        return BY_NAME[format].detect(parsed, messages_path)
     return anthropic.detect(parsed, messages_path) or openai.detect(parsed, messages_path)
 
 
@@ -120,14 +122,6 @@ def _hint(parsed: Parsed) -> str | None:
     """Name the formats we recognise but do not read yet, so the user knows what they have."""
     sample: list[Any] = parsed.values()[:50] if parsed.records is not None else []
     document = parsed.document
-    if any(isinstance(v, dict) and v.get("type") in ("session_meta", "response_item", "turn_context") for v in sample):
-        return "this looks like a Codex CLI rollout, which transcompact does not read yet"
-    if any(isinstance(v, dict) and v.get("type") == "session" and "cwd" in v for v in sample[:1]) or any(
-        isinstance(v, dict) and v.get("type") == "message" and "parentId" in v for v in sample
-    ):
-        return "this looks like a pi coding-agent session, which transcompact does not read yet"
-    if isinstance(document, dict) and "projectHash" in document and isinstance(document.get("messages"), list):
-        return "this looks like a Gemini CLI chat, which transcompact does not read yet"
     events = document if isinstance(document, list) else None
     if events is None and sample and isinstance(sample[0], dict) and isinstance(sample[0].get("history"), list):
         events = sample[0]["history"]

@@ -1,0 +1,516 @@
+"""Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`).
+
+Each line is a `RolloutLine` (codex-rs/protocol): `{"timestamp", "type", "payload"}`. The messages
+of the model are the history Codex rebuilds when it resumes (core `reconstruct_history_from_rollout`):
+the `response_item` payloads it sends to the API, in order; a `compacted` line replaces all of
+them with its `replacement_history`, or, without one, with the real user messages (the newest, up
+to 20,000 tokens) and a user message holding its `message`; an `event_msg` `thread_rolled_back`
+drops the last `num_turns` user turns. Every line is kept and written back as read: a write
+re-serialises only the lines holding an item that changed (its `response_item` line, or the
+`compacted` line whose `replacement_history` holds it) and adds a `response_item` line for an
+item an operation added.
+
+Dialect: openai. Codex speaks the Responses API, whose items are Chat Completions messages one
+for one: a `function_call` (`custom_tool_call`, `local_shell_call`) is a tool call of the
+assistant's turn, and the `function_call_output` (`custom_tool_call_output`) answering it by
+`call_id` is a tool message after that turn, which is the pairing check's O rules test. So the
+items of one assistant turn (reasoning, text, calls, other tool items) make one assistant message,
+each output one tool message, and each user or developer message one message.
+
+A block read from an item has `line` = that item's index in `source.items` (not a file line) and,
+except calls and results, no `raw`: check's OpenAI rules would take the Responses part types
+(`input_text`, …) for unknown Chat Completions parts. What a write cannot rebuild from a block
+comes from its item. Reasoning and the tool items Codex runs itself (web search, tool search,
+image generation, `compaction`) are opaque blocks: their text is encrypted or not the model's to
+read, and they go back as they were.
+
+`session_meta.base_instructions` is the system part (read only). The `last_token_usage` of an
+`event_msg` `token_count` is recorded usage: it is put as `usage` on the raw of the assistant
+message of the response it counts (its `input_tokens` includes cached input), where calibrate's
+`usage_tokens` finds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..jsondata import BLANK, BOM, Parsed, dumps, too_deep
+from ..model import (
+    ASSISTANT,
+    USER,
+    Block,
+    Image,
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+NAME = "codex"
+DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
+
+LINE_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg"})
+CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+NOT_SENT = frozenset({"ghost_snapshot", "other"})  # items Codex keeps in the log but never sends (`is_api_message`)
+TOOL = "tool"
+
+# What Codex leaves out of the user messages it keeps when it rebuilds a history without
+# `replacement_history` (core `collect_user_messages`): context it injected, and earlier summaries.
+CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<turn_aborted>")
+CODEX_SUMMARY_PREFIX = "Another language model started to solve this problem"
+REBUILD_USER_TOKENS = 20_000
+CHARS_PER_TOKEN = 4  # Codex's own approximation (`approx_token_count`)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A response item of the active view, and where it lives in the file."""
+
+    value: dict
+    record: int  # the line that holds it
+    slot: int | None  # its index in that line's `replacement_history`; None: it is the line's payload
+    rebuilt: bool = False  # made by the rebuild of a `compacted` line without `replacement_history`
+
+
+@dataclass(frozen=True)
+class RolloutSource:
+    records: list[tuple[bytes, Any]]
+    items: tuple[Item, ...]
+    bom: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    items: tuple[int, ...]  # indices into RolloutSource.items
+    blocks: tuple[Block, ...]
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    if parsed.records is None or messages_path is not None:
+        return False
+    values = parsed.values()
+    return all(isinstance(v, dict) and "payload" in v and isinstance(v.get("type"), str) for v in values) and any(
+        v["type"] in LINE_TYPES for v in values)
+
+
+def _text(part: Any) -> str | None:
+    text = part.get("text") if isinstance(part, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def is_user_message(item: dict) -> bool:
+    """A message the user typed: what a user turn starts with (not context Codex injected, not a summary)."""
+    if item.get("type") != "message" or item.get("role") != USER:
+        return False
+    content = item.get("content")
+    first = _text(content[0]) if isinstance(content, list) and content else content if isinstance(content, str) else None
+    return not (first or "").lstrip().startswith(CONTEXT_PREFIXES + (CODEX_SUMMARY_PREFIX,))
+
+
+def is_sent(item: dict) -> bool:
+    return item.get("type") not in NOT_SENT and not (item.get("type") == "message" and item.get("role") == "system")
+
+
+def user_item(text: str) -> dict:
+    return {"type": "message", "role": USER, "content": [{"type": "input_text", "text": text}]}
+
+
+def assistant_item(text: str) -> dict:
+    return {"type": "message", "role": ASSISTANT, "content": [{"type": "output_text", "text": text}]}
+
+
+def active_items(records: list[tuple[bytes, Any]]) -> tuple[list[Item], dict[tuple[int, int | None], dict]]:
+    """The items Codex sends after the last line, and the usage recorded for each response (by the
+    place of its last assistant item)."""
+    items: list[Item] = []
+    usage: dict[tuple[int, int | None], dict] = {}
+    for index, (_, value) in enumerate(records):
+        payload = value.get("payload") if type(value) is dict else None
+        if not isinstance(payload, dict):
+            continue
+        kind = value.get("type")
+        if kind == "response_item" and is_sent(payload):
+            items.append(Item(payload, index, None))
+        elif kind == "compacted":
+            history = payload.get("replacement_history")
+            if isinstance(history, list):
+                items = [Item(v, index, slot) for slot, v in enumerate(history) if isinstance(v, dict) and is_sent(v)]
+            else:
+                items = _rebuilt(items, payload.get("message"), index)
+        elif kind == "event_msg" and payload.get("type") == "thread_rolled_back":
+            items = _rolled_back(items, payload.get("num_turns"))
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info")
+            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            counted = _last_response_item(items)
+            if isinstance(last, dict) and counted is not None:
+                usage[(counted.record, counted.slot)] = last
+    return items, usage
+
+
+def _last_response_item(items: list[Item]) -> Item | None:
+    """The newest assistant item before a token count, not looking past the user's last message."""
+    for item in reversed(items):
+        if item.value.get("type") in OUTPUT_TYPES:
+            continue
+        if item.value.get("type") == "message" and item.value.get("role") != ASSISTANT:
+            return None
+        return item
+    return None
+
+
+def _rebuilt(items: list[Item], message: Any, record: int) -> list[Item]:
+    """What Codex makes of a `compacted` line without `replacement_history` (core compact.rs
+    `build_compacted_history`, less the initial context it takes from its configuration): the
+    newest user messages up to 20,000 tokens, then a user message holding `message`."""
+    texts = ["\n".join(t for p in item.value["content"] if (t := _text(p)) is not None)
+             for item in items if is_user_message(item.value) and isinstance(item.value.get("content"), list)]
+    kept, budget = [], REBUILD_USER_TOKENS * CHARS_PER_TOKEN
+    for text in reversed(texts):
+        if len(text) > budget:
+            break
+        kept.insert(0, text)
+        budget -= len(text)
+    values = [user_item(t) for t in kept] + [user_item(message if isinstance(message, str) else "")]
+    return [Item(v, record, slot, rebuilt=True) for slot, v in enumerate(values)]
+
+
+def _rolled_back(items: list[Item], turns: Any) -> list[Item]:
+    """`thread_rolled_back`: the history before the last `turns` user turns."""
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns <= 0:
+        return items
+    starts = [i for i, item in enumerate(items) if is_user_message(item.value)]
+    if not starts:
+        return items
+    return items[:starts[max(0, len(starts) - turns)]]
+
+
+# --- items ↔ blocks ---------------------------------------------------------------------------
+
+
+def _part_block(part: Any, index: int) -> Block:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in ("input_text", "output_text") and (text := _text(part)) is not None:
+        return Text(text, line=index)
+    if kind == "input_image":
+        url = part.get("image_url")
+        if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:200]:
+            head, _, data = url.partition(";base64,")
+            return Image(head[5:] or None, data, None, line=index)
+        return Image(None, None, url if isinstance(url, str) else None, line=index)
+    return Opaque(kind if isinstance(kind, str) else None, line=index)
+
+
+def _decoded(arguments: Any) -> Any:
+    """A call's arguments as the JSON string holds them; the string itself when it holds none."""
+    if isinstance(arguments, str):
+        try:
+            decoded = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            return arguments
+        return arguments if too_deep(decoded) else decoded
+    return arguments
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
+    kind = item.get("type")
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, str):
+            return (Text(content, line=index),)
+        return tuple(_part_block(p, index) for p in content) if isinstance(content, list) else ()
+    if kind == "function_call":
+        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), _decoded(item.get("arguments")),
+                         raw=item, line=index),)
+    if kind == "custom_tool_call":
+        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), item.get("input"), raw=item, line=index),)
+    if kind == "local_shell_call":
+        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
+        return (ToolCall(_string(call_id), "local_shell", item.get("action"), raw=item, line=index),)
+    if kind in OUTPUT_TYPES:
+        output = item.get("output")
+        if isinstance(output, str):
+            content: str | tuple[Block, ...] = output
+        elif isinstance(output, list):
+            content = tuple(_part_block(p, index) for p in output)
+        else:
+            content = (Opaque(None, line=index),)
+        return (ToolResult(_string(item.get("call_id")), content, raw=item, line=index),)
+    return (Opaque(kind if isinstance(kind, str) else None, line=index),)
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    records = parsed.records or []
+    items, usage = active_items(records)
+    messages: list[Message] = []
+    turn: list[int] = []  # the items of the assistant turn being read
+
+    def add(role: str, indices: list[int]) -> None:
+        blocks = tuple(b for i in indices for b in item_blocks(items[i].value, i))
+        raw = items[indices[0]].value
+        recorded = [usage[key] for i in indices if (key := (items[i].record, items[i].slot)) in usage]
+        if recorded:
+            raw = {**raw, "usage": recorded[-1]}
+        messages.append(Message(role, blocks, raw=raw, line=items[indices[0]].record + 1,
+                                origin=_Origin(tuple(indices), blocks)))
+
+    def end_turn() -> None:
+        if turn:
+            add(ASSISTANT, list(turn))
+            turn.clear()
+
+    for index, item in enumerate(items):
+        kind = item.value.get("type")
+        if kind == "message" and item.value.get("role") != ASSISTANT:
+            end_turn()
+            role = item.value.get("role")
+            add(role if isinstance(role, str) else USER, [index])
+        elif kind in OUTPUT_TYPES:
+            end_turn()
+            add(TOOL, [index])
+        elif kind == "compaction":  # the API reads nothing before it: a message of its own marks where that is
+            end_turn()
+            add(ASSISTANT, [index])
+        else:
+            turn.append(index)
+    end_turn()
+    return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system(records),
+                      name=parsed.name, source=RolloutSource(records, tuple(items), parsed.bom))
+
+
+def _system(records: list[tuple[bytes, Any]]) -> tuple[Block, ...]:
+    """The session's `base_instructions` (a string, or `{"text": …}` in newer versions)."""
+    for _, value in records:
+        if type(value) is dict and value.get("type") == "session_meta" and isinstance(value.get("payload"), dict):
+            instructions = value["payload"].get("base_instructions")
+            text = instructions if isinstance(instructions, str) else _text(instructions)
+            return (Text(text),) if text else ()
+    return ()
+
+
+def is_unchanged(message: Message) -> bool:
+    origin = message.origin
+    return isinstance(origin, _Origin) and message.blocks == origin.blocks
+
+
+# --- blocks → items ---------------------------------------------------------------------------
+
+
+def message_items(message: Message, items: tuple[Item, ...]) -> list[tuple[int | None, dict]]:
+    """The items a message is written as: (index of the item it was read from, or None for a new
+    one; the item). An unchanged item is the very value read."""
+    origin = message.origin
+    if is_unchanged(message):
+        return [(i, items[i].value) for i in origin.items]
+    mine = set(origin.items) if isinstance(origin, _Origin) else set()
+    groups: list[tuple[int | None, list[Block]]] = []
+    used: set[int] = set()
+    for block in message.blocks:
+        index = block.line if block.line in mine else None
+        if index is not None and groups and groups[-1][0] == index and items[index].value.get("type") == "message":
+            groups[-1][1].append(block)
+            continue
+        if index is None or index in used:
+            if groups and groups[-1][0] is None:
+                groups[-1][1].append(block)
+            else:
+                groups.append((None, [block]))
+            continue
+        used.add(index)
+        groups.append((index, [block]))
+    out: list[tuple[int | None, dict]] = []
+    for index, blocks in groups:
+        if index is None:
+            out += [(None, value) for value in new_items(message.role, blocks)]
+        else:
+            before = [b for b in origin.blocks if b.line == index]
+            out.append((index, _updated(items[index].value, before, blocks, message.role)))
+    return out
+
+
+def _fresh_part(block: Block, role: str) -> dict | None:
+    if isinstance(block, Text):
+        return {"type": "output_text" if role == ASSISTANT else "input_text", "text": block.text}
+    if isinstance(block, Image):
+        url = block.url if block.data is None else f"data:{block.media_type};base64,{block.data}"
+        return {"type": "input_image", "image_url": url}
+    return block.raw if isinstance(block.raw, dict) else None
+
+
+def _parts(original: Any, before: tuple[Block, ...] | list[Block], blocks, role: str) -> list:
+    """Content parts for `blocks`: the original part of each block that is unchanged, a new one otherwise."""
+    parts = original if isinstance(original, list) and len(original) == len(before) else [None] * len(before)
+    free = list(range(len(before)))
+    out = []
+    for block in blocks:
+        k = next((k for k in free if before[k] == block and parts[k] is not None), None)
+        if k is not None:
+            free.remove(k)
+            out.append(parts[k])
+        elif (part := _fresh_part(block, role)) is not None:
+            out.append(part)
+    return out
+
+
+def _arguments(original: Any, value: Any) -> Any:
+    if _decoded(original) == value:
+        return original
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _updated(item: dict, before: list[Block], blocks: list[Block], role: str) -> dict:
+    """`item` holding `blocks` instead of the `before` it was read as (the same value when equal)."""
+    if blocks == before:
+        return item
+    kind = item.get("type")
+    block = blocks[0]
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, str) and len(blocks) == 1 and isinstance(block, Text):
+            return {**item, "content": block.text}
+        return {**item, "content": _parts(content, before, blocks, role)}
+    if kind in CALL_TYPES and isinstance(block, ToolCall):
+        out = {**item, "call_id": block.id}
+        if kind == "function_call":
+            out.update(name=block.name, arguments=_arguments(item.get("arguments"), block.input))
+        elif kind == "custom_tool_call":
+            out.update(name=block.name, input=block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode())
+        else:
+            out["action"] = block.input
+        return out
+    if kind in OUTPUT_TYPES and isinstance(block, ToolResult):
+        if isinstance(block.content, str):
+            output: Any = block.content
+        else:
+            old = before[0].content if before and isinstance(before[0], ToolResult) else ()
+            output = _parts(item.get("output"), old if isinstance(old, tuple) else (), block.content, TOOL)
+        return {**item, "call_id": block.tool_call_id, "output": output}
+    return item
+
+
+def new_items(role: str, blocks: list[Block]) -> list[dict]:
+    """Items for blocks an operation added, as Codex writes them."""
+    out: list[dict] = []
+    parts: list[dict] = []
+
+    def end_message() -> None:
+        if parts:
+            out.append({"type": "message", "role": role if role != TOOL else USER, "content": list(parts)})
+            parts.clear()
+
+    for block in blocks:
+        if isinstance(block, ToolCall):
+            end_message()
+            out.append({"type": "function_call", "name": block.name, "arguments": _arguments(None, block.input),
+                        "call_id": block.id})
+        elif isinstance(block, ToolResult):
+            end_message()
+            output = block.content if isinstance(block.content, str) else [
+                p for b in block.content if (p := _fresh_part(b, TOOL)) is not None]
+            out.append({"type": "function_call_output", "call_id": block.tool_call_id, "output": output})
+        elif (part := _fresh_part(block, role)) is not None:
+            parts.append(part)
+    end_message()
+    return out
+
+
+def response_line(anchor: Any, item: dict) -> tuple[bytes, dict]:
+    """A `response_item` line for a new item, stamped like the line it follows."""
+    value = {"timestamp": anchor["timestamp"]} if isinstance(anchor, dict) and "timestamp" in anchor else {}
+    value.update(type="response_item", payload=item)
+    return dumps(value, indent=False), value
+
+
+def write(transcript: Transcript) -> bytes:
+    source: RolloutSource = transcript.source
+    records, items = source.records, source.items
+    origins = [m.origin for m in transcript.messages]
+    if (all(isinstance(o, _Origin) for o in origins) and sorted(i for o in origins for i in o.items) == list(range(len(items)))
+            and all(is_unchanged(m) for m in transcript.messages)):
+        return b"\n".join(line for line, _ in records)
+    changed: dict[int, dict] = {}
+    after: dict[int, list[dict]] = {}  # new items after an item (-1: before the first)
+    kept: set[int] = set()
+    last = -1
+    for message in transcript.messages:
+        for index, value in message_items(message, items):
+            if index is None:
+                after.setdefault(last, []).append(value)
+                continue
+            kept.add(index)
+            last = index
+            if value is not items[index].value:
+                changed[index] = value
+    written = b"\n".join(line for line, _ in rewritten(source, changed, kept, after))
+    return BOM + written if source.bom and not written.startswith(BOM) else written
+
+
+def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
+              after: dict[int, list[dict]]) -> list[tuple[bytes, Any]]:
+    """The file's lines with the items changed, dropped (not in `kept`) and added."""
+    records, items = source.records, source.items
+    by_record: dict[int, list[int]] = {}
+    for index, item in enumerate(items):
+        by_record.setdefault(item.record, []).append(index)
+    front = after.get(-1, [])
+
+    def touched(indices: list[int]) -> bool:
+        return any(i not in kept or i in changed or i in after or (i == 0 and front) for i in indices)
+
+    out: list[tuple[bytes, Any]] = []
+    for record, (line, value) in enumerate(records):
+        indices = by_record.get(record)
+        if not indices or not touched(indices):
+            out.append((line, value))
+            continue
+        if items[indices[0]].slot is None:  # a response_item line: its payload is the item
+            index = indices[0]
+            out += [response_line(value, v) for v in (front if index == 0 else ())]
+            if index in kept:
+                new = {**value, "payload": changed[index]} if index in changed else value
+                out.append((dumps(new, indent=False), new) if index in changed else (line, value))
+            out += [response_line(value, v) for v in after.get(index, ())]
+            continue
+        history = _history(value["payload"], [items[i] for i in indices], indices, changed, kept, after, front)
+        new = {**value, "payload": {**value["payload"], "replacement_history": history}}
+        out.append((dumps(new, indent=False), new))
+    if not items and front:  # nothing was active: the new items start the history, at the end of the file
+        tail = [out.pop()] if out and out[-1][1] is BLANK else []
+        anchor = next((v for _, v in reversed(out) if isinstance(v, dict)), None)
+        out += [response_line(anchor, v) for v in front] + tail
+    return out
+
+
+def _history(payload: dict, held: list[Item], indices: list[int], changed: dict[int, dict], kept: set[int],
+             after: dict[int, list[dict]], front: list[dict]) -> list:
+    """A `compacted` line's new `replacement_history`; items Codex does not send stay where they were.
+    A rebuilt history (the line had none) is written out whole once anything in it changes."""
+    original = [] if held[0].rebuilt else list(payload.get("replacement_history") or ())
+    at_slot = {item.slot: (index, item) for item, index in zip(held, indices)}
+    out: list = []
+    for slot in range(len(original)) if original else at_slot:
+        if slot not in at_slot:
+            out.append(original[slot])
+            continue
+        index, item = at_slot[slot]
+        if index == 0:
+            out += front
+        if index in kept:
+            out.append(changed.get(index, item.value))
+        out += after.get(index, ())
+    return out
+
+
+# The operations' Codex part (formats/__init__.py `hook`), imported when an operation asks for it.
+HOOKS = {"append_compaction": "codex_rewrites"}

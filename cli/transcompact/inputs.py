@@ -1,0 +1,101 @@
+"""What a command reads: the files its arguments name, found one at a time, and where each one's
+output goes (docs/input-output.md#inputs).
+
+An argument is a file, `-` (stdin), or a directory, walked recursively in sorted order for the
+files whose path matches a `--glob` pattern (`*.json` and `*.jsonl` by default); hidden entries
+and version-control directories are skipped, and a link to a directory is not followed. A file
+named twice (`logs logs/a.json`) is read once.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Iterable, Iterator, Sequence
+
+from .errors import UsageError, option
+from .files import STDIN
+
+TRANSCRIPT_PATTERNS = ("*.json", "*.jsonl")
+# Besides the hidden ones (.git, .hg, .svn, .bzr): the version-control directories that are not.
+VCS_DIRECTORIES = frozenset({"CVS", "_darcs"})
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: the file to read, and its path under the argument that named it (what
+    `--output-dir` mirrors). `problem` is why an argument gave no file to read (a directory that
+    cannot be listed, or holds no matching file): the input is reported as failed."""
+
+    path: str
+    relative: str
+    problem: str | None = None
+
+
+def several(arguments: Sequence[str]) -> bool:
+    """Whether the arguments may name several inputs: more than one, or a directory (known only
+    once walked). Decided before any file is read, so that flags are checked first."""
+    return len(arguments) > 1 or any(os.path.isdir(argument) for argument in arguments)
+
+
+def discover(arguments: Sequence[str], patterns: Sequence[str] = ()) -> Iterator[Source]:
+    """Each input the arguments name (stdin when none), in their order, each directory's files
+    in sorted order (matching `patterns`, by default TRANSCRIPT_PATTERNS), found as they are asked
+    for: a large tree is not listed before the first file is read."""
+    patterns = patterns or TRANSCRIPT_PATTERNS
+    seen: set[str] = set()
+    for argument in arguments or (STDIN,):
+        if argument == STDIN or not os.path.isdir(argument):
+            found: Iterable[Source] = [Source(argument, "stdin.json" if argument == STDIN else os.path.basename(argument))]
+        else:
+            found = _walk(argument, patterns)
+        for source in found:
+            key = source.path if source.path == STDIN or source.problem else os.path.realpath(source.path)
+            if key not in seen:
+                seen.add(key)
+                yield source
+
+
+def _walk(top: str, patterns: Sequence[str]) -> Iterator[Source]:
+    found = False
+    for source in _files_under(top, top, patterns):
+        found = True
+        yield source
+    if not found:
+        yield Source(top, "", problem=f"no file matching {' or '.join(patterns)} in this directory (see {option('glob')})")
+
+
+def _files_under(directory: str, top: str, patterns: Sequence[str]) -> Iterator[Source]:
+    try:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as error:
+        yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}")
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in VCS_DIRECTORIES:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files_under(entry.path, top, patterns)
+            continue
+        relative = os.path.relpath(entry.path, top)
+        if entry.is_file() and any(PurePath(relative).match(pattern) for pattern in patterns):
+            yield Source(entry.path, relative)
+
+
+def output_paths(sources: Iterable[Source], output_dir: str) -> list[tuple[Source, str | None]]:
+    """Each source with the file it is written to under `output_dir` (None for one that failed to
+    be found), its path there mirroring the one under its argument. Two inputs with one output
+    path are refused before anything is written."""
+    planned: list[tuple[Source, str | None]] = []
+    claimed: dict[str, str] = {}
+    for source in sources:
+        target = None if source.problem else os.path.join(output_dir, source.relative)
+        if target in claimed:
+            raise UsageError(f"{claimed[target]} and {source.path} would both be written to {target}; nothing written",
+                             hint=f"name the directory that holds both, so that their paths under {option('output_dir')} differ")
+        if target is not None:
+            claimed[target] = source.path
+        planned.append((source, target))
+    return planned

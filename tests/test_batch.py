@@ -1,0 +1,284 @@
+"""Batches (docs/input-output.md#batches): directories walked, a bad file reported and the batch
+going on, the worst exit status, the closing summary, --output-dir mirroring the tree and refusing
+a clash, --dry-run, --jobs, and an interrupt that leaves every file old or new."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact.batch import worst
+from transcompact.cli import cli
+from transcompact.errors import ExitCode
+
+from .conftest import FIXTURES
+
+COMPACT = ["compact", "--emergency", "--force", "--keep-recent-tokens", "1000"]
+# In the tree: what compact --emergency makes of each file.
+COMPACTED = ["a/every-block.json", "a/long-session.json"]
+UNCHANGED = ["b/chat.jsonl", "b/session.jsonl", "tool-loop.json"]
+BAD = {"bad.json": "malformed JSON", "c/not-a-transcript.json": "not a transcript"}
+IGNORED = ["notes.txt", ".hidden/long-session.json", ".git/long-session.json", "b/.long-session.json"]
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """A directory of corpus-like files, bad ones and files no command must read."""
+    logs = tmp_path / "logs"
+    sources = {"a/every-block.json": "anthropic/every-block.json", "a/long-session.json": "anthropic/long-session.json",
+               "b/chat.jsonl": "jsonl/chat.jsonl", "b/session.jsonl": "claude-code/broken-session.jsonl",
+               "tool-loop.json": "anthropic/tool-loop.json"}
+    for name, fixture in sources.items():
+        (logs / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / fixture, logs / name)
+    (logs / "bad.json").write_bytes(b'{"messages": [')
+    (logs / "c").mkdir()
+    (logs / "c/not-a-transcript.json").write_bytes(b'{"name": "a package.json", "version": "1.0.0"}')
+    for name in IGNORED:
+        (logs / name).parent.mkdir(parents=True, exist_ok=True)
+        (logs / name).write_bytes(b"{")  # would fail if it were read
+    return logs
+
+
+def contents(directory: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under `directory`: its bytes and modification time."""
+    return {p.relative_to(directory).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def summary_line(stderr: str) -> re.Match:
+    found = re.fullmatch(r"(\d+) files?: (\d+) (?:would be )?\w+, (\d+) unchanged, (\d+) failed(?:; ([\d,]+) → ([\d,]+) tokens)?; "
+                         r"\d+\.\d s", stderr.splitlines()[-1])
+    assert found, stderr
+    return found
+
+
+# --- compact -i over a tree ------------------------------------------------------------------
+
+
+def test_compact_in_place_over_a_tree_goes_on_past_bad_files(tree, tmp_path):
+    before = contents(tree)
+    report = tmp_path / "report.jsonl"
+    result = run(*COMPACT, "-i", "--jobs", "2", "--report", str(report), str(tree), str(tmp_path / "missing.json"))
+    assert result.exit_code == ExitCode.INPUT  # the worst: a file that could not be used
+    assert result.stdout == ""  # never a transcript with several inputs
+    after = contents(tree)
+    for name in COMPACTED:
+        assert after[name][0] != before[name][0]
+    for name in UNCHANGED + list(BAD) + IGNORED:
+        assert after[name] == before[name], name  # not even rewritten as it was
+    assert run("check", *(str(tree / name) for name in COMPACTED + UNCHANGED)).exit_code in (0, 1)
+    assert run("check", *(str(tree / name) for name in COMPACTED)).exit_code == 0  # what compact wrote is valid
+    errors = [line for line in result.stderr.splitlines() if line.startswith("transcompact: error:")]
+    assert len(errors) == len(BAD) + 1
+    for name, why in BAD.items():
+        assert any(line.startswith(f"transcompact: error: {tree / name}") and why in line for line in errors), (name, errors)
+    assert f"transcompact: error: {tmp_path / 'missing.json'}: no such file" in errors
+    lines = [json.loads(line) for line in report.read_bytes().splitlines()]
+    expected_order = sorted(COMPACTED + UNCHANGED + list(BAD))  # sorted, whatever finished first
+    assert [line["file"] for line in lines] == [str(tree / name) for name in expected_order] + [str(tmp_path / "missing.json")]
+    found = summary_line(result.stderr)
+    good = [line for line in lines if line["status"] != "failed"]
+    assert [int(n) for n in found.groups()[:4]] == [len(lines), len(COMPACTED), len(UNCHANGED), len(BAD) + 1]
+    assert int(found[5].replace(",", "")) == sum(line["tokens_before"] for line in good)
+    assert int(found[6].replace(",", "")) == sum(line["tokens_after"] for line in good)
+
+
+def test_an_error_that_names_no_file_gets_the_files_name_in_a_batch(tree, tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    result = run("compact", "-q", "--force", "--no-fallback", "--keep-recent-tokens", "1000", "--output-dir",
+                 str(tmp_path / "out"), str(tree / "a/long-session.json"), str(tree / "bad.json"))
+    assert result.exit_code == ExitCode.PROVIDER  # worse than the malformed file's 3
+    lines = result.stderr.splitlines()
+    assert lines[:2] == [f"transcompact: error: {tree / 'a/long-session.json'}: no Anthropic API key",
+                         "hint: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for a proxy)"]
+    assert lines[2].startswith(f"transcompact: error: {tree / 'bad.json'}:1:")  # named by its own location already
+
+
+def test_the_worst_status_is_the_most_severe_not_the_last():
+    assert worst([0, 1, 5, 3, 1]) == ExitCode.OUTPUT
+    assert worst([1, 0]) == ExitCode.VIOLATIONS and worst([]) == ExitCode.OK
+    assert worst([ExitCode.OUTPUT, ExitCode.INTERRUPTED, ExitCode.INPUT]) == ExitCode.INTERRUPTED
+
+
+def test_compact_i_on_files_prints_nothing_and_leaves_the_unchanged_alone(tree):
+    """The issue's first bug: `compact -i a b` printed every input it did not compact."""
+    unchanged = tree / "tool-loop.json"
+    mtime = unchanged.stat().st_mtime_ns
+    result = run(*COMPACT, "-i", str(tree / "a/long-session.json"), str(unchanged))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert unchanged.stat().st_mtime_ns == mtime
+
+
+def test_fail_fast_stops_at_the_first_bad_file(tree):
+    later = tree / "tool-loop.json"
+    compacted = tree / "a/long-session.json"
+    before = compacted.read_bytes()
+    result = run(*COMPACT, "-i", "--fail-fast", "--jobs", "1", str(tree / "bad.json"), str(compacted), str(later))
+    assert result.exit_code == ExitCode.INPUT
+    assert compacted.read_bytes() == before  # never reached
+    assert summary_line(result.stderr).groups()[:4] == ("1", "0", "0", "1")
+
+
+def test_fail_fast_in_a_pool_starts_no_file_after_the_failure(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "0-bad.json").write_bytes(b"{")
+    original = (FIXTURES / "anthropic/long-session.json").read_bytes()
+    for i in range(40):
+        (logs / f"s{i:02}.json").write_bytes(original)
+    result = run(*COMPACT, "-i", "--fail-fast", "--jobs", "2", str(logs))
+    assert result.exit_code == ExitCode.INPUT
+    done = [p for p in logs.glob("s*.json") if p.read_bytes() != original]
+    assert len(done) < 40 and f"{len(done) + 1} files: {len(done)} compacted, 0 unchanged, 1 failed" in result.stderr
+
+
+def test_several_inputs_or_a_directory_need_i_or_output_dir(tree):
+    before = contents(tree)
+    result = run(*COMPACT, str(tree))
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr.splitlines() == ["transcompact: error: several inputs need -i or --output-dir",
+                                          "hint: a directory counts as several"]
+    assert contents(tree) == before and result.stdout == ""
+
+
+def test_jobs_give_the_same_files_as_one_process(tree, tmp_path):
+    one = run(*COMPACT, "-q", "--jobs", "1", "--output-dir", str(tmp_path / "one"), str(tree))
+    two = run(*COMPACT, "-q", "--jobs", "2", "--output-dir", str(tmp_path / "two"), str(tree))
+    assert one.exit_code == two.exit_code == ExitCode.INPUT
+    assert {k: v[0] for k, v in contents(tmp_path / "one").items()} == {k: v[0] for k, v in contents(tmp_path / "two").items()}
+
+
+# --- --output-dir ----------------------------------------------------------------------------
+
+
+def test_output_dir_mirrors_the_tree_and_leaves_the_inputs(tree, tmp_path):
+    before = contents(tree)
+    out = tmp_path / "out"
+    result = run(*COMPACT, "-q", "--jobs", "2", "--output-dir", str(out), str(tree), str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == ExitCode.INPUT and result.stdout == ""
+    assert contents(tree) == before
+    written = contents(out)
+    assert sorted(written) == sorted(COMPACTED + UNCHANGED + ["tool-calls.json"])  # a file argument: its name
+    for name in UNCHANGED:
+        assert written[name][0] == before[name][0]  # the whole tree is there, the unchanged as they were
+    assert run("check", *(str(out / name) for name in COMPACTED)).exit_code == 0
+
+
+def test_output_dir_refuses_a_clash_before_writing_anything(tmp_path):
+    for directory in ("d1", "d2"):
+        (tmp_path / directory).mkdir()
+        shutil.copy(FIXTURES / "anthropic/long-session.json", tmp_path / directory / "s.json")
+    out = tmp_path / "out"
+    result = run(*COMPACT, "--output-dir", str(out), str(tmp_path / "d1/s.json"), str(tmp_path / "d2/s.json"))
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr.splitlines()[0] == (f"transcompact: error: {tmp_path / 'd1/s.json'} and {tmp_path / 'd2/s.json'} "
+                                             f"would both be written to {out / 's.json'}; nothing written")
+    assert not out.exists()
+    assert run(*COMPACT, "-q", "--output-dir", str(out), str(tmp_path)).exit_code == 0  # their directory: d1/s.json, d2/s.json
+    assert sorted(contents(out)) == ["d1/s.json", "d2/s.json"]
+
+
+# --- --dry-run -------------------------------------------------------------------------------
+
+
+def test_dry_run_changes_no_byte_and_says_what_would_happen(tree, tmp_path):
+    before = contents(tree)
+    result = run(*COMPACT, "-i", "--dry-run", "--jobs", "2", "--report", str(tmp_path / "report.jsonl"), str(tree))
+    assert result.exit_code == ExitCode.INPUT and result.stdout == ""
+    assert contents(tree) == before
+    assert f"{tree / 'a/long-session.json'}: dry run: would write {tree / 'a/long-session.json'}" in result.stderr
+    assert f"{tree / 'tool-loop.json'}: dry run: unchanged, would be left as it is" in result.stderr
+    assert summary_line(result.stderr)[0].startswith(f"{len(before) - len(IGNORED)} files: 2 would be compacted, 3 unchanged")
+    lines = [json.loads(line) for line in (tmp_path / "report.jsonl").read_bytes().splitlines()]
+    assert not any(line["written"] for line in lines)
+    assert run(*COMPACT, "--dry-run", str(tree / "a/long-session.json")).stdout == ""  # not even to stdout
+
+
+# --- reporting commands ----------------------------------------------------------------------
+
+
+def test_estimate_json_reports_the_good_files_and_names_the_bad(tree):
+    good, bad, other = tree / "a/long-session.json", tree / "bad.json", tree / "tool-loop.json"
+    result = run("estimate", "--json", str(good), str(bad), str(other))
+    assert result.exit_code == ExitCode.INPUT
+    report = json.loads(result.stdout)
+    assert [entry["file"] for entry in report["files"]] == [str(good), str(other)]
+    assert report["total"]["files"] == 2
+    assert result.stderr.startswith(f"transcompact: error: {bad}:")
+
+
+def test_check_goes_on_past_a_bad_file(tree):
+    orphans, bad, good = FIXTURES / "anthropic/orphans.json", tree / "bad.json", tree / "tool-loop.json"
+    result = run("check", "--jobs", "2", str(orphans), str(bad), str(good))
+    assert result.exit_code == ExitCode.INPUT  # worse than the violations (1)
+    assert result.stdout.startswith(f"{orphans}: message 0: A1 ")
+    assert len(result.stderr.splitlines()) == 1 and str(bad) in result.stderr
+    assert run("check", str(orphans), str(good)).exit_code == ExitCode.VIOLATIONS
+
+
+def test_a_directory_is_walked_once_in_sorted_order(tree):
+    result = run("cut-point", str(tree / "b"), str(tree / "a"), str(tree / "a/long-session.json"))
+    assert result.exit_code == 0
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [
+        str(tree / "b/chat.jsonl"), str(tree / "b/session.jsonl"), str(tree / "a/every-block.json"), str(tree / "a/long-session.json")]
+
+
+def test_glob_picks_the_files_of_a_directory(tree):
+    result = run("cut-point", "--glob", "*.jsonl", str(tree))
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [str(tree / "b/chat.jsonl"), str(tree / "b/session.jsonl")]
+    result = run("cut-point", "--glob", "a/*.json", str(tree))
+    assert len(result.stdout.splitlines()) == 2
+
+
+def test_progress_is_a_plain_line_when_stderr_is_not_a_terminal(tree, monkeypatch):
+    monkeypatch.setattr("transcompact.batch._Progress.PLAIN_EVERY", 0)
+    result = run("estimate", "--jobs", "1", str(tree / "a"), str(tree / "b"))
+    lines = result.stderr.splitlines()
+    assert lines[0] == "estimate: 1 file done, 0 s"  # how many there are is known once they are all found
+    assert lines[-1] == "estimate: 4 of 4 files done, 0 s"
+    assert "files done" not in run("estimate", "-q", "--jobs", "1", str(tree / "a"), str(tree / "b")).stderr
+
+
+# --- interrupts ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the command", "Ctrl-C to its process group"])
+def test_an_interrupt_leaves_every_file_old_or_new_and_exits_130(tmp_path, how):
+    original = (FIXTURES / "anthropic/long-session.json").read_bytes()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(400):
+        (logs / f"s{i:03}.json").write_bytes(original)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
+    command = subprocess.Popen([sys.executable, "-m", "transcompact", *COMPACT, "-i", "--jobs", "2", str(logs)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    deadline = time.monotonic() + 20
+    while command.stderr.readline().find(b"compacted (emergency)") < 0:  # files are being written now
+        assert time.monotonic() < deadline and command.poll() is None
+    if how.startswith("SIGTERM"):
+        command.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(command.pid, signal.SIGINT)  # what a terminal sends: the workers get it too
+    stdout, stderr = command.communicate(timeout=20)
+    assert command.returncode == ExitCode.INTERRUPTED, stderr[-2000:]
+    assert stderr.endswith(b"transcompact: interrupted\n") and stdout == b""
+    assert sorted(p.name for p in logs.iterdir()) == [f"s{i:03}.json" for i in range(400)]  # no temporary file left
+    compacted = {p.read_bytes() for p in logs.iterdir()} - {original}
+    assert len(compacted) == 1  # every file is the old one or the one new version
+    assert run("check", str(next(p for p in logs.iterdir() if p.read_bytes() != original))).exit_code == 0
+    assert original in {p.read_bytes() for p in logs.iterdir()}  # it stopped before the end

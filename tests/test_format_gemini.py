@@ -1,0 +1,318 @@
+"""The Gemini CLI chat format: the agent's records read as the view it sends, written back as read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import orjson
+import pytest
+
+from transcompact import check, dumps, loads
+from transcompact.calibrate import recorded_usage
+from transcompact.check import errors
+from transcompact.compact import CompactOptions, compact
+from transcompact.formats import hook
+from transcompact.model import Text, ToolCall, ToolResult
+from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, is_summary_message
+
+from .conftest import FIXTURES
+
+GEMINI = FIXTURES / "gemini"
+UPSERTS = GEMINI / "session-2026-01-15T20-51-f7633853.jsonl"  # upserts, $rewindTo, info, ignored input
+CHECKPOINT = GEMINI / "session-2026-01-16T09-00-3b1c2d4e.jsonl"  # the agent's own $set.messages, content parts
+LEGACY = GEMINI / "session-2025-12-16T23-47-b4f17607.json"  # the whole-file JSON
+FILES = (UPSERTS, CHECKPOINT, LEGACY)
+
+
+def read(path):
+    return loads(path.read_bytes(), path.name)
+
+
+def texts(message) -> list[str]:
+    return [b.text for b in message.blocks if isinstance(b, Text)]
+
+
+# --- the agent's own loader (chatRecordingService.ts loadConversationRecord, parseLegacyRecordFallback;
+# sessionUtils.ts convertSessionToClientHistory), written from the upstream source ----------------
+
+
+def agent_records(data: bytes) -> list[dict]:
+    held: dict[str, dict] = {}  # a JS Map: a re-set key keeps its place
+    metadata: dict = {}
+    for line in data.decode().split("\n"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line of a pretty-printed legacy file
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("$rewindTo"), str):
+            ids = list(held)
+            if record["$rewindTo"] in ids:
+                for removed in ids[ids.index(record["$rewindTo"]):]:
+                    del held[removed]
+            else:
+                held.clear()
+        elif isinstance(record.get("id"), str):
+            held[record["id"]] = record
+        elif isinstance(record.get("$set"), dict):
+            if isinstance(record["$set"].get("messages"), list):
+                held.clear()
+                held.update((m["id"], m) for m in record["$set"]["messages"] if isinstance(m.get("id"), str))
+            metadata.update(record["$set"])
+        elif isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
+            metadata.update(record)
+            held.update((m["id"], m) for m in record.get("messages", []) if isinstance(m.get("id"), str))
+    if not metadata.get("sessionId"):
+        return json.loads(data)["messages"]  # the legacy fallback: the messages as they are
+    return list(held.values())
+
+
+def part_list(content) -> list:
+    if isinstance(content, list):
+        return [{"text": p} if isinstance(p, str) else p for p in content]
+    return [{"text": content}] if isinstance(content, str) else [content]
+
+
+def part_string(content) -> str:
+    return "".join(p.get("text", "") if "functionCall" not in p and "functionResponse" not in p else "[call]"
+                   for p in part_list(content))
+
+
+def client_history(records: list[dict]) -> list[dict]:
+    history = []
+    for msg in records:
+        if msg["type"] == "user":
+            text = part_string(msg["content"]).strip()
+            if not text or text.startswith(("/", "?", "<session_context>", "<hook_context>")):
+                continue
+            history.append({"role": "user", "parts": part_list(msg["content"])})
+        elif msg["type"] == "gemini":
+            content = part_list(msg["content"]) if msg.get("content") else []
+            if any("functionCall" in p or p.get("thought") for p in content):
+                parts = content
+            else:
+                parts = [{"text": t["description"], "thought": True} for t in msg.get("thoughts") or []] + content
+                parts += [{"functionCall": {"id": c["id"], "name": c["name"], "args": c["args"]}} for c in msg.get("toolCalls") or []]
+            if not parts:
+                continue
+            history.append({"role": "model", "parts": parts})
+            responses = []
+            for call in msg.get("toolCalls") or []:
+                if isinstance(call.get("result"), list):
+                    responses += part_list(call["result"])
+                elif isinstance(call.get("result"), str) and call["result"]:
+                    responses.append({"functionResponse": {"id": call["id"], "name": call["name"], "response": {"output": call["result"]}}})
+            if responses:
+                history.append({"role": "user", "parts": responses})
+    return history
+
+
+def assert_every_call_answered(history: list[dict]) -> None:
+    for turn, after in zip(history, history[1:] + [None]):
+        calls = [p["functionCall"]["id"] for p in turn["parts"] if "functionCall" in p]
+        if calls:
+            answered = [p["functionResponse"]["id"] for p in (after or {"parts": []})["parts"] if "functionResponse" in p]
+            assert after is not None and after["role"] == "user" and answered == calls
+
+
+# --- detection and round trip -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_each_fixture_is_detected_and_written_back_byte_for_byte(path):
+    data = path.read_bytes()
+    transcript = loads(data, path.name)
+    assert transcript.format == "gemini" and transcript.dialect == "anthropic"
+    assert dumps(transcript) == data
+    assert errors(check(transcript)) == []
+
+
+def test_other_formats_are_not_taken_for_gemini():
+    for path in (FIXTURES / "claude-code/broken-session.jsonl", FIXTURES / "anthropic/tool-loop.json", FIXTURES / "jsonl/chat.jsonl"):
+        assert read(path).format != "gemini"
+    body = {"sessionId": "s", "projectHash": "p", "history": [{"role": "user", "content": "hi"}]}
+    assert loads(json.dumps(body).encode(), "x.json", messages_path="history").format != "gemini"
+
+
+# --- the active view ----------------------------------------------------------------------------
+
+
+def test_upserts_rewinds_and_what_the_agent_leaves_out():
+    t = read(UPSERTS)
+    assert [m.role for m in t.messages] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    # The last copy of the upserted response, in the place of its first: its call answered by its result.
+    call, result = t.messages[1].tool_calls[0], t.messages[2].tool_results[0]
+    assert call.id == result.tool_call_id == "run_shell_command-1768510312836-c85bc7ab6bf4a8"
+    assert "blue.md\ncolor.md\nred.md" in result.content
+    assert t.messages[1].raw["tokens"]["input"] == 12207
+    # info, the /stats command and the rewound "Delete red.md" turn are not sent.
+    said = [text for m in t.messages for text in texts(m)]
+    assert "Delete red.md" not in said and "/stats" not in said and "Which one is the newest?" in said
+    assert not any("fallback model" in text for text in said)
+
+
+def test_the_agents_own_set_replaces_every_message_before_it():
+    t = read(CHECKPOINT)
+    assert texts(t.messages[0])[0].startswith("<state_snapshot>")
+    assert texts(t.messages[1]) == ["Got it. Thanks for the additional context!"]
+    assert texts(t.messages[2]) == ["README.md says the project compacts LLM transcripts."]
+    assert "Read README.md and summarise it." not in [x for m in t.messages for x in texts(m)]
+    # A newer record's content holds its thought and call parts; the result still lives in toolCalls.
+    turn = t.messages[4]
+    assert [type(b).__name__ for b in turn.blocks] == ["Opaque", "Text", "ToolCall"]
+    assert t.messages[5].tool_results[0].tool_call_id == turn.tool_calls[0].id
+
+
+def test_the_view_is_the_agents_own():
+    for path in FILES:
+        history = client_history(agent_records(path.read_bytes()))
+        t = read(path)
+        assert [turn["role"] for turn in history] == ["model" if m.role == "assistant" else "user" for m in t.messages]
+        assert_every_call_answered(history)
+
+
+def test_recorded_usage_is_the_prompt_of_the_last_response():
+    recorded = recorded_usage(read(UPSERTS).messages)
+    assert (recorded.tokens, recorded.output, recorded.message, recorded.responses) == (12480, 30, 5, 3)
+
+
+# --- writing changes ----------------------------------------------------------------------------
+
+
+def cleared(t, text="[cleared]"):
+    """The transcript with its first tool result replaced by `text`."""
+    messages = list(t.messages)
+    index = next(i for i, m in enumerate(messages) if m.tool_results)
+    messages[index] = messages[index].with_blocks(tuple(replace(b, content=text) for b in messages[index].blocks))
+    return t.with_messages(messages)
+
+
+def test_a_changed_result_goes_back_into_its_call_on_its_line():
+    data = UPSERTS.read_bytes()
+    out = dumps(cleared(read(UPSERTS)))
+    before, after = data.split(b"\n"), out.split(b"\n")
+    assert len(before) == len(after) and before[:5] == after[:5]  # nothing is appended, nothing before it changes
+    record = orjson.loads(after[5])
+    assert record["toolCalls"][0]["result"][0]["functionResponse"]["response"] == {"output": "[cleared]"}
+    assert record["tokens"]["input"] == 12207  # its own usage counted the prompt before it, which did not change
+    again = loads(out, UPSERTS.name)
+    assert again.messages[2].tool_results[0].content == "[cleared]"
+    assert recorded_usage(again.messages).message == 1  # later usage counted the old result: cleared
+    assert errors(check(again)) == []
+
+
+def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
+    data = LEGACY.read_bytes()
+    out = dumps(cleared(read(LEGACY), "[gone]"))
+    document = json.loads(out)
+    assert document["messages"][1]["toolCalls"][0]["result"][0]["functionResponse"]["response"] == {"output": "[gone]"}
+    assert {k: v for k, v in document.items() if k != "messages"} == {k: v for k, v in json.loads(data).items() if k != "messages"}
+    # The messages before it keep their bytes; the changed ones take one line each: never more lines.
+    start = data.rindex(b"{", 0, data.index(b'"id": "d2"'))
+    assert out[:start] == data[:start] and out.count(b"\n") < data.count(b"\n")
+    assert document["messages"][3]["tokens"] is None  # counted the old result
+
+
+def test_the_ui_copy_of_a_pruned_result_is_pruned_too():
+    pruned = cleared(read(UPSERTS))
+    out = dumps(hook(pruned, "replace_ui_copies")(pruned))
+    call = orjson.loads(out.split(b"\n")[5])["toolCalls"][0]
+    assert call["resultDisplay"] == "[cleared]" and call["result"][0]["functionResponse"]["response"]["output"] == "[cleared]"
+
+
+def test_a_removed_message_is_recorded_as_the_agent_rewrites_history():
+    t = read(UPSERTS)
+    out = dumps(t.with_messages(t.messages[:3] + t.messages[4:]))
+    data = UPSERTS.read_bytes()
+    assert out.startswith(data) and out.count(b"\n") == data.count(b"\n") + 1
+    last = orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])
+    assert [m["type"] for m in last["$set"]["messages"]] == ["user", "gemini", "info", "user", "user", "gemini"]
+    assert len(loads(out, "x.jsonl").messages) == 5
+
+
+# --- compaction ---------------------------------------------------------------------------------
+
+
+def long_chat(turns: int = 12) -> bytes:
+    """A Gemini CLI log of `turns` tool loops with large outputs."""
+    lines = [{"sessionId": "0c0c0c0c-1111-4222-8333-444455556666", "projectHash": "ab" * 32,
+              "startTime": "2026-01-20T10:00:00.000Z", "lastUpdated": "2026-01-20T10:00:00.000Z"}]
+    for n in range(turns):
+        call_id = f"run_shell_command-{1768900000000 + n}-{n:012x}"
+        lines.append({"id": f"u{n}", "timestamp": f"2026-01-20T10:{n:02d}:00.000Z", "type": "user", "content": [{"text": f"Step {n}: list /src/{n}"}]})
+        lines.append({"id": f"g{n}", "timestamp": f"2026-01-20T10:{n:02d}:01.000Z", "type": "gemini", "content": f"Listing /src/{n}.",
+                      "thoughts": [], "tokens": None, "model": "gemini-2.5-pro",
+                      "toolCalls": [{"id": call_id, "name": "run_shell_command", "args": {"command": f"ls /src/{n}"}, "status": "success",
+                                     "timestamp": f"2026-01-20T10:{n:02d}:02.000Z",
+                                     "result": [{"functionResponse": {"id": call_id, "name": "run_shell_command",
+                                                                      "response": {"output": f"file-{n}.py\n" * 600}}}]}]})
+        lines.append({"id": f"r{n}", "timestamp": f"2026-01-20T10:{n:02d}:03.000Z", "type": "gemini",
+                      "content": f"/src/{n} holds 600 files.", "thoughts": [], "model": "gemini-2.5-pro",
+                      "tokens": {"input": 1000 + 2000 * n, "output": 9, "cached": 0, "thoughts": 0, "tool": 0, "total": 1009 + 2000 * n}})
+    return b"\n".join(orjson.dumps(line) for line in lines) + b"\n"
+
+
+def summaries(t) -> int:
+    return sum(1 for m in t.messages if is_summary_message(m))
+
+
+def test_compaction_appends_one_set_and_reads_back_with_one_summary():
+    data = long_chat()
+    t = loads(data, "session.jsonl")
+    recent = t.messages[-4:]
+    compacted = hook(t, "append_compaction")(t, "What happened before.", recent, 30000)
+    out = dumps(compacted)
+    assert out.startswith(data) and out.count(b"\n") == data.count(b"\n") + 1  # appended, nothing rewritten
+    marker = orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])
+    assert list(marker) == ["$set"] and [m["type"] for m in marker["$set"]["messages"]] == ["user", "gemini", "user", "gemini", "gemini"]
+    again = loads(out, "session.jsonl")
+    assert again == compacted and summaries(again) == 1
+    assert texts(again.messages[0]) == [SUMMARY_PREFIX + "What happened before."] and texts(again.messages[1]) == [SUMMARY_ACK]
+    assert again.messages[2:] == recent
+    assert errors(check(again)) == []
+    assert recorded_usage(again.messages) is None  # the kept responses counted a context that is gone
+
+
+def test_compacting_twice_keeps_one_summary_and_the_agent_resumes_it():
+    from transcompact.summarize import SummaryOptions
+
+    t = loads(long_chat(), "session.jsonl")
+    options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000))
+    first, report = compact(t, options)
+    assert report.strategy == "emergency" and report.cut is not None
+    once = loads(dumps(first), "session.jsonl")
+    twice_compacted, _ = compact(loads(dumps(once) + long_chat(3).split(b"\n", 1)[1], "session.jsonl"), options)
+    out = dumps(twice_compacted)
+    twice = loads(out, "session.jsonl")
+    assert summaries(once) == summaries(twice) == 1 and errors(check(twice)) == []
+    # As the agent loads it: the summary, its acknowledgement, then the kept window, every call answered.
+    history = client_history(agent_records(out))
+    assert history[0]["role"] == "user" and history[0]["parts"][0]["text"].startswith(SUMMARY_PREFIX)
+    assert history[1] == {"role": "model", "parts": [{"text": SUMMARY_ACK}]}
+    assert len(history) == len(twice.messages) and history[-1]["parts"] == [{"text": "/src/2 holds 600 files."}]
+    assert_every_call_answered(history)
+    assert any("functionCall" in p for turn in history for p in turn["parts"])
+
+
+def test_the_legacy_document_gets_its_messages_array_rewritten():
+    t = read(LEGACY)
+    compacted = hook(t, "append_compaction")(t, "Notes were read.", t.messages[-2:], 5000)
+    document = json.loads(dumps(compacted))
+    assert [m["type"] for m in document["messages"]] == ["user", "gemini", "gemini", "user"]
+    assert {k: v for k, v in document.items() if k != "messages"} == {k: v for k, v in t.source.document.items() if k != "messages"}
+    history = client_history(agent_records(dumps(compacted)))
+    assert history[0]["parts"][0]["text"] == SUMMARY_PREFIX + "Notes were read." and len(history) == 4
+
+
+def test_a_call_added_by_an_operation_gets_an_entry_holding_its_result():
+    t = read(LEGACY)
+    call = ToolCall("read_file-1", "read_file", {"file_path": "/tmp/x"})
+    answer = ToolResult("read_file-1", "x")
+    last = t.messages[-2]
+    messages = list(t.messages)
+    messages[-2] = last.with_blocks(last.blocks + (call,))
+    messages.insert(-1, replace(messages[-1], blocks=(answer,), origin=None, raw=None))
+    again = loads(dumps(t.with_messages(messages)), "x.json")
+    assert again.messages[-3].tool_calls[-1].id == "read_file-1" and again.messages[-2].tool_results == (answer,)

@@ -1,0 +1,238 @@
+"""What is not a regular file is written through, never replaced: a device, a FIFO, a symbolic
+link (to a file or to a device) and an open descriptor (`/dev/stdout`) stay what they were.
+
+Every node here is made in a temporary directory: a regression must not be able to replace the
+real /dev/null or /dev/stdout (as root it could).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from transcompact.cli import cli
+from transcompact.errors import ExitCode
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="devices, FIFOs and /dev/fd are POSIX's")
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+NULL_DEVICE, FULL_DEVICE = (1, 3), (1, 7)  # Linux's /dev/null and /dev/full
+
+# Each command that writes a transcript, its arguments before `-o TARGET` and after it.
+COMMANDS = {
+    "repair": (["repair", "-q"], ["orphans.json"]),
+    "prune": (["prune", "-q", "--hard-clear-after", "0", "--keep-last", "0"], ["long-session.json"]),
+    "compact": (["compact", "-q", "--emergency", "--force"], ["long-session.json"]),
+    "expand": (["expand", "-q", "--archive", "originals.jsonl"], ["pruned.json"]),
+}
+
+
+@pytest.fixture(autouse=True)
+def _inputs(monkeypatch, tmp_path):
+    """Run in tmp_path, with the inputs every command reads (expand's: a pruned file and its archive)."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(FIXTURES / "anthropic/orphans.json", "orphans.json")
+    shutil.copy(FIXTURES / "anthropic/long-session.json", "long-session.json")
+    assert run("prune", "-q", "--archive", "originals.jsonl", "-o", "pruned.json", "long-session.json").exit_code == 0
+
+
+def run(*args: str):
+    result = CliRunner().invoke(cli, list(args), prog_name="transcompact")
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+def write_to(command: str, target: str):
+    before, after = COMMANDS[command]
+    return run(*before, "-o", target, *after)
+
+
+def expected_output(command: str) -> bytes:
+    before, after = COMMANDS[command]
+    result = run(*before, *after)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout_bytes
+
+
+def device(name: str, numbers: tuple[int, int]) -> Path:
+    try:
+        os.mknod(name, stat.S_IFCHR | 0o666, os.makedev(*numbers))
+    except (PermissionError, AttributeError):  # not root, or no mknod on this platform
+        pytest.skip("making a device node is not permitted here")
+    return Path(name)
+
+
+def is_device(path: Path, numbers: tuple[int, int]) -> bool:
+    found = path.lstat()
+    return stat.S_ISCHR(found.st_mode) and found.st_rdev == os.makedev(*numbers)
+
+
+def leftovers() -> list[str]:
+    return sorted(p.name for p in Path(".").iterdir() if p.name.endswith(".tmp"))
+
+
+# --- -o: the node stays what it was -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_character_device_is_written_through(command):
+    null = device("null", NULL_DEVICE)
+    result = write_to(command, "null")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert is_device(null, NULL_DEVICE)
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_fifo_is_written_through_to_its_reader(command):
+    os.mkfifo("fifo")
+    received = []
+    reader = threading.Thread(target=lambda: received.append(Path("fifo").read_bytes()), daemon=True)
+    reader.start()
+    result = write_to(command, "fifo")
+    reader.join(timeout=10)
+    assert result.exit_code == 0, result.stderr
+    assert received == [expected_output(command)]
+    assert stat.S_ISFIFO(Path("fifo").lstat().st_mode)
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_link_to_a_regular_file_stays_a_link_and_its_file_gets_the_output(command):
+    Path("real").mkdir()
+    Path("real/out.json").write_bytes(b"the previous output\n")
+    os.chmod("real/out.json", 0o640)
+    os.symlink("real/out.json", "link.json")
+    result = write_to(command, "link.json")
+    assert result.exit_code == 0, result.stderr
+    assert os.readlink("link.json") == "real/out.json"
+    assert Path("real/out.json").read_bytes() == expected_output(command)
+    assert stat.S_IMODE(Path("real/out.json").stat().st_mode) == 0o640
+    assert os.listdir("real") == ["out.json"]  # replaced atomically where it is, no temporary file left
+    assert leftovers() == []
+
+
+def test_in_place_on_a_link_rewrites_the_file_it_points_at():
+    repaired = expected_output("repair")
+    Path("real").mkdir()
+    shutil.move("orphans.json", "real/orphans.json")
+    os.symlink("real/orphans.json", "orphans.json")
+    assert run("repair", "-q", "-i", "orphans.json").exit_code == 0
+    assert os.readlink("orphans.json") == "real/orphans.json"
+    assert Path("real/orphans.json").read_bytes() == repaired
+
+
+def test_a_link_to_nothing_yet_creates_what_it_points_at():
+    Path("real").mkdir()
+    os.symlink("real/out.json", "link.json")
+    assert write_to("repair", "link.json").exit_code == 0
+    assert os.readlink("link.json") == "real/out.json"
+    assert Path("real/out.json").read_bytes() == expected_output("repair")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_link_to_dev_null_stays_a_link(command):
+    if not stat.S_ISCHR(Path(os.devnull).stat().st_mode):  # replaced before this run (by an older transcompact?)
+        pytest.skip(f"{os.devnull} is not a device here")
+    os.symlink(os.devnull, "null.json")
+    result = write_to(command, "null.json")
+    assert result.exit_code == 0, result.stderr
+    assert os.readlink("null.json") == os.devnull
+    assert stat.S_ISCHR(Path(os.devnull).stat().st_mode)
+
+
+def test_a_link_to_a_device_made_here_stays_a_link_to_it():
+    null = device("null", NULL_DEVICE)
+    os.symlink("null", "out.json")
+    assert write_to("repair", "out.json").exit_code == 0
+    assert os.readlink("out.json") == "null"
+    assert is_device(null, NULL_DEVICE)
+
+
+# --- a full device -----------------------------------------------------------------------------
+
+
+def full_device() -> str:
+    """A /dev/full made here where that is permitted (as root, where a regression could replace the
+    real one), else the real one (which no other user can replace)."""
+    try:
+        os.mknod("full", stat.S_IFCHR | 0o666, os.makedev(*FULL_DEVICE))
+        return "full"
+    except (PermissionError, AttributeError):
+        if not Path("/dev/full").exists():
+            pytest.skip("no /dev/full here")
+        return "/dev/full"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_full_device_exits_5_naming_it(command):
+    full = full_device()
+    result = write_to(command, full)
+    assert result.exit_code == ExitCode.OUTPUT
+    assert result.stderr.splitlines() == [f"transcompact: error: {full}: cannot write: No space left on device"]
+    assert result.stdout == ""
+    assert is_device(Path(full), FULL_DEVICE)
+    assert leftovers() == []
+
+
+# --- --report to /dev/stdout, or what stands for it ---------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["compact", "-q", "--emergency", "--force"], ["prune", "-q"]])
+def test_a_report_to_a_link_to_an_open_descriptor_appends_where_it_points(command):
+    """`--report /dev/stdout >> log`: /dev/stdout is a link to /proc/self/fd/1. Here a link to
+    /dev/fd/N, N a file opened for appending: it gets the report after what it held, and stays."""
+    Path("log").write_bytes(b"before\n")
+    fd = os.open("log", os.O_WRONLY | os.O_APPEND)
+    try:
+        os.symlink(f"/dev/fd/{fd}", "stdout")
+        result = run(*command, "--report", "stdout", "-o", "out.json", "long-session.json")
+    finally:
+        os.close(fd)
+    assert result.exit_code == 0, result.stderr
+    assert os.readlink("stdout") == f"/dev/fd/{fd}"
+    written = Path("log").read_bytes()
+    assert written.startswith(b"before\n")
+    assert orjson.loads(written.removeprefix(b"before\n"))["command"] == command[0]
+
+
+def test_a_report_to_a_device_is_written_through():
+    null = device("null", NULL_DEVICE)
+    result = run("compact", "-q", "--emergency", "--force", "--report", "null", "-o", "out.json", "long-session.json")
+    assert result.exit_code == 0, result.stderr
+    assert is_device(null, NULL_DEVICE)
+
+
+# --- prune --archive ---------------------------------------------------------------------------
+
+PRUNE_ALL = ["prune", "-q", "--hard-clear-after", "0", "--keep-last", "0"]
+
+
+def test_an_archive_that_is_a_fifo_gets_the_records_and_stays_a_fifo():
+    os.mkfifo("archive")
+    received = []
+    reader = threading.Thread(target=lambda: received.append(Path("archive").read_bytes()), daemon=True)
+    reader.start()
+    result = run(*PRUNE_ALL, "--archive", "archive", "-o", "out.json", "long-session.json")
+    reader.join(timeout=10)
+    assert result.exit_code == 0, result.stderr
+    records = [orjson.loads(line) for line in received[0].splitlines()]
+    assert records and {r["file"] for r in records} == {"long-session.json"}
+    assert stat.S_ISFIFO(Path("archive").lstat().st_mode)
+
+
+def test_an_archive_on_a_full_device_exits_5_and_writes_no_output():
+    full = full_device()
+    result = run(*PRUNE_ALL, "--archive", full, "-o", "out.json", "long-session.json")
+    assert result.exit_code == ExitCode.OUTPUT
+    assert result.stderr.splitlines() == [f"transcompact: error: {full}: cannot write: No space left on device"]
+    assert not Path("out.json").exists()  # the archive first: a rewritten file never lacks its originals
+    assert is_device(Path(full), FULL_DEVICE)
