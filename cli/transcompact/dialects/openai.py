@@ -40,7 +40,7 @@ class _Origin:
         self.content_shape = content_shape  # "string", "parts", "null" or "absent"
 
 
-def _decode_arguments(arguments: Any) -> Any:
+def decode_arguments(arguments: Any) -> Any:
     """The arguments a JSON string holds; the string itself when it holds none, or nesting too deep to write."""
     if isinstance(arguments, str):
         try:
@@ -115,7 +115,7 @@ def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
         legacy = obj.get("function_call")
         if isinstance(legacy, dict):
             blocks = blocks + (
-                ToolCall(LEGACY_CALL_ID, str(legacy.get("name", "")), _decode_arguments(legacy.get("arguments")), raw=legacy),
+                ToolCall(LEGACY_CALL_ID, str(legacy.get("name", "")), decode_arguments(legacy.get("arguments")), raw=legacy),
             )
     return Message(role, blocks, raw=obj, line=line, origin=_Origin(role, blocks, shape))
 
@@ -133,7 +133,7 @@ def _read_tool_call(call: Any, where: str) -> ToolCall:
     return ToolCall(
         call_id if isinstance(call_id, str) else "",
         str(function.get("name", "")),
-        _decode_arguments(function.get("arguments")),
+        decode_arguments(function.get("arguments")),
         raw=call,
     )
 
@@ -162,7 +162,7 @@ def write_part(block: Block) -> Any:
 
 
 def _write_arguments(call: ToolCall, original: Any) -> Any:
-    if _decode_arguments(original) == call.input:
+    if decode_arguments(original) == call.input:
         return original
     return call.input if isinstance(call.input, str) else orjson.dumps(call.input).decode()
 

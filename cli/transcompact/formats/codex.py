@@ -37,7 +37,8 @@ from typing import Any
 
 import orjson
 
-from ..jsondata import BLANK, BOM, Parsed, dumps, too_deep
+from ..dialects.openai import decode_arguments
+from ..jsondata import BLANK, BOM, Parsed, dumps
 from ..model import (
     ASSISTANT,
     USER,
@@ -208,17 +209,6 @@ def _part_block(part: Any, index: int) -> Block:
     return Opaque(kind if isinstance(kind, str) else None, line=index)
 
 
-def _decoded(arguments: Any) -> Any:
-    """A call's arguments as the JSON string holds them; the string itself when it holds none."""
-    if isinstance(arguments, str):
-        try:
-            decoded = orjson.loads(arguments)
-        except orjson.JSONDecodeError:
-            return arguments
-        return arguments if too_deep(decoded) else decoded
-    return arguments
-
-
 def _string(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -231,7 +221,7 @@ def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
             return (Text(content, line=index),)
         return tuple(_part_block(p, index) for p in content) if isinstance(content, list) else ()
     if kind == "function_call":
-        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), _decoded(item.get("arguments")),
+        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), decode_arguments(item.get("arguments")),
                          raw=item, line=index),)
     if kind == "custom_tool_call":
         return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), item.get("input"), raw=item, line=index),)
@@ -364,7 +354,7 @@ def _parts(original: Any, before: tuple[Block, ...] | list[Block], blocks, role:
 
 
 def _arguments(original: Any, value: Any) -> Any:
-    if _decoded(original) == value:
+    if decode_arguments(original) == value:
         return original
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
