@@ -7,6 +7,8 @@ prints:
 - `--tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text (each a fresh
   process that builds the encoding);
 - `transcompact --help` start-up against `python -c "import click"`;
+- a batch of 1,000 small transcripts through `compact --emergency --jobs 2` against one process
+  that reads, orjson-loads, dumps and writes the same files, and files per second;
 - the peak memory of `transcompact estimate FILE` as a multiple of the input size, and of every
   command on a 100,000-line Claude Code log (`claude_code_log.py`);
 - with the shared corpus present: the accuracy of each way of counting against the usage the
@@ -36,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 TARGET_BYTES = 50 * 1024 * 1024
 PAIRS = 4000
 CLAUDE_CODE_LINES = 100_000
+BATCH_FILES = 1000
 PYTHON = sys.executable
 # The console script, as a user runs it (`python -m transcompact` when it is not installed).
 _SCRIPT = Path(PYTHON).parent / "transcompact"
@@ -131,6 +134,8 @@ def speed(workdir: Path) -> None:
     print(f"  {'peak memory of estimate':28s} {rss / 1e6:8.1f} MB for {size / 1e6:.1f} MB of input = {rss / size:5.2f}×"
           f"  (target ≤ 4×, {'ok' if rss / size <= 4 else 'OVER TARGET'})")
 
+    batch(workdir, env)
+
     from claude_code_log import generate
 
     log = workdir / "session.jsonl"
@@ -140,6 +145,24 @@ def speed(workdir: Path) -> None:
     for command in (["estimate"], ["check"], ["prune", "-q"], ["compact", "--emergency", "--force", "-q"], ["repair", "-q"]):
         rss = peak_rss_bytes([*TRANSCOMPACT, *command, str(log)])
         print(f"  {' '.join(command[:1]):28s} {rss / 1e6:8.1f} MB = {rss / size:5.2f}×  ({'ok' if rss / size <= 4 else 'OVER TARGET'})")
+
+
+def batch(workdir: Path, env: dict) -> None:
+    """Many small files (issue 14): `compact --emergency --jobs 2` over a directory, against one
+    process reading, orjson-loading, dumping and writing the same files."""
+    source = workdir / "batch"
+    source.mkdir()
+    data = (ROOT / "fixtures" / "anthropic" / "tool-loop.json").read_bytes()
+    for i in range(BATCH_FILES):
+        (source / f"session-{i:04d}.json").write_bytes(data)
+    baseline = ["-c", "import orjson, pathlib, sys; out = pathlib.Path(sys.argv[2]); out.mkdir(exist_ok=True); "
+                      "[(out / p.name).write_bytes(orjson.dumps(orjson.loads(p.read_bytes()))) "
+                      "for p in sorted(pathlib.Path(sys.argv[1]).glob('*.json'))]", str(source), str(workdir / "copied")]
+    ours = best([*TRANSCOMPACT, "compact", "--emergency", "--force", "-q", "--jobs", "2",
+                 "--output-dir", str(workdir / "compacted"), str(source)], 3, env=env)
+    print(f"\nbatch of {BATCH_FILES:,} small transcripts ({len(data) / 1e3:.1f} KB each; best of 3):")
+    print(row("compact --emergency --jobs 2", ours, best([PYTHON, *baseline], 3, env=env), 2.0)
+          + f"  {BATCH_FILES / ours:,.0f} files/s")
 
 
 def accuracy(corpus: Path) -> None:
