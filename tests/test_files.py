@@ -137,4 +137,19 @@ def test_invalid_utf8_is_exit_3_naming_its_line_column_and_byte_offset(data, whe
     result = cli_run("check", input=data)
     assert result.exit_code == ExitCode.INPUT
     assert result.stderr.splitlines() == [f"transcompact: error: <stdin>:{where}",
-                                          "hint: transcripts are read as UTF-8; convert the file first"]
+                                          "hint: transcripts are read as UTF-8: convert the file first, or read it with --encoding-errors replace"]
+
+
+def test_encoding_errors_replace_reads_invalid_utf8_as_the_replacement_character(tmp_path):
+    """--encoding-errors replace: the latin-1 byte becomes U+FFFD, and what is written says so."""
+    import json
+
+    from transcompact.cli import cli
+
+    path = tmp_path / "latin.json"
+    path.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}, {"role": "assistant", "content": "ok"}]}')
+    refused = CliRunner().invoke(cli, ["repair", str(path)])
+    assert refused.exit_code == 3
+    result = CliRunner().invoke(cli, ["repair", "--encoding-errors", "replace", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout_bytes)["messages"][0]["content"] == "caf\ufffd"

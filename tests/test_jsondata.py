@@ -159,7 +159,7 @@ def test_invalid_utf8_in_a_document_names_its_line_and_byte():
     column = offset - data.rindex(b"\n", 0, offset)
     assert result.stderr.splitlines() == [
         f"transcompact: error: latin.json:{line}:{column}: not valid UTF-8: byte 0xff at byte offset {offset}",
-        "hint: transcripts are read as UTF-8; convert the file first",
+        "hint: transcripts are read as UTF-8: convert the file first, or read it with --encoding-errors replace",
     ]
 
 

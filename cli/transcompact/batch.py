@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 import click
 
 from .errors import ExitCode, InputError, Location, TranscompactError
+from . import settings
 from .files import STDIN, make_directory, read_input, write_file, write_stdout
 from .inputs import Source, discover, output_paths, several
 
@@ -58,14 +59,20 @@ class Result:
 
 @dataclass(frozen=True)
 class Reading:
-    """How a file's bytes become a transcript: --format and --messages-path."""
+    """How a file's bytes become a transcript: --format, --messages-path, --encoding-errors."""
 
     format: str | None = None
     messages_path: str | None = None
+    encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
 
     def load(self, data: bytes, name: str):
         from .formats import loads
 
+        if self.encoding_errors == "replace":
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "replace").encode("utf-8")
         return loads(data, name, format=self.format, messages_path=self.messages_path)
 
 

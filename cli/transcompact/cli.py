@@ -143,8 +143,13 @@ def file_options(fn: Callable) -> Callable:
 
 
 def input_options(fn: Callable) -> Callable:
-    """The files, --glob, --format, --messages-path, --traceback: where transcripts come from and how they are read."""
+    """The files, --glob, --format, --messages-path, --encoding-errors, --traceback: where
+    transcripts come from and how they are read."""
     fn = traceback_option(fn)
+    fn = click.option("--encoding-errors", type=click.Choice(["strict", "replace"]), default=settings.ENCODING_ERRORS,
+                      show_default=True,
+                      help="What invalid UTF-8 gets: an error (exit 3), or U+FFFD in its place (the bytes written "
+                           "then differ from those read).")(fn)
     fn = click.option("--messages-path", metavar="KEY",
                       help="Where the messages sit in a wrapper object, dotted: history, trajectory.0.messages.")(fn)
     fn = click.option("--format", "format_", type=click.Choice(FORMAT_NAMES), help="Read as this format instead of detecting it.")(fn)

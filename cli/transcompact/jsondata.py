@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Sequence
 
 import orjson
 
-from .errors import Location, ParseError
+from .errors import Location, ParseError, option
 
 BLANK = object()  # the value of a blank line in JSON Lines
 BOM = b"\xef\xbb\xbf"
@@ -260,7 +260,7 @@ def _too_deep(text: bytes, name: str, first_line: int) -> ParseError:
 
 
 def _not_utf8(data: bytes, name: str) -> ParseError:
-    hint = "transcripts are read as UTF-8; convert the file first"
+    hint = f"transcripts are read as UTF-8: convert the file first, or read it with {option('encoding_errors', 'replace')}"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as error:

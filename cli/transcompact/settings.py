@@ -10,6 +10,9 @@ TAIL = 1500
 HARD_CLEAR_AFTER = 6
 KEEP_LAST = 2
 
+# reading
+ENCODING_ERRORS = "strict"  # invalid UTF-8 is an input error; "replace" reads it as U+FFFD
+
 # counting (seed 003 TokenEstimator: chars × ratio + 4 per message)
 RATIO = 0.25
 TOKENIZER = "chars"

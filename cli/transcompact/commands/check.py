@@ -19,7 +19,7 @@ from ..files import write_stdout
 @click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON (docs/input-output.md#json-reports).")
 @click.option("--strict", is_flag=True, help="Treat warnings (e.g. the last message is not a user message) as errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells.")
-def check(files, format_, messages_path, patterns, jobs, fail_fast, as_json, strict, quiet):
+def check(files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, as_json, strict, quiet):
     """Check transcripts against the providers' rules; exit 1 when one has an error.
 
     \b
@@ -31,7 +31,7 @@ def check(files, format_, messages_path, patterns, jobs, fail_fast, as_json, str
     from ..render import report_json
 
     batch = Batch("check", files, patterns, quiet=quiet, prints_as_it_goes=not as_json)
-    work = Checking(Reading(format_, messages_path), strict, printed=not (as_json or quiet))
+    work = Checking(Reading(format_, messages_path, encoding_errors), strict, printed=not (as_json or quiet))
     reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(check_file, work, jobs=jobs, fail_fast=fail_fast)]
     if as_json and not quiet:
         write_stdout(report_json("check", reports))

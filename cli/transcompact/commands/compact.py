@@ -51,7 +51,7 @@ from ..files import read_input
 @summary_options
 @provider_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-def compact(files, format_, messages_path, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, threshold, force, emergency, no_fallback,
+def compact(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, threshold, force, emergency, no_fallback,
             keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, tokenizer,
             ratio, previous_summary, instructions, summary_input_tokens, result_chars, provider, model, base_url, retries,
             timeout, quiet, **flags):
@@ -84,7 +84,7 @@ def compact(files, format_, messages_path, patterns, output, in_place, output_di
                                previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
         keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
     batch = Batch("compact", files, patterns, quiet=quiet, verb="compacted", dry_run=dry_run, report_file=report_file)
-    work = Compacting(Reading(format_, messages_path), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
+    work = Compacting(Reading(format_, messages_path, encoding_errors), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
                       timeout=timeout, retries=retries, emergency=emergency, quiet=quiet,
                       chunks_shown=not batch.several and progress_printer(quiet) is not None)
     sys.exit(batch.run(compact_file, work, output=output, in_place=in_place, output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))

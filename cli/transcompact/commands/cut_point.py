@@ -20,7 +20,7 @@ from ..files import write_stdout
 @number_option("keep-recent-tokens", settings.KEEP_RECENT_TOKENS, "Tokens the verbatim recent window holds at least.")
 @tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cut and both parts' sizes as JSON.")
-def cut_point(files, format_, messages_path, patterns, jobs, fail_fast, keep_recent_tokens, tokenizer, ratio, as_json):
+def cut_point(files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, keep_recent_tokens, tokenizer, ratio, as_json):
     """Print where old history ends and the verbatim recent window begins (a message index).
 
     0 means everything fits in the recent window. The cut never separates a tool call from
@@ -35,7 +35,7 @@ def cut_point(files, format_, messages_path, patterns, jobs, fail_fast, keep_rec
     from ..render import report_json
 
     batch = Batch("cut-point", files, patterns, prints_as_it_goes=not as_json)
-    work = Cutting(Reading(format_, messages_path), keep_recent_tokens,
+    work = Cutting(Reading(format_, messages_path, encoding_errors), keep_recent_tokens,
                    Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)),
                    printed=not as_json, named=batch.several)
     reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(cut_point_file, work, jobs=jobs, fail_fast=fail_fast)]

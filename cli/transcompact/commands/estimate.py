@@ -39,7 +39,7 @@ from ..files import write_stdout
               help="Exit 1 when a transcript's estimate is above N tokens (a CI gate).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
 @click.pass_context
-def estimate(ctx, files, format_, messages_path, patterns, jobs, fail_fast, tokenizer, ratio, count, calibrate, model, window, max_output, threshold, top,
+def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, tokenizer, ratio, count, calibrate, model, window, max_output, threshold, top,
              per_message, as_json, fail_over, quiet):
     """Count a transcript's tokens, show where they sit and how close it is to the window.
 
@@ -69,7 +69,7 @@ def estimate(ctx, files, format_, messages_path, patterns, jobs, fail_fast, toke
                       anthropic=anthropic_api(tokenizer),
                       max_output=max_output, threshold=threshold, top=top)
     batch = Batch("estimate", files, patterns, quiet=quiet)
-    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(Reading(format_, messages_path), options),
+    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(Reading(format_, messages_path, encoding_errors), options),
                                                                     jobs=jobs, fail_fast=fail_fast)]
     over = [e for e in estimates if fail_over is not None and e.tokens > fail_over]
     if not quiet:

@@ -28,7 +28,7 @@ from ..cli import (
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
-def prune(files, format_, messages_path, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast,
+def prune(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast,
           prune_ui_copy, archive, quiet, **flags):
     """Trim and clear old tool results, without a model.
 
@@ -48,7 +48,7 @@ def prune(files, format_, messages_path, patterns, output, in_place, output_dir,
     if archive is not None and not dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
         create_archive(archive)
     batch = Batch("prune", files, patterns, quiet=quiet, verb="pruned", dry_run=dry_run, report_file=report_file)
-    work = Pruning(Reading(format_, messages_path), options, prune_ui_copy, None if dry_run else archive, quiet)
+    work = Pruning(Reading(format_, messages_path, encoding_errors), options, prune_ui_copy, None if dry_run else archive, quiet)
     sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
 
 

@@ -17,7 +17,7 @@ from ..errors import ExitCode
 @output_options
 @batch_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
-def repair(files, format_, messages_path, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, quiet):
+def repair(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, quiet):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 
     A tool call with no result gets an error result "[No result recorded]"; an orphan tool
@@ -33,7 +33,7 @@ def repair(files, format_, messages_path, patterns, output, in_place, output_dir
 
     check_output_flags(files, output, in_place, output_dir)
     batch = Batch("repair", files, patterns, quiet=quiet, verb="repaired", dry_run=dry_run, report_file=report_file)
-    sys.exit(batch.run(repair_file, Repairing(Reading(format_, messages_path), quiet), output=output, in_place=in_place,
+    sys.exit(batch.run(repair_file, Repairing(Reading(format_, messages_path, encoding_errors), quiet), output=output, in_place=in_place,
                        output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
 
 

@@ -23,7 +23,7 @@ from ..files import read_input, write_stdout
 @provider_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and what it took as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no warnings on stderr.")
-def summarize(files, format_, messages_path, patterns, keep_recent_tokens, tokenizer, ratio, previous_summary, instructions,
+def summarize(files, format_, messages_path, encoding_errors, patterns, keep_recent_tokens, tokenizer, ratio, previous_summary, instructions,
               summary_input_tokens, result_chars, everything, provider, model, base_url, retries, timeout, as_json, quiet):
     """Write a structured checkpoint summary of the old part of a transcript, by an LLM.
 
@@ -49,7 +49,7 @@ def summarize(files, format_, messages_path, patterns, keep_recent_tokens, token
                              counting=Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)), instructions=instructions,
                              previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens)
     batch = Batch("summarize", files, patterns, quiet=quiet)
-    work = Summarizing(Reading(format_, messages_path), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
+    work = Summarizing(Reading(format_, messages_path, encoding_errors), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
                        timeout=timeout, retries=retries, as_json=as_json, quiet=quiet)
     reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(summarize_file, work)]
     if as_json:
