@@ -304,6 +304,10 @@ class Batch:
             pass
         return self.exit
 
+    def reports(self, work: Callable[[str, bytes, Any], Result], settings: Any, **options: Any) -> list[tuple[str, Any]]:
+        """(file, report) of every input that did not fail: what `--json` prints."""
+        return [(outcome.name, outcome.result.report) for outcome in self.outcomes(work, settings, **options)]
+
     def outcomes(self, work: Callable[[str, bytes, Any], Result], settings: Any, *, output: str | None = None,
                  in_place: bool = False, output_dir: str | None = None, jobs: int | None = None,
                  fail_fast: bool = False) -> Iterator[Outcome]:

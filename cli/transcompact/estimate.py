@@ -423,6 +423,14 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
                  overhead=recorded.context - covered, anchor=recorded.message, notes=notes)
 
 
+def _once(known: dict[int, tuple[Any, Any]], value: Any, compute: Callable[[Any], Any]) -> Any:
+    """`compute(value)`, made once per object (kept with it, so that its id is not reused)."""
+    found = known.get(id(value))
+    if found is None or found[0] is not value:
+        found = known[id(value)] = (value, compute(value))
+    return found[1]
+
+
 class TokenCounter:
     """The counts of one run, on one scale: the basis fitted once on the input, each message
     tallied once (memoised by message: a rewrite shares the messages it did not change), and with
@@ -435,6 +443,7 @@ class TokenCounter:
         self.options = options
         self.measure, self.ratio, method = _measure(options)
         self._tallied: dict[int, tuple[Message, _Tally]] = {}
+        self._counted: dict[int, tuple[Transcript, _Counted]] = {}
         self._exact: dict[int, tuple[Transcript, Any]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
@@ -456,13 +465,14 @@ class TokenCounter:
                                + [self._message(m) for m in messages[index + 1:]])
 
     def _message(self, message: Message) -> _Tally:
-        known = self._tallied.get(id(message))
-        if known is None or known[0] is not message:
-            known = self._tallied[id(message)] = (message, _tally(message.blocks, self.measure))
-        return known[1]
+        return _once(self._tallied, message, lambda m: _tally(m.blocks, self.measure))
 
     def counted(self, transcript: Transcript) -> _Counted:
-        """The breakdown on the input's scale (no request: anthropic counts are scaled)."""
+        """The breakdown on the input's scale (no request: anthropic counts are scaled), made once
+        per transcript: prune's report, the cut and compact's checks ask for the same one."""
+        return _once(self._counted, transcript, self._count)
+
+    def _count(self, transcript: Transcript) -> _Counted:
         system, tools, tallies = self.tallies(transcript)
         if self.basis.calibration is not None:
             return _by_fit(system, tools, tallies, self.basis.calibration)
@@ -479,12 +489,9 @@ class TokenCounter:
 
     def exact(self, transcript: Transcript):
         """`--tokenizer anthropic`: the Messages API's count of `transcript`, asked once."""
-        known = self._exact.get(id(transcript))
-        if known is None or known[0] is not transcript:
-            from .providers.anthropic import count_tokens
+        from .providers.anthropic import count_tokens
 
-            known = self._exact[id(transcript)] = (transcript, count_tokens(transcript, self.options.anthropic, self.options.model))
-        return known[1]
+        return _once(self._exact, transcript, lambda t: count_tokens(t, self.options.anthropic, self.options.model))
 
     @property
     def method(self) -> str:
@@ -517,9 +524,9 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         counted = _apportioned(counted, exact.tokens)
         ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
         notes += exact.notes
-    tallies = counter.tallies(transcript)[2]
-    if tallies and tallies[0] is None:
-        start = next(i for i, t in enumerate(tallies) if t is not None)
+    compaction = server_compaction(transcript.messages)
+    if compaction is not None and compaction[0] > 0:
+        start = compaction[0]
         notes.append(f"counted from the compaction block in message {start}: the API ignores everything before the "
                      f"last one ({start} earlier messages not counted)")
 

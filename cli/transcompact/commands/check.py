@@ -32,7 +32,7 @@ def check(files, format_, messages_path, encoding_errors, patterns, jobs, fail_f
 
     batch = Batch("check", files, patterns, quiet=quiet, prints_as_it_goes=not as_json)
     work = Checking(Reading(format_, messages_path, encoding_errors), strict, printed=not (as_json or quiet))
-    reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(check_file, work, jobs=jobs, fail_fast=fail_fast)]
+    reports = batch.reports(check_file, work, jobs=jobs, fail_fast=fail_fast)
     if as_json and not quiet:
         write_stdout(report_json("check", reports))
     sys.exit(batch.exit)

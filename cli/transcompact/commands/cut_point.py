@@ -38,7 +38,7 @@ def cut_point(files, format_, messages_path, encoding_errors, patterns, jobs, fa
     work = Cutting(Reading(format_, messages_path, encoding_errors), keep_recent_tokens,
                    Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)),
                    printed=not as_json, named=batch.several)
-    reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(cut_point_file, work, jobs=jobs, fail_fast=fail_fast)]
+    reports = batch.reports(cut_point_file, work, jobs=jobs, fail_fast=fail_fast)
     if as_json:
         write_stdout(report_json("cut-point", reports))
     sys.exit(batch.exit)

@@ -51,7 +51,7 @@ def summarize(files, format_, messages_path, encoding_errors, patterns, keep_rec
     batch = Batch("summarize", files, patterns, quiet=quiet)
     work = Summarizing(Reading(format_, messages_path, encoding_errors), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
                        timeout=timeout, retries=retries, as_json=as_json, quiet=quiet)
-    reports = [(outcome.name, outcome.result.report) for outcome in batch.outcomes(summarize_file, work)]
+    reports = batch.reports(summarize_file, work)
     if as_json:
         write_stdout(report_json("summarize", reports))
     sys.exit(batch.exit)
