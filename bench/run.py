@@ -87,8 +87,10 @@ def best(command: list[str], runs: int, **kwargs) -> float:
 
 
 def peak_rss_bytes(command: list[str]) -> int:
-    """The peak resident memory of `command`, measured by a parent that runs nothing else."""
-    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+    """The peak resident memory of `command`, measured by a parent that runs nothing else; exit 1
+    (what check and repair say of a log with errors) is a finding, not a failure."""
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+             "done.returncode > 1 and sys.exit(done.returncode); "
              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     return int(subprocess.run([PYTHON, "-c", probe, *command], check=True, capture_output=True, text=True).stdout) * 1024
 
