@@ -1,31 +1,40 @@
-"""`make bench`: speed and memory as ratios against baselines measured in the same run.
+"""`make bench`: speed and memory as ratios against baselines measured in the same run, held to
+their targets, printed as one table at the end; the exit status is 1 when a target is missed.
 
-Builds a deterministic ~50 MB Anthropic transcript with thousands of tool call/result pairs and
-prints:
-- `transcompact estimate FILE`, `prune FILE` and `compact --emergency FILE` against an orjson
-  load + dump of the same file (each a fresh process);
-- `--tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text (each a fresh
-  process that builds the encoding);
-- `transcompact --help` start-up against `python -c "import click"`;
+What is measured (each command a fresh process, as a user runs it; times are the best of several
+runs, the runs of the things compared taking turns so that a change of load hits both):
+- `estimate`, `prune` and `compact --emergency` on a 53 MB transcript of 4,000 tool call/result
+  pairs against an orjson load + dump of the same file (issue 16);
+- `estimate --tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text;
+- `transcompact --help` against `python -c "import click"`;
 - a batch of 1,000 small transcripts through `compact --emergency --jobs 2` against one process
-  that reads, orjson-loads, dumps and writes the same files, and files per second;
-- the peak memory of `transcompact estimate FILE` as a multiple of the input size, and of every
-  command on a 100,000-line Claude Code log (`claude_code_log.py`);
+  that reads, orjson-loads, dumps and writes the same files (issue 14);
+- the peak memory of `estimate` on the 53 MB transcript, and of every command on a 100,000-line
+  Claude Code log (`claude_code_log.py`; issue 12), as a multiple of the file's size;
+- growth (issues 12 and 16): the three commands on each shape at two or three sizes (tool-call
+  transcripts of 5, 50 and 200 MB, 10,000 and 100,000 tiny messages, a 5 and a 50 MB single text
+  block, a 20,000- and a 200,000-line Claude Code log with branches, 1,000 and 10,000 parallel
+  tool calls in one message): the time per MB, line or call at each size, and the ratio of the
+  largest to the smallest (≤ 1.5×: no super-linear step). These are timed inside the process after
+  a warm-up run on a tiny file of the same shape, so that start-up (a fixed cost of ~0.2 s) does
+  not swamp the small sizes, and a size ten times smaller runs three times as often;
 - with the shared corpus present: the accuracy of each way of counting against the usage the
   corpus's Claude Code logs recorded (median error on the later half of each log's responses).
 
-Times are the best of several runs. Targets (issues 4, 5, 7): estimate ≤ 1.0×, prune ≤ 1.5×, compact --emergency ≤ 2×, o200k ≤ 1.2×,
---help ≤ 1.3×, memory ≤ 4× the input.
+`--quick` (or BENCH_QUICK=1) leaves out the largest sizes (the 200 MB transcript; the Claude Code
+logs are 10× smaller) and runs fewer times, for a first look in a few minutes.
+Progress goes to stderr, the table to stdout. Generated files live in a temporary directory.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
 
@@ -35,55 +44,150 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "cli"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-TARGET_BYTES = 50 * 1024 * 1024
-PAIRS = 4000
-CLAUDE_CODE_LINES = 100_000
+from claude_code_log import generate as claude_code_log
+from shapes import parallel_calls, single_block, tiny_messages, tool_session
+
+QUICK = "--quick" in sys.argv[1:] or os.environ.get("BENCH_QUICK", "") not in ("", "0")
+MB = 1_000_000
+SPEED_FILE_BYTES = 50 * 1024 * 1024
+MEMORY_LOG_LINES = 100_000 // (10 if QUICK else 1)
 BATCH_FILES = 1000
 PYTHON = sys.executable
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "cli")}
 # The console script, as a user runs it (`python -m transcompact` when it is not installed).
 _SCRIPT = Path(PYTHON).parent / "transcompact"
 TRANSCOMPACT = [str(_SCRIPT)] if _SCRIPT.exists() else [PYTHON, "-m", "transcompact"]
+COMMANDS = {
+    "estimate": ["estimate"],
+    "prune": ["prune", "-q"],
+    "compact --emergency": ["compact", "--emergency", "--force", "-q"],
+}
+STARTED = time.perf_counter()
 
 
-def transcript() -> dict:
-    """A deterministic agent session: a request, then PAIRS rounds of tool call and result."""
-    rng = random.Random(20261122)
-    words = ["def", "return", "self", "import", "value", "error", "path", "config", "result", "index", "data",
-             "request", "session", "token", "window", "message", "assert", "None", "True", "for", "in", "if",
-             "else", "class", "yield", "lambda", "0", "1", "42", "==", "+=", "(", ")", ":", "[", "]", "{", "}"]
-    pool = "".join(
-        " ".join(rng.choice(words) for _ in range(rng.randint(3, 14))) + ("\n" if rng.random() < 0.9 else "\n\n")
-        for _ in range(40_000)
-    )
-    size = (TARGET_BYTES - 2_000_000) // PAIRS
-    messages = [{"role": "user", "content": "Find and fix the failing tests in the repository."}]
-    for i in range(PAIRS):
-        start = rng.randrange(0, len(pool) - 2 * size)
-        output = pool[start : start + rng.randint(size // 2, size * 3 // 2)]
-        call_id = f"toolu_{i:06d}"
-        messages.append({"role": "assistant", "content": [
-            {"type": "text", "text": f"Step {i}: reading the next file."},
-            {"type": "tool_use", "id": call_id, "name": "read_file", "input": {"path": f"src/module_{i % 97}.py"}},
-        ]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id, "content": output}]})
-    messages.append({"role": "assistant", "content": "All tests pass now."})
-    messages.append({"role": "user", "content": "Thanks."})
-    return {
-        "model": "claude-sonnet-4-5",
-        "system": "You are a coding agent.",
-        "tools": [{"name": "read_file", "description": "Read a file.",
-                   "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
-        "messages": messages,
-    }
+def runs(normal: int) -> int:
+    """How many times a measure runs: `normal`, or about half with --quick (at least twice)."""
+    return max(2, normal // 2) if QUICK else normal
 
 
-def best(command: list[str], runs: int, **kwargs) -> float:
-    times = []
-    for _ in range(runs):
+def note(text: str) -> None:
+    print(f"[{time.perf_counter() - STARTED:4.0f} s] {text}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the final table: a figure, the target it is held to (None: shown for
+    information) and what it was computed from."""
+
+    name: str
+    value: float | None  # None: the command failed, `detail` says how
+    target: float | None
+    detail: str
+    unit: str = "×"
+
+    @property
+    def missed(self) -> bool:
+        return self.target is not None and (self.value is None or self.value > self.target)
+
+    def cells(self) -> list[str]:
+        shown = "failed" if self.value is None else f"{self.value:.2f}{self.unit}"
+        target = "" if self.target is None else f"≤ {self.target}{self.unit}"
+        verdict = "" if self.target is None else ("MISSED" if self.missed else "ok")
+        return [self.name, shown, target, verdict, self.detail]
+
+
+class Failed(Exception):
+    """A measured command exited with an error: its row says so instead of a figure."""
+
+
+def _run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run(command, check=False, stderr=subprocess.PIPE, text=True, env=ENV, **kwargs)
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1:] or [""]
+        raise Failed(f"exit {done.returncode}: {last[0][:120]}")
+    return done
+
+
+def wall_time(command: list[str]) -> Callable[[], float]:
+    """The whole process, start-up included."""
+    def measure() -> float:
         start = time.perf_counter()
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, **kwargs)
-        times.append(time.perf_counter() - start)
-    return min(times)
+        _run(command, stdout=subprocess.DEVNULL)
+        return time.perf_counter() - start
+    return measure
+
+
+# Runs a transcompact command twice in one process, on a tiny file of the same shape and then on
+# the measured one, and prints the second run's time: start-up and imports are left out.
+_TIMED_INSIDE = """
+import os, sys, time
+from transcompact.cli import main
+
+def run(argv):
+    sys.argv = ["transcompact", *argv]
+    try:
+        main()
+    except SystemExit as done:
+        if done.code:
+            raise
+    sys.stdout.flush()
+
+warm_up, path, *command = sys.argv[1:]
+report = os.dup(1)
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+run([*command, warm_up])
+start = time.perf_counter()
+run([*command, path])
+os.write(report, f"{time.perf_counter() - start}\\n".encode())
+"""
+
+
+# The baseline of the growth rows, timed the same way: reading the file and an orjson load + dump
+# of it (line by line for JSON Lines), orjson already imported.
+_ORJSON_INSIDE = """
+import sys, time
+import orjson
+
+path = sys.argv[1]
+start = time.perf_counter()
+data = open(path, "rb").read()
+if path.endswith(".jsonl"):
+    [orjson.dumps(orjson.loads(line)) for line in data.splitlines()]
+else:
+    orjson.dumps(orjson.loads(data))
+print(time.perf_counter() - start)
+"""
+GROWTH_BASELINE = "orjson load + dump"
+
+
+def time_inside(script: str, args: list[str], repeats: int) -> Callable[[], float]:
+    """The time `script` prints, the fastest of `repeats` processes."""
+    timed = [PYTHON, "-c", script, *args]
+    return lambda: min(float(_run(timed, stdout=subprocess.PIPE).stdout) for _ in range(repeats))
+
+
+def best(measures: dict[Hashable, Callable[[], float]], rounds: int) -> dict[Hashable, float | Failed]:
+    """The fastest of `rounds` runs of each measure, the measures taking turns in each round; a
+    measure that fails is not run again."""
+    times: dict[Hashable, list[float]] = {name: [] for name in measures}
+    failed: dict[Hashable, Failed] = {}
+    for _ in range(rounds):
+        for name, measure in measures.items():
+            if name not in failed:
+                try:
+                    times[name].append(measure())
+                except Failed as error:
+                    failed[name] = error
+    return {name: failed[name] if name in failed else min(times[name]) for name in measures}
+
+
+def ratio_row(name: str, ours: float | Failed, baseline: float | Failed, target: float, baseline_name: str) -> Row:
+    for time_taken in (ours, baseline):
+        if isinstance(time_taken, Failed):
+            return Row(name, None, target, str(time_taken))
+    detail = f"{ours:.3f} s vs {baseline:.3f} s for {baseline_name}"
+    note(f"  {name}: {detail}")
+    return Row(name, ours / baseline, target, detail)
 
 
 def peak_rss_bytes(command: list[str]) -> int:
@@ -92,20 +196,25 @@ def peak_rss_bytes(command: list[str]) -> int:
     probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
              "done.returncode > 1 and sys.exit(done.returncode); "
              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-    return int(subprocess.run([PYTHON, "-c", probe, *command], check=True, capture_output=True, text=True).stdout) * 1024
+    return int(_run([PYTHON, "-c", probe, *command], stdout=subprocess.PIPE).stdout) * 1024
 
 
-def row(name: str, ours: float, baseline: float, target: float, unit: str = "s") -> str:
-    ratio = ours / baseline
-    verdict = "ok" if ratio <= target else "OVER TARGET"
-    return f"  {name:28s} {ours:8.3f} {unit} vs {baseline:8.3f} {unit}  = {ratio:5.2f}×  (target ≤ {target}×, {verdict})"
-
-
-def speed(workdir: Path) -> None:
-    path = workdir / "session.json"
-    path.write_bytes(orjson.dumps(transcript()))
+def memory_row(name: str, command: list[str], path: Path, target: float) -> Row:
     size = path.stat().st_size
-    print(f"synthetic transcript: {size / 1e6:.1f} MB, {PAIRS} tool call/result pairs\n")
+    try:
+        rss = peak_rss_bytes(command)
+    except Failed as error:
+        return Row(name, None, target, str(error))
+    detail = f"{rss / MB:.0f} MB for {size / MB:.1f} MB"
+    note(f"  {name}: {detail}")
+    return Row(name, rss / size, target, detail)
+
+
+def speed(workdir: Path) -> list[Row]:
+    path = workdir / "session.json"
+    path.write_bytes(tool_session(SPEED_FILE_BYTES))
+    size = path.stat().st_size
+    note(f"speed: a {size / MB:.0f} MB transcript of tool calls and results")
 
     # The same text the o200k count encodes, for the bare tiktoken baseline.
     from transcompact.estimate import pieces
@@ -117,39 +226,28 @@ def speed(workdir: Path) -> None:
     text_path.write_bytes(orjson.dumps(texts))
     del loaded, texts
 
-    roundtrip = ["-c", "import orjson, sys; orjson.dumps(orjson.loads(open(sys.argv[1], 'rb').read()))", str(path)]
-    bare = ["-c", "import orjson, sys; from transcompact.tokenizers import encoding; "
-                  "encode = encoding('o200k').encode_ordinary; "
-                  "sum(len(encode(t)) for t in orjson.loads(open(sys.argv[1], 'rb').read()))", str(text_path)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "cli")}
-    print("speed (best of 5; each a fresh process):")
-    print(row("estimate", best([*TRANSCOMPACT, "estimate", str(path)], 5, env=env),
-              best([PYTHON, *roundtrip], 5, env=env), 1.0))
-    print(row("prune", best([*TRANSCOMPACT, "prune", "-q", str(path)], 5, env=env),
-              best([PYTHON, *roundtrip], 5, env=env), 1.5))
-    print(row("compact --emergency", best([*TRANSCOMPACT, "compact", "--emergency", "-q", str(path)], 3, env=env),
-              best([PYTHON, *roundtrip], 5, env=env), 2.0))
-    print(row("estimate --tokenizer o200k", best([*TRANSCOMPACT, "estimate", "--tokenizer", "o200k", str(path)], 3, env=env),
-              best([PYTHON, *bare], 3, env=env), 1.2))
-    print(row("--help", best([*TRANSCOMPACT, "--help"], 10, env=env), best([PYTHON, "-c", "import click"], 10, env=env), 1.3))
-    rss = peak_rss_bytes([*TRANSCOMPACT, "estimate", str(path)])
-    print(f"  {'peak memory of estimate':28s} {rss / 1e6:8.1f} MB for {size / 1e6:.1f} MB of input = {rss / size:5.2f}×"
-          f"  (target ≤ 4×, {'ok' if rss / size <= 4 else 'OVER TARGET'})")
+    roundtrip = [PYTHON, "-c", "import orjson, sys; orjson.dumps(orjson.loads(open(sys.argv[1], 'rb').read()))", str(path)]
+    times = best({"orjson": wall_time(roundtrip),
+                  **{name: wall_time([*TRANSCOMPACT, *args, str(path)]) for name, args in COMMANDS.items()}}, runs(5))
+    rows = [ratio_row(f"{name}, {size / MB:.0f} MB transcript", times[name], times["orjson"],
+                      target, "orjson load + dump")
+            for name, target in (("estimate", 1.0), ("prune", 1.5), ("compact --emergency", 2.0))]
 
-    batch(workdir, env)
-
-    from claude_code_log import generate
-
-    log = workdir / "session.jsonl"
-    log.write_bytes(generate(CLAUDE_CODE_LINES))
-    size = log.stat().st_size
-    print(f"\npeak memory on a {CLAUDE_CODE_LINES:,}-line Claude Code log ({size / 1e6:.1f} MB; issue 12 asks ≤ 4× for every command):")
-    for command in (["estimate"], ["check"], ["prune", "-q"], ["compact", "--emergency", "--force", "-q"], ["repair", "-q"]):
-        rss = peak_rss_bytes([*TRANSCOMPACT, *command, str(log)])
-        print(f"  {' '.join(command[:1]):28s} {rss / 1e6:8.1f} MB = {rss / size:5.2f}×  ({'ok' if rss / size <= 4 else 'OVER TARGET'})")
+    bare = [PYTHON, "-c", ("import orjson, sys; from transcompact.tokenizers import encoding; "
+                           "encode = encoding('o200k').encode_ordinary; "
+                           "sum(len(encode(t)) for t in orjson.loads(open(sys.argv[1], 'rb').read()))"), str(text_path)]
+    times = best({"ours": wall_time([*TRANSCOMPACT, "estimate", "--tokenizer", "o200k", str(path)]),
+                  "bare": wall_time(bare)}, runs(2))
+    rows.append(ratio_row("estimate --tokenizer o200k", times["ours"], times["bare"], 1.2, "bare tiktoken"))
+    times = best({"ours": wall_time([*TRANSCOMPACT, "--help"]),
+                  "click": wall_time([PYTHON, "-c", "import click"])}, runs(10))
+    rows.append(ratio_row("--help", times["ours"], times["click"], 1.2, "import click"))
+    rows.append(memory_row(f"peak memory: estimate, {size / MB:.0f} MB transcript",
+                           [*TRANSCOMPACT, "estimate", str(path)], path, 2.5))
+    return rows
 
 
-def batch(workdir: Path, env: dict) -> None:
+def batch(workdir: Path) -> Row:
     """Many small files (issue 14): `compact --emergency --jobs 2` over a directory, against one
     process reading, orjson-loading, dumping and writing the same files."""
     source = workdir / "batch"
@@ -157,17 +255,107 @@ def batch(workdir: Path, env: dict) -> None:
     data = (ROOT / "fixtures" / "anthropic" / "tool-loop.json").read_bytes()
     for i in range(BATCH_FILES):
         (source / f"session-{i:04d}.json").write_bytes(data)
-    baseline = ["-c", "import orjson, pathlib, sys; out = pathlib.Path(sys.argv[2]); out.mkdir(exist_ok=True); "
-                      "[(out / p.name).write_bytes(orjson.dumps(orjson.loads(p.read_bytes()))) "
-                      "for p in sorted(pathlib.Path(sys.argv[1]).glob('*.json'))]", str(source), str(workdir / "copied")]
-    ours = best([*TRANSCOMPACT, "compact", "--emergency", "--force", "-q", "--jobs", "2",
-                 "--output-dir", str(workdir / "compacted"), str(source)], 3, env=env)
-    print(f"\nbatch of {BATCH_FILES:,} small transcripts ({len(data) / 1e3:.1f} KB each; best of 3):")
-    print(row("compact --emergency --jobs 2", ours, best([PYTHON, *baseline], 3, env=env), 2.0)
-          + f"  {BATCH_FILES / ours:,.0f} files/s")
+    note(f"batch: {BATCH_FILES:,} transcripts of {len(data) / 1e3:.1f} KB")
+    baseline = [PYTHON, "-c", ("import orjson, pathlib, sys; out = pathlib.Path(sys.argv[2]); out.mkdir(exist_ok=True); "
+                               "[(out / p.name).write_bytes(orjson.dumps(orjson.loads(p.read_bytes()))) "
+                               "for p in sorted(pathlib.Path(sys.argv[1]).glob('*.json'))]"),
+                str(source), str(workdir / "copied")]
+    ours = [*TRANSCOMPACT, "compact", "--emergency", "--force", "-q", "--jobs", "2",
+            "--output-dir", str(workdir / "compacted"), str(source)]
+    times = best({"ours": wall_time(ours), "baseline": wall_time(baseline)}, runs(3))
+    row = ratio_row(f"batch of {BATCH_FILES:,} files, compact --emergency --jobs 2", times["ours"], times["baseline"],
+                    2.0, "one orjson process")
+    if row.value is None:
+        return row
+    return replace(row, detail=f"{row.detail}; {BATCH_FILES / times['ours']:,.0f} files/s")
 
 
-def accuracy(corpus: Path) -> None:
+def claude_code_memory(workdir: Path) -> list[Row]:
+    log = workdir / "memory.jsonl"
+    log.write_bytes(claude_code_log(MEMORY_LOG_LINES))
+    note(f"peak memory on a {MEMORY_LOG_LINES:,}-line Claude Code log ({log.stat().st_size / MB:.0f} MB)")
+    return [memory_row(f"peak memory: {name}, {MEMORY_LOG_LINES // 1000}K-line Claude Code log",
+                       [*TRANSCOMPACT, *args, str(log)], log, 4.0)
+            for name, args in (*COMMANDS.items(), ("check", ["check"]), ("repair", ["repair", "-q"]))]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A kind of transcript measured at several sizes, per MB of the file or per thing counted."""
+
+    name: str  # with {} where the sizes go
+    make: Callable[[int], bytes]
+    sizes: tuple[int, ...]  # the arguments of `make`, smallest first
+    tiny: int  # the size of the warm-up file
+    counts: str  # what the argument of `make` counts: "bytes", "messages", "lines", "calls"
+    per: str  # "MB" of the file, or "line", "call": one of what `make` counts
+    rounds: int  # the slowest shapes run fewer, to keep `make bench` near ten minutes
+    suffix: str = ".json"
+
+    def units(self, size: int, path: Path) -> float:
+        return path.stat().st_size / MB if self.per == "MB" else size
+
+    def label(self, size: int, path: Path) -> str:
+        """The size as the row names it: MB of the file, or thousands of what `make` counts."""
+        return f"{path.stat().st_size / MB:.0f}" if self.counts == "bytes" else f"{size // 1000}K"
+
+
+def shapes() -> list[Shape]:
+    largest = () if QUICK else (200 * MB,)
+    log_lines = (2_000, 20_000) if QUICK else (20_000, 200_000)
+    return [
+        Shape("{} MB of tool calls", tool_session, (5 * MB, 50 * MB, *largest), 20_000, "bytes", "MB", 3),
+        Shape("{} tiny messages", tiny_messages, (10_000, 100_000), 10, "messages", "MB", 3),
+        Shape("{} MB single text block", single_block, (5 * MB, 50 * MB), 1_000, "bytes", "MB", 5),
+        Shape("{}-line Claude Code log with branches", lambda n: claude_code_log(n, branchy=True), log_lines, 60,
+              "lines", "line", 2, ".jsonl"),
+        Shape("{} parallel tool calls", parallel_calls, (1_000, 10_000), 10, "calls", "call", 5),
+    ]
+
+
+def growth(workdir: Path) -> list[Row]:
+    rows = []
+    for shape in shapes():
+        warm_up = workdir / f"tiny{shape.suffix}"
+        warm_up.write_bytes(shape.make(shape.tiny))
+        paths = []
+        for size in shape.sizes:
+            paths.append(workdir / f"growth-{size}{shape.suffix}")
+            paths[-1].write_bytes(shape.make(size))
+        described = shape.name.format(" → ".join(shape.label(size, path) for size, path in zip(shape.sizes, paths)))
+        note(f"growth: {described}")
+        # A moment of load weighs more on a run ten times shorter: the small sizes run three times as often.
+        repeats = [3 if 10 * size <= shape.sizes[-1] else 1 for size in shape.sizes]
+        measures = {}
+        for i, path in enumerate(paths):
+            for name, args in COMMANDS.items():
+                measures[name, i] = time_inside(_TIMED_INSIDE, [str(warm_up), str(path), *args], repeats[i])
+            measures[GROWTH_BASELINE, i] = time_inside(_ORJSON_INSIDE, [str(path)], repeats[i])
+        times = best(measures, runs(shape.rounds))
+        for name in (*COMMANDS, GROWTH_BASELINE):
+            rows.append(growth_row(shape, name, described, [(times[name, i], shape.units(size, path))
+                                                          for i, (size, path) in enumerate(zip(shape.sizes, paths))]))
+        for path in paths:
+            path.unlink()
+    return rows
+
+
+def growth_row(shape: Shape, command: str, described: str, measured: list[tuple[float | Failed, float]]) -> Row:
+    """A command's growth is held to 1.5×; the baseline's is shown, to tell ours from the machine's
+    (caches, memory) at the larger sizes."""
+    name = f"growth: {command}, {described}"
+    target = None if command == GROWTH_BASELINE else 1.5
+    for time_taken, _ in measured:
+        if isinstance(time_taken, Failed):
+            return Row(name, None, target, str(time_taken))
+    per_unit = [time_taken / units for time_taken, units in measured]
+    scale, shown = (1e3, "ms/MB") if shape.per == "MB" else (1e6, f"µs/{shape.per}")
+    detail = f"{', '.join(f'{scale * t:.1f}' for t in per_unit)} {shown}"
+    note(f"  {command}: {detail}")
+    return Row(name, max(per_unit) / min(per_unit), target, detail)
+
+
+def accuracy(corpus: Path) -> list[Row]:
     """Each way of counting against what the API recorded, on the later half of each log's responses."""
     from transcompact.calibrate import usage_tokens
     from transcompact.estimate import Options, estimate
@@ -175,10 +363,10 @@ def accuracy(corpus: Path) -> None:
 
     logs = sorted(corpus.glob("claude-code/*.jsonl"))
     if not logs:
-        return
-    print(f"\naccuracy against recorded usage ({len(logs)} Claude Code logs of the corpus; "
-          "median |estimate − recorded| / recorded over the later half of each log's responses):")
-    print(f"  {'log':58s} {'responses':>9s} {'chars/4':>8s} {'o200k':>8s} {'calibrate':>9s}")
+        return []
+    note(f"accuracy against recorded usage ({len(logs)} Claude Code logs of the corpus; "
+         "median |estimate − recorded| / recorded over the later half of each log's responses):")
+    note(f"  {'log':58s} {'responses':>9s} {'chars/4':>8s} {'o200k':>8s} {'calibrate':>9s}")
     columns: dict[str, list[float]] = {"chars/4": [], "o200k": [], "calibrate": []}
     for path in logs:
         transcript = loads(path.read_bytes(), str(path))
@@ -201,18 +389,38 @@ def accuracy(corpus: Path) -> None:
             cells.append(f"{100 * fit.error:8.1f}%")
         else:
             cells.append(f"{'-':>9s}")
-        print(f"  {path.name[:58]:58s} {len(recorded):9d} {' '.join(cells)}")
-    print(f"  {'median over the logs':58s} {'':9s} " + " ".join(
-        f"{100 * median(v):{8 if n != 'calibrate' else 9}.1f}%" if v else "-" for n, v in columns.items()))
+        note(f"  {path.name[:58]:58s} {len(recorded):9d} {' '.join(cells)}")
+    return [Row(f"accuracy: {name}, median error against recorded usage", 100 * median(errors), None,
+                f"{len(errors)} Claude Code logs of the corpus", unit=" %")
+            for name, errors in columns.items() if errors]
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as workdir:
-        speed(Path(workdir))
+def table(rows: list[Row]) -> str:
+    """A Markdown table, its columns padded so that it also reads as plain text."""
+    lines = [["measure", "figure", "target", "", "from"], *(row.cells() for row in rows)]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    out = ["| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths)) + " |" for line in lines]
+    out.insert(1, "| " + " | ".join("-" * width for width in widths) + " |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as name:
+        workdir = Path(name)
+        rows = [*speed(workdir), batch(workdir), *claude_code_memory(workdir), *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():
-        accuracy(corpus)
+        rows += accuracy(corpus)
+    missed = [row for row in rows if row.missed]
+    print(table(rows))
+    # The load says how much other work shared the machine: the higher, the noisier the figures.
+    print(f"\n{time.strftime('%Y-%m-%d', time.gmtime())}, {os.cpu_count()} CPUs, load {os.getloadavg()[1]:.1f} "
+          f"(5-minute average)"
+          f"{', --quick' if QUICK else ''}; "
+          f"{len(rows)} figures, {len(missed)} of {sum(row.target is not None for row in rows)} targets missed; "
+          f"{(time.perf_counter() - STARTED) / 60:.1f} min")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,12 +12,14 @@ FIXTURES = ROOT / "fixtures"
 # The shared corpus of real transcripts; TRANSCOMPACT_CORPUS points elsewhere (read once, at import).
 CORPUS = Path(os.environ.get("TRANSCOMPACT_CORPUS") or ROOT.parent / "shared" / "corpus")
 
-# Formats we do not read yet; each must end with exit 3 and one clear line.
+# Inputs that hold several conversations, read one at a time with --messages-path; without it each
+# must end with exit 3 and one clear line that says how to pick one.
 UNSUPPORTED = {
-    "trajectories/openhands-multi-swe-bench-output-3runs.jsonl": "OpenHands event stream",
-    "trajectories/openhands-runtime-traj-basic-gui-mode.json": "OpenHands event stream",
+    "trajectories/openhands-multi-swe-bench-output-3runs.jsonl": "--messages-path 0.history",
     "trajectories/tau-bench-gpt-4o-airline-200-trajectories.json": "--messages-path 0.traj",
 }
+# Corpus files in a format transcompact reads but does not write (legacy OpenHands event lists).
+READ_ONLY = {"trajectories/openhands-runtime-traj-basic-gui-mode.json"}
 LARGE = 1_000_000  # corpus files above this many bytes are marked slow
 
 
@@ -64,12 +66,18 @@ def corpus_files() -> list:
     ]
 
 
-def supported_corpus_files() -> list:
-    return [p for p in corpus_files() if str(p.values[0].relative_to(CORPUS)) not in UNSUPPORTED]
+def supported_corpus_files(*, read_only: bool = False) -> list:
+    """The corpus files transcompact reads as they are and writes; with `read_only`, also those it
+    only reads (for a test that writes nothing)."""
+    return [p for p in corpus_files() if (name := str(p.values[0].relative_to(CORPUS))) not in UNSUPPORTED
+            and (read_only or name not in READ_ONLY)]
 
 
-def fixture_files() -> list:
-    return [pytest.param(p, id=str(p.relative_to(FIXTURES))) for p in sorted(FIXTURES.glob("*/*")) if p.is_file()]
+def fixture_files(*, written: bool = False) -> list:
+    """One parameter per shipped fixture; with `written`, only those of formats transcompact writes
+    (Copilot CLI sessions and legacy OpenHands event lists are read only)."""
+    return [pytest.param(p, id=str(p.relative_to(FIXTURES))) for p in sorted(FIXTURES.glob("*/*"))
+            if p.is_file() and not (written and p.parent.name in ("copilot", "openhands-v0"))]
 
 
 @pytest.fixture(autouse=True)

@@ -5,11 +5,18 @@ network, never a mock of an SDK. It records every request and answers as `answer
 error status (once or always), too slow, empty text, a summary without sections, "prompt is too
 long" above a size, or no answer at all (the connection closed: a connection error). A request
 with `"stream": true` gets the message as server-sent events (the real Claude Code CLI streams,
-see test_claude_resume.py); a GET is recorded and answered 404.
+see test_claude_resume.py); any other GET is recorded and answered 404.
+
+It speaks both batch APIs too (test_batch_api.py): Anthropic's Message Batches (create,
+retrieve, results as JSONL, cancel) and OpenAI's Batch API (a JSONL file uploaded, create,
+retrieve, cancel, the output and error files). A batch ends after `batch_polls` looks at it
+(never while `batch_held`), and each request's fate is `batch_outcome(custom_id, request)`: one
+of BATCH_OUTCOMES.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -21,6 +28,10 @@ from typing import Any, Callable
 Answer = Callable[["Request"], "tuple | None"]  # → (status, JSON body), (status, JSON body, headers), or None: hang up
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error",
                500: "api_error", 529: "overloaded_error"}
+# What may become of a request in a batch: a summary, a reply that is not one, an error, a prompt
+# the model cannot take, expiry, cancellation.
+BATCH_OUTCOMES = ("succeeded", "not a summary", "errored", "prompt too long", "expired", "canceled")
+TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
 
 
 @dataclass
@@ -28,6 +39,7 @@ class Request:
     path: str
     headers: dict[str, str]
     body: Any
+    method: str = "POST"
 
     @property
     def route(self) -> str:
@@ -83,12 +95,31 @@ def failure(status: int, message: str, request: Request) -> tuple[int, Any, dict
 
 
 @dataclass
+class Batch:
+    """A batch the server holds: its requests (custom_id → the request as a synchronous call would send it)."""
+
+    id: str
+    provider: str  # "anthropic" or "openai"
+    requests: dict[str, dict]
+    input_file_id: str | None = None
+    polls: int = 0
+    canceled: bool = False
+    files: tuple[str | None, str | None] | None = None  # OpenAI's output and error files, once it has ended
+
+
+@dataclass
 class Loopback:
     """State shared with the handler: the requests seen and how to answer the next one."""
 
     requests: list[Request] = field(default_factory=list)
     answer: Answer = field(default=None)  # type: ignore[assignment]
     url: str = ""
+    batches: dict[str, Batch] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)  # OpenAI's uploaded and output files
+    batch_polls: int = 1  # how many looks at a batch find it in progress before it has ended
+    batch_held: bool = False  # every batch stays in progress (until a test lets it go)
+    batch_outcome: Callable[[str, dict], str] = lambda custom_id, request: "succeeded"
+    ids: Any = field(default_factory=itertools.count)  # numbers the batches and files
 
     def __post_init__(self):
         if self.answer is None:
@@ -99,7 +130,10 @@ class Loopback:
     @staticmethod
     def ok(request: Request) -> tuple:
         if request.route.startswith("/v1/messages/count_tokens"):
-            return 200, {"input_tokens": count_tokens_of(request.body)}
+            counted = {"input_tokens": count_tokens_of(request.body)}
+            if "context_management" in request.body:  # accepted as the API does; its edits are not made here
+                counted["context_management"] = {"original_input_tokens": counted["input_tokens"]}
+            return 200, counted
         if request.route.endswith("/messages") or request.is_openai:
             return reply(request, summary_for(request))
         return 404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}
@@ -142,6 +176,132 @@ class Loopback:
             return Loopback.ok(request)
         return answer
 
+    # --- the batch APIs ---
+
+    def created(self, path: str) -> list[Request]:
+        """The requests that created something at `path` (a batch: /v1/messages/batches, /v1/batches)."""
+        return [r for r in self.requests if r.method == "POST" and r.route == path]
+
+    def batch_api(self, request: Request) -> tuple:
+        route, post = request.route, request.method == "POST"
+        if route == "/v1/messages/batches" and post:
+            return 200, self.anthropic_batch(self.new_batch("anthropic", {r["custom_id"]: r["params"] for r in request.body["requests"]}))
+        if route == "/v1/files" and post:
+            file_id = f"file-{next(self.ids)}"
+            self.files[file_id] = request.body["file"]
+            return 200, {"id": file_id, "object": "file", "bytes": len(request.body["file"]), "created_at": 0,
+                         "filename": "batch.jsonl", "purpose": "batch", "status": "processed"}
+        if route == "/v1/batches" and post:
+            lines = [json.loads(line) for line in self.files[request.body["input_file_id"]].splitlines() if line.strip()]
+            batch = self.new_batch("openai", {line["custom_id"]: line["body"] for line in lines})
+            batch.input_file_id = request.body["input_file_id"]
+            return 200, self.openai_batch(batch)
+        found = re.fullmatch(r"/v1/files/([^/]+)/content", route)
+        if found and found[1] in self.files:
+            return 200, self.files[found[1]]
+        found = re.fullmatch(r"/v1/(messages/batches|batches)/([^/]+)(/results|/cancel)?", route)
+        if not found or found[2] not in self.batches:
+            return 404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}
+        batch = self.batches[found[2]]
+        if found[3] == "/cancel":
+            batch.canceled = True
+        elif found[3] == "/results":
+            return 200, b"".join(json.dumps(line).encode() + b"\n" for line in self.anthropic_results(batch))
+        else:
+            batch.polls += 1
+        return 200, self.anthropic_batch(batch) if batch.provider == "anthropic" else self.openai_batch(batch)
+
+    def new_batch(self, provider: str, requests: dict[str, dict]) -> Batch:
+        batch = Batch(f"{'msgbatch' if provider == 'anthropic' else 'batch'}_{next(self.ids):04}", provider, requests)
+        self.batches[batch.id] = batch
+        return batch
+
+    def ended(self, batch: Batch) -> bool:
+        return batch.canceled or (not self.batch_held and batch.polls > self.batch_polls)
+
+    def outcomes(self, batch: Batch) -> dict[str, str]:
+        return {key: "canceled" if batch.canceled else self.batch_outcome(key, body) for key, body in batch.requests.items()}
+
+    def anthropic_batch(self, batch: Batch) -> dict:
+        ended = self.ended(batch)
+        counts = dict.fromkeys(("processing", "succeeded", "errored", "canceled", "expired"), 0)
+        for outcome in self.outcomes(batch).values() if ended else ():
+            counts[{"not a summary": "succeeded", "prompt too long": "errored"}.get(outcome, outcome)] += 1
+        counts["processing"] = 0 if ended else len(batch.requests)
+        return {"id": batch.id, "type": "message_batch", "processing_status": "ended" if ended else "in_progress",
+                "request_counts": counts, "created_at": "2026-11-22T00:00:00Z", "expires_at": "2026-11-23T00:00:00Z",
+                "ended_at": "2026-11-22T00:10:00Z" if ended else None, "archived_at": None,
+                "cancel_initiated_at": "2026-11-22T00:05:00Z" if batch.canceled else None,
+                "results_url": f"{self.url}/v1/messages/batches/{batch.id}/results" if ended else None}
+
+    def anthropic_results(self, batch: Batch) -> list[dict]:
+        lines = []
+        for key, outcome in self.outcomes(batch).items():
+            if outcome in ("succeeded", "not a summary"):
+                request = Request("/v1/messages", {}, batch.requests[key])
+                result = {"type": "succeeded", "message": reply(request, summary_for(request) if outcome == "succeeded" else outcome)[1]}
+            elif outcome in ("errored", "prompt too long"):
+                error = {"type": "api_error", "message": "Internal server error"} if outcome == "errored" else \
+                    {"type": "invalid_request_error", "message": TOO_LONG}
+                result = {"type": "errored", "error": {"type": "error", "error": error}}
+            else:
+                result = {"type": outcome}
+            lines.append({"custom_id": key, "result": result})
+        return lines
+
+    def openai_batch(self, batch: Batch) -> dict:
+        ended = self.ended(batch)
+        outcomes = self.outcomes(batch) if ended else {}
+        if ended and batch.files is None:
+            batch.files = self.openai_files(batch, outcomes)
+        completed = sum(1 for o in outcomes.values() if o in ("succeeded", "not a summary"))
+        status = "in_progress"
+        if ended:
+            status = "cancelled" if batch.canceled else "expired" if "expired" in outcomes.values() else "completed"
+        output_file, error_file = batch.files or (None, None)
+        return {"id": batch.id, "object": "batch", "endpoint": "/v1/chat/completions", "input_file_id": batch.input_file_id,
+                "completion_window": "24h", "status": status, "created_at": 0, "output_file_id": output_file,
+                "error_file_id": error_file, "errors": None,
+                "request_counts": {"total": len(batch.requests), "completed": completed, "failed": len(outcomes) - completed}}
+
+    def openai_files(self, batch: Batch, outcomes: dict[str, str]) -> tuple[str | None, str | None]:
+        """The output file (the answers) and the error file (the rest), as OpenAI writes them."""
+        output, errors = [], []
+        for key, outcome in outcomes.items():
+            request = Request("/v1/chat/completions", {}, batch.requests[key])
+            line = {"id": f"batch_req_{next(self.ids)}", "custom_id": key, "response": None, "error": None}
+            if outcome in ("succeeded", "not a summary"):
+                body = reply(request, summary_for(request) if outcome == "succeeded" else outcome)[1]
+                output.append({**line, "response": {"status_code": 200, "request_id": "req_loopback", "body": body}})
+            elif outcome in ("errored", "prompt too long"):
+                status, message = (500, "Internal server error") if outcome == "errored" else (400, TOO_LONG)
+                errors.append({**line, "response": {"status_code": status, "request_id": "req_loopback",
+                                                     "body": {"error": {"message": message, "type": ERROR_TYPES[status]}}}})
+            else:
+                code = "batch_expired" if outcome == "expired" else "batch_cancelled"
+                errors.append({**line, "error": {"code": code, "message": f"This request was not executed: {code}."}})
+        ids = []
+        for lines in (output, errors):
+            file_id = None
+            if lines:
+                file_id = f"file-{next(self.ids)}"
+                self.files[file_id] = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+            ids.append(file_id)
+        return ids[0], ids[1]
+
+
+def multipart(content_type: str, data: bytes) -> dict[str, bytes]:
+    """A multipart/form-data body (a file upload) as its fields."""
+    from email.parser import BytesParser
+    from email.policy import HTTP
+
+    message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + data)
+    return {part.get_param("name", header="content-disposition"): part.get_payload(decode=True) for part in message.iter_parts()}
+
+
+def is_batch_api(request: Request) -> bool:
+    return request.route.startswith(("/v1/messages/batches", "/v1/batches", "/v1/files"))
+
 
 def sse_events(message: dict) -> bytes:
     """An Anthropic message as the server-sent events of a streamed answer."""
@@ -168,15 +328,18 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
 
         def do_POST(self):
             length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"null")
+            data = self.rfile.read(length)
+            content_type = self.headers.get("content-type") or ""
+            body = multipart(content_type, data) if content_type.startswith("multipart/") else json.loads(data or b"null")
             request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             state.requests.append(request)
-            self.respond(request, state.answer(request))
+            self.respond(request, state.batch_api(request) if is_batch_api(request) else state.answer(request))
 
-        def do_GET(self):  # nothing is served: recorded, so that a test sees it was asked for
-            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, None)
+        def do_GET(self):  # only the batch APIs serve something; anything else is recorded and answered 404
+            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, None, method="GET")
             state.requests.append(request)
-            self.respond(request, (404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}))
+            self.respond(request, state.batch_api(request) if is_batch_api(request) else
+                         (404, {"type": "error", "error": {"type": "not_found_error", "message": request.path}}))
 
         def respond(self, request: Request, answered: tuple | None):
             if answered is None:
@@ -185,10 +348,12 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
             status, answer, *extra = answered
             streamed = (status == 200 and isinstance(request.body, dict) and request.body.get("stream") is True
                         and isinstance(answer, dict) and answer.get("type") == "message")
-            data = sse_events(answer) if streamed else json.dumps(answer).encode()
+            raw = isinstance(answer, bytes)  # a file's content, or JSON Lines
+            data = answer if raw else sse_events(answer) if streamed else json.dumps(answer).encode()
             try:
                 self.send_response(status)
-                self.send_header("content-type", "text/event-stream" if streamed else "application/json")
+                self.send_header("content-type", "application/octet-stream" if raw else
+                                 "text/event-stream" if streamed else "application/json")
                 self.send_header("content-length", str(len(data)))
                 for name, value in (extra[0] if extra else {}).items():
                     self.send_header(name, value)

@@ -120,6 +120,24 @@ def claude_code_lines(turns) -> list[dict]:
     return lines
 
 
+def responses_items(turns) -> list[dict]:
+    """OpenAI Responses `input` items: a user message as the short form (no `type`), each call a
+    `function_call` item (JSON string arguments) answered by a `function_call_output`."""
+    out: list[dict] = []
+    for turn in turns:
+        if turn[0] == "user":
+            out.append({"role": "user", "content": turn[1]})
+        elif turn[0] == "orphan":
+            out.append({"type": "function_call_output", "call_id": turn[1], "output": turn[2]})
+        else:
+            _, calls, text = turn
+            if text:
+                out.append({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]})
+            out += [{"type": "function_call", "call_id": i, "name": n, "arguments": json.dumps(a)} for i, n, a, _ in calls]
+            out += [{"type": "function_call_output", "call_id": i, "output": r} for i, _, _, r in calls if r is not None]
+    return out
+
+
 def encode_document(messages, envelope: str) -> bytes:
     if envelope == "bare":
         document = messages
@@ -138,7 +156,11 @@ def encode_lines(values) -> bytes:
 def transcripts(draw, damaged: bool = True):
     """(format name, bytes) of a generated transcript."""
     turns = draw(conversations(damaged=damaged))
-    kind = draw(st.sampled_from(["anthropic", "openai", "jsonl-anthropic", "jsonl-openai", "claude-code"]))
+    kind = draw(st.sampled_from(["anthropic", "openai", "jsonl-anthropic", "jsonl-openai", "claude-code", "responses"]))
+    if kind == "responses":
+        items = responses_items(turns)
+        request = draw(st.booleans())
+        return kind, json.dumps({"model": "m", "input": items} if request else items, indent=2, ensure_ascii=False).encode() + b"\n"
     if kind == "claude-code":
         return "claude-code", encode_lines(claude_code_lines(turns))
     if kind.startswith("jsonl"):

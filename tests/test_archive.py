@@ -14,8 +14,10 @@ from click.testing import CliRunner
 from transcompact import archive
 from transcompact.cli import cli
 from transcompact.expand import expand
-from transcompact.formats import adapter, claude_code, claude_code_rewrites, dumps, loads
+from transcompact.formats import claude_code, claude_code_rewrites, dumps, loads, rewrites_lines
+from transcompact.compact import CompactOptions, compact
 from transcompact.prune import PruneOptions, prune
+from transcompact.summarize import SummaryOptions
 
 from .conftest import supported_corpus_files
 from .test_prune import session
@@ -207,7 +209,7 @@ def test_expand_undoes_prune_on_the_corpus(path):
                             "originals.jsonl").records
     back = expand(out, records, str(path))
     assert back.restored == len(records)
-    if adapter(transcript).LINES:  # a line format comes back byte for byte
+    if rewrites_lines(transcript):  # a line format comes back byte for byte
         assert back.data == data
     else:
         assert orjson.loads(back.data) == orjson.loads(data)
@@ -257,7 +259,7 @@ def test_a_torn_last_record_from_an_interrupted_write_is_left_out_with_a_warning
     ("original", None, "`original` must be a string, not null"),
     ("original", 7, "`original` must be a string, not a number"),
     ("kind", ["line"], "`kind` must be a string, not an array"),
-    ("kind", "result", "`kind` must be one of line, removed-line, message, not 'result'"),
+    ("kind", "result", "`kind` must be one of line, removed-line, message, compaction, not 'result'"),
     ("tool_call_ids", "toolu_01", "`tool_call_ids` must be a list of strings, not a string"),
     ("line", 0, "`line` must be a line number, not a number"),
     ("pruned_sha256", "abc", "`pruned_sha256` must be a SHA-256 in hex, not a string"),
@@ -301,3 +303,42 @@ def test_records_that_do_not_give_back_what_prune_read_are_refused():
     assert result.exit_code == 3
     assert result.stderr.startswith("transcompact: error: a.jsonl: the archive's records for it do not give back what "
                                     "prune read: the archive was changed")
+
+
+# --- compact --archive ------------------------------------------------------------------------
+
+
+def test_prune_then_compact_twice_then_expand_gives_the_session_back_and_keeps_what_came_after():
+    Path("session.jsonl").write_bytes(claude_log(rounds=12))
+    original = Path("session.jsonl").read_bytes()
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+    for keep in ("3000", "1000"):
+        result = run("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", keep, "-i",
+                     "--archive", "originals.jsonl", "session.jsonl")
+        assert result.exit_code == 0, result.stderr
+    assert len([line for line in Path("originals.jsonl").read_text().splitlines() if '"compaction"' in line]) == 2
+    more = b'{"type":"summary","summary":"later work","leafUuid":"line-30"}\n'
+    with open("session.jsonl", "ab") as log:  # the session went on after its compaction
+        log.write(more)
+    result = run("expand", "--archive", "originals.jsonl", "session.jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes == original + more
+
+
+def test_compact_archive_refuses_to_go_with_to():
+    Path("session.jsonl").write_bytes(claude_log())
+    result = run("compact", "--emergency", "--archive", "a.jsonl", "--to", "openai", "session.jsonl")
+    assert result.exit_code == 2 and "--archive and --to cannot be used together" in result.stderr
+
+
+@pytest.mark.parametrize("path", supported_corpus_files())
+def test_expand_undoes_compact_on_the_corpus(path):
+    data = path.read_bytes()
+    transcript = loads(data, str(path))
+    compacted, report = compact(transcript, CompactOptions(force=True, emergency=True,
+                                                           summary=SummaryOptions(keep_recent_tokens=500)))
+    out = dumps(compacted)
+    records = archive.parse(b"".join(orjson.dumps(r.as_json()) + b"\n" for r in archive.compaction_record(data, out, str(path))),
+                            "originals.jsonl").records
+    assert len(records) == (out != data)
+    assert expand(out, records, str(path)).data == data  # byte for byte, whatever the format

@@ -33,7 +33,7 @@ def test_check_output(path, in_root, snapshot):
     assert f"exit {result.exit_code}\n{result.stdout}" == snapshot(extension_class=TextSnapshot)
 
 
-@pytest.mark.parametrize("path", fixture_files())
+@pytest.mark.parametrize("path", fixture_files(written=True))
 def test_repair_output(path, in_root, snapshot):
     result = run("repair", relative(path))
     assert result.exit_code == 0

@@ -350,6 +350,8 @@ LEFT = {
     # What a report says of how it was made (its notes, the reason for the emergency mode), which
     # `estimate` and `compact` print as they are:
     ("compact.py", "--emergency"), ("compact.py", "--force"), ("estimate.py", "--calibrate"),
+    # What `compact --batch-api` prints while it watches its batches: a progress line, not an error.
+    ("batch_api.py", "--resume"),
 }
 
 

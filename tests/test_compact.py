@@ -42,6 +42,13 @@ def test_under_the_threshold_goes_out_unchanged():
     assert result.stderr == f"{LONG}: not compacted (8,957 tokens, 33 messages): under the threshold of 100,000 tokens; --force compacts anyway\n"
 
 
+def test_the_default_threshold_scales_with_the_window():
+    small = run("--window", "20000", "--max-output", "0", str(LONG))  # 100,000 of 184,000 is 10,869 of 20,000
+    assert "under the threshold of 10,869 tokens" in small.stderr
+    given = run("--window", "20000", "--max-output", "0", "--threshold", "9000", str(LONG))  # as given: absolute
+    assert "under the threshold of 9,000 tokens" in given.stderr
+
+
 def test_the_summary_path_rebuilds_around_the_recent_window(api):
     result = run("--force", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
     assert result.exit_code == 0, result.stderr
@@ -421,3 +428,19 @@ def test_a_transcript_over_the_budget_always_fits(body, tmp_path):
     assert "summary failed" not in result.stderr
     out = loads((tmp_path / "out.json").read_bytes(), "out.json")
     assert estimate(out).fraction < 0.95 and not errors(check(out))
+
+
+@pytest.mark.parametrize("keep_messages", [4, 12, 20])
+def test_keep_recent_messages_keeps_that_many_messages_verbatim(keep_messages):
+    transcript = loads((FIXTURES / "anthropic/long-session.json").read_bytes())
+    options = CompactOptions(force=True, emergency=True, window=200_000,
+                             summary=SummaryOptions(keep_recent_tokens=500, keep_recent_messages=keep_messages))
+    compacted, report = compact(transcript, options)
+    assert report.strategy == "emergency"
+    window = [m for m in compacted.messages if not is_summary_message(m)]
+    assert len(window) >= keep_messages  # those messages, pruned as compact prunes any window
+    assert [(m.role, [b.tool_call_id for b in m.tool_results]) for m in window[-keep_messages:]] == \
+        [(m.role, [b.tool_call_id for b in m.tool_results]) for m in transcript.messages[-keep_messages:]]
+    assert not errors(check(compacted))
+    fewer, _ = compact(transcript, CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=500)))
+    assert len(fewer.messages) < len(compacted.messages)

@@ -25,8 +25,9 @@ def run(*args):
     return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
-def assert_safe(transcript, cut, keep):
-    """No tool call on one side with its result on the other; the recent part is at least `keep`."""
+def assert_safe(transcript, cut, keep, keep_messages=0):
+    """No tool call on one side with its result on the other; the recent part is at least `keep`
+    tokens and `keep_messages` messages."""
     old, recent = transcript.messages[: cut.index], transcript.messages[cut.index:]
     calls_old = {b.id for m in old for b in m.blocks if isinstance(b, ToolCall)}
     results_recent = {b.tool_call_id for m in recent for b in m.blocks if isinstance(b, ToolResult)}
@@ -37,7 +38,7 @@ def assert_safe(transcript, cut, keep):
     tokens = [m.tokens for m in estimate(transcript).per_message]
     assert cut.recent_tokens == sum(tokens[cut.index:]) and cut.old_tokens == sum(tokens[: cut.index])
     if cut.index:
-        assert cut.recent_tokens >= keep
+        assert cut.recent_tokens >= keep and cut.recent_messages >= keep_messages
         message = transcript.messages[cut.index]
         assert starts_turn(message) or (cut.split_turn and after_complete_round(transcript.messages, cut.index))
 
@@ -98,14 +99,28 @@ SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[Healt
 
 
 @SETTINGS
-@given(transcripts(damaged=False), st.integers(1, 60))
-def test_cut_properties_on_generated_transcripts(generated, keep):
+@given(transcripts(damaged=False), st.integers(1, 60), st.integers(0, 12))
+def test_cut_properties_on_generated_transcripts(generated, keep, keep_messages):
     transcript = _loads(generated[1])
     assume(transcript is not None)
-    assert_safe(transcript, find_cut_point(transcript, keep), keep)
+    assert_safe(transcript, find_cut_point(transcript, keep, keep_recent_messages=keep_messages), keep, keep_messages)
 
 
-@pytest.mark.parametrize("path", supported_corpus_files())
+def test_keep_recent_messages_holds_at_least_that_many_messages_and_tokens():
+    messages = []
+    for i in range(10):  # 10 turns of 2 × 104 tokens
+        messages += [{"role": "user", "content": f"question {i} " + "x" * 390}, {"role": "assistant", "content": "y" * 400}]
+    transcript = loads(json.dumps({"messages": messages}).encode(), "t.json")
+    assert find_cut_point(transcript, 0, keep_recent_messages=5).index == 14  # 5 messages reach into turn 7
+    assert find_cut_point(transcript, 500, keep_recent_messages=2).index == 14  # the tokens ask for more
+    assert find_cut_point(transcript, 100, keep_recent_messages=9).index == 10
+    assert find_cut_point(transcript, 0, keep_recent_messages=20).index == 0  # everything is recent
+    result = run("cut-point", "--keep-recent-tokens", "0", "--keep-recent-messages", "6",
+                 str(FIXTURES / "anthropic/long-session.json"))
+    assert result.exit_code == 0 and int(result.stdout) <= 33 - 6
+
+
+@pytest.mark.parametrize("path", supported_corpus_files(read_only=True))
 @pytest.mark.parametrize("keep", [500, 20_000])
 def test_cut_properties_on_the_corpus(path, keep):
     transcript = loads(path.read_bytes(), str(path))

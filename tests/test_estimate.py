@@ -6,6 +6,7 @@ import base64
 import json
 import math
 import struct
+import typing
 import zlib
 from dataclasses import replace
 
@@ -13,7 +14,7 @@ import pytest
 
 from transcompact.dialects import anthropic as anthropic_wire
 from transcompact.dialects import openai as openai_wire
-from transcompact.estimate import KINDS, Options, estimate, model_limits
+from transcompact.estimate import KINDS, MODELS, Options, estimate, model_family, model_limits
 from transcompact.errors import UsageError
 from transcompact.formats import loads
 from transcompact.media import image_size, image_tokens, pdf_tokens
@@ -153,7 +154,7 @@ def test_fixture_estimate_is_the_documented_formula(path):
     assert estimate(transcript, Options(ratio=0.5, count="content")).tokens == formula(transcript, 0.5)
 
 
-@pytest.mark.parametrize("path", supported_corpus_files())
+@pytest.mark.parametrize("path", supported_corpus_files(read_only=True))
 def test_corpus_estimate_is_the_documented_formula(path):
     transcript = loads(path.read_bytes(), str(path))
     report = estimate(transcript, CONTENT)
@@ -189,7 +190,7 @@ def test_status_against_threshold_and_budget():
     tokens = estimate(transcript).tokens
     assert estimate(transcript).status == "under"
     assert estimate(transcript, Options(threshold=tokens - 1)).status == "over"
-    assert estimate(transcript, Options(threshold=tokens)).status == "under"  # compacts only above it
+    assert estimate(transcript, Options(threshold=tokens)).status == "warning"  # compacts only above it
     budget = math.floor(tokens / 0.95)  # the largest budget of which the estimate is still 95 %
     assert estimate(transcript, Options(window=budget + 10, max_output=10)).status == "emergency"
     assert estimate(transcript, Options(window=budget + 11, max_output=10)).status != "emergency"
@@ -197,12 +198,78 @@ def test_status_against_threshold_and_budget():
     assert fraction.threshold == 92_000  # half of 200,000 − 16,000
 
 
+def test_warning_status_from_a_fraction_of_the_threshold():
+    transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    tokens = estimate(transcript).tokens
+    assert estimate(transcript, Options(threshold=2 * tokens)).status == "warning"  # exactly half: the default
+    assert estimate(transcript, Options(threshold=2 * tokens + 2)).status == "under"
+    assert estimate(transcript, Options(threshold=tokens + 1, warn_at=0.99)).status == "warning"
+    assert estimate(transcript, Options(threshold=4 * tokens, warn_at=0.2)).warning == int(0.8 * tokens)
+    with pytest.raises(UsageError, match="a fraction of the threshold"):
+        estimate(transcript, Options(warn_at=1.5))
+
+
 def test_model_table_matches_dated_names_and_refuses_unknown_ones():
     assert model_limits("claude-sonnet-4-5-20250929") == (200_000, 64_000)
     assert model_limits("claude-opus-4-1") == (200_000, 32_000)
     assert model_limits("gpt-4o-mini") == (128_000, 16_384)
-    with pytest.raises(UsageError, match="unknown model"):
-        model_limits("claude-sonnet")
+    assert model_limits("gpt-4.1-2025-04-14") == MODELS["gpt-4.1"]
+    assert model_limits("claude-opus-5-5") == (1_000_000, 128_000)
+    for name in ("claude-sonnet", "gpt-5-chat-latest", "o1-mini"):  # variants, not dated snapshots, of gpt-5 and o1
+        with pytest.raises(UsageError, match="unknown model"):
+            model_limits(name)
+
+
+def provider(name: str) -> str:
+    return "anthropic" if name.startswith("claude-") else "openai"
+
+
+def test_model_table_is_sorted_by_provider_then_name():
+    assert list(MODELS) == sorted(MODELS, key=lambda name: (provider(name), name))
+    assert all(0 < max_output < window for window, max_output in MODELS.values())
+
+
+# The SDKs' model ids whose limits no source was found for (2026-11-22): left out of MODELS rather
+# than guessed, so that --model refuses them and asks for --window and --max-output.
+LEGACY = "a GPT-3.5, GPT-4 or GPT-4 Turbo preview snapshot: windows in third-party tables, no max output found"
+UNSOURCED = {
+    "gpt-5.2-pro": "a max output (128,000) was found, no context window",
+    "gpt-5.1-codex": "no page with its limits found",
+    "gpt-5.1-mini": "no page with its limits found",
+    "gpt-5.1-chat-latest": "only a third-party 16,000 max output, against the 16,384 of the other chat-latest models",
+    "gpt-5-chat-latest": "only a third-party 16,000 max output, against the 16,384 of the other chat-latest models",
+    "gpt-audio-mini": "no page with its limits found",
+    "o1-mini": "only a third-party 128,000 window, no max output",
+    "o1-preview": "no page with its limits found",
+    **dict.fromkeys(("gpt-4", "gpt-4-0314", "gpt-4-0613", "gpt-4-32k", "gpt-4-32k-0314", "gpt-4-32k-0613",
+                     "gpt-4-turbo-preview", "gpt-4-0125-preview", "gpt-4-1106-preview", "gpt-4-vision-preview",
+                     "gpt-3.5-turbo", "gpt-3.5-turbo-16k", "gpt-3.5-turbo-0301", "gpt-3.5-turbo-0613",
+                     "gpt-3.5-turbo-1106", "gpt-3.5-turbo-0125", "gpt-3.5-turbo-16k-0613"), LEGACY),
+}
+
+
+def literal_strings(annotation) -> set[str]:
+    """The strings of a Literal type, through the Unions an SDK wraps it in (Model is Literal[...] | str)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return {value for value in typing.get_args(annotation) if isinstance(value, str)}
+    return set().union(*(literal_strings(arg) for arg in typing.get_args(annotation)))
+
+
+@pytest.mark.parametrize("module, alias", [("anthropic.types", "Model"), ("openai.types", "ChatModel")])
+def test_model_table_covers_the_sdks_model_ids(module, alias):
+    ids = literal_strings(getattr(pytest.importorskip(module), alias))
+    assert ids
+    unresolved = sorted(name for name in ids if model_family(name) not in MODELS and model_family(name) not in UNSOURCED)
+    assert unresolved == [], "add these to MODELS with a source, or to UNSOURCED with the reason"
+    assert not set(UNSOURCED) & set(MODELS)
+
+
+def test_the_default_threshold_is_the_same_share_of_any_budget():
+    transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes())
+    assert estimate(transcript).threshold == 100_000  # of 200,000 − 16,000
+    assert estimate(transcript, Options(window=1_000_000, max_output=128_000)).threshold == 100_000 * 872_000 // 184_000
+    assert estimate(transcript, Options(window=1_000_000, max_output=128_000, threshold=100_000)).threshold == 100_000
+    assert estimate(transcript, Options(window=1_000_000, max_output=128_000, threshold=0.5)).threshold == 436_000
 
 
 def test_window_must_leave_a_budget():

@@ -62,6 +62,23 @@ def test_fail_over_is_a_ci_gate(in_root):
     assert loud.stderr == "fixtures/anthropic/every-block.json: 7,931 tokens is over --fail-over 7,000\n"
 
 
+def test_fail_over_takes_a_fraction_of_the_budget(in_root):
+    path = "fixtures/anthropic/every-block.json"  # 7,931 tokens of a 184,000 budget
+    assert run("estimate", "-q", "--fail-over", "0.05", path).exit_code == 0
+    over = run("estimate", "--fail-over", "0.04", path)
+    assert over.exit_code == 1
+    assert over.stderr == f"{path}: 7,931 tokens is over --fail-over 0.04 of the budget (7,360)\n"
+    assert run("estimate", "-q", "--window", "100000", "--fail-over", "0.05", path).exit_code == 1  # of 84,000
+
+
+def test_warning_status_and_its_fraction_in_the_report(in_root):
+    path = "fixtures/anthropic/every-block.json"
+    report = json.loads(run("estimate", "--json", "--threshold", "10000", "--warn-at", "0.75", path).stdout)
+    assert (report["files"][0]["warning"], report["files"][0]["status"]) == (7500, "warning")
+    plain = run("estimate", "--threshold", "20000", path, env={"TRANSCOMPACT_WARN_AT": "0.9"}).stdout
+    assert "status        under (warning from 18,000, compaction threshold 20,000" in plain
+
+
 def test_window_precedence_flag_then_model_then_variable(in_root):
     path = "fixtures/openai/tool-calls.json"
 
@@ -76,6 +93,22 @@ def test_window_precedence_flag_then_model_then_variable(in_root):
     assert window("--model", "some-local-model", "--window", "32000", "--max-output", "4000") == (32_000, 4_000)
     unknown = run("estimate", "--model", "some-local-model", path)
     assert unknown.exit_code == 2 and "give --window and --max-output" in unknown.stderr
+
+
+def test_the_default_threshold_scales_with_the_models_budget(in_root):
+    path = "fixtures/openai/tool-calls.json"
+
+    def threshold(*args, **env):
+        return json.loads(run("estimate", "--json", *args, path, env=env).stdout)["files"][0]["threshold"]
+
+    assert threshold() == 100_000  # of the default 184,000 budget
+    share = 100_000 / 184_000  # about 0.543
+    assert threshold("--model", "claude-opus-5-5") == pytest.approx(share * (1_000_000 - 128_000), abs=1)
+    assert threshold("--window", "20000", "--max-output", "0") == 10_869
+    assert threshold("--model", "some-local-model", "--window", "1000000", "--max-output", "128000") == 473_913
+    assert threshold("--model", "claude-opus-5-5", "--threshold", "100000") == 100_000  # as given: absolute
+    assert threshold("--model", "claude-opus-5-5", "--threshold", "0.5") == 436_000  # as given: a fraction
+    assert threshold("--model", "claude-opus-5-5", TRANSCOMPACT_THRESHOLD="100000") == 100_000
 
 
 def test_ratio_variable_and_bad_values(in_root):

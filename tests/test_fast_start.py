@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-HEAVY = ("anthropic", "openai", "tiktoken", "rich")
+HEAVY = ("anthropic", "openai", "tiktoken", "rich", "dask", "distributed", "fsspec")
 
 
 def imported_modules(importtime_stderr: str) -> set[str]:

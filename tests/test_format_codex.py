@@ -217,6 +217,26 @@ def test_compaction_appends_codex_own_marker_and_reads_back_with_one_summary(pat
     assert sum(texts(m).count(SUMMARY_PREFIX) for m in twice.messages) == 1
 
 
+def test_the_environment_codex_injects_is_the_checkpoints_context_not_the_users_goal():
+    data = with_turns(TOOL_LOOP)
+    moved = json.dumps({"timestamp": "2025-10-08T10:20:00.000Z", "type": "response_item", "payload": {
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text":
+            "<environment_context>\n  <cwd>/home/dev/shop/api</cwd>\n  <writable_roots>\n    <root>/home/dev/shop</root>\n"
+            "    <root>/tmp</root>\n  </writable_roots>\n</environment_context>"}]}}, separators=(",", ":")).encode()
+    data = data + moved + b"\n" + with_turns(TOOL_LOOP, 4)[len(TOOL_LOOP.read_bytes()):]  # a later turn moved elsewhere
+    out = compacted(loads(data, TOOL_LOOP.name), keep=600)
+    summary = lines(out)[-2]["payload"]["message"]
+    assert "<environment_context>" not in summary  # neither the goal nor the user's words
+    assert summary.startswith(SUMMARY_PREFIX + "## Goal\nThe checkout test fails with a KeyError.")
+    environment = ("### Environment\n- cwd: /home/dev/shop/api\n- approval_policy: on-request\n"
+                   "- sandbox_mode: workspace-write\n- network_access: restricted\n- shell: bash\n"
+                   "- writable_roots: /home/dev/shop, /tmp\n")
+    assert "## Critical Context\n" + environment in summary  # each setting at its newest value
+    again = loads(out, TOOL_LOOP.name)
+    twice = lines(compacted(again, keep=200))[-2]["payload"]["message"]
+    assert twice.count("### Environment") == 1 and environment in twice  # merged, not quoted
+
+
 def agent_history(data: bytes) -> list[dict]:
     """The history Codex sends after resuming a rollout (core `reconstruct_history_from_rollout`):
     response items are recorded in order (not ghost snapshots nor system messages), a `compacted`

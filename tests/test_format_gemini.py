@@ -8,11 +8,12 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from transcompact import check, dumps, loads
+from transcompact import archive, check, dumps, loads
 from transcompact.calibrate import recorded_usage
 from transcompact.check import errors
 from transcompact.compact import CompactOptions, compact
-from transcompact.formats import hook
+from transcompact.expand import expand
+from transcompact.formats import hook, rewrites_lines
 from transcompact.model import Text, ToolCall, ToolResult
 from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, is_summary_message
 
@@ -220,6 +221,22 @@ def test_the_ui_copy_of_a_pruned_result_is_pruned_too():
     out = dumps(hook(pruned, "replace_ui_copies")(pruned))
     call = orjson.loads(out.split(b"\n")[5])["toolCalls"][0]
     assert call["resultDisplay"] == "[cleared]" and call["result"][0]["functionResponse"]["response"]["output"] == "[cleared]"
+
+
+@pytest.mark.parametrize(("path", "kinds"), ((UPSERTS, {"line"}), (LEGACY, {"message"})), ids=("jsonl", "legacy"))
+def test_prune_archives_each_layout_by_its_unit_and_expand_gives_it_back(path, kinds):
+    """The log by its lines; the legacy document by its messages, whose changed ones shrink to one
+    line each (its lines no longer pair with those read)."""
+    data = path.read_bytes()
+    transcript = read(path)
+    out = dumps(cleared(transcript))
+    assert rewrites_lines(transcript) == (kinds == {"line"})
+    records = archive.records(data, out, transcript)
+    assert {r.kind for r in records} == kinds
+    # One record per record the prune changed: the cleared result's, and those whose usage it made stale.
+    assert len(records) == sum(a != b for a, b in zip(agent_records(data), agent_records(out)))
+    assert records[0].tool_call_ids == (transcript.messages[1].tool_calls[0].id,)
+    assert expand(out, records, path.name).data == data  # the agent's own layout comes back byte for byte
 
 
 def test_a_removed_message_is_recorded_as_the_agent_rewrites_history():

@@ -7,6 +7,7 @@ which pi's own way of building the context (rebuilt below from upstream `session
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from transcompact import check, compact, dumps, loads, repair
@@ -252,24 +253,107 @@ def test_compacting_twice_keeps_one_summary_and_one_active_compaction():
     assert set(compactions[0]["details"]["modifiedFiles"]) <= set(compactions[1]["details"]["modifiedFiles"])
 
 
-def test_check_finds_a_compaction_that_keeps_a_tool_result_or_splits_a_call():
+@pytest.mark.parametrize("version", [1, 3])
+def test_drop_history_keeps_the_header_the_settings_and_what_pi_reads_after_the_compaction(version):
+    lines = [json.loads(line) for line in session(12, version).splitlines()]
+    setting = {"type": "thinking_level_change", "id": "7e1c0000", "parentId": None, "timestamp": "2026-02-01T08:00:00.500Z",
+               "thinkingLevel": "high"}
+    if version == 1:
+        setting = {k: v for k, v in setting.items() if k not in ("id", "parentId")}
+    else:
+        lines[1]["parentId"] = setting["id"]
+    data = b"".join(json.dumps(e).encode() + b"\n" for e in [lines[0], setting, *lines[1:]])
+    whole, _ = compacted(data)
+    result, report = compact(loads(data, "s.jsonl"), replace(OPTIONS, drop_history=True))
+    out = dumps(result)
+    entries = [json.loads(line) for line in out.splitlines()]
+    assert [e["type"] for e in entries[:2]] == ["session", "thinking_level_change"] and entries[-1]["type"] == "compaction"
+    assert len(entries) == 2 + report.window_messages + 1 < len(whole.splitlines())
+    assert pi_context(out) == pi_context(whole)  # pi sends what it sends after the whole file's compaction
+    if version > 1:  # each entry hangs from the one before it
+        assert [e["parentId"] for e in entries[1:]] == [None, *(e["id"] for e in entries[1:-1])]
+    assert errors(check(loads(out, "s.jsonl"))) == []
+
+
+def test_the_summary_is_worded_as_pis_own_and_reads_back_as_ours():
+    out, report = compacted(session(12))
+    assert report.split_turn
+    entry = json.loads(out.splitlines()[-1])
+    summary, details = entry["summary"], entry["details"]
+    # pi's wording: no prefix of ours, the split turn's part after a rule, then the file lists.
+    assert summary.startswith("## Goal\nStep 0: tidy module0.py.") and "[Previous conversation summary]" not in summary
+    history, turn = summary.split("\n\n---\n\n**Turn Context (split turn):**\n\n")
+    assert turn.startswith("## The request this turn began with (verbatim)\n\nStep 10: tidy module10.py.")
+    assert turn.endswith("\n\n<read-files>\n" + "\n".join(details["readFiles"]) + "\n</read-files>"
+                         "\n\n<modified-files>\n" + "\n".join(details["modifiedFiles"]) + "\n</modified-files>")
+    # Read back, it is our summary message again, so that the next compaction merges it.
+    again = loads(out, "s.jsonl")
+    message = texts(again)[0]
+    assert message.startswith(SUMMARY_PREFIX + history) and "<read-files>" not in message and "---" not in message
+    assert message.endswith("\n\n## The request this turn began with (verbatim)\n\nStep 10: tidy module10.py.")
+    twice, _ = compacted(session(8, after=out))
+    assert json.loads(twice.splitlines()[-1])["summary"].count("## Goal") == 1
+
+
+def test_pis_own_split_turn_summary_reads_as_the_opening_and_its_file_lists_are_left_out():
+    own = ("## Goal\nTidy the modules.\n\n---\n\n**Turn Context (split turn):**\n\n## Original Request\nTidy module3.py."
+           "\n\n<read-files>\nREADME.md\n</read-files>\n\n<modified-files>\nmodule3.py\n</modified-files>")
+    assert pi.as_summary_message(own) == (
+        "## Goal\nTidy the modules.\n\n## The request this turn began with (verbatim)\n\n## Original Request\nTidy module3.py.")
+    assert pi.as_summary_message("## Goal\nTidy.\n\n<modified-files>\na.py\n</modified-files>") == "## Goal\nTidy."
+
+
+def broken_sessions() -> dict[str, bytes]:
+    """A session whose compaction keeps a tool result (P1), one whose compaction comes between a
+    call and its result (P2), one whose call has no result at all, and one whose root names a
+    parent that is not there (P3)."""
     data = session(3)
     lines = [json.loads(line) for line in data.splitlines()]
     result = next(e for e in lines[1:] if e["message"]["role"] == "toolResult")
     call = next(e for e in lines[1:] if e["id"] == result["parentId"])
 
-    def with_compaction(parent: str, first_kept: str, after: list[dict]) -> bytes:
-        entry = {"type": "compaction", "id": "c0ffee00", "parentId": parent, "timestamp": "2026-02-01T09:00:00.000Z",
-                 "summary": "s", "firstKeptEntryId": first_kept, "tokensBefore": 10}
-        out = [*lines[:lines.index(call) + 1], entry, *after]
-        return b"".join(json.dumps(e).encode() + b"\n" for e in out)
+    def compacted_after(entry: dict, first_kept: str, rest: bool = True) -> bytes:
+        """The session with a compaction after `entry` (keeping from `first_kept`), then the rest."""
+        at = lines.index(entry) + 1
+        compaction = {"type": "compaction", "id": "c0ffee00", "parentId": entry["id"], "timestamp": "2026-02-01T09:00:00.000Z",
+                      "summary": "s", "firstKeptEntryId": first_kept, "tokensBefore": 10}
+        after = [{**lines[at], "parentId": "c0ffee00"}, *lines[at + 1:]] if rest else []
+        return b"".join(json.dumps(e).encode() + b"\n" for e in [*lines[:at], compaction, *after])
 
-    keeps_result = with_compaction(call["id"], result["id"], [{**result, "parentId": "c0ffee00"}])
-    assert "P1" in {v.rule for v in errors(check(loads(keeps_result, "s.jsonl")))}
-    splits = with_compaction(call["id"], call["id"], [{**result, "parentId": "c0ffee00"}])
-    assert "P2" in {v.rule for v in errors(check(loads(splits, "s.jsonl")))}
-    orphan = data.replace(b'"parentId":null', b'"parentId":"gone0000"')
-    assert "P3" in {v.rule for v in errors(check(loads(orphan, "s.jsonl")))}
+    return {"P1": compacted_after(result, result["id"]), "P2": compacted_after(call, call["id"]),
+            "unanswered": compacted_after(call, call["id"], rest=False),
+            "P3": data.replace(b'"parentId":null', b'"parentId":"gone0000"')}
+
+
+def test_check_finds_a_compaction_that_keeps_a_tool_result_or_splits_a_call():
+    broken = broken_sessions()
+    for rule in ("P1", "P2", "P3"):
+        assert rule in {v.rule for v in errors(check(loads(broken[rule], "s.jsonl")))}
+
+
+@pytest.mark.parametrize("case", ["P1", "P2", "unanswered", "P3"])
+def test_repair_mends_the_tree_and_the_compaction_as_pi_reads_them(case):
+    data = broken_sessions()[case]
+    repaired, report = repair(loads(data, "s.jsonl"))
+    out = dumps(repaired)
+    assert errors(check(loads(out, "s.jsonl"))) == []
+    assert {fix.rule for fix in report.fixes} == {"A2" if case == "unanswered" else case}
+    entries = [json.loads(line) for line in out.splitlines()]
+    by_id = {e["id"]: e for e in entries}
+    compaction = next((e for e in entries if e["type"] == "compaction"), None)
+    sent = pi_context(out)
+    if case == "P1":  # the window starts at the call the kept result answers
+        assert by_id[compaction["firstKeptEntryId"]]["message"]["content"][0]["type"] == "toolCall"
+        assert [m["role"] for m in sent[:3]] == ["user", "assistant", "toolResult"]
+        assert sent[1]["content"][0]["id"] == sent[2]["toolCallId"]
+    if case == "P2":  # the compaction follows the result, and pi sends the same messages as before
+        at = entries.index(compaction)
+        assert entries[at - 1]["message"]["role"] == "toolResult" and compaction["parentId"] == entries[at - 1]["id"]
+        assert entries[at + 1]["parentId"] == compaction["id"] and sent == pi_context(data)
+    if case == "unanswered":  # the added result sits before the compaction
+        assert by_id[compaction["parentId"]]["message"]["role"] == "toolResult"
+    if case == "P3":
+        assert entries[1]["parentId"] is None and sent == pi_context(session(3))
 
 
 # --- pi resumes what we write ------------------------------------------------------------------
@@ -344,7 +428,7 @@ def test_pi_resumes_our_compaction_summary_first_then_the_window(version, times)
     sent = pi_context(data)
     summary = json.loads(data.splitlines()[-1])["summary"]
     assert sent[0]["content"][0]["text"] == COMPACTION_SUMMARY_PREFIX + summary + "\n</summary>"
-    assert SUMMARY_PREFIX + summary == texts(ours)[0]
+    assert SUMMARY_PREFIX + pi.as_summary_message(summary) == texts(ours)[0]
     # The kept window is what we read after our summary, message for message.
     window = ours.messages[1:]
     assert len(sent) - 1 == len(window) == report.window_messages

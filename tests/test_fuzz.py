@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from transcompact import check, dialects, dumps, loads, repair
 from transcompact.check import errors
 from transcompact.cli import cli
-from transcompact.errors import InputError
-from transcompact.formats import reload
+from transcompact.errors import ExitCode, InputError
+from transcompact.formats import adapter, reload, rewrites_lines
 
 from .conftest import CORPUS
 from .strategies import anthropic_messages, claude_code_lines, conversations, openai_messages, texts
@@ -498,6 +498,10 @@ def exercise(data: bytes) -> None:
         for command in (["estimate"], ["estimate", "--json", "--per-message"], ["cut-point", "--keep-recent-tokens", "50"]):
             result = run(*command, source)
             assert result.exit_code == (3 if transcript is None else 0), (command, result.stderr)
+        if transcript is not None and not getattr(adapter(transcript), "WRITES", True):
+            # A format transcompact only reads: every rewrite is refused before it writes anything.
+            assert all(run(*command, source).exit_code == ExitCode.USAGE for command in REWRITES.values())
+            return
         for name, command in REWRITES.items():
             result = run(*command, source)
             if transcript is None:
@@ -519,7 +523,7 @@ def exercise(data: bytes) -> None:
         assert result.exit_code == 0, result.stderr
         expanded = run("expand", "-q", "--archive", archive, pruned)
         assert expanded.exit_code == 0, expanded.stderr
-        if transcript.format in dialects.DIALECTS:  # a document is written again whole: equal JSON
+        if not rewrites_lines(transcript):  # a document's messages are put back and it is written again whole: equal JSON
             assert orjson.loads(expanded.stdout_bytes.removeprefix(BOM)) == orjson.loads(data.removeprefix(BOM))
         else:
             assert expanded.stdout_bytes == data

@@ -6,6 +6,11 @@ Every rewriting command's `--report FILE` is JSON Lines, one object per file, `v
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -150,3 +155,54 @@ def test_nothing_to_compact_is_status_0_strategy_none_and_a_note(tmp_path):
     assert entry["strategy"] == "none" and entry["tokens_after"] == entry["tokens_before"]
     assert entry["notes"] == ["nothing to compact: neither pruning nor a summary makes it smaller"]
     assert "not compacted" in result.stderr and "error" not in result.stderr
+
+
+def test_an_interrupted_batch_leaves_the_report_lines_of_the_files_it_did(tmp_path):
+    """The report is made when the run starts and gets each file's line once it is done: a run
+    cut short leaves the lines of the files done, each one a file really written."""
+    original = (FIXTURES / "anthropic/long-session.json").read_bytes()
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for i in range(400):
+        (logs / f"s{i:03}.json").write_bytes(original)
+    report = tmp_path / "report.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
+    command = subprocess.Popen([sys.executable, "-m", "transcompact", "compact", "--emergency", "--force",
+                                "--keep-recent-tokens", "1000", "-i", "--jobs", "2", "--report", str(report), str(logs)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    deadline = time.monotonic() + 20
+    done = 0
+    while done < 3:  # a few files are done, and reported
+        assert time.monotonic() < deadline and command.poll() is None
+        done += b"compacted (emergency)" in command.stderr.readline()
+    command.send_signal(signal.SIGTERM)
+    _, stderr = command.communicate(timeout=20)
+    assert command.returncode == 130, stderr[-2000:]
+    lines = [json.loads(line) for line in report.read_bytes().splitlines()]  # every line whole
+    assert 3 <= len(lines) < 400
+    assert [line["file"] for line in lines] == [str(logs / f"s{i:03}.json") for i in range(len(lines))]
+    assert all((line["status"], line["written"]) == ("changed", True) for line in lines)
+    assert all(Path(line["file"]).read_bytes() != original for line in lines)
+
+
+def test_a_report_through_a_link_is_written_where_it_points_and_the_link_stays(tmp_path):
+    target, link = tmp_path / "report.jsonl", tmp_path / "link.jsonl"
+    target.write_bytes(b"a line of an earlier run\n")
+    link.symlink_to(target)
+    result = run("prune", "-q", "--report", str(link), "--output-dir", str(tmp_path / "out"), *TWO)
+    assert result.exit_code == 0, result.stderr
+    assert link.is_symlink() and [json.loads(line)["file"] for line in target.read_bytes().splitlines()] == TWO
+
+
+def test_a_report_and_an_archive_inside_the_walked_tree_are_no_inputs(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "session.json").write_bytes((FIXTURES / "anthropic/long-session.json").read_bytes())
+    (logs / "report.jsonl").write_text("left by yesterday's run\n")
+    result = run("prune", "-i", "--hard-clear-after", "1", "--report", str(logs / "report.jsonl"),
+                 "--archive", str(logs / "archive.jsonl"), str(logs))
+    assert result.exit_code == 0, result.stderr
+    assert [json.loads(line)["file"] for line in (logs / "report.jsonl").read_text().splitlines()] == [str(logs / "session.json")]
+    again = run("expand", "-i", "--archive", str(logs / "archive.jsonl"), "--report", str(logs / "report.jsonl"), str(logs))
+    assert again.exit_code == 0, again.stderr
+    assert (logs / "session.json").read_bytes() == (FIXTURES / "anthropic/long-session.json").read_bytes()

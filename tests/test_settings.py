@@ -56,7 +56,7 @@ def test_no_default_is_spelled_out_twice():
 def test_the_library_and_the_command_line_share_the_defaults():
     assert (PruneOptions().soft_trim_chars, PruneOptions().head, PruneOptions().keep_last) == (
         settings.SOFT_TRIM_CHARS, settings.HEAD, settings.KEEP_LAST)
-    assert (Options().ratio, Options().window, CompactOptions().threshold, SummaryOptions().keep_recent_tokens) == (
+    assert (Options().ratio, Options().window, CompactOptions().threshold_tokens, SummaryOptions().keep_recent_tokens) == (
         settings.RATIO, settings.WINDOW, settings.THRESHOLD, settings.KEEP_RECENT_TOKENS)
     shown = CliRunner().invoke(cli, ["compact", "--help"], terminal_width=200).output
     for flag, value in (("--keep-recent-tokens", "20000"), ("--checkpoint-tokens", str(settings.CHECKPOINT_TOKENS)),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -12,6 +13,8 @@ from transcompact.formats import loads
 from transcompact.providers.openai import NO_KEY
 from transcompact.summarize import (
     CHECKPOINT_SYSTEM_PROMPT,
+    NARRATIVE_SYSTEM_PROMPT,
+    NARRATIVE_UPDATE_PROMPT,
     UPDATE_SYSTEM_PROMPT,
     chunked,
     coverage,
@@ -21,7 +24,7 @@ from transcompact.summarize import (
 from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
-from .loopback import Loopback, summary_for
+from .loopback import Loopback, reply, summary_for
 from .test_prune import session
 
 
@@ -155,6 +158,41 @@ def test_a_summary_that_fails_validation_once_is_asked_for_again(api):
     result = run("--all", "--json", str(FIXTURES / "openai/tool-calls.json"))
     assert result.exit_code == 0, result.stderr
     assert len(api.requests) == 2 and json.loads(result.stdout)["files"][0]["usage"]["requests"] == 2
+
+
+def narrative_for(request) -> str:
+    """A prose account that names the paths it was shown, as a narrative must."""
+    paths = sorted(set(re.findall(r"(?:[\w.-]+/)+[\w.-]+\.[a-z]{1,4}\b", request.prompt)))
+    return ("The user asked for the failing tests to be fixed. The assistant read the code and ran the tests; "
+            f"along the way it looked at {', '.join(paths) or 'nothing on disk'}. What is left is to run the "
+            "whole suite once more and report back to the user, who prefers short answers.")
+
+
+def test_narrative_style_asks_for_prose_and_takes_it_without_sections(api, tmp_path):
+    api.answer = lambda request: reply(request, narrative_for(request))
+    path = write(tmp_path, session(rounds=40, size=3000))
+    result = run("--all", "--style", "narrative", "--summary-input-tokens", "20000", path)
+    assert result.exit_code == 0, result.stderr
+    assert [r.system for r in api.requests] == [NARRATIVE_SYSTEM_PROMPT] + [NARRATIVE_UPDATE_PROMPT] * (len(api.requests) - 1)
+    assert len(api.requests) > 1  # in chunks, each folded into the account
+    assert result.stdout.startswith("The user asked for the failing tests")
+
+
+def test_a_narrative_that_names_no_path_of_its_part_is_refused(api, tmp_path):
+    api.answer = lambda request: reply(request, "A long and pleasant conversation took place. " * 10)
+    result = CliRunner().invoke(cli, ["compact", "--force", "--style", "narrative", "--keep-recent-tokens", "500",
+                                      str(FIXTURES / "anthropic/long-session.json")], prog_name="transcompact")
+    assert result.exit_code == 0, result.stderr
+    assert len(api.requests) == 2, result.stderr  # asked once more, then the emergency mode took over
+    assert "names none of the" in result.stderr and "compacted (emergency)" in result.stderr
+
+
+def test_narrative_validation():
+    account = "We fixed src/app.py after the import error; next is the release. " * 4
+    assert problems(account, "narrative", "**User:** look at src/app.py") == []
+    assert problems(account, "narrative", "no paths here") == []
+    assert problems(account, "narrative", "see lib/util.py") == ["names none of the 1 file paths of what it summarizes"]
+    assert problems("", "narrative") == ["too short (0 characters, at least 200)"]
 
 
 def test_no_key_is_a_provider_error(monkeypatch):

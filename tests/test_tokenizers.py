@@ -60,7 +60,7 @@ def test_tokenizer_equals_tiktokens_count_of_the_same_text(path, tokenizer, tikt
     assert estimate(transcript, Options(tokenizer=tokenizer, count="content")).tokens == formula(transcript, count=lambda t: len(encode(t)))
 
 
-@pytest.mark.parametrize("path", supported_corpus_files())
+@pytest.mark.parametrize("path", supported_corpus_files(read_only=True))
 def test_o200k_on_the_corpus_equals_tiktoken(path, tiktoken_encodings):
     transcript = loads(path.read_bytes(), str(path))
     encode = tiktoken_encodings["o200k"].encode_ordinary

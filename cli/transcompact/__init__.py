@@ -3,7 +3,7 @@
 The library: `load` a transcript from a file or `loads` it from bytes (any format), run
 operations over the one in-memory model (`estimate`, `prune`, `find_cut_point`, `summarize`,
 `compact`, `check`, `repair`; `expand` works on the bytes prune wrote), `dump` it to a file
-or `dumps` it to bytes, in the shape it was read in.
+or `dumps` it to bytes, in the shape it was read in, or `convert` it to a plain request body.
 
 The names below are imported on first use, so that `transcompact --help` and every command
 that needs only part of the library start fast (a shell pipeline pays the start-up each call).
@@ -35,6 +35,7 @@ _EXPORTS = {
     "prune": ("prune", "prune"),
     "PruneOptions": ("prune", "PruneOptions"),
     "PruneReport": ("prune", "PruneReport"),
+    "context_management": ("context_editing", "context_management"),
     "expand": ("expand", "expand"),
     "find_cut_point": ("cut", "find_cut_point"),
     "Cut": ("cut", "Cut"),
@@ -44,6 +45,8 @@ _EXPORTS = {
     "compact": ("compact", "compact"),
     "CompactOptions": ("compact", "CompactOptions"),
     "CompactReport": ("compact", "CompactReport"),
+    "convert": ("convert", "convert"),
+    "diff": ("diff", "diff"),
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
-"""The archive of what prune replaced: `prune --archive FILE` adds to it, `expand --archive FILE` reads it.
+"""The archive of what prune replaced (and what compact dropped): `prune --archive FILE` and
+`compact --archive FILE` add to it, `expand --archive FILE` reads it.
 
 A JSON Lines file, one record per line (or message) that a prune run changed or removed,
 holding what was there. Every record names the transcript it applies to: the exact bytes that
@@ -6,14 +7,18 @@ run wrote (`pruned_sha256`, `pruned_bytes`), and `file`, the name it had. A file
 afterwards (a Claude Code session that went on) still starts with those bytes, so its records
 still apply; another transcript sharing the archive, or one changed since, gets none of them.
 
-- JSON Lines formats (jsonl, claude-code), where a line is the unit prune rewrites:
+- JSON Lines formats (jsonl and the agents' logs), where a line is the unit prune rewrites:
   `{"kind": "line", "line": N, "keep": [HEAD, TAIL], "original": TEXT}`: line N of the pruned
   output was its first HEAD and last TAIL characters around TEXT (what prune replaced, as text,
   so it comes back byte for byte);
   `{"kind": "removed-line", "line": N, "original": TEXT}`: a line prune removed (a line of nothing
   but thinking) stood before line N.
-- documents (anthropic, openai): `{"kind": "message", "path": [...], "message": I, "original": {...}}`:
+- documents (anthropic, openai, a legacy Gemini `.json`): `{"kind": "message", "path": [...],
+  "message": I, "original": {...}}`:
   the message at index I of the list at `path` was this.
+- `compact --archive`: `{"kind": "compaction", "original": TEXT}`: the whole transcript compact
+  read, the messages it dropped and what its pruning replaced with them (a compaction rewrites
+  more than lines or messages in place: it drops, adds and moves them).
 
 Each record also has `original_sha256` (the bytes the run read) and `tool_call_ids` (the calls
 and results the original holds, to find the one a marker names: "archived as toolu_01").
@@ -34,11 +39,11 @@ import orjson
 
 from .errors import InputError, Location, OutputError
 from .files import replaces, write_file
-from .formats import adapter
+from .formats import rewrites_lines
 from .jsondata import BOM, kind_of, parse_value
 from .model import Transcript
 
-KINDS = ("line", "removed-line", "message")
+KINDS = ("line", "removed-line", "message", "compaction")
 _HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
 
 
@@ -58,7 +63,7 @@ class Record:
     pruned_sha256: str  # what the record applies to: the first `pruned_bytes` bytes of the transcript
     pruned_bytes: int
     original_sha256: str  # the bytes the prune run read
-    original: Any  # TEXT for lines, the message object for "message"
+    original: Any  # TEXT for lines and "compaction" (the whole transcript), the message object for "message"
     line: int = 0  # "line", "removed-line": 1-based line of the pruned output
     keep: tuple[int, int] = (0, 0)  # "line": characters of the pruned line kept at its start and end
     path: tuple[str | int, ...] = ()  # "message": where the list of messages sits
@@ -74,7 +79,7 @@ class Record:
                                "pruned_bytes": self.pruned_bytes, "original_sha256": self.original_sha256}
         if self.kind == "message":
             out.update(path=list(self.path), message=self.message)
-        else:
+        elif self.kind != "compaction":
             out["line"] = self.line
         if self.kind == "line":
             out["keep"] = list(self.keep)
@@ -101,9 +106,16 @@ def records(before: bytes, after: bytes, transcript: Transcript) -> list[Record]
         return []
     run = dict(file=transcript.name, pruned_sha256=sha256(after), pruned_bytes=len(after),
                original_sha256=sha256(before))
-    if adapter(transcript).LINES:
+    if rewrites_lines(transcript):
         return list(_line_records(before, after, run))
     return list(_message_records(transcript, after, run))
+
+
+def compaction_record(before: bytes, after: bytes, name: str) -> list[Record]:
+    """What compact dropped and replaced when it rewrote `before` to `after`: all of `before`."""
+    if before == after:
+        return []
+    return [Record("compaction", name, sha256(after), len(after), sha256(before), before.decode("utf-8", "replace"))]
 
 
 def _line_records(before: bytes, after: bytes, run: dict) -> Iterator[Record]:
@@ -157,7 +169,7 @@ def _common_prefix(a: str, b: str) -> int:
 def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterator[Record]:
     from .jsondata import parse
 
-    path = transcript.source.path  # formats._document.DocumentSource: where the messages sit
+    path = transcript.source.path  # where the document holds the messages (its source says)
     old_messages = _at(transcript.source.document, path)
     new_messages = _at(parse(after, transcript.name).document, path)
     if len(old_messages) != len(new_messages):
@@ -174,12 +186,13 @@ def _at(document: Any, path: Sequence[str | int]) -> Any:
 
 
 def _tool_call_ids(value: Any) -> tuple[str, ...]:
-    """The ids of the tool calls and results a message (or a Claude Code line's message) holds."""
+    """The ids of the tool calls and results a message (or a Claude Code line's message, or a
+    Gemini record with its `toolCalls`) holds."""
     if not isinstance(value, dict):
         return ()
     message = value["message"] if isinstance(value.get("message"), dict) else value
-    found = [message["tool_call_id"]] if isinstance(message.get("tool_call_id"), str) else []
-    for key in ("content", "tool_calls"):
+    found = [message[k] for k in ("tool_call_id", "call_id") if isinstance(message.get(k), str)]  # call_id: a Responses item
+    for key in ("content", "tool_calls", "toolCalls"):
         for item in message.get(key) if isinstance(message.get(key), list) else ():
             if isinstance(item, dict):
                 found += [item[k] for k in ("id", "tool_use_id") if isinstance(item.get(k), str)]
@@ -322,6 +335,8 @@ def _record(value: Any, where: Location) -> Record:
                       path=tuple(field("path", "a list of keys and indices",
                                        lambda v: isinstance(v, list) and all(_is(str)(k) or _is_count(k) for k in v))),
                       message=field("message", "a count", _is_count))
+    if kind == "compaction":
+        return Record(kind, **common, original=field("original", "a string", _is(str)))
     line = field("line", "a line number", lambda v: _is_count(v) and v >= 1)
     original = field("original", "a string", _is(str))
     if kind == "removed-line":
@@ -350,7 +365,7 @@ def undo(data: bytes, run: Sequence[Record], name: str) -> bytes:
     if run[0].kind == "message":
         return _undo_messages(data, run, name)
     pruned, added = data[: run[0].pruned_bytes], data[run[0].pruned_bytes:]
-    restored = _undo_lines(pruned, run, name)
+    restored = run[0].original.encode() if run[0].kind == "compaction" else _undo_lines(pruned, run, name)
     if sha256(restored) != run[0].original_sha256:
         raise InputError("the archive's records for it do not give back what prune read: the archive was changed",
                          location=Location(name), hint=_HINT)

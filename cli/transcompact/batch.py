@@ -1,5 +1,6 @@
 """A command over many files: one function per file (`process`), mapped over the inputs in
-order, in a pool of processes with `--jobs` > 1 (docs/input-output.md#batches).
+order, in a pool of processes with `--jobs` > 1, or on a Dask cluster with `--scheduler` (`cluster`)
+(docs/input-output.md#batches).
 
 - A file's work is a top-level function of its command (`work(name, data, settings) -> Result`),
   carried with plain values in a `Task`, so that a task pickles to a worker process as it is.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import gc
 import itertools
 import os
 import signal
@@ -29,10 +31,12 @@ import click
 
 from .errors import ExitCode, InputError, Location, TranscompactError
 from . import settings
-from .files import STDIN, make_directory, read_input, write_file, write_stdout
+from .files import STDIN, make_directory, read_input, streamed, write_stdout
+from .formats.openhands_store import write_output
 from .inputs import Source, discover, output_paths, several
 
 STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
+SCHEDULER = "transcompact.scheduler"  # where --scheduler leaves its address: a key of click's context `meta`
 
 # Worst last: a finding (1) is better than a file that could not be used (3), which is better than
 # a provider that failed (4), an output that could not be written (5), and a run cut short (130).
@@ -52,9 +56,11 @@ class Result:
     output: bytes | None = None  # the file rewritten (prune, compact, repair, expand)
     report: Mapping[str, Any] = field(default_factory=dict)  # what --json and --report say of it
     stdout: bytes = b""  # its lines on stdout (check's violations, cut-point's index)
+    changes: tuple | None = None  # --diff: what the rewrite changes (diff.MessageChange), when asked for
     stderr: tuple[str, ...] = ()  # its lines on stderr (the report line, fixes, notes)
     exit: int = ExitCode.OK  # VIOLATIONS when check or repair found errors
     value: Any = None  # estimate's count, for the table of every file
+    events: tuple[dict, ...] = ()  # compact --events: what happened to the file, as events
 
 
 @dataclass(frozen=True)
@@ -64,16 +70,20 @@ class Reading:
     format: str | None = None
     messages_path: str | None = None
     encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
+    writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
 
     def load(self, data: bytes, name: str):
-        from .formats import loads
+        from .formats import ensure_writable, loads
 
         if self.encoding_errors == "replace":
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError:
                 data = data.decode("utf-8", "replace").encode("utf-8")
-        return loads(data, name, format=self.format, messages_path=self.messages_path)
+        transcript = loads(data, name, format=self.format, messages_path=self.messages_path)
+        if self.writes_back:
+            ensure_writable(transcript)
+        return transcript
 
 
 @dataclass(frozen=True)
@@ -128,6 +138,10 @@ def process(task: Task) -> Outcome:
     parent too with one job. An error of the file's is its outcome."""
     global _busy
     _busy = True
+    # The cyclic collector would walk every value of the parsed file again each time the model's
+    # objects pile up (a third of prune's time on a 50 MB file); one file's work makes no cycles
+    # worth finding before it ends, and the collector runs again between files.
+    gc.disable()
     source = task.source
     name = STDIN_NAME if source.path == STDIN else source.path
     try:
@@ -143,7 +157,7 @@ def process(task: Task) -> Outcome:
             if task.target is not None and not task.dry_run and (changed or task.target != source.path):
                 if task.makes_directories:
                     make_directory(os.path.dirname(task.target) or ".")
-                write_file(task.target, result.output)
+                write_output(task.target, result.output, source.path)  # a conversation directory stays one
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
         return Outcome(name, task.target, result.exit, result, changed, written)
@@ -155,16 +169,18 @@ def process(task: Task) -> Outcome:
         return Outcome(name, task.target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
     finally:
         _busy = False
+        gc.enable()
 
 
 def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Any], Result], settings: Any, *,
           output: str | None = None, in_place: bool = False, output_dir: str | None = None,
-          dry_run: bool = False) -> Iterator[Task]:
+          output_suffix: str | None = None, dry_run: bool = False) -> Iterator[Task]:
     """A task per source, with the target its output flag gives it (none: stdout, or nothing to
-    write). With --output-dir every target is known before the first task: a clash writes nothing."""
+    write). With --output-dir every target is known before the first task: a clash writes nothing;
+    `output_suffix` is their extension, for an output in another format than its input (--to)."""
     traceback = getattr(click.get_current_context().find_root().command, "show_traceback", False)
     if output_dir:
-        planned: Iterable[tuple[Source, str | None]] = output_paths(sources, output_dir)
+        planned: Iterable[tuple[Source, str | None]] = output_paths(sources, output_dir, output_suffix)
     else:
         planned = ((source, source.path if in_place else output if output and output != STDIN else None)
                    for source in sources)
@@ -180,11 +196,18 @@ def default_jobs() -> int:
     return os.cpu_count() or 1
 
 
-def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False) -> Iterator[Outcome]:
-    """Each task's outcome, in the order of the tasks: here with one job (or one task), else in
-    a pool of up to `jobs` processes. With `fail_fast`, no task is handed out after one failed
-    (those a worker has already been given cannot be taken back: they finish)."""
+def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False,
+             scheduler: str | None = None) -> Iterator[Outcome]:
+    """Each task's outcome, in the order of the tasks: on the Dask cluster at `scheduler`
+    (`cluster`), else here with one job (or one task), else in a pool of up to `jobs` processes.
+    With `fail_fast`, no task is handed out after one failed (those a worker has already been
+    given cannot be taken back: they finish)."""
     tasks = iter(tasks)
+    if scheduler:
+        from .cluster import outcomes_on_cluster
+
+        yield from outcomes_on_cluster(tasks, scheduler, fail_fast)
+        return
     first = list(itertools.islice(tasks, jobs))
     if len(first) > 1:
         yield from _in_pool(itertools.chain(first, tasks), len(first), fail_fast)
@@ -289,13 +312,21 @@ class Batch:
 
     def __init__(self, command: str, files: Sequence[str], patterns: Sequence[str] = (), *, quiet: bool = False,
                  verb: str | None = None, dry_run: bool = False, report_file: str | None = None,
-                 prints_as_it_goes: bool = False):
+                 prints_as_it_goes: bool = False, diff: str | None = None, ours: Sequence[str] = (),
+                 events_file: str | None = None):
         """`verb` (compacted, pruned, …) marks a rewriting command: it gets the closing summary.
-        `prints_as_it_goes`: the command prints each file's report on stdout as it comes."""
+        `prints_as_it_goes`: the command prints each file's report on stdout as it comes.
+        `diff` ("text" or "json"): stdout gets what each file's rewrite changes instead of the
+        rewrite, and nothing is written, as `git diff` writes nothing. `ours`: the files the run
+        reads or writes besides its inputs (an archive), which a directory walk leaves out, as it
+        does the report. `events_file`: each file's `Result.events` as JSON Lines (`-`: stderr)."""
         self.command, self.files, self.patterns = command, files, patterns
         self.several = several(files)
-        self.quiet, self.verb, self.dry_run, self.report_file = quiet, verb, dry_run, report_file
-        self.prints_as_it_goes = prints_as_it_goes
+        self.quiet, self.verb, self.dry_run, self.report_file = quiet, verb, dry_run or diff is not None, report_file
+        self.diff = diff
+        self.events_file = events_file
+        self.ours = (*ours, *[path for path in (report_file, events_file) if path and path != STDIN])
+        self.prints_as_it_goes = prints_as_it_goes or diff == "text"
         self.exit = ExitCode.OK
 
     def run(self, work: Callable[[str, bytes, Any], Result], settings: Any, **options: Any) -> int:
@@ -309,38 +340,68 @@ class Batch:
         return [(outcome.name, outcome.result.report) for outcome in self.outcomes(work, settings, **options)]
 
     def outcomes(self, work: Callable[[str, bytes, Any], Result], settings: Any, *, output: str | None = None,
-                 in_place: bool = False, output_dir: str | None = None, jobs: int | None = None,
-                 fail_fast: bool = False) -> Iterator[Outcome]:
+                 in_place: bool = False, output_dir: str | None = None, output_suffix: str | None = None,
+                 jobs: int | None = None, fail_fast: bool = False) -> Iterator[Outcome]:
         """Run `work` over every input (in `jobs` processes: by default the CPUs, 1 for one input);
         yield each outcome that did not fail, in input order, once its lines are out."""
         from . import render
 
         started = time.monotonic()
         tally = Tally()
-        report_lines: list[bytes] = []
-        planned = tasks(discover(self.files, self.patterns), work, settings, output=output, in_place=in_place,
-                        output_dir=output_dir, dry_run=self.dry_run)
+        diffs: list[tuple[str, dict]] = []  # --diff --json: one report of every file, at the end
+        planned = tasks(discover(self.files, self.patterns, ours=self.ours), work, settings, output=output, in_place=in_place,
+                        output_dir=output_dir, output_suffix=output_suffix, dry_run=self.dry_run)
         jobs = (jobs or default_jobs()) if self.several else 1
         # No bar is drawn over a report that goes to the same terminal as it comes.
         progress = _Progress(self.command, shown=self.several and not self.quiet,
                              bar=not (self.prints_as_it_goes and sys.stdout.isatty()))
         if progress.use_bar:  # someone watches: the names are counted first, for the bar's end and its ETA
-            progress.found(sum(1 for _ in discover(self.files, self.patterns)))
-        with progress, contextlib.closing(outcomes(_counted(planned, progress), jobs, fail_fast=fail_fast)) as stream:
+            progress.found(sum(1 for _ in discover(self.files, self.patterns, ours=self.ours)))
+        scheduler = click.get_current_context().meta.get(SCHEDULER)
+        # The report is made now and gets each file's line once the file is shown: a run cut short
+        # leaves the lines of the files it did.
+        report = streamed(self.report_file) if self.report_file else contextlib.nullcontext()
+        events = streamed(self.events_file) if self.events_file not in (None, STDIN) else contextlib.nullcontext()
+        with progress, report as add_to_report, events as add_to_events, contextlib.closing(outcomes(
+                _counted(planned, progress), jobs, fail_fast=fail_fast, scheduler=scheduler)) as stream:
             for outcome in stream:
                 self.exit = worst((self.exit, outcome.exit))
                 tally.add(outcome)
-                if self.report_file:
-                    report_lines.append(render.report_line(self.command, outcome))
+                # The file's report line is in the report before its lines are shown, so that
+                # whoever reads them (a script that stops the run) finds it there; on stdout
+                # (`--report -`) it follows the transcript, as a last line.
+                line = render.report_line(self.command, outcome) if add_to_report is not None else None
+                if line is not None and self.report_file != STDIN:
+                    add_to_report(line)
                 self._show(outcome, progress)
+                if line is not None and self.report_file == STDIN:
+                    add_to_report(line)
+                if self.events_file is not None:
+                    self._events(outcome, progress, add_to_events)
+                if self.diff == "json" and not outcome.failed:
+                    diffs.append((outcome.name, render.diff_fields(outcome.result.changes)))
                 progress.advance(outcome)
                 if not outcome.failed:
                     yield outcome
-        if self.report_file:
-            render.write_report(self.report_file, b"".join(report_lines))
+        if self.diff == "json":
+            write_stdout(render.report_json(self.command, diffs))
         if self.verb and self.several and not self.quiet:
             click.echo(render.batch_summary(tally, self.verb, dry_run=self.dry_run, seconds=time.monotonic() - started),
                        err=True)
+
+    def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
+        import orjson
+
+        from .events import failure_event
+
+        found = (failure_event(outcome.name, outcome.error, outcome.exit, time.time()),) if outcome.failed \
+            else outcome.result.events
+        for event in found:
+            line = orjson.dumps(event).decode()
+            if add is None:  # `--events -`: among the other lines on stderr
+                progress.echo(line)
+            else:
+                add(line.encode() + b"\n")
 
     def _show(self, outcome: Outcome, progress: _Progress) -> None:
         if outcome.failed:
@@ -351,10 +412,16 @@ class Batch:
             return
         for line in outcome.result.stderr:
             progress.echo(line)
-        if self.dry_run and not self.quiet:
+        # With --diff and no -o, -i or --output-dir, the diff on stdout stands in for the transcript.
+        if self.dry_run and not self.quiet and (self.diff is None or outcome.target is not None):
             left = not outcome.changed and outcome.target == outcome.name
             progress.echo(f"{outcome.name}: dry run: " + ("unchanged, would be left as it is" if left else
                                                            f"would write {outcome.target or 'stdout'}"))
+        if self.diff == "text":
+            from . import render
+
+            color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org
+            write_stdout(render.diff_text(outcome.name, outcome.result.changes, color=color))
         if outcome.result.output is not None:  # the one transcript, to stdout
             write_stdout(outcome.result.output)
         if outcome.result.stdout:

@@ -98,13 +98,9 @@ class Turn:
 
 
 def turns(messages: tuple[Message, ...]) -> list[Turn]:
-    out: list[Turn] = []
-    start = 0
-    for i in range(1, len(messages) + 1):
-        if i == len(messages) or messages[i].role != messages[start].role:
-            out.append(Turn(messages[start].role, tuple(range(start, i))))
-            start = i
-    return out
+    roles = [m.role for m in messages]
+    starts = [i for i in range(len(roles)) if i == 0 or roles[i] != roles[i - 1]]
+    return [Turn(roles[start], tuple(range(start, end))) for start, end in zip(starts, [*starts[1:], len(roles)])]
 
 
 def check(transcript: Transcript, *, strict: bool = False, path: str | None = None) -> list[Violation]:
@@ -133,10 +129,10 @@ def _at(messages: tuple[Message, ...], index: int, block: Block | None = None) -
 # --- Anthropic ------------------------------------------------------------------------------
 
 
-def orphan_results(messages: tuple[Message, ...]) -> list[tuple[int, ToolResult]]:
+def orphan_results(messages: tuple[Message, ...], all_turns: list[Turn] | None = None) -> list[tuple[int, ToolResult]]:
     """Tool results with no tool call in the assistant turn just before their (merged) user turn."""
     out = []
-    all_turns = turns(messages)
+    all_turns = turns(messages) if all_turns is None else all_turns
     for k, turn in enumerate(all_turns):
         if turn.role != USER:
             continue
@@ -146,10 +142,10 @@ def orphan_results(messages: tuple[Message, ...]) -> list[tuple[int, ToolResult]
     return out
 
 
-def unanswered_calls(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall]]:
+def unanswered_calls(messages: tuple[Message, ...], all_turns: list[Turn] | None = None) -> list[tuple[int, ToolCall]]:
     """Tool calls whose result is not in the user turn right after their assistant turn."""
     out = []
-    all_turns = turns(messages)
+    all_turns = turns(messages) if all_turns is None else all_turns
     for k, turn in enumerate(all_turns):
         if turn.role != ASSISTANT:
             continue
@@ -193,12 +189,13 @@ def _anthropic(t: Transcript) -> list[Violation]:
     if len(messages) > 100_000:
         add(Violation("A11", ERROR, f"{len(messages)} messages, more than the 100,000 the API takes"))
 
-    for i, b in orphan_results(messages):
+    all_turns = turns(messages)
+    for i, b in orphan_results(messages, all_turns):
         add(Violation("A1", ERROR, f"tool_result {b.tool_call_id} has no tool_use in the previous assistant message", **_at(messages, i, b)))
-    for i, b in unanswered_calls(messages):
+    for i, b in unanswered_calls(messages, all_turns):
         where = "the transcript ends on it" if i == last else "the next message does not answer it"
         add(Violation("A2", ERROR, f"tool_use {b.id} ({b.name}) has no tool_result: {where}", **_at(messages, i, b)))
-    for turn in turns(messages):
+    for turn in all_turns:
         if turn.role != USER:
             continue
         seen_other = False
@@ -223,6 +220,9 @@ def _anthropic(t: Transcript) -> list[Violation]:
         for b in m.blocks:
             if isinstance(b.raw, dict) and "cache_control" in b.raw:
                 cache_controls += 1
+            # The two commonest blocks, when the rest of the loop could find nothing wrong with them.
+            if (type(b) is Text and b.text.strip()) or (type(b) is ToolResult and type(b.content) is str and m.role == USER):
+                continue
             if empty_text(b):
                 kind = "empty" if not b.text else "whitespace-only"
                 add(Violation("A5", ERROR, f"{kind} text block", **_at(messages, i, b)))
@@ -402,8 +402,8 @@ def _openai(t: Transcript) -> list[Violation]:
         allowed = OPENAI_PART_TYPES[m.role]
         parts = m.blocks[0].content if m.role in ("tool", "function") and m.blocks and not isinstance(m.blocks[0].content, str) else m.blocks
         for b in parts:
-            if isinstance(b, (ToolCall, ToolResult)):
-                continue
+            if isinstance(b, (ToolCall, ToolResult)) or (isinstance(b, Opaque) and b.type == "compaction"):
+                continue  # a compaction is an item of a Responses history (a message of its own), not a part
             kind = _type(b) if isinstance(b.raw, dict) else "text"
             if kind not in allowed:
                 add(Violation("O5", ERROR, f"a {kind} part in a {m.role} message", **_at(messages, i)))

@@ -2,8 +2,10 @@
 
 It has the sections of the model's checkpoint where it has facts: the Goal (the task as the
 user first put it), Progress (what was compacted, and the assistant's last words before the
-cut), and Critical Context: errors, commands and files, newest first, within a token budget
-(`--checkpoint-tokens`), with a count of what did not fit, and the tools used.
+cut), and Critical Context: the environment the agent stated (an agent's own context message,
+such as Codex's `<environment_context>`, which is not the user's goal), errors, commands and
+files, newest first, within a token budget (`--checkpoint-tokens`), with a count of what did
+not fit, and the tools used.
 
 Errors come only from what reports one: an error result, a non-zero exit, a traceback, a failed
 test, a compiler's `error:` line; never from the lines of a file the agent read. Commands are
@@ -50,11 +52,12 @@ _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _DONE = re.compile(r"^- \[x\] (\d+) earlier messages were compacted without a model")
 _NOT_KEPT = re.compile(r"(\d+) (errors?|commands?|files?)\b")
 _TOOL_COUNT = re.compile(r"^- (.+) × (\d+)$")
+_SETTING = re.compile(r"^- ([^:\n]+): (.*)$")
 
 GOAL, PROGRESS, CONTEXT = "Goal", "Progress", "Critical Context"
 DONE, LAST_STATE = "Done", "Last state (the assistant's last words before this checkpoint)"
 ERRORS, COMMANDS, FILES = "Errors seen (newest first)", "Commands run (newest first)", "Files touched (newest first)"
-TOOLS, NOT_KEPT = "Tools used", "Not kept"
+TOOLS, NOT_KEPT, ENVIRONMENT = "Tools used", "Not kept", "Environment"
 FACT_KINDS = {ERRORS: "errors", COMMANDS: "commands", FILES: "files"}
 EARLIER = "Earlier summary"
 NO_GOAL = "(no request of the user's in the compacted part)"
@@ -71,6 +74,7 @@ class Facts:
     files: tuple[tuple[int, str], ...]
     tools: Counter
     messages: int
+    environment: tuple[tuple[str, str], ...] = ()  # (name, value) the agent's own context stated, newest value
 
 
 # --- finding the facts -----------------------------------------------------------------------
@@ -316,6 +320,7 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
     omitted = Counter()
     last_state = facts.last_state
     earlier_last_state = None
+    environment: dict[str, str] = {}
     for h2, h3, items in earlier:
         if h2 == GOAL and h3 is None:
             if items and items[0] != NO_GOAL:
@@ -332,6 +337,8 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
                 kept_groups.append((h2, h3, rest))
         elif h2 == PROGRESS and h3 == LAST_STATE:
             earlier_last_state = "\n".join(items)
+        elif h2 == CONTEXT and h3 == ENVIRONMENT:
+            environment.update(match.groups() for item in items if (match := _SETTING.match(item)))
         elif h2 == CONTEXT and h3 in FACT_KINDS:
             pool_earlier[FACT_KINDS[h3]] += items
         elif h2 == CONTEXT and h3 == TOOLS:
@@ -345,10 +352,13 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
         elif h2 != GOAL:  # free text before any heading is a summary written some other way
             kept_groups.append((h2 or EARLIER, h3, items))
 
+    environment.update(facts.environment)  # the newer value of a setting replaces the earlier one
+    environment_lines = [f"- {name}: {value}" for name, value in environment.items()]
     done = f"- [x] {compacted} earlier messages were compacted without a model (emergency mode); this checkpoint keeps what they held."
     state = (quoted(head_and_tail(last_state, max(400, budget // 8))) if last_state is not None else earlier_last_state)
     tool_lines = [f"- {name} × {count}" for name, count in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))]
-    fixed = len(done) + len(state or "") + sum(len(t) + 1 for t in tool_lines) + 400  # headings and the count line
+    fixed = (len(done) + len(state or "") + sum(len(t) + 1 for t in tool_lines + environment_lines)
+             + 400)  # headings and the count line
     room = budget - fixed
 
     # Newest first: the new facts by recency, then the earlier summary's (older by definition).
@@ -396,6 +406,8 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
             current_h2 = h2
         parts += ([f"### {h3}"] if h3 else []) + items
     parts += ["", f"## {CONTEXT}"]
+    if environment_lines:
+        parts += [f"### {ENVIRONMENT}", *environment_lines]
     for h2, h3, items in kept_groups:
         if h2 == CONTEXT:
             parts += ([f"### {h3}"] if h3 else []) + items

@@ -18,7 +18,9 @@ from .errors import ExitCode, TranscompactError, UsageError
 from .files import STDIN
 
 # formats.NAMES, spelled out so that parsing flags does not import every format (a test keeps them equal)
-FORMAT_NAMES = ("claude-code", "codex", "gemini", "pi", "jsonl", "anthropic", "openai")
+FORMAT_NAMES = ("claude-code", "codex", "gemini", "pi", "openhands", "openhands-v0", "copilot", "jsonl", "responses", "anthropic", "openai")
+# convert.TARGETS, spelled out for the same reason (a test keeps them equal)
+CONVERSION_TARGETS = ("anthropic", "openai", "jsonl")
 
 
 # Each command: the module in `commands/` that defines it, and the line `transcompact --help` shows.
@@ -28,7 +30,7 @@ COMMANDS = {
     "compact": ("compact", "Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim."),
     "cut-point": ("cut_point", "Print where old history ends and the verbatim recent window begins (a message index)."),
     "estimate": ("estimate", "Count a transcript's tokens, show where they sit and how close it is to the window."),
-    "expand": ("expand", "Put back what `prune --archive` replaced."),
+    "expand": ("expand", "Put back what `prune --archive` replaced and `compact --archive` dropped."),
     "prune": ("prune", "Trim and clear old tool results, without a model."),
     "repair": ("repair", "Make invalid transcripts valid with the smallest change, reporting each fix on stderr."),
     "summarize": ("summarize", "Write a structured checkpoint summary of the old part of a transcript, by an LLM."),
@@ -156,8 +158,20 @@ def input_options(fn: Callable) -> Callable:
     return click.argument("files", nargs=-1)(_glob_option(fn))
 
 
+def _scheduler(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value:
+        from .batch import SCHEDULER
+
+        ctx.meta[SCHEDULER] = value
+
+
 def batch_options(fn: Callable) -> Callable:
-    """--jobs, --fail-fast: how several inputs are run."""
+    """--jobs, --fail-fast, --scheduler: how several inputs are run."""
+    # Not passed to the command, which hands its files to the batch: the batch reads it (batch.SCHEDULER).
+    fn = click.option("--scheduler", metavar="ADDRESS", envvar=env_name("SCHEDULER"), show_envvar=True,
+                      expose_value=False, callback=_scheduler,
+                      help="Work on the files on the Dask cluster whose scheduler is at ADDRESS (tcp://HOST:8786), "
+                           "not in local processes; needs transcompact[dask].")(fn)
     fn = click.option("--fail-fast", is_flag=True,
                       help="Stop at the first file that fails (an error, not a finding); those already "
                            "under way are finished.")(fn)
@@ -166,10 +180,15 @@ def batch_options(fn: Callable) -> Callable:
 
 
 def output_options(fn: Callable) -> Callable:
-    """-o, -i, --output-dir, --dry-run, --report: where a rewritten transcript goes (stdout by default)."""
+    """-o, -i, --output-dir, --dry-run, --diff, --json, --report: where a rewritten transcript goes
+    (stdout by default), or what it would change."""
     fn = click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
-                      help="Write a JSON line per file to FILE (`-`: stdout): status, output, error and the "
-                           "command's report (docs/input-output.md#reports).")(fn)
+                      help="Write a JSON line per file to FILE (`-`: stdout) as each is done: status, output, error "
+                           "and the command's report (docs/input-output.md#reports).")(fn)
+    fn = click.option("--json", "diff_as_json", is_flag=True, help="With --diff: the changes as one JSON report.")(fn)
+    fn = click.option("--diff", is_flag=True,
+                      help="Show on stdout what would be removed or replaced, per message and block; write nothing "
+                           "(implies --dry-run).")(fn)
     fn = click.option("--dry-run", is_flag=True, help="Do everything but write: say per file what would be written.")(fn)
     fn = click.option("--output-dir", type=click.Path(file_okay=False),
                       help="Write each output to DIR/<its path under the directory argument, or its name>.")(fn)
@@ -177,9 +196,10 @@ def output_options(fn: Callable) -> Callable:
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Write to FILE (atomically).")(fn)
 
 
-def check_output_flags(files: tuple[str, ...], output: str | None, in_place: bool, output_dir: str | None) -> None:
+def check_output_flags(files: tuple[str, ...], output: str | None, in_place: bool, output_dir: str | None, *,
+                       diff: bool = False) -> None:
     """At most one of -o, -i, --output-dir; and with several inputs (or a directory), -i or
-    --output-dir: stdout never carries several transcripts."""
+    --output-dir, unless a `diff` takes their place: stdout never carries several transcripts."""
     from .inputs import several
 
     chosen = [flag for flag, on in (("-o", output), ("-i", in_place), ("--output-dir", output_dir)) if on]
@@ -187,9 +207,31 @@ def check_output_flags(files: tuple[str, ...], output: str | None, in_place: boo
         raise UsageError(f"{' and '.join(chosen)} cannot be used together")
     if in_place and (not files or STDIN in files):
         raise UsageError("-i rewrites files; stdin cannot be rewritten in place")
-    if several(files) and not (in_place or output_dir):
+    if several(files) and not (in_place or output_dir or diff):
         directory = len(files) == 1  # several only because it is a directory
         raise UsageError("several inputs need -i or --output-dir", hint="a directory counts as several" if directory else None)
+
+
+def conversion_option(fn: Callable) -> Callable:
+    """--to (prune, compact, repair): the output as a plain request body instead of the input's format."""
+    return click.option("--to", type=click.Choice(CONVERSION_TARGETS), envvar=env_name("TO"), show_envvar=True,
+                        help="Write the active view (what the agent would send now) as a plain request body instead: "
+                             "anthropic or openai (JSON), jsonl (OpenAI messages, one a line). Not with -i.")(fn)
+
+
+def check_conversion_flags(to: str | None, in_place: bool) -> None:
+    """--to writes another format than the input's: never over the input, which stays the agent's own."""
+    if to and in_place:
+        raise UsageError("-i and --to cannot be used together: --to writes another format than the input's",
+                         hint="write the conversion with -o FILE or --output-dir DIR")
+
+
+def diff_view(diff: bool, as_json: bool) -> str | None:
+    """What --diff shows: "text", "json" (with --json), or None without --diff."""
+    if as_json and not diff:
+        raise UsageError("--json shows the changes --diff finds: use it with --diff",
+                         hint="a JSON line per file, on any run: --report FILE")
+    return ("json" if as_json else "text") if diff else None
 
 
 def where(index: int | None, line: int | None) -> str:
@@ -333,8 +375,22 @@ def number_option(name: str, default: int, help: str, minimum: int = 0, maximum:
                         envvar=env_name(name.upper().replace("-", "_")), show_envvar=True, help=help)
 
 
+def _tool_kinds(ctx, param, values) -> tuple[tuple[str, str], ...]:
+    """--kind TOOL=KIND, as (tool, kind) pairs."""
+    from .truncate import KINDS
+
+    pairs = []
+    for value in values:
+        tool, _, kind = value.partition("=")
+        if not tool or kind not in KINDS:
+            raise click.BadParameter(f"{value!r} is not TOOL=KIND with KIND one of {', '.join(KINDS)}", ctx, param)
+        pairs.append((tool, kind))
+    return tuple(pairs)
+
+
 def prune_options(fn: Callable) -> Callable:
-    """The flags of `prune`, which `compact` shares."""
+    """The flags of `prune`, which `compact` shares; some speak the names of Anthropic's context
+    editing (`clear_tool_uses_20250919`, `clear_thinking_20251015`: docs/prune.md)."""
     for option in reversed([
         number_option("soft-trim-chars", settings.SOFT_TRIM_CHARS, "Soft-trim an unprotected tool result longer than this many characters."),
         number_option("head", settings.HEAD, "Characters a soft-trimmed result keeps at its start."),
@@ -346,6 +402,20 @@ def prune_options(fn: Callable) -> Callable:
         click.option("--clear-tool-inputs", is_flag=True, help="Also clear the input of a call whose result is cleared (to {})."),
         click.option("--clear-thinking", is_flag=True,
                      help="Remove thinking from every assistant message but the last (and the current turn's)."),
+        click.option("--by-kind", is_flag=True,
+                     help="Instead of the soft trim, cut a result over --result-token-cap by the kind of output its "
+                          "tool gives: head-tail lines (shells), matches (grep, search), file (reads), generic."),
+        number_option("result-token-cap", settings.RESULT_TOKEN_CAP, "With --by-kind: the tokens (characters ÷ 4) a result is cut to.", minimum=1),
+        click.option("--kind", "kinds", multiple=True, metavar="TOOL=KIND", envvar=env_name("KIND"), show_envvar=True,
+                     callback=_tool_kinds, help="With --by-kind: the output of TOOL is of KIND (repeatable; over the default map)."),
+        click.option("--keep-tool-uses", type=Number(0), metavar="N", envvar=env_name("KEEP_TOOL_USES"), show_envvar=True,
+                     help="The API's keep: the results of the last N tool uses stay, every older one is cleared "
+                          "(instead of --keep-last, --hard-clear-after and the soft trim)."),
+        number_option("clear-at-least", settings.CLEAR_AT_LEAST, "The API's clear_at_least: edit no tool result unless that saves this many tokens."),
+        click.option("--clear-tool-inputs-of", "clear_tool_inputs_of", multiple=True, metavar="NAME",
+                     help="Clear the input of a call of this tool whose result is cleared (repeatable; --clear-tool-inputs: of every tool)."),
+        click.option("--keep-thinking-turns", type=Number(1), metavar="N", envvar=env_name("KEEP_THINKING_TURNS"), show_envvar=True,
+                     help="The API's thinking_turns: remove thinking but in the last N turns (implies --clear-thinking; 1: its own)."),
     ]):
         fn = option(fn)
     return fn
@@ -354,10 +424,16 @@ def prune_options(fn: Callable) -> Callable:
 def prune_options_from(flags: dict, archive: bool = False):
     from .prune import PruneOptions
 
+    inputs_of = frozenset(flags.pop("clear_tool_inputs_of"))
+    keep_thinking_turns = flags.pop("keep_thinking_turns")
     return PruneOptions(soft_trim_chars=flags.pop("soft_trim_chars"), head=flags.pop("head"), tail=flags.pop("tail"),
                         hard_clear_after=flags.pop("hard_clear_after"), keep_last=flags.pop("keep_last"),
-                        exclude_tools=frozenset(flags.pop("exclude_tools")), clear_tool_inputs=flags.pop("clear_tool_inputs"),
-                        clear_thinking=flags.pop("clear_thinking"), archive=archive)
+                        exclude_tools=frozenset(flags.pop("exclude_tools")),
+                        clear_tool_inputs=True if flags.pop("clear_tool_inputs") else inputs_of or False,
+                        clear_thinking=flags.pop("clear_thinking") or keep_thinking_turns is not None,
+                        keep_thinking_turns=keep_thinking_turns or settings.KEEP_THINKING_TURNS, archive=archive, by_kind=flags.pop("by_kind"),
+                        result_token_cap=flags.pop("result_token_cap"), kinds=flags.pop("kinds"),
+                        keep_tool_uses=flags.pop("keep_tool_uses"), clear_at_least=flags.pop("clear_at_least"))
 
 
 def provider_options(fn: Callable) -> Callable:
@@ -379,12 +455,23 @@ def summary_options(fn: Callable) -> Callable:
     """What is summarized and how: the flags `summarize` and `compact` share."""
     fn = number_option("result-chars", settings.RESULT_CHARS, "A tool result is shown to the summarizer cut to this many characters.")(fn)
     fn = number_option("summary-input-tokens", settings.SUMMARY_INPUT_TOKENS, "The summarizer's input budget; more is sent in chunks.", minimum=1000)(fn)
+    fn = click.option("--style", type=click.Choice(settings.STYLES), default=settings.STYLE,
+                      envvar=env_name("STYLE"), show_default=True, show_envvar=True,
+                      help="checkpoint: the spec's sections (Goal, Progress, Critical Context, …); narrative: a prose "
+                           "account of what happened and what is next.")(fn)
     fn = click.option("--instructions", metavar="TEXT", help="A focus for the summary, as /compact <instructions>.")(fn)
     fn = click.option("--previous-summary", type=click.Path(dir_okay=False), metavar="FILE",
                       help="Update this summary (Markdown) instead of starting a new one.")(fn)
     fn = tokenizer_options(fn)
+    fn = keep_recent_messages_option(fn)
     return number_option("keep-recent-tokens", settings.KEEP_RECENT_TOKENS,
                          "Tokens of the verbatim recent window: compact keeps at most this, summarize's cut at least.")(fn)
+
+
+def keep_recent_messages_option(fn: Callable) -> Callable:
+    return number_option("keep-recent-messages", settings.KEEP_RECENT_MESSAGES,
+                         "The verbatim recent window holds at least this many messages too (never splitting a tool "
+                         "call from its result).")(fn)
 
 
 def progress_printer(quiet: bool):

@@ -31,7 +31,7 @@ from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_traje
 from .cut import Cut, starts_turn, window_cut
 from .errors import PostConditionError, ProviderError, option
 from .formats import hook
-from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, TokenCounter, compact_json
+from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, TokenCounter, compact_json, threshold_tokens
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from .prune import PruneOptions, PruneReport, prune
 from .providers import Provider
@@ -44,7 +44,7 @@ NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the inp
 
 @dataclass(frozen=True)
 class CompactOptions:
-    threshold: float = settings.THRESHOLD  # a value <= 1 is a fraction of the input budget
+    threshold: float | None = None  # None: the default, scaled to the budget (estimate.threshold_tokens); <= 1: a fraction of it
     force: bool = False
     emergency: bool = False
     fallback: bool = True
@@ -56,7 +56,7 @@ class CompactOptions:
     keep_user_tokens: int = settings.KEEP_USER_TOKENS
     checkpoint_tokens: int = settings.CHECKPOINT_TOKENS
     keep_thinking: bool = False
-    drop_history: bool = False  # Claude Code logs: write only the new chain
+    drop_history: bool = False  # an agent's log: write only what the agent reads after the new compaction
 
     @property
     def budget(self) -> int:
@@ -64,7 +64,7 @@ class CompactOptions:
 
     @property
     def threshold_tokens(self) -> int:
-        return int(self.threshold * self.budget) if self.threshold <= 1 else int(self.threshold)
+        return threshold_tokens(self.threshold, self.budget)
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,12 @@ class CompactReport:
         return (f"compacted ({self.strategy}): {self.tokens_before:,} → {self.tokens_after:,} tokens, "
                 f"{self.messages_before} → {self.messages_after} messages")
 
+    def ci_line(self) -> str:
+        """The line in seed 002's CI form: `[transcompact:compacted:summary] 60674 → 7144 tokens`."""
+        if self.strategy == "none":
+            return f"[transcompact:unchanged:none] {self.tokens_before} tokens"
+        return f"[transcompact:compacted:{self.strategy}] {self.tokens_before} → {self.tokens_after} tokens"
+
     def as_dict(self) -> dict:
         return {
             "strategy": self.strategy, "tokens_before": self.tokens_before, "tokens_after": self.tokens_after,
@@ -105,7 +111,7 @@ class Rebuilt:
     """What compact decided, before a format writes it (a Claude Code log is written its own way)."""
 
     transcript: Transcript  # the rebuilt transcript, in the input's format
-    summary: str  # the text of the summary message (summary + user words + opening request when split)
+    summary: str  # the summary message's text (summary, user words, a split turn's opening), as the format words it
     recent: tuple[Message, ...]  # the recent window as it is kept
     cut: Cut | None
 
@@ -178,6 +184,23 @@ def _old_part(transcript: Transcript, cut: Cut) -> tuple[list[Message], Previous
     return [m for i, m in enumerate(old) if i not in covered], previous
 
 
+def _without_injected_context(transcript: Transcript,
+                              messages: list[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:
+    """The messages but those the agent wrote in the user's place (its environment: not the
+    user's goal, nor their words), and what those said, each setting at its newest value."""
+    injected_context = hook(transcript, "injected_context")
+    if injected_context is None:
+        return messages, ()
+    kept, settings_stated = [], {}
+    for message in messages:
+        stated = injected_context(message)
+        if stated is None:
+            kept.append(message)
+        else:
+            settings_stated.update(stated)
+    return kept, tuple(settings_stated.items())
+
+
 def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: CompactOptions) -> SummaryText:
     """The summary message's parts: the body, the user's words, and the opening request of a split turn.
 
@@ -186,6 +209,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     `--keep-user-tokens` goes to its facts: the message stays within the two budgets together.
     """
     real, previous = _old_part(transcript, cut)
+    real, environment = _without_injected_context(transcript, real)
     ratio = options.counting.ratio
     budget = int(options.keep_user_tokens / ratio)
     opening = None
@@ -200,7 +224,8 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     trajectory = is_trajectory(real)
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
     if body is None:
-        facts = find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages))
+        facts = replace(find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages)),
+                        environment=environment)
         earlier = previous.summary.body if previous else None
         goal = (goal_of(earlier) if earlier else facts.goal) or ""  # as `checkpoint` chooses it
     else:
@@ -219,7 +244,7 @@ def rebuild(transcript: Transcript, cut: Cut, summary: SummaryText, options: Com
     recent = messages[cut.index:]
     if not options.keep_thinking:
         recent = without_thinking(recent, keep_current=_thinking_enabled(transcript))
-    text = compose(summary)
+    text = (hook(transcript, "summary_wording") or compose)(summary)  # an agent's log: as the agent words its own
     pair = [Message(USER, (Text(text),))]
     if not cut.split_turn:
         pair.append(Message(ASSISTANT, (Text(SUMMARY_ACK),)))
@@ -237,8 +262,10 @@ def fitted_window(transcript: Transcript, cut: Cut, keep: int, options: CompactO
     if sum(tokens[cut.index:]) <= keep:
         return transcript
     window = transcript.with_messages(transcript.messages[cut.index:])
-    for level in (replace(options.pruning, keep_last=0, hard_clear_after=1 << 30, soft_trim_chars=1000, head=400, tail=400),
-                  replace(options.pruning, keep_last=0, hard_clear_after=0)):
+    forced = replace(options.pruning, keep_tool_uses=None, clear_at_least=0)  # the budget wins over the API's keep
+    for level in (replace(forced, keep_last=0, hard_clear_after=1 << 30, soft_trim_chars=1000, head=400, tail=400,
+                          result_token_cap=min(forced.result_token_cap, 250)),
+                  replace(forced, keep_last=0, hard_clear_after=0)):
         window = prune(window, level, counter)[0]
         if sum(counter.per_message(window)) <= keep:
             break
@@ -288,7 +315,7 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
         emergency_reason = NEAR_THE_WINDOW
     keep = options.summary.keep_recent_tokens
     head = _head(pruned.messages, pruned.dialect)
-    cut = window_cut(pruned, keep, counter.per_message(pruned), head)
+    cut = window_cut(pruned, keep, counter.per_message(pruned), head, options.summary.keep_recent_messages)
     if cut.index <= head and emergency_reason is None:
         return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, counter,
                        notes=("nothing to summarize: everything fits in the recent window",))
@@ -323,10 +350,12 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
     pruned = prune_only[0].transcript
     goal = target(options)
     keep = options.summary.keep_recent_tokens
+    forced = replace(options.pruning, clear_at_least=0)  # the budget wins over the API's clear_at_least
     stricter = (  # every unprotected result cleared; then the protected ones trimmed too
-        replace(options.pruning, hard_clear_after=options.pruning.keep_last),
-        replace(options.pruning, hard_clear_after=options.pruning.keep_last, keep_last=0,
-                soft_trim_chars=min(options.pruning.soft_trim_chars, 2000), head=500, tail=500),
+        replace(forced, hard_clear_after=forced.keep_last),
+        replace(forced, hard_clear_after=forced.keep_last, keep_last=0, keep_tool_uses=None,
+                soft_trim_chars=min(forced.soft_trim_chars, 2000), head=500, tail=500,
+                result_token_cap=min(forced.result_token_cap, 500)),
     )
 
     @lru_cache(maxsize=None)
@@ -337,7 +366,9 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
 
     def attempt_at(candidate: Transcript, keep_now: int) -> Rebuilt:
         same = candidate is pruned and keep_now == keep
-        cut_now = cut if same else window_cut(candidate, keep_now, counter.per_message(candidate), head)
+        # A window made smaller to fit the budget no longer promises --keep-recent-messages: the budget wins.
+        cut_now = cut if same else window_cut(candidate, keep_now, counter.per_message(candidate), head,
+                                              options.summary.keep_recent_messages if keep_now == keep else 0)
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
         fitted = fitted_window(candidate, cut_now, keep_now, options, counter)
@@ -374,7 +405,8 @@ def _squeezed(smallest: Rebuilt, asked: Rebuilt, goal: int, options: CompactOpti
     first = len(transcript.messages) - len(smallest.recent)
     if count(transcript.with_messages(transcript.messages[:first])) >= goal:
         return asked, f"{reason}; over the target of {goal:,} tokens before the window: the window asked for is kept"
-    clear_all = replace(options.pruning, keep_last=0, hard_clear_after=0, clear_tool_inputs=True, exclude_tools=frozenset())
+    clear_all = replace(options.pruning, keep_last=0, hard_clear_after=0, clear_tool_inputs=True, exclude_tools=frozenset(),
+                        keep_tool_uses=None, clear_at_least=0)
     window = prune(transcript.with_messages(smallest.recent), clear_all)[0]
     messages = list(without_thinking(window.messages, keep_current=_thinking_enabled(transcript)))
     for trim in (_clear_call_inputs, _trim_assistant_text):

@@ -1,8 +1,8 @@
 """Where old history ends and the verbatim recent window begins (seed 003 `find_cut_point`).
 
 Walk back from the end, adding up each message's tokens, until the recent part holds
-`keep_recent_tokens`; then cut at the boundary at or before that point, so that the recent part
-is never smaller than asked. A boundary is a user message that starts a turn: never a
+`keep_recent_tokens` (and at least `keep_recent_messages` messages); then cut at the boundary at
+or before that point, so that the recent part is never smaller than asked. A boundary is a user message that starts a turn: never a
 tool-result message, so a tool call and its result (an Anthropic pair, an OpenAI `tool_calls`
 run, a Claude Code response's lines, which are one message) always stay on one side.
 
@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from . import settings
 from .estimate import Options, TokenCounter
 from .model import ASSISTANT, USER, Message, Transcript
-
 
 
 @dataclass(frozen=True)
@@ -73,18 +72,22 @@ def after_complete_round(messages: tuple[Message, ...], index: int) -> bool:
 
 
 def find_cut_point(transcript: Transcript, keep_recent_tokens: int = settings.KEEP_RECENT_TOKENS,
-                   options: Options = Options(), counter: TokenCounter | None = None) -> Cut:
-    """The cut, counting with `counter` (a run's), else with `options` (any tokenizer of `estimate`)."""
+                   options: Options = Options(), counter: TokenCounter | None = None,
+                   keep_recent_messages: int = settings.KEEP_RECENT_MESSAGES) -> Cut:
+    """The cut, counting with `counter` (a run's), else with `options` (any tokenizer of `estimate`):
+    the recent part holds at least `keep_recent_tokens` and at least `keep_recent_messages` messages."""
     messages = transcript.messages
     tokens = (counter or TokenCounter(transcript, options)).per_message(transcript)
     total = sum(tokens)
-    cut, split, turn_start = _walk(messages, tokens, keep_recent_tokens)
+    cut, split, turn_start = _walk(messages, tokens, keep_recent_tokens, keep_recent_messages)
     recent = sum(tokens[cut:])
     return Cut(cut, len(messages), total - recent, recent, split, turn_start, _uuid(messages, cut) if cut else None)
 
 
-def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int], first: int = 0) -> Cut:
-    """The cut whose recent window is the largest that holds at most `keep_recent_tokens`.
+def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int], first: int = 0,
+               keep_recent_messages: int = settings.KEEP_RECENT_MESSAGES) -> Cut:
+    """The cut whose recent window is the largest that holds at most `keep_recent_tokens`, and
+    at least `keep_recent_messages` messages.
 
     Where `find_cut_point` keeps at least the window asked for, compact keeps at most that: the
     window is part of the budget. A cut falls where `find_cut_point` may cut (a turn's start, or
@@ -99,9 +102,10 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
         return nothing_old
     recent = 0
     best = None
+    latest = len(messages) - keep_recent_messages  # the latest cut that leaves that many messages recent
     for index in range(len(messages) - 1, first, -1):
         recent += tokens[index]
-        if starts_turn(messages[index]) or after_complete_round(messages, index):
+        if index <= latest and (starts_turn(messages[index]) or after_complete_round(messages, index)):
             if best is None or recent <= keep_recent_tokens:
                 best = (index, recent)
             if recent > keep_recent_tokens:
@@ -119,12 +123,12 @@ def _uuid(messages: tuple[Message, ...], index: int) -> str | None:
     return raw["uuid"] if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
 
 
-def _walk(messages: tuple[Message, ...], tokens: list[int], keep: int) -> tuple[int, bool, int]:
+def _walk(messages: tuple[Message, ...], tokens: list[int], keep: int, keep_messages: int) -> tuple[int, bool, int]:
     accumulated = 0
     point = None
     for i in range(len(messages) - 1, -1, -1):
         accumulated += tokens[i]
-        if accumulated >= keep:
+        if accumulated >= keep and len(messages) - i >= keep_messages:
             point = i
             break
     if point is None or point == 0:

@@ -139,6 +139,13 @@ class ProviderError(TranscompactError):
     exit_code = ExitCode.PROVIDER
 
 
+class RefusedByCommand(TranscompactError):
+    """A command the user gave to run first (`compact --pre-compact`) failed: nothing is written.
+    The status of a failed model call, since both are something outside that said no."""
+
+    exit_code = ExitCode.PROVIDER
+
+
 class OutputError(TranscompactError, OSError):
     exit_code = ExitCode.OUTPUT
 

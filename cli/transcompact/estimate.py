@@ -17,6 +17,7 @@ everything before it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -55,34 +56,105 @@ COUNTS = ("usage", "content")
 # model does not name.
 KINDS = ("system", "tool_schemas", "text", "thinking", "tool_calls", "tool_results", "images", "documents", "other", "overhead")
 
-# Context window and maximum output per model family, from the providers' model pages
-# (November 2026). A name matches its longest prefix, so dated snapshots find their family.
+# Context window and maximum output per model, as the providers' model pages gave them on
+# 2026-11-22 (each entry names where it was read; a third-party page only where the provider's
+# own was not to be found). A dated snapshot (claude-sonnet-4-5-20250929, gpt-4.1-2025-04-14)
+# finds its family; no other prefix does, since a variant's limits can differ from its base
+# model's (gpt-5-chat-latest is not gpt-5). Anthropic first, then OpenAI, each in name order.
 MODELS: dict[str, tuple[int, int]] = {
-    "claude-opus-4-5": (200_000, 64_000),
-    "claude-opus-4-1": (200_000, 32_000),
-    "claude-opus-4": (200_000, 32_000),
-    "claude-sonnet-4-5": (200_000, 64_000),
-    "claude-sonnet-4": (200_000, 64_000),
-    "claude-haiku-4-5": (200_000, 64_000),
-    "claude-3-7-sonnet": (200_000, 64_000),
-    "claude-3-5-haiku": (200_000, 8_192),
-    "gpt-5": (400_000, 128_000),
-    "gpt-4.1": (1_047_576, 32_768),
-    "gpt-4o": (128_000, 16_384),
-    "o3": (200_000, 100_000),
-    "o4-mini": (200_000, 100_000),
+    "claude-fable-5": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/fable-5/overview
+    "claude-fable-5-1": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/fable-5-1/overview
+    "claude-fable-5-2": (1_000_000, 128_000),  # https://vercel.com/ai-gateway/models/claude-fable-5.2
+    "claude-haiku-4-5": (200_000, 64_000),  # https://platform.claude.com/docs/en/models/overview
+    "claude-haiku-5-5": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/haiku-5-5/overview
+    "claude-mythos-5": (1_000_000, 128_000),  # shares Fable 5's: https://platform.claude.com/docs/en/models/fable-5/overview
+    "claude-mythos-5-1": (1_000_000, 128_000),  # https://docs.aws.amazon.com/bedrock/latest/userguide/model-card-anthropic-claude-mythos-5-1.html
+    "claude-mythos-5-2": (1_000_000, 128_000),  # https://docs.aws.amazon.com/bedrock/latest/userguide/model-card-anthropic-claude-mythos-5-2.html
+    "claude-mythos-preview": (1_000_000, 128_000),  # https://docs.litellm.ai/docs/providers/bedrock_mantle
+    "claude-opus-4": (200_000, 32_000),  # https://github.com/labring/fastgpt-plugin/pull/242
+    "claude-opus-4-1": (200_000, 32_000),  # https://github.com/labring/fastgpt-plugin/pull/242
+    "claude-opus-4-5": (200_000, 64_000),  # https://platform.claude.com/docs/en/models/opus-4-5/overview
+    "claude-opus-4-6": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/opus-4-6/overview
+    "claude-opus-4-7": (1_000_000, 128_000),  # https://docs.aws.amazon.com/bedrock/latest/userguide/model-card-anthropic-claude-opus-4-7.html
+    "claude-opus-4-8": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/opus-4-8/overview
+    "claude-opus-5": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/opus-5/overview
+    "claude-opus-5-5": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/opus-5-5/overview
+    "claude-sonnet-4": (200_000, 64_000),  # https://github.com/labring/fastgpt-plugin/pull/242
+    "claude-sonnet-4-5": (200_000, 64_000),  # https://platform.claude.com/docs/en/models/sonnet-4-5/overview
+    "claude-sonnet-4-6": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/sonnet-4-6/overview
+    "claude-sonnet-5": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/sonnet-5/overview
+    "claude-sonnet-5-5": (1_000_000, 128_000),  # https://platform.claude.com/docs/en/models/sonnet-5-5/overview
+    "chatgpt-4o-latest": (128_000, 16_384),  # https://rageagainstthepixel.github.io/OpenAI-DotNet/api/OpenAI.Models.Model.html
+    "codex-mini-latest": (200_000, 100_000),  # https://rageagainstthepixel.github.io/OpenAI-DotNet/api/OpenAI.Models.Model.html
+    "gpt-4-turbo": (128_000, 4_096),  # https://wavespeed.ai/zh-CN/llm/openai/gpt-4-turbo
+    "gpt-4.1": (1_047_576, 32_768),  # https://vercel.com/ai-gateway/models/gpt-4.1-fast
+    "gpt-4.1-mini": (1_047_576, 32_768),  # https://vercel.com/ai-gateway/models/gpt-4.1-mini-fast
+    "gpt-4.1-nano": (1_047_576, 32_768),  # https://vercel.com/ai-gateway/models/gpt-4.1-nano-fast
+    "gpt-4o": (128_000, 16_384),  # https://github.com/MicrosoftDocs/azure-ai-docs/pull/544/files
+    "gpt-4o-audio-preview": (128_000, 16_384),  # https://developers.openai.com/api/docs/models/gpt-4o-audio-preview
+    "gpt-4o-mini": (128_000, 16_384),  # https://vercel.com/ai-gateway/models/gpt-4o-mini-fast
+    "gpt-4o-mini-audio-preview": (128_000, 16_384),  # https://developers.openai.com/api/docs/models/gpt-4o-mini-audio-preview
+    "gpt-4o-mini-search-preview": (128_000, 16_384),  # https://wavespeed.ai/tr/llm/openai/gpt-4o-mini-search-preview
+    # the window from https://openrouter.ai/openai/gpt-4o-search-preview/api, the output from
+    # https://developer.puter.com/ai/openai/gpt-4o-search-preview
+    "gpt-4o-search-preview": (128_000, 16_384),
+    "gpt-5": (400_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-5-fast
+    "gpt-5-mini": (400_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-5-mini-fast
+    "gpt-5-nano": (400_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-5-nano
+    "gpt-5.1": (400_000, 128_000),  # https://github.com/continuedev/openai-continue-hub/pull/2
+    "gpt-5.2": (400_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-5-2-2025-12-11
+    "gpt-5.2-chat-latest": (128_000, 16_384),  # https://docs.oxen.ai/inference-api/reference/models/gpt-5-2-chat-latest
+    "gpt-5.3-chat-latest": (128_000, 16_384),  # https://developers.openai.com/api/docs/models/gpt-5.3-chat-latest
+    "gpt-5.4": (1_050_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-5-4-2026-03-05
+    "gpt-5.4-mini": (400_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-5-4-mini
+    "gpt-5.4-nano": (400_000, 128_000),  # https://wavespeed.ai/zh-CN/llm/openai/gpt-5.4-nano
+    "gpt-5.5": (1_050_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-5-5-2026-04-23
+    "gpt-5.6-luna": (1_050_000, 128_000),  # https://runware.ai/docs/models/openai-gpt-5-6-luna
+    "gpt-5.6-sol": (1_050_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-5-6-sol
+    "gpt-5.6-terra": (1_050_000, 128_000),  # https://developers.openai.com/api/docs/models/gpt-5.6-terra
+    "gpt-6-astra": (1_050_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-6-astra
+    "gpt-6-luna": (1_050_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-6-luna
+    "gpt-6-sol": (1_050_000, 128_000),  # https://docs.oxen.ai/inference-api/reference/models/gpt-6-sol
+    "gpt-6.1-sol": (1_050_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-6.1-sol
+    "gpt-6.1-terra": (1_050_000, 128_000),  # https://documentation.s3ns.fr/gemini-enterprise-agent-platform/models/partner-models/openai/gpt-6-1-terra
+    "gpt-6.2-astra": (1_050_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-6.2-astra
+    "gpt-6.2-sol": (1_050_000, 128_000),  # https://vercel.com/ai-gateway/models/gpt-6.2-sol
+    "o1": (200_000, 100_000),  # https://vercel.com/ai-gateway/models/o1
+    "o3": (200_000, 100_000),  # https://github.com/RooCodeInc/Roo-Code/pull/2691 (from platform.openai.com/docs/models/o3)
+    "o3-mini": (200_000, 100_000),  # https://pub.dev/documentation/agentic/latest/chat_connector_model/ChatModel/openaiO3Mini-constant.html
+    "o4-mini": (200_000, 100_000),  # https://github.com/RooCodeInc/Roo-Code/pull/2691 (from platform.openai.com/docs/models/o4-mini)
 }
+SNAPSHOT_DATE = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2})$")  # Anthropic's -20250929, OpenAI's -2025-04-14
+
+
+def of_budget(value: float, budget: int) -> int:
+    """A number of tokens given as itself, or as a fraction of the input budget (a value <= 1)."""
+    return int(value * budget) if value <= 1 else int(value)
+
+
+def threshold_tokens(threshold: float | None, budget: int) -> int:
+    """The compaction threshold in tokens: as given (of_budget), or, when none was given, the
+    default's share of the default budget taken of this one, so that a model with a larger
+    window does not compact at the default window's figure unless asked."""
+    if threshold is None:
+        return settings.THRESHOLD * budget // (settings.WINDOW - settings.MAX_OUTPUT)
+    return of_budget(threshold, budget)
+
+
+def model_family(name: str) -> str:
+    """The name under which MODELS holds a model: its own, or for a dated snapshot its family's."""
+    return name if name in MODELS else SNAPSHOT_DATE.sub("", name)
 
 
 def model_limits(name: str) -> tuple[int, int]:
-    """(window, max output) of a model in MODELS, matched by its longest known prefix."""
-    matches = [prefix for prefix in MODELS if name == prefix or name.startswith(prefix + "-")]
-    if not matches:
+    """(window, max output) of a model in MODELS, or of the family a dated snapshot belongs to."""
+    family = model_family(name)
+    if family not in MODELS:
         raise UsageError(
-            f"unknown model {name!r} (known: {', '.join(MODELS)})",
+            f"unknown model {name!r}: not in the table of docs/counting.md#models",
             hint=f"give {option('window')} and {option('max_output')} for a model not in the table",
         )
-    return MODELS[max(matches, key=len)]
+    return MODELS[family]
 
 
 @dataclass(frozen=True)
@@ -95,7 +167,8 @@ class Options:
     anthropic: Any = field(default=None, repr=False, compare=False)  # --tokenizer anthropic: whom to ask (providers.resolve)
     window: int = settings.WINDOW
     max_output: int = settings.MAX_OUTPUT
-    threshold: float = settings.THRESHOLD  # a value <= 1 is a fraction of the input budget
+    threshold: float | None = None  # None: the default, scaled to the budget (threshold_tokens); <= 1: a fraction of it
+    warn_at: float = settings.WARN_AT  # the `warning` status from this fraction of the threshold
     top: int = settings.TOP
 
 
@@ -133,6 +206,7 @@ class Estimate:
     window: int
     max_output: int
     threshold: int
+    warning: int  # the tokens from which the status is `warning`
     recorded: Recorded | None = None
     calibration: Calibration | None = None
     model: str | None = None
@@ -149,10 +223,13 @@ class Estimate:
 
     @property
     def status(self) -> str:
-        """`emergency` at 95 % of the input budget, `over` above the compaction threshold, else `under`."""
+        """`emergency` at 95 % of the input budget, `over` above the compaction threshold, `warning`
+        from its warning fraction (half of it by default), else `under`."""
         if self.tokens >= EMERGENCY_FRACTION * self.budget:
             return "emergency"
-        return "over" if self.tokens > self.threshold else "under"
+        if self.tokens > self.threshold:
+            return "over"
+        return "warning" if self.tokens >= self.warning else "under"
 
 
 @dataclass(frozen=True)
@@ -203,12 +280,18 @@ def pieces(block: Block) -> Iterator[tuple[str, str | int]]:
         yield "images", image_tokens(block.data) if block.data else IMAGE_UNKNOWN_TOKENS
     elif isinstance(block, Document):
         yield from _document(block)
-    elif isinstance(block, Opaque) and block.type == "compaction":
+    elif isinstance(block, Opaque) and block.type == "compaction" and not _encrypted_only(block):
         # The summary the API reads in place of everything before it (None when compaction failed).
         content = block.raw.get("content") if isinstance(block.raw, dict) else None
         yield "text", content if isinstance(content, str) else ""
     elif isinstance(block, Opaque):
         yield "other", compact_json(block.raw) if block.raw is not None else ""
+
+
+def _encrypted_only(block: Opaque) -> bool:
+    """An OpenAI `compaction` item: it has no `content` the API reads (Anthropic's block has), only
+    `encrypted_content`, so its bytes are what it is counted as, like any other opaque block."""
+    return isinstance(block.raw, dict) and "content" not in block.raw
 
 
 def _document(block: Document) -> Iterator[tuple[str, str | int]]:
@@ -257,6 +340,30 @@ class _Tally:
     units: dict[str, int] = field(default_factory=dict)  # chars, or tokens for a tokenizer
     fixed: dict[str, int] = field(default_factory=dict)  # tokens from images and documents
     results: list[tuple[str, int, int]] = field(default_factory=list)  # (tool_call_id, units, fixed)
+    scaled: tuple | None = None  # (ratio, [(kind, tokens)], overhead, tokens): `_scaled`, kept for the next count
+
+
+def _scaled(tally: _Tally, ratio: float | None) -> tuple:
+    """A message's tokens per kind, its overhead (the 4, and what rounding adds) and its total,
+    made once per ratio: a rewrite's count shares the tallies of the messages it kept."""
+    scaled = tally.scaled
+    if scaled is not None and scaled[0] == ratio:
+        return scaled
+    scale = 1 if ratio is None else ratio
+    units, fixed = tally.units, tally.fixed
+    if len(units) == 1 and not fixed:  # most messages hold one kind of text
+        ((kind, u),) = units.items()
+        t = int(u * scale)
+        body = max(1, t) if u or ratio is not None else 0
+        scaled = (ratio, ((kind, t),), body - t + PER_MESSAGE, body + PER_MESSAGE)
+    else:
+        kinds = [(kind, int(u * scale)) for kind, u in units.items()]
+        total = sum(units.values())
+        body = (max(1, int(total * scale)) if total or ratio is not None else 0) + sum(fixed.values())
+        split = sum(t for _, t in kinds) + sum(fixed.values())
+        scaled = (ratio, kinds + list(fixed.items()), body - split + PER_MESSAGE, body + PER_MESSAGE)
+    tally.scaled = scaled
+    return scaled
 
 
 def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
@@ -308,28 +415,22 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], r
             return 0
         return (units if ratio is None else max(1, tokens(units))) + sum(tally.fixed.values())
 
-    by_kind = {"system": once(system), "tool_schemas": once(tools), "overhead": 0}
+    by_kind = {"system": once(system), "tool_schemas": once(tools)}
     messages, results = [], []
     scale = 1 if ratio is None else ratio
+    overhead = 0
     for index, tally in enumerate(tallies):
         if tally is None:
             messages.append(0)
             continue
-        split = 0
-        for kind, u in tally.units.items():
-            t = int(u * scale)
+        _, kinds, extra, total = _scaled(tally, ratio)
+        for kind, t in kinds:
             by_kind[kind] = by_kind.get(kind, 0) + t
-            split += t
-        units = sum(tally.units.values())
-        body = max(1, int(units * scale)) if units or ratio is not None else 0
-        for kind, f in tally.fixed.items():
-            by_kind[kind] = by_kind.get(kind, 0) + f
-            body += f
-            split += f
-        by_kind["overhead"] += body - split + PER_MESSAGE  # the 4, and what rounding adds
-        messages.append(body + PER_MESSAGE)
+        overhead += extra
+        messages.append(total)
         if tally.results:
             results += [(index, call_id, int(u * scale) + f) for call_id, u, f in tally.results]
+    by_kind["overhead"] = overhead
     return _Counted(Counter(by_kind), messages, results, by_kind["system"] + by_kind["tool_schemas"])
 
 
@@ -402,7 +503,7 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
 
 
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
-           tallies: list[_Tally | None], counted: _Counted) -> Basis:
+           tallies: list[_Tally | None], counted: _Counted, recorded: Recorded | None) -> Basis:
     notes: tuple[str, ...] = ()
     if options.calibrate:
         fit = calibrate(transcript.messages, [_units(t) for t in tallies], [_fixed(t) for t in tallies],
@@ -414,7 +515,8 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
         notes = (f"--calibrate needs at least 2 responses with recorded usage ({found} found) "
                  "and a positive fit; counted without it",)
     # count_tokens is exact for what the transcript holds; the anchor corrects an estimate.
-    recorded = recorded_usage(transcript.messages) if options.count == "usage" and options.tokenizer != "anthropic" else None
+    if options.count != "usage" or options.tokenizer == "anthropic":
+        recorded = None
     if recorded is None:
         return Basis(method, notes=notes)
     covered = counted.head + sum(counted.messages[: recorded.message + 1])
@@ -445,12 +547,15 @@ class TokenCounter:
         self._tallied: dict[int, tuple[Message, _Tally]] = {}
         self._counted: dict[int, tuple[Transcript, _Counted]] = {}
         self._exact: dict[int, tuple[Transcript, Any]] = {}
+        self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
-        self.basis = _basis(transcript, options, method, system, tools, tallies, counted)
+        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, self.recorded(transcript))
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
             self.factor = self.exact(transcript).tokens / max(1, sum(counted.by_kind.values()))
+        if self.basis.calibration is None:  # the input's own breakdown is already made: keep it
+            self._counted[id(transcript)] = (transcript, self._on_scale(counted))
 
     def tallies(self, transcript: Transcript) -> tuple[_Tally, _Tally, list[_Tally | None]]:
         """(system prompt, tool schemas, each message); None for a message the API ignores."""
@@ -476,8 +581,16 @@ class TokenCounter:
         system, tools, tallies = self.tallies(transcript)
         if self.basis.calibration is not None:
             return _by_fit(system, tools, tallies, self.basis.calibration)
-        counted = _with_overhead(_by_estimator(system, tools, tallies, self.ratio), self.basis.overhead)
+        return self._on_scale(_by_estimator(system, tools, tallies, self.ratio))
+
+    def _on_scale(self, counted: _Counted) -> _Counted:
+        """A content estimate put on the input's scale: its hidden overhead, its exact count's factor."""
+        counted = _with_overhead(counted, self.basis.overhead) if self.basis.overhead else counted
         return counted if self.factor == 1.0 else _apportioned(counted, round(sum(counted.by_kind.values()) * self.factor))
+
+    def recorded(self, transcript: Transcript) -> Recorded | None:
+        """The usage the transcript's last response with usage recorded, looked for once."""
+        return _once(self._recorded, transcript, lambda t: recorded_usage(t.messages))
 
     def tokens(self, transcript: Transcript) -> int:
         """The total on the input's scale, without a request."""
@@ -514,6 +627,9 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
     budget = options.window - options.max_output
     if budget <= 0:
         raise UsageError(f"{option('max_output')} ({options.max_output}) must be below {option('window')} ({options.window})")
+    if not 0 < options.warn_at <= 1:
+        raise UsageError(f"{option('warn_at')} is a fraction of the threshold, above 0 and at most 1, not {options.warn_at:g}")
+    threshold = threshold_tokens(options.threshold, budget)
     counter = counter or TokenCounter(transcript, options)
     counted = counter.counted(transcript)
     method, ratio, notes = counter.basis.method, counter.ratio, list(counter.basis.notes)
@@ -553,8 +669,9 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         top_results=tuple(ResultCount(i, call_id, names.get(call_id), t) for i, call_id, t in results),
         window=options.window,
         max_output=options.max_output,
-        threshold=int(options.threshold * budget) if options.threshold <= 1 else int(options.threshold),
-        recorded=recorded_usage(transcript.messages),
+        threshold=threshold,
+        warning=int(options.warn_at * threshold),
+        recorded=counter.recorded(transcript),
         calibration=counter.basis.calibration,
         model=options.model,
         notes=tuple(notes),

@@ -1,5 +1,6 @@
 """Reading inputs (files or stdin) and writing outputs: a regular file atomically (temporary file +
-rename), anything else (a device, a FIFO, /dev/stdout) written through, never replaced."""
+rename), anything else (a device, a FIFO, /dev/stdout) written through, never replaced. An fsspec
+URL (`s3://…`) is read and written by `urls`."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import os
 import re
 import stat
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
+from . import urls
 from .errors import InputError, Location, OutputError
 
 STDIN = "-"
@@ -19,12 +21,18 @@ def read_input(path: str) -> tuple[str, bytes]:
     """(name to show, bytes) of a file, or of stdin for `-`."""
     if path == STDIN:
         return "<stdin>", sys.stdin.buffer.read()
+    if urls.is_url(path):
+        return path, urls.read(path)
     try:
         with open(path, "rb") as handle:
             return path, handle.read()
     except FileNotFoundError:
         raise InputError("no such file", location=Location(path)) from None
     except IsADirectoryError:
+        from .formats.openhands_store import is_conversation, read_conversation
+
+        if is_conversation(path):  # an OpenHands conversation: one input, read as its bundle
+            return path, read_conversation(path)
         raise InputError("is a directory, not a transcript file", location=Location(path)) from None
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", location=Location(path)) from None
@@ -43,6 +51,9 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
     offset, so that `>>` appends). A symbolic link stays a link: what it points at is written.
     """
     target = os.fspath(path)
+    if urls.is_url(target):  # on a filesystem with no devices nor links: see urls.write
+        urls.write(target, data)
+        return
     try:
         replaced = _replaced(target)
         if replaced is None:
@@ -84,6 +95,43 @@ def _write_through(target: str, data: bytes) -> None:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
+    """A file written piece by piece as a run goes (`--report`): each piece is in it as soon as it
+    is written, so that a run cut short leaves what it had done. `-` is stdout.
+
+    So it is not replaced atomically, as `write_file` replaces a file whole: a regular file (or a
+    new one) is emptied now and written where it is, through a link; anything else is written
+    through and stays what it was, as `write_file` does (a device, a FIFO, `/dev/stdout` at its
+    offset, so that `>>` appends).
+    """
+    if path == STDIN:
+        yield write_stdout
+        return
+    descriptor = _descriptor_named(path)
+    try:
+        fd = descriptor if descriptor is not None else os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOCTTY", 0), 0o666)
+    except OSError as error:
+        raise OutputError(f"cannot write: {error.strerror}", location=Location(path)) from None
+
+    def write(data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError as error:
+            raise OutputError(f"cannot write: {error.strerror}", location=Location(path)) from None
+
+    try:
+        yield write  # each piece is in the file for any reader at once; on the disk at the end, as write_file's
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.fsync(fd)
+    finally:
+        if descriptor is None:
+            os.close(fd)
+
+
 def _replace(target: str, data: bytes, mode: int | None) -> None:
     """Write a temporary file beside `target` and rename it over it (mode: the old file's, None when new)."""
     import tempfile  # not at start-up: it imports random and hashlib
@@ -96,7 +144,11 @@ def _replace(target: str, data: bytes, mode: int | None) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if mode is not None:
+                # On the disk before it replaces a file: a power cut must not leave an empty file
+                # where the old one was. A new file harms nothing if lost, and a batch of many
+                # small ones would spend most of its time here.
+                os.fsync(handle.fileno())
         # A new file gets the mode a plain open() would give it.
         os.chmod(temporary, 0o666 & ~_umask() if mode is None else stat.S_IMODE(mode))
         os.replace(temporary, target)
@@ -169,6 +221,9 @@ def _umask() -> int:
 
 
 def make_directory(path: str | os.PathLike) -> None:
+    if urls.is_url(os.fspath(path)):
+        urls.make_directory(os.fspath(path))
+        return
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:

@@ -3,8 +3,10 @@ output goes (docs/input-output.md#inputs).
 
 An argument is a file, `-` (stdin), or a directory, walked recursively in sorted order for the
 files whose path matches a `--glob` pattern (`*.json` and `*.jsonl` by default); hidden entries
-and version-control directories are skipped, and a link to a directory is not followed. A file
-named twice (`logs logs/a.json`) is read once.
+and version-control directories are skipped, and a link to a directory is not followed. An
+OpenHands conversation directory (`base_state.json` and `events/`) is one input. A file
+named twice (`logs logs/a.json`) is read once. Any of them may be an fsspec URL (`s3://bucket/logs/`),
+listed and read through `urls`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Iterable, Iterator, Sequence
 
+from . import urls
 from .errors import UsageError, option
 from .files import STDIN
+from .formats.openhands_store import BASE_STATE, is_conversation
 
 TRANSCRIPT_PATTERNS = ("*.json", "*.jsonl")
 # Besides the hidden ones (.git, .hg, .svn, .bzr): the version-control directories that are not.
@@ -36,17 +40,25 @@ class Source:
 def several(arguments: Sequence[str]) -> bool:
     """Whether the arguments may name several inputs: more than one, or a directory (known only
     once walked). Decided before any file is read, so that flags are checked first."""
-    return len(arguments) > 1 or any(os.path.isdir(argument) for argument in arguments)
+    return len(arguments) > 1 or any(_is_directory(argument) for argument in arguments)
 
 
-def discover(arguments: Sequence[str], patterns: Sequence[str] = ()) -> Iterator[Source]:
+def _is_directory(argument: str) -> bool:
+    """A directory to walk (an OpenHands conversation directory is one input, not a tree)."""
+    if urls.is_url(argument):
+        return urls.is_directory(argument)
+    return os.path.isdir(argument) and not is_conversation(argument)
+
+
+def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Sequence[str] = ()) -> Iterator[Source]:
     """Each input the arguments name (stdin when none), in their order, each directory's files
     in sorted order (matching `patterns`, by default TRANSCRIPT_PATTERNS), found as they are asked
-    for: a large tree is not listed before the first file is read."""
+    for: a large tree is not listed before the first file is read. `ours`, the files the run
+    itself keeps (a `--report` or an archive inside the tree it walks), are no input."""
     patterns = patterns or TRANSCRIPT_PATTERNS
-    seen: set[str] = set()
+    seen: set[str] = {os.path.realpath(path) for path in ours}
     for argument in arguments or (STDIN,):
-        if argument == STDIN or not os.path.isdir(argument):
+        if argument == STDIN or not _is_directory(argument):
             found: Iterable[Source] = [Source(argument, "stdin.json" if argument == STDIN else os.path.basename(argument))]
         else:
             found = _walk(argument, patterns)
@@ -68,7 +80,7 @@ def _walk(top: str, patterns: Sequence[str]) -> Iterator[Source]:
 
 def _files_under(directory: str, top: str, patterns: Sequence[str]) -> Iterator[Source]:
     try:
-        with os.scandir(directory) as listing:
+        with urls.scandir(directory) if urls.is_url(directory) else os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as error:
         yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}")
@@ -76,22 +88,29 @@ def _files_under(directory: str, top: str, patterns: Sequence[str]) -> Iterator[
     for entry in entries:
         if entry.name.startswith(".") or entry.name in VCS_DIRECTORIES:
             continue
+        relative = os.path.relpath(entry.path, top)
+        if entry.is_dir(follow_symlinks=False) and is_conversation(entry.path):
+            # Found through its base_state.json, so that --glob selects conversations as it does files.
+            if any(PurePath(relative, BASE_STATE).match(pattern) for pattern in patterns):
+                yield Source(entry.path, relative)
+            continue
         if entry.is_dir(follow_symlinks=False):
             yield from _files_under(entry.path, top, patterns)
             continue
-        relative = os.path.relpath(entry.path, top)
         if entry.is_file() and any(PurePath(relative).match(pattern) for pattern in patterns):
             yield Source(entry.path, relative)
 
 
-def output_paths(sources: Iterable[Source], output_dir: str) -> list[tuple[Source, str | None]]:
+def output_paths(sources: Iterable[Source], output_dir: str, suffix: str | None = None) -> list[tuple[Source, str | None]]:
     """Each source with the file it is written to under `output_dir` (None for one that failed to
-    be found), its path there mirroring the one under its argument. Two inputs with one output
-    path are refused before anything is written."""
+    be found), its path there mirroring the one under its argument, its extension `suffix` when
+    given (the output is in another format: `--to`). Two inputs with one output path are refused
+    before anything is written."""
     planned: list[tuple[Source, str | None]] = []
     claimed: dict[str, str] = {}
     for source in sources:
-        target = None if source.problem else os.path.join(output_dir, source.relative)
+        relative = os.path.splitext(source.relative)[0] + suffix if suffix else source.relative
+        target = None if source.problem else os.path.join(output_dir, relative)
         if target in claimed:
             raise UsageError(f"{claimed[target]} and {source.path} would both be written to {target}; nothing written",
                              hint=f"name the directory that holds both, so that their paths under {option('output_dir')} differ")

@@ -8,7 +8,7 @@ everything an operation did not change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Union
 
 # Roles as they appear on the wire; OpenAI adds system, developer, tool and function.
@@ -131,7 +131,8 @@ class Message:
         return any(isinstance(b, ToolResult) for b in self.blocks)
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> "Message":
-        return replace(self, blocks=tuple(blocks))
+        # Spelled out: dataclasses.replace inspects the fields on every call, and a rewrite calls this per message.
+        return Message(self.role, tuple(blocks), self.raw, self.line, self.origin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,8 @@ class Transcript:
     source: Any = field(default=None, compare=False, repr=False)
 
     def with_messages(self, messages) -> "Transcript":
-        return replace(self, messages=tuple(messages))
+        return Transcript(self.format, self.dialect, tuple(messages), self.system, self.tools, self.request, self.name,
+                          self.source)
 
 
 def tool_names(messages) -> dict[str, str]:

@@ -6,6 +6,12 @@ than the last `hard_clear_after` become the placeholder. Any other result longer
 text and assistant blocks are never changed (unless `clear_tool_inputs` / `clear_thinking` are
 asked for), results that hold an image or anything but text are left alone, and a result that
 was pruned already is not pruned again, so pruning twice is pruning once.
+
+With `by_kind`, the soft trim is a cut by the kind of output the result holds, to
+`result_token_cap` (truncate.py). The names of Anthropic's context editing are options too
+(context_editing.py): `keep_tool_uses` counts in tool uses instead of tool-result messages and
+clears every older result, `clear_at_least` holds back an edit of the results that saves less,
+`clear_tool_inputs` may name the tools, and `keep_thinking_turns` widens `clear_thinking`.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from . import settings
 from .estimate import TokenCounter
+from .truncate import is_truncated, kind_of, truncate
 from .model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 
 PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns]"
@@ -33,9 +40,15 @@ class PruneOptions:
     hard_clear_after: int = settings.HARD_CLEAR_AFTER
     keep_last: int = settings.KEEP_LAST
     exclude_tools: frozenset[str] = frozenset()
-    clear_tool_inputs: bool = False
+    clear_tool_inputs: bool | frozenset[str] = False  # True: of every cleared call; a set: of the calls of these tools
     clear_thinking: bool = False
+    keep_thinking_turns: int = settings.KEEP_THINKING_TURNS  # with clear_thinking: the last turns that keep their thinking
     archive: bool = False  # name the tool call id in each marker (the originals go to an archive: archive.py)
+    by_kind: bool = False  # the soft trim cuts a result over result_token_cap by its kind instead
+    result_token_cap: int = settings.RESULT_TOKEN_CAP
+    kinds: tuple[tuple[str, str], ...] = ()  # (tool, kind) entries over the default map (settings.TOOL_KINDS)
+    keep_tool_uses: int | None = None  # the results of the last N tool uses stay, every older one is cleared
+    clear_at_least: int = settings.CLEAR_AT_LEAST  # tokens: an edit of the results that saves fewer is not made
 
 
 @dataclass(frozen=True)
@@ -85,7 +98,8 @@ def _text(result: ToolResult) -> str | None:
 
 def _with_text(result: ToolResult, text: str) -> ToolResult:
     """The result with new text, in the shape it had (a string, or a list of one text block)."""
-    return replace(result, content=text if isinstance(result.content, str) else (Text(text),))
+    content = text if isinstance(result.content, str) else (Text(text),)
+    return ToolResult(result.tool_call_id, content, result.is_error, raw=result.raw, line=result.line)
 
 
 def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
@@ -96,6 +110,7 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     names = tool_names(transcript.messages)
     messages = list(transcript.messages)
     counts = dict(soft_trimmed=0, cleared=0, protected=0, excluded=0, untouched_media=0)
+    later_uses = sum(len(transcript.messages[i].tool_results) for indices in groups for i in indices)
 
     for position, indices in enumerate(groups):
         age = len(groups) - 1 - position  # how many tool-result messages came after this one
@@ -104,7 +119,8 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
             for b, block in enumerate(blocks):
                 if not isinstance(block, ToolResult):
                     continue
-                new = _pruned_result(block, age, options, names, counts)
+                later_uses -= 1  # now: how many tool results come after this one
+                new = _pruned_result(block, age, later_uses, options, names, counts)
                 if new is None:
                     continue
                 blocks[b] = new
@@ -112,19 +128,26 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
                 messages[index] = messages[index].with_blocks(tuple(blocks))
 
     cleared = {r.tool_call_id for m in messages for r in m.tool_results if _CLEARED.match(_text(r) or "")}
-    inputs_cleared = _clear_inputs(messages, cleared) if options.clear_tool_inputs else 0
-    thinking_removed = _clear_thinking(messages) if options.clear_thinking else 0
-    pruned = transcript.with_messages(messages)
+    inputs_cleared = _clear_inputs(messages, cleared, options.clear_tool_inputs) if options.clear_tool_inputs else 0
     counter = counter or TokenCounter(transcript)
+    if options.clear_at_least and counter.tokens(transcript) - counter.tokens(transcript.with_messages(messages)) < options.clear_at_least:
+        messages = list(transcript.messages)  # too little to gain: the results stay as they were
+        counts.update(soft_trimmed=0, cleared=0)
+        inputs_cleared = 0
+    thinking_removed = _clear_thinking(messages, options.keep_thinking_turns) if options.clear_thinking else 0
+    pruned = transcript.with_messages(messages)
     before, after = counter.tokens(transcript), counter.tokens(pruned)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)
     return pruned, report
 
 
-def _pruned_result(block: ToolResult, age: int, options: PruneOptions, names: dict, counts: dict) -> ToolResult | None:
-    """The new result, or None when this one stays as it is."""
-    if age < options.keep_last:
+def _pruned_result(block: ToolResult, age: int, later_uses: int, options: PruneOptions, names: dict,
+                   counts: dict) -> ToolResult | None:
+    """The new result, or None when this one stays as it is. `age` counts the tool-result messages
+    after it, `later_uses` the tool results after it (what `keep_tool_uses` counts)."""
+    by_uses = options.keep_tool_uses is not None
+    if (later_uses < options.keep_tool_uses) if by_uses else (age < options.keep_last):
         counts["protected"] += 1
         return None
     if names.get(block.tool_call_id) in options.exclude_tools:
@@ -136,12 +159,14 @@ def _pruned_result(block: ToolResult, age: int, options: PruneOptions, names: di
         return None
     if _CLEARED.match(text):
         return None
-    if age >= options.hard_clear_after:
+    if by_uses or age >= options.hard_clear_after:
         placeholder = _ARCHIVED_PLACEHOLDER.format(id=block.tool_call_id) if options.archive else PLACEHOLDER
         if len(text) <= len(placeholder):
             return None  # clearing would make it longer
         counts["cleared"] += 1
         return _with_text(block, placeholder)
+    if options.by_kind:
+        return _cut_by_kind(block, text, options, names, counts)
     if len(text) <= options.soft_trim_chars or _TRIMMED.search(text):
         return None
     marker = (_ARCHIVED_MARKER if options.archive else _MARKER).format(
@@ -153,15 +178,29 @@ def _pruned_result(block: ToolResult, age: int, options: PruneOptions, names: di
     return _with_text(block, trimmed)
 
 
-def _clear_inputs(messages: list[Message], cleared: set[str]) -> int:
-    """The input of each call whose result is cleared becomes {} (its name and id stay)."""
+def _cut_by_kind(block: ToolResult, text: str, options: PruneOptions, names: dict, counts: dict) -> ToolResult | None:
+    """The result cut by the kind of output its tool gives, when it is over the cap (truncate.py)."""
+    if _TRIMMED.search(text) or is_truncated(text):
+        return None  # trimmed already, by either way
+    kind = kind_of(names.get(block.tool_call_id), options.kinds)
+    cut = truncate(text, kind, options.result_token_cap, archived_as=block.tool_call_id if options.archive else None)
+    if cut == text:
+        return None
+    counts["soft_trimmed"] += 1
+    return _with_text(block, cut)
+
+
+def _clear_inputs(messages: list[Message], cleared: set[str], of_tools: bool | frozenset[str]) -> int:
+    """The input of each call whose result is cleared becomes {} (its name and id stay); only the
+    calls of `of_tools` when it names tools."""
     count = 0
     for index, message in enumerate(messages):
         if message.role != ASSISTANT:
             continue
         blocks = list(message.blocks)
         for b, block in enumerate(blocks):
-            if isinstance(block, ToolCall) and block.id in cleared and block.input != {}:
+            if (isinstance(block, ToolCall) and block.id in cleared and block.input != {}
+                    and (of_tools is True or block.name in of_tools)):
                 blocks[b] = replace(block, input={})
                 count += 1
         if blocks != list(message.blocks):
@@ -169,18 +208,22 @@ def _clear_inputs(messages: list[Message], cleared: set[str]) -> int:
     return count
 
 
-def _clear_thinking(messages: list[Message]) -> int:
-    """Remove thinking from every assistant message but the last, which the API allows.
+def _clear_thinking(messages: list[Message], keep_turns: int) -> int:
+    """Remove thinking from every assistant message but the last, which the API allows, and
+    those of the last `keep_turns` turns.
 
     The current turn (from the last user message that is not a tool result) keeps its thinking
-    too: with thinking enabled, its tool loop must start with it. A message that holds nothing but
-    thinking keeps it, since an empty message is not allowed.
+    too: with thinking enabled, its tool loop must start with it. Each turn before it starts at a
+    user message that is not a tool result. A message that holds nothing but thinking keeps it,
+    since an empty message is not allowed.
     """
-    current = max((i for i, m in enumerate(messages) if m.role == USER and not m.is_tool_result_message), default=0)
+    turn_starts = [i for i, m in enumerate(messages) if m.role == USER and not m.is_tool_result_message]
     last_assistant = max((i for i, m in enumerate(messages) if m.role == ASSISTANT), default=0)
-    current = min(current, last_assistant)
+    current = min(max(turn_starts, default=0), last_assistant)
+    earlier = [i for i in turn_starts if i < current]
+    kept_from = current if keep_turns <= 1 else (earlier[-(keep_turns - 1)] if len(earlier) >= keep_turns - 1 else 0)
     removed = 0
-    for index, message in enumerate(messages[:current]):
+    for index, message in enumerate(messages[:kept_from]):
         if message.role != ASSISTANT:
             continue
         kept = tuple(b for b in message.blocks if not isinstance(b, (Thinking, RedactedThinking)))

@@ -22,6 +22,7 @@ import orjson
 
 if TYPE_CHECKING:
     from .batch import Outcome, Tally
+    from .diff import BlockChange, MessageChange
     from .estimate import Estimate
 
 JSON_VERSION = 1
@@ -63,11 +64,55 @@ def batch_summary(tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> 
     return f"{text}; {seconds:.1f} s"
 
 
-def write_report(target: str, data: bytes) -> None:
-    """A report to FILE (atomically), or to stdout for `-`."""
-    from .files import STDIN, write_file, write_stdout
+def diff_fields(changes: Sequence[MessageChange]) -> dict[str, Any]:
+    """One file's entry of `--diff --json` (after its `file`): its changes, message by message."""
+    return {"changes": [change.as_dict() for change in changes]}
 
-    write_stdout(data) if target == STDIN else write_file(target, data)
+
+def diff_text(name: str, changes: Sequence[MessageChange], *, color: bool) -> bytes:
+    """`--diff` of one file, unified-diff-like (nothing when nothing changes): `---`/`+++` naming
+    it, then a `-` or `+` line per message removed or added, and for a message changed, an `@@`
+    line and a `-` and/or `+` line per block. Each line: what it is, its tokens, an excerpt
+    (from its first difference, for a block replaced). Colored as git colors a diff, on a terminal."""
+    if not changes:
+        return b""
+
+    def styled(line: str, **style: Any) -> str:
+        import click
+
+        return click.style(line, **style) if color else line
+
+    lines = [styled(f"--- {name}", bold=True), styled(f"+++ {name}", bold=True)]
+    for change in changes:
+        if change.action != "changed":
+            sign, index, tokens = ("-", change.index_before, change.tokens_before) if change.action == "removed" else \
+                ("+", change.index_after, change.tokens_after)
+            side = "excerpt_before" if sign == "-" else "excerpt_after"
+            kinds = ", ".join(_block_name(block) for block in change.blocks)
+            shown = next((getattr(block, side) for block in change.blocks if getattr(block, side)), "")
+            lines.append(styled(_with_excerpt(f"{sign}message {index} {change.role}, {_n(tokens)} tokens: {kinds}", shown),
+                                fg="red" if sign == "-" else "green"))
+            continue
+        moved = f" (now {change.index_after})" if change.index_after != change.index_before else ""
+        lines.append(styled(f"@@ message {change.index_before}{moved} {change.role}: {_n(change.tokens_before)} → "
+                            f"{_n(change.tokens_after)} tokens @@", fg="cyan"))
+        for block in change.blocks:
+            if block.block_before is not None:
+                lines.append(styled(_with_excerpt(f"- block {block.block_before} {_block_name(block)}, "
+                                                  f"{_n(block.tokens_before)} tokens", block.excerpt_before), fg="red"))
+            if block.block_after is not None:
+                lines.append(styled(_with_excerpt(f"+ block {block.block_after} {_block_name(block)}, "
+                                                  f"{_n(block.tokens_after)} tokens", block.excerpt_after), fg="green"))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _with_excerpt(head: str, excerpt: str | None) -> str:
+    return f"{head}: {excerpt}" if excerpt else head
+
+
+def _block_name(block: BlockChange) -> str:
+    """`tool_result bash toolu_01`: the kind, and for a tool's block its tool and call id."""
+    return " ".join(part for part in (block.kind, block.tool, block.tool_call_id) if part)
 
 
 @dataclass(frozen=True)
@@ -90,7 +135,8 @@ def summary(e: Estimate) -> Section:
     rows = [
         ("tokens", f"{_n(e.tokens)} — {_pct(e.tokens, e.budget)} of the input budget"),
         ("input budget", f"{_n(e.budget)} (window {_n(e.window)} − max output {_n(e.max_output)})"),
-        ("status", f"{e.status} (compaction threshold {_n(e.threshold)}, emergency at 95% of the budget)"),
+        ("status", f"{e.status} (warning from {_n(e.warning)}, compaction threshold {_n(e.threshold)}, "
+                   "emergency at 95% of the budget)"),
         ("counted by", e.method),
     ]
     if e.recorded:
@@ -213,6 +259,7 @@ def _as_dict(e: Estimate, show_messages: bool) -> dict[str, Any]:
         "budget": e.budget,
         "fraction": round(e.fraction, 6),
         "threshold": e.threshold,
+        "warning": e.warning,
         "status": e.status,
         "by_role": e.by_role,
         "by_kind": e.by_kind,

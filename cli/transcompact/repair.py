@@ -62,7 +62,7 @@ def repair(transcript: Transcript) -> tuple[Transcript, RepairReport]:
         failing = {v.rule for v in errors(check(transcript))}
         before = len(fixes)
         for step in _STEPS:
-            if step.rules & failing:
+            if step.applies(failing):
                 transcript = step(transcript, fixes)
                 if len(fixes) > before:
                     break  # check again before the next kind of fix
@@ -72,8 +72,14 @@ def repair(transcript: Transcript) -> tuple[Transcript, RepairReport]:
 
 
 class _Step:
+    """A kind of fix, tried when one of its rules fails (any rule, without rule ids: a format's
+    own log rules, which its `repair_log` knows)."""
+
     def __init__(self, fn, *rule_ids: str):
         self.fn, self.rules = fn, frozenset(rule_ids)
+
+    def applies(self, failing: set[str]) -> bool:
+        return bool(failing) and (not self.rules or bool(self.rules & failing))
 
     def __call__(self, transcript: Transcript, fixes: list[Fix]) -> Transcript:
         return self.fn(transcript, fixes)
@@ -340,7 +346,7 @@ def _answer_openai_calls(t: Transcript, fixes: list[Fix]) -> Transcript:
 # In this order: the log's chain decides which messages there are; a message's blocks decide
 # whether it is empty; the ids of the calls decide which result answers which call.
 _STEPS = (
-    _Step(_repair_log_lines, "C2", "C3"),
+    _Step(_repair_log_lines),
     _Step(_remove_bad_roles, "O5", "A8"),
     _Step(_remove_empty_text, "A5"),
     _Step(_remove_empty_messages, "A5", "O3"),

@@ -10,6 +10,20 @@ TAIL = 1500
 HARD_CLEAR_AFTER = 6
 KEEP_LAST = 2
 
+# prune --by-kind (seed 002, Layer 4): a result over the cap is cut by the kind of output its tool gives
+RESULT_TOKEN_CAP = 4000
+
+# prune in the names of Anthropic's context editing (context_editing.py)
+CLEAR_AT_LEAST = 0  # tokens an edit of the tool results must save (0: any edit is made)
+KEEP_THINKING_TURNS = 1  # with --clear-thinking: the last turns that keep their thinking
+TOOL_KINDS = {  # tool name, in lower case → kind (truncate.py); any other tool's output is `generic`
+    **dict.fromkeys(("bash", "bashoutput", "shell", "terminal", "run_terminal_command", "run_shell_command",
+                     "exec_command", "execute_bash", "local_shell", "gdb_command"), "head-tail"),
+    **dict.fromkeys(("grep", "glob", "search", "search_codebase", "search_file_content", "find", "read_lints",
+                     "websearch", "web_search"), "matches"),
+    **dict.fromkeys(("read", "read_file", "read_many_files", "view", "fs", "notebookread"), "file"),
+}
+
 # reading
 ENCODING_ERRORS = "strict"  # invalid UTF-8 is an input error; "replace" reads it as U+FFFD
 
@@ -23,7 +37,9 @@ TOP = 5
 WINDOW = 200_000
 MAX_OUTPUT = 16_000
 THRESHOLD = 100_000  # a value <= 1 is a fraction of the input budget
+WARN_AT = 0.5  # estimate's `warning` status from this fraction of the threshold (seed 001)
 KEEP_RECENT_TOKENS = 20_000
+KEEP_RECENT_MESSAGES = 0  # the recent window's least number of messages (seed 002 keeps 6, seed 004 10)
 
 # compact
 KEEP_USER_TOKENS = 4000
@@ -31,9 +47,17 @@ CHECKPOINT_TOKENS = 2000
 
 # summarize
 RESULT_CHARS = 2000
+STYLES = ("checkpoint", "narrative")  # the summary's form: the spec's sections, or a prose account
+STYLE = "checkpoint"
+
+# compact's line per file on stderr: a sentence, or seed 002's CI form
+LOG_FORMAT = "human"
 SUMMARY_INPUT_TOKENS = 150_000
 PROVIDER = "anthropic"
 MODELS = {"anthropic": "claude-haiku-4-5", "openai": "gpt-4o-mini"}  # the summarizer per provider
 BASE_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 TIMEOUT = 60.0
 RETRIES = 2
+
+# compact --batch-api
+POLL_INTERVAL = 60.0  # seconds between two looks at a batch (most end within the hour, all within 24 h)

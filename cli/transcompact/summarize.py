@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 from . import settings
 from .cut import Cut, find_cut_point
-from .errors import ProviderError, option
+from .errors import ProviderError, UsageError, option
 from .estimate import Options as EstimateOptions
 from .estimate import compact_json
 from .model import (
@@ -94,6 +94,27 @@ RULES:
 
 Output ONLY the updated summary."""
 
+# --style narrative: seed 002's narrative strategy and seed 004's free-text summary, as prose.
+NARRATIVE_SYSTEM_PROMPT = """You are a conversation summarizer. Write a prose account of the conversation so far:
+what the user asked for and why, what was done and decided (and the reasons), what went wrong,
+where things stand and what comes next. Plain paragraphs, no headings and no lists.
+TARGET LENGTH: 400-800 words. Be concise but complete; omit pleasantries and filler.
+Keep exactly: file paths, function names, commands, error messages, names, dates and the
+preferences the user stated.
+
+Output ONLY the account."""
+
+NARRATIVE_UPDATE_PROMPT = """You are updating a prose account of a conversation with new messages.
+TARGET LENGTH: 400-800 words. If exceeding, shorten what is oldest and finished first.
+
+RULES:
+1. PRESERVE what is still true; replace what the new messages supersede
+2. ADD what the new messages did, decided and found
+3. KEEP exact file paths, function names, error messages
+4. Write ONE account in plain paragraphs, no headings and no lists
+
+Output ONLY the updated account."""
+
 MIN_CHARS = 200
 WARN_CHARS = 8000
 KEY_SECTIONS = (r"##\s*goals?\b", r"##\s*progress\b", r"##\s*critical\s*context\b")
@@ -104,12 +125,14 @@ MAX_SUMMARY_TOKENS = 4096
 @dataclass(frozen=True)
 class SummaryOptions:
     keep_recent_tokens: int = settings.KEEP_RECENT_TOKENS
+    keep_recent_messages: int = settings.KEEP_RECENT_MESSAGES  # and at least this many messages
     everything: bool = False  # --all: summarize every message, not only the old part
     counting: EstimateOptions = EstimateOptions()
     instructions: str | None = None
     previous_summary: str | None = None  # given by the user (--previous-summary FILE)
     result_chars: int = settings.RESULT_CHARS  # a tool result is cut to this many characters (head + tail)
     input_tokens: int = settings.SUMMARY_INPUT_TOKENS  # the summarizer's input budget (--summary-input-tokens)
+    style: str = settings.STYLE  # "checkpoint": the spec's sections; "narrative": a prose account
 
 
 @dataclass(frozen=True)
@@ -206,11 +229,20 @@ def _mention(block: Image | Document) -> str:
 # --- validation and coverage ---------------------------------------------------------------
 
 
-def problems(summary: str) -> list[str]:
-    """Why a summary is not acceptable (seed 003 `_validate_summary`); empty when it is."""
+def problems(summary: str, style: str = settings.STYLE, conversation: str = "") -> list[str]:
+    """Why a summary is not acceptable (seed 003 `_validate_summary`); empty when it is.
+
+    A checkpoint needs 2 of its 3 key sections; a narrative has none, so it must name at least
+    one of the file paths of the `conversation` it summarizes, when that names any.
+    """
     found = []
     if len(summary.strip()) < MIN_CHARS:
         found.append(f"too short ({len(summary.strip())} characters, at least {MIN_CHARS})")
+    if style == "narrative":
+        paths = set(_PATH.findall(conversation))
+        if paths and not any(p in summary for p in paths):
+            found.append(f"names none of the {len(paths)} file paths of what it summarizes")
+        return found
     sections = sum(1 for pattern in KEY_SECTIONS if re.search(pattern, summary, re.IGNORECASE))
     if sections < 2:
         found.append(f"{sections} of the 3 key sections (Goal, Progress, Critical Context), at least 2")
@@ -286,7 +318,8 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     `options.everything`); None when there is nothing old to summarize."""
     messages = transcript.messages
     if not options.everything:
-        cut = cut or find_cut_point(transcript, options.keep_recent_tokens, options.counting)
+        cut = cut or find_cut_point(transcript, options.keep_recent_tokens, options.counting,
+                                    keep_recent_messages=options.keep_recent_messages)
         messages = messages[: cut.index]
     found = find_previous(messages)
     previous = options.previous_summary or (found.summary.body if found else None)
@@ -296,8 +329,12 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     if not pieces:
         return None
 
-    checkpoint = CHECKPOINT_SYSTEM_PROMPT + _focus(options.instructions)
-    update = UPDATE_SYSTEM_PROMPT + _focus(options.instructions)
+    if options.style not in settings.STYLES:
+        raise UsageError(f"unknown summary style {options.style!r} (choose from {', '.join(settings.STYLES)})")
+    first_prompt, update_prompt = ((NARRATIVE_SYSTEM_PROMPT, NARRATIVE_UPDATE_PROMPT) if options.style == "narrative"
+                                   else (CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT))
+    checkpoint = first_prompt + _focus(options.instructions)
+    update = update_prompt + _focus(options.instructions)
     reserve = max(len(previous or ""), WARN_CHARS) + len(update) + 200  # the summary so far travels with each chunk
     capacity = max(1000, options.input_tokens * CHARS_PER_TOKEN - reserve)
     queue = chunked(pieces, capacity)
@@ -313,7 +350,7 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
         else:
             system, prompt = update, f"## Existing Summary\n\n{summary}\n\n## New Conversation\n\n{conversation}"
         try:
-            answer, asked = _ask(provider, system, prompt)
+            answer, asked = _ask(provider, system, prompt, lambda text: problems(text, options.style, conversation))
         except PromptTooLong:
             requests += 1
             if sum(map(len, chunk)) < 200:
@@ -337,7 +374,7 @@ def _focus(instructions: str | None) -> str:
     return f"\n\nAdditional focus for this summary: {instructions.strip()}" if instructions and instructions.strip() else ""
 
 
-def _ask(provider: Provider, system: str, prompt: str) -> tuple[Completion, int]:
+def _ask(provider: Provider, system: str, prompt: str, problems: Callable[[str], list[str]]) -> tuple[Completion, int]:
     """A validated answer (asked once more when the first fails validation) and how many requests it took."""
     first = provider.complete(system, prompt, MAX_SUMMARY_TOKENS)
     if not problems(first.text):

@@ -90,10 +90,11 @@ def is_summary_message(message: Message) -> bool:
 
 
 def compaction_text(message: Message) -> str | None:
-    """The readable summary of the last Anthropic `compaction` block of a message, if it has one."""
+    """The readable summary of the last Anthropic `compaction` block of a message, if it has one (an
+    OpenAI `compaction` item has no `content`, only `encrypted_content`: nothing to merge into)."""
     found = None
     for block in message.blocks:
-        if isinstance(block, Opaque) and block.type == "compaction" and isinstance(block.raw, dict):
+        if isinstance(block, Opaque) and block.type == "compaction" and isinstance(block.raw, dict) and "content" in block.raw:
             content = block.raw.get("content")
             found = content if isinstance(content, str) else ""
     return found

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 from typing import Any
 
 import click
 
 from .. import settings
 from ..batch import Reading, Result
+from ..errors import UsageError
 from ..cli import (
     anthropic_api,
     batch_options,
     input_options,
     output_options,
+    check_conversion_flags,
     check_output_flags,
+    conversion_option,
+    diff_view,
     env_name,
     number_option,
     prune_options,
@@ -32,17 +38,18 @@ from ..files import read_input
 @click.command()
 @input_options
 @output_options
+@conversion_option
 @batch_options
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=settings.THRESHOLD, envvar=env_name("THRESHOLD"),
-              show_default=True, show_envvar=True,
-              help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget).")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), envvar=env_name("THRESHOLD"), show_envvar=True,
+              help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget). Not given: "
+                   f"{settings.THRESHOLD:,} of a {settings.WINDOW - settings.MAX_OUTPUT:,} budget, as the same share of this one.")
 @click.option("--force", is_flag=True, help="Compact even under the threshold.")
 @click.option("--emergency", is_flag=True, help="Drop the old part behind a checkpoint built without a model.")
 @click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency.")
 @number_option("keep-user-tokens", settings.KEEP_USER_TOKENS, "The user's own old messages kept verbatim in the summary message (0: none).")
 @number_option("checkpoint-tokens", settings.CHECKPOINT_TOKENS, "The emergency checkpoint's facts (errors, commands, files), newest first.")
 @click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default).")
-@click.option("--drop-history", is_flag=True, help="Claude Code logs: write only the new chain, not the old lines.")
+@click.option("--drop-history", is_flag=True, help="Claude Code and pi logs: write only what the agent reads after the compaction, not the old lines.")
 @number_option("window", settings.WINDOW, "Context window in tokens.", minimum=1)
 @number_option("max-output", settings.MAX_OUTPUT, "Tokens kept free for the reply; input budget = window − max output.")
 @click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate).")
@@ -50,11 +57,31 @@ from ..files import read_input
 @prune_options
 @summary_options
 @provider_options
+@click.option("--batch-api", is_flag=True,
+              help="Write the summaries through the provider's batch API: half the price, results within 24 h "
+                   "(docs/compact.md#summaries-in-bulk).")
+@click.option("--resume", "state_file", type=click.Path(dir_okay=False), metavar="STATE",
+              help="With --batch-api: keep the batches and their results in STATE (JSON), and pick up from it: "
+                   "nothing is submitted twice.")
+@click.option("--poll-interval", type=click.FloatRange(min=0, max=3600, min_open=True), default=settings.POLL_INTERVAL,
+              envvar=env_name("POLL_INTERVAL"), show_default=True, show_envvar=True,
+              help="With --batch-api: seconds between two looks at the batches.")
+@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Keep each transcript as it was (what compacting drops, and what its pruning replaced) in FILE, "
+                   "so that `expand --archive FILE` gives it back.")
+@click.option("--pre-compact", metavar="CMD",
+              help="Run CMD (with the shell) before writing, the part about to be dropped on its stdin as a request "
+                   "body; a non-zero exit status aborts that file's compaction (exit 4, nothing written).")
+@click.option("--events", "events_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="Write each file's compact_start and compact_end events to FILE as JSON Lines (-: stderr).")
+@click.option("--log-format", type=click.Choice(["human", "ci"]), default=settings.LOG_FORMAT, envvar=env_name("LOG_FORMAT"),
+              show_default=True, show_envvar=True,
+              help="ci: each file's line as `[transcompact:compacted:summary] 60674 → 7144 tokens (FILE)`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-def compact(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, threshold, force, emergency, no_fallback,
-            keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, tokenizer,
-            ratio, previous_summary, instructions, summary_input_tokens, result_chars, provider, model, base_url, retries,
-            timeout, quiet, **flags):
+def compact(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, to, jobs, fail_fast, threshold, force, emergency, no_fallback,
+            keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, keep_recent_messages,
+            tokenizer, ratio, previous_summary, instructions, style, summary_input_tokens, result_chars, provider, model, base_url, retries,
+            timeout, batch_api, state_file, poll_interval, archive, pre_compact, events_file, log_format, quiet, **flags):
     """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
 
     Under --threshold the transcript goes out unchanged. If the summary fails (no key, an
@@ -67,27 +94,48 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
     transcompact compact --emergency -i logs/
     transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
+    from ..archive import create as create_archive
     from ..batch import Batch
+    from ..batch_api import answers_for_files
     from ..compact import CompactOptions
+    from ..convert import SUFFIX
     from ..estimate import Options
     from ..providers import resolve
     from ..summarize import SummaryOptions
 
-    check_output_flags(files, output, in_place, output_dir)
+    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_conversion_flags(to, in_place)
     counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, count=count, window=window, max_output=max_output,
                        anthropic=anthropic_api(tokenizer))
     given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
     options = CompactOptions(
         threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
         max_output=max_output, counting=counting, pruning=prune_options_from(flags),
-        summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, counting=counting, instructions=instructions,
+        summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, keep_recent_messages=keep_recent_messages,
+                               counting=counting, instructions=instructions, style=style,
                                previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
         keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
-    batch = Batch("compact", files, patterns, quiet=quiet, verb="compacted", dry_run=dry_run, report_file=report_file)
-    work = Compacting(Reading(format_, messages_path, encoding_errors), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
+    batch = Batch("compact", files, patterns, quiet=quiet, verb="compacted", dry_run=dry_run, report_file=report_file,
+                  events_file=events_file, diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
+    work = Compacting(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
                       timeout=timeout, retries=retries, emergency=emergency, quiet=quiet,
-                      chunks_shown=not batch.several and progress_printer(quiet) is not None)
-    sys.exit(batch.run(compact_file, work, output=output, in_place=in_place, output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
+                      chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=diff, to=to,
+                      events=events_file is not None, ci_lines=log_format == "ci", pre_compact=pre_compact,
+                      archive=None if batch.dry_run else archive)
+    if archive is not None and to:
+        raise UsageError("--archive and --to cannot be used together",
+                         hint="expand puts the transcript back in the format compact wrote, not in a converted one")
+    if archive is not None and not batch.dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
+        create_archive(archive)
+    if state_file and not batch_api:
+        raise UsageError("--resume goes with --batch-api")
+    with answers_for_files(files, patterns, work.reading, options, work.summarizer, state_file=state_file, poll_interval=poll_interval,
+                           timeout=timeout, retries=retries, dry_run=batch.dry_run, quiet=quiet) if batch_api else nullcontext() as answers:
+        if batch_api and answers is None:  # a dry run: it said what it would submit
+            sys.exit(0)
+        work = replace(work, answers=answers)
+        sys.exit(batch.run(compact_file, work, output=output, in_place=in_place, output_dir=output_dir,
+                           output_suffix=to and SUFFIX[to], jobs=jobs, fail_fast=fail_fast))
 
 
 @dataclass(frozen=True)
@@ -102,29 +150,78 @@ class Compacting:
     emergency: bool  # asked for: the fallback to it is not news
     quiet: bool
     chunks_shown: bool  # "summarizing: chunk k of n" on a terminal, for one input
+    answers: Any = None  # batch_api.Answers: with --batch-api, the summaries come from the batches' results
+    diff: bool = False  # --diff: the result says what compacting changes
+    to: str | None = None  # --to: the output converted to this
+    events: bool = False  # --events: the result carries the compaction's events
+    ci_lines: bool = False  # --log-format ci
+    pre_compact: str | None = None  # --pre-compact: the command that sees the dropped part first
+    archive: str | None = None  # --archive: where each transcript goes as it was (none in a dry run)
 
 
 def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     """Compact one file (`batch.process` runs it, here or in a worker)."""
+    from ..archive import add as add_to_archive, compaction_record
     from ..compact import NEAR_THE_WINDOW, compact as run_compact
+    from ..convert import convert
+    from ..diff import diff
+    from ..events import compaction_events
     from ..formats import dumps
     from ..postcondition import verified
     from ..providers import provider as make_provider
 
+    started = time.time()
     transcript = how.reading.load(data, name)
-    compacted, report = run_compact(
-        transcript, how.options, lambda: make_provider(how.summarizer, timeout=how.timeout, retries=how.retries),
-        progress=progress_printer(quiet=False) if how.chunks_shown else None)
-    unchanged = report.strategy == "none"
-    written = data if unchanged else dumps(compacted)
-    if not unchanged:  # judged on the bytes a reader will find
+    summarizer = (how.answers.summarizer if how.answers is not None else
+                  lambda: make_provider(how.summarizer, timeout=how.timeout, retries=how.retries))
+    compacted, report = run_compact(transcript, how.options, summarizer,
+                                    progress=progress_printer(quiet=False) if how.chunks_shown else None)
+    if how.to is not None:  # compacted or not, in the target's format, which convert's own post-condition judges
+        written = dumps(convert(compacted, how.to))
+    elif report.strategy == "none":
+        written = data
+    else:
+        written = dumps(compacted)
         verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,
-                 same_messages=False)
+                 same_messages=False)  # judged on the bytes a reader will find
     lines = []
+    if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
+        lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)
+    if how.archive is not None and written != data:  # before the output is written: it never lacks its original
+        torn = add_to_archive(how.archive, compaction_record(data, written, name))
+        if torn is not None:
+            lines.append(f"{how.archive}:{torn}: warning: left out a last line that was cut short "
+                         "(an earlier write did not finish)")
     if not how.quiet:
         if report.fallback_reason and report.strategy == "emergency" and not how.emergency:
             why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
             lines.append(f"{name}: {why}the emergency mode was used: {report.fallback_reason}")
-        lines.append(f"{name}: {report.line()}")
+        lines.append(f"{report.ci_line()} ({name})" if how.ci_lines else f"{name}: {report.line()}")
         lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
-    return Result(output=written, report=report.as_dict(), stderr=tuple(lines))
+    events = compaction_events(name, report, how.options.threshold_tokens, started, time.time()) if how.events else ()
+    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events,
+                  changes=tuple(diff(transcript, compacted, how.options.counting)) if how.diff else None)
+
+
+def run_pre_compact(command: str, name: str, transcript: Any, cut: int) -> list[str]:
+    """Seed 003's pre-compaction event, as a command: the messages about to be replaced by the
+    summary go to its stdin as a plain request body of the transcript's API. Its output lines,
+    for stderr (stdout carries only data); a failure stops the file before anything is written."""
+    import subprocess
+
+    from ..convert import ANTHROPIC, OPENAI, convert
+    from ..errors import Location, RefusedByCommand
+    from ..formats import dumps
+
+    dropped = transcript.with_messages(transcript.messages[:cut])
+    body = dumps(convert(dropped, ANTHROPIC if transcript.dialect == ANTHROPIC else OPENAI))
+    environment = {**os.environ, "TRANSCOMPACT_FILE": name, "TRANSCOMPACT_CUT": str(cut)}
+    try:
+        done = subprocess.run(command, shell=True, input=body, env=environment, stdout=subprocess.PIPE)
+    except OSError as error:
+        raise RefusedByCommand(f"--pre-compact could not run: {error.strerror or error}; nothing written",
+                               location=Location(name)) from None
+    if done.returncode != 0:
+        raise RefusedByCommand(f"--pre-compact {command!r} exited with status {done.returncode}; nothing written",
+                               location=Location(name))
+    return done.stdout.decode("utf-8", "replace").splitlines()

@@ -28,19 +28,23 @@ from ..files import write_stdout
               show_envvar=True, help="Context window in tokens.")
 @click.option("--max-output", type=click.IntRange(min=0), default=settings.MAX_OUTPUT, envvar=env_name("MAX_OUTPUT"), show_default=True,
               show_envvar=True, help="Tokens kept free for the reply; input budget = window − max output.")
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), default=settings.THRESHOLD, envvar=env_name("THRESHOLD"),
-              show_default=True, show_envvar=True,
-              help="Compaction threshold in tokens (a value <= 1 is a fraction of the input budget).")
+@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), envvar=env_name("THRESHOLD"), show_envvar=True,
+              help="Compaction threshold in tokens (a value <= 1 is a fraction of the input budget). Not given: "
+                   f"{settings.THRESHOLD:,} of a {settings.WINDOW - settings.MAX_OUTPUT:,} budget, as the same share of this one.")
+@click.option("--warn-at", type=click.FloatRange(min=0, max=1, min_open=True), default=settings.WARN_AT,
+              envvar=env_name("WARN_AT"), show_default=True, show_envvar=True, metavar="FRACTION",
+              help="Show the status `warning` from this fraction of the compaction threshold.")
 @click.option("--top", type=click.IntRange(min=0), default=settings.TOP, envvar=env_name("TOP"), show_default=True, show_envvar=True,
               help="Show the N largest tool results.")
 @click.option("--per-message", is_flag=True, help="List every message: index, role, tokens, running total.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema in docs/estimate.md).")
-@click.option("--fail-over", type=click.IntRange(min=0), metavar="N",
-              help="Exit 1 when a transcript's estimate is above N tokens (a CI gate).")
+@click.option("--fail-over", type=click.FloatRange(min=0), metavar="N",
+              help="Exit 1 when a transcript's estimate is above N tokens, or above that fraction of the input "
+                   "budget for N <= 1 (a CI gate).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
 @click.pass_context
-def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, tokenizer, ratio, count, calibrate, model, window, max_output, threshold, top,
-             per_message, as_json, fail_over, quiet):
+def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, tokenizer, ratio, count, calibrate, model, window, max_output, threshold,
+             warn_at, top, per_message, as_json, fail_over, quiet):
     """Count a transcript's tokens, show where they sit and how close it is to the window.
 
     \b
@@ -49,12 +53,13 @@ def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs
     transcompact estimate --count content session.jsonl   # what the log holds, without its recorded usage
     transcompact estimate --calibrate ~/.claude/projects/*/SESSION.jsonl
     transcompact estimate --fail-over 150000 -q logs/*.jsonl   # exit 1 if one is over
+    transcompact estimate --fail-over 0.9 -q logs/*.jsonl      # … over 90% of the input budget
     """
     from click.core import ParameterSource
 
     from .. import render
     from ..batch import Batch, worst
-    from ..estimate import Options, model_limits
+    from ..estimate import Options, model_limits, of_budget
 
     if model:
         model_window, model_output = model_limits(model) if (
@@ -67,11 +72,11 @@ def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs
             max_output = model_output
     options = Options(tokenizer=tokenizer, ratio=ratio, count=count, calibrate=calibrate, model=model, window=window,
                       anthropic=anthropic_api(tokenizer),
-                      max_output=max_output, threshold=threshold, top=top)
+                      max_output=max_output, threshold=threshold, warn_at=warn_at, top=top)
     batch = Batch("estimate", files, patterns, quiet=quiet)
     estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(Reading(format_, messages_path, encoding_errors), options),
                                                                     jobs=jobs, fail_fast=fail_fast)]
-    over = [e for e in estimates if fail_over is not None and e.tokens > fail_over]
+    over = [e for e in estimates if fail_over is not None and e.tokens > of_budget(fail_over, e.budget)]
     if not quiet:
         if as_json:  # the files that could be read; the others are named on stderr
             write_stdout(render.estimate_json(estimates, show_messages=per_message))
@@ -82,7 +87,8 @@ def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs
             else:
                 write_stdout(render.plain(sections).encode())
         for e in over:
-            click.echo(f"{e.name}: {e.tokens:,} tokens is over --fail-over {fail_over:,}", err=True)
+            limit = f"{fail_over:g} of the budget ({of_budget(fail_over, e.budget):,})" if fail_over <= 1 else f"{fail_over:,.0f}"
+            click.echo(f"{e.name}: {e.tokens:,} tokens is over --fail-over {limit}", err=True)
     sys.exit(worst((batch.exit, ExitCode.VIOLATIONS if over else ExitCode.OK)))
 
 

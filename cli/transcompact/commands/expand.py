@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import click
 
 from ..batch import Result
-from ..cli import batch_options, file_options, output_options, check_output_flags
+from ..cli import batch_options, file_options, output_options, check_output_flags, diff_view
 
 
 @click.command()
@@ -19,25 +19,28 @@ from ..cli import batch_options, file_options, output_options, check_output_flag
 @click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="The archive `prune --archive` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-def expand(files, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, archive, quiet):
-    """Put back what `prune --archive` replaced.
+def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, jobs, fail_fast, archive,
+           quiet):
+    """Put back what `prune --archive` replaced and `compact --archive` dropped.
 
     Only the records written for this very transcript are used: several transcripts can share
-    one archive, and a Claude Code log that went on after prune still gets its originals back.
+    one archive, and a Claude Code log that went on after prune or compact still gets its
+    originals back.
 
     \b
     transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
     """
     from ..batch import Batch
 
-    check_output_flags(files, output, in_place, output_dir)
+    check_output_flags(files, output, in_place, output_dir, diff=diff)
     _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
     found = _read_archive(archive)
     if found.torn_line is not None and not quiet:
         click.echo(f"{archive}:{found.torn_line}: warning: left out a last line that was cut short "
                    "(an earlier write did not finish)", err=True)
-    batch = Batch("expand", files, patterns, quiet=quiet, verb="expanded", dry_run=dry_run, report_file=report_file)
-    sys.exit(batch.run(expand_file, Expanding(archive, quiet), output=output, in_place=in_place, output_dir=output_dir,
+    batch = Batch("expand", files, patterns, quiet=quiet, verb="expanded", dry_run=dry_run, report_file=report_file,
+                  diff=diff_view(diff, diff_as_json), ours=[archive])
+    sys.exit(batch.run(expand_file, Expanding(archive, quiet, diff), output=output, in_place=in_place, output_dir=output_dir,
                        jobs=jobs, fail_fast=fail_fast))
 
 
@@ -47,6 +50,7 @@ class Expanding:
 
     archive: str
     quiet: bool
+    diff: bool = False  # --diff: the result says what expanding changes
 
 
 def expand_file(name: str, data: bytes, how: Expanding) -> Result:
@@ -60,8 +64,14 @@ def expand_file(name: str, data: bytes, how: Expanding) -> Result:
         lines.append(f"{name}: restored {expanded.restored} originals from {how.archive}")
         if not expanded.restored and records:
             lines.append(f"{name}: note: none of the {len(records)} records is for this transcript: it was "
-                         "changed since prune wrote it, or pruned into another archive")
-    return Result(output=expanded.data, report={"restored": expanded.restored}, stderr=tuple(lines))
+                         "changed since prune or compact wrote it, or written into another archive")
+    changes = None
+    if how.diff:  # expand works on the bytes: both sides are read to be compared
+        from ..diff import diff
+        from ..formats import loads
+
+        changes = tuple(diff(loads(data, name), loads(expanded.data, name)))
+    return Result(output=expanded.data, report={"restored": expanded.restored}, stderr=tuple(lines), changes=changes)
 
 
 @functools.lru_cache(maxsize=1)

@@ -9,27 +9,39 @@ from typing import Any
 import click
 
 from ..batch import Reading, Result
+from ..errors import UsageError
 from ..cli import (
+    anthropic_api,
     batch_options,
     input_options,
     output_options,
+    check_conversion_flags,
     check_output_flags,
+    conversion_option,
+    diff_view,
     prune_options,
     prune_options_from,
+    tokenizer_options,
 )
 
 
 @click.command()
 @input_options
 @output_options
+@conversion_option
 @batch_options
 @prune_options
+@tokenizer_options
+@click.option("--explain", is_flag=True,
+              help="Write nothing: print per file (JSON) the context_management object that asks Anthropic's context "
+                   "editing for this pruning; with --tokenizer anthropic, count_tokens's count of what the server "
+                   "would leave beside prune's.")
 @click.option("--prune-ui-copy", is_flag=True, help="Agent logs that keep a copy of each tool result for their UI (Claude Code toolUseResult, Gemini CLI resultDisplay): prune that copy too.")
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
-def prune(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast,
-          prune_ui_copy, archive, quiet, **flags):
+def prune(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
+          report_file, to, jobs, fail_fast, prune_ui_copy, archive, quiet, tokenizer, ratio, explain, **flags):
     """Trim and clear old tool results, without a model.
 
     The last --keep-last tool-result messages are protected; results older than the last
@@ -42,14 +54,28 @@ def prune(files, format_, messages_path, encoding_errors, patterns, output, in_p
     """
     from ..archive import create as create_archive
     from ..batch import Batch
+    from ..convert import SUFFIX
+    from ..estimate import Options
 
-    check_output_flags(files, output, in_place, output_dir)
+    counting = Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer))
+    if explain:
+        sys.exit(_explain(files, patterns, Reading(format_, messages_path, encoding_errors), prune_options_from(flags),
+                          counting, quiet=quiet, report_file=report_file, jobs=jobs, fail_fast=fail_fast,
+                          writing=output or in_place or output_dir or archive or diff or to or prune_ui_copy))
+    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_conversion_flags(to, in_place)
+    if archive is not None and to:
+        raise UsageError("--archive and --to cannot be used together",
+                         hint="expand puts the originals back into prune's output in the input's own format")
     options = prune_options_from(flags, archive=archive is not None)
-    if archive is not None and not dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
+    batch = Batch("prune", files, patterns, quiet=quiet, verb="pruned", dry_run=dry_run, report_file=report_file,
+                  diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
+    if archive is not None and not batch.dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
         create_archive(archive)
-    batch = Batch("prune", files, patterns, quiet=quiet, verb="pruned", dry_run=dry_run, report_file=report_file)
-    work = Pruning(Reading(format_, messages_path, encoding_errors), options, prune_ui_copy, None if dry_run else archive, quiet)
-    sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
+    work = Pruning(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, prune_ui_copy,
+                   None if batch.dry_run else archive, quiet, diff, to, counting)
+    sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir,
+                       output_suffix=to and SUFFIX[to], jobs=jobs, fail_fast=fail_fast))
 
 
 @dataclass(frozen=True)
@@ -61,21 +87,30 @@ class Pruning:
     prune_ui_copy: bool
     archive: str | None  # where the originals go (none in a dry run)
     quiet: bool
+    diff: bool = False  # --diff: the result says what pruning changes
+    to: str | None = None  # --to: the output converted to this
+    counting: Any = None  # estimate.Options: how the report counts (--tokenizer, --ratio)
 
 
 def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     """Prune one file (`batch.process` runs it, here or in a worker)."""
     from ..archive import add as add_to_archive, records as archive_records
+    from ..convert import convert
+    from ..diff import diff
+    from ..estimate import TokenCounter
     from ..formats import dumps, hook
     from ..postcondition import verified
     from ..prune import prune as run_prune
 
     transcript = how.reading.load(data, name)
-    pruned, report = run_prune(transcript, how.options)
+    pruned, report = run_prune(transcript, how.options, TokenCounter(transcript, how.counting))
     if how.prune_ui_copy and (replace_ui_copies := hook(pruned, "replace_ui_copies")) is not None:
         pruned = replace_ui_copies(pruned)
-    output = dumps(pruned)
-    verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
+    if how.to is None:
+        output = dumps(pruned)
+        verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
+    else:  # written in the target's format, which convert's own post-condition judges
+        output = dumps(convert(pruned, how.to))
     lines = []
     if how.archive is not None:  # before the output is written: a rewritten file never lacks its originals
         torn = add_to_archive(how.archive, archive_records(data, output, transcript))
@@ -85,4 +120,57 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     if not how.quiet:
         lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                      f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")
-    return Result(output=output, report=report.as_dict(), stderr=tuple(lines))
+    return Result(output=output, report=report.as_dict(), stderr=tuple(lines),
+                  changes=tuple(diff(transcript, pruned)) if how.diff else None)
+
+
+# --- --explain ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explaining:
+    """What `explain_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    options: Any  # PruneOptions
+    counting: Any  # estimate.Options: with --tokenizer anthropic, count_tokens compares
+    quiet: bool
+
+
+def _explain(files, patterns, reading: Reading, options, counting, *, quiet: bool, report_file: str | None, jobs: int | None,
+             fail_fast: bool, writing: Any) -> int:
+    from ..batch import Batch
+
+    if writing:
+        raise UsageError("--explain writes nothing: it goes with no -o, -i, --output-dir, --archive, --diff, --to or --prune-ui-copy",
+                         hint="the context_management object it prints goes in a Messages API request instead")
+    batch = Batch("prune", files, patterns, quiet=quiet, report_file=report_file)
+    return batch.run(explain_file, Explaining(reading, options, counting, quiet), jobs=jobs, fail_fast=fail_fast)
+
+
+def explain_file(name: str, data: bytes, how: Explaining) -> Result:
+    """The context_management object for one file; with --tokenizer anthropic, what prune leaves
+    and what the server would leave, both by count_tokens."""
+    import orjson
+
+    from ..context_editing import context_management, differences
+    from ..estimate import TokenCounter
+    from ..prune import prune as run_prune
+
+    transcript = how.reading.load(data, name)
+    explained = {"file": name, "context_management": context_management(how.options, transcript),
+                 "differences": differences(how.options)}
+    lines = []
+    if how.counting.tokenizer == "anthropic":
+        from ..providers.anthropic import count_tokens
+
+        counter = TokenCounter(transcript, how.counting)
+        pruned, _ = run_prune(transcript, how.options, counter)
+        server = count_tokens(transcript, how.counting.anthropic, how.counting.model, explained["context_management"])
+        explained["tokens"] = {"input": counter.exact(transcript).tokens, "prune": counter.exact(pruned).tokens,
+                               "server": server.tokens}
+        if not how.quiet:
+            tokens = explained["tokens"]
+            lines.append(f"{name}: {tokens['input']:,} tokens: prune leaves {tokens['prune']:,}, "
+                         f"the server's context editing {tokens['server']:,} (count_tokens)")
+    return Result(stdout=orjson.dumps(explained, option=orjson.OPT_APPEND_NEWLINE), report=explained, stderr=tuple(lines))

@@ -8,16 +8,19 @@ from dataclasses import dataclass
 import click
 
 from ..batch import Reading, Result
-from ..cli import batch_options, input_options, output_options, check_output_flags, where
+from ..cli import (batch_options, input_options, output_options, check_conversion_flags, check_output_flags,
+                   conversion_option, diff_view, where)
 from ..errors import ExitCode
 
 
 @click.command()
 @input_options
 @output_options
+@conversion_option
 @batch_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
-def repair(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, report_file, jobs, fail_fast, quiet):
+def repair(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
+           report_file, to, jobs, fail_fast, quiet):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 
     A tool call with no result gets an error result "[No result recorded]"; an orphan tool
@@ -30,11 +33,15 @@ def repair(files, format_, messages_path, encoding_errors, patterns, output, in_
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
     from ..batch import Batch
+    from ..convert import SUFFIX
 
-    check_output_flags(files, output, in_place, output_dir)
-    batch = Batch("repair", files, patterns, quiet=quiet, verb="repaired", dry_run=dry_run, report_file=report_file)
-    sys.exit(batch.run(repair_file, Repairing(Reading(format_, messages_path, encoding_errors), quiet), output=output, in_place=in_place,
-                       output_dir=output_dir, jobs=jobs, fail_fast=fail_fast))
+    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_conversion_flags(to, in_place)
+    batch = Batch("repair", files, patterns, quiet=quiet, verb="repaired", dry_run=dry_run, report_file=report_file,
+                  diff=diff_view(diff, diff_as_json))
+    work = Repairing(Reading(format_, messages_path, encoding_errors, writes_back=to is None), quiet, diff, to)
+    sys.exit(batch.run(repair_file, work, output=output, in_place=in_place, output_dir=output_dir,
+                       output_suffix=to and SUFFIX[to], jobs=jobs, fail_fast=fail_fast))
 
 
 @dataclass(frozen=True)
@@ -43,23 +50,32 @@ class Repairing:
 
     reading: Reading
     quiet: bool
+    diff: bool = False  # --diff: the result says what repairing changes
+    to: str | None = None  # --to: the output converted to this
 
 
 def repair_file(name: str, data: bytes, how: Repairing) -> Result:
     """Repair one file (`batch.process` runs it, here or in a worker); exit 1 when errors are left."""
     from ..check import check as run_check, errors
+    from ..convert import convert
+    from ..diff import diff
     from ..formats import dumps
     from ..postcondition import verified
     from ..repair import repair as run_repair
 
     transcript = how.reading.load(data, name)
     repaired, report = run_repair(transcript)
-    written = dumps(repaired)
-    # What is left is what `check` says of the output as written (its lines, its indices).
-    as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
-                          same_messages=False)
+    if how.to is None:
+        written = dumps(repaired)
+        # What is left is what `check` says of the output as written (its lines, its indices).
+        as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
+                              same_messages=False)
+    else:  # in the target's format, which convert's own post-condition judges (it leaves no error)
+        as_written = convert(repaired, how.to)
+        written = dumps(as_written)
     left = errors(run_check(as_written))
     lines = [] if how.quiet else [f"{name}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}" for fix in report.fixes]
     lines += [f"{name}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}" for v in left]
     return Result(output=written, report={**report.as_dict(), "errors_left": [v.as_dict() for v in left]}, stderr=tuple(lines),
-                  exit=ExitCode.VIOLATIONS if left else ExitCode.OK)
+                  exit=ExitCode.VIOLATIONS if left else ExitCode.OK,
+                  changes=tuple(diff(transcript, repaired)) if how.diff else None)

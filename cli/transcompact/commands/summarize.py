@@ -23,7 +23,7 @@ from ..files import read_input, write_stdout
 @provider_options
 @click.option("--json", "as_json", is_flag=True, help="Print the summary and what it took as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress and no warnings on stderr.")
-def summarize(files, format_, messages_path, encoding_errors, patterns, keep_recent_tokens, tokenizer, ratio, previous_summary, instructions,
+def summarize(files, format_, messages_path, encoding_errors, patterns, keep_recent_tokens, keep_recent_messages, tokenizer, ratio, previous_summary, instructions, style,
               summary_input_tokens, result_chars, everything, provider, model, base_url, retries, timeout, as_json, quiet):
     """Write a structured checkpoint summary of the old part of a transcript, by an LLM.
 
@@ -45,8 +45,8 @@ def summarize(files, format_, messages_path, encoding_errors, patterns, keep_rec
     if len(list(itertools.islice(discover(files, patterns), 2))) > 1:
         raise UsageError("summarize takes one transcript (run it once per file)")
     given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
-    options = SummaryOptions(keep_recent_tokens=keep_recent_tokens, everything=everything,
-                             counting=Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)), instructions=instructions,
+    options = SummaryOptions(keep_recent_tokens=keep_recent_tokens, keep_recent_messages=keep_recent_messages, everything=everything,
+                             counting=Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)), instructions=instructions, style=style,
                              previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens)
     batch = Batch("summarize", files, patterns, quiet=quiet)
     work = Summarizing(Reading(format_, messages_path, encoding_errors), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),

@@ -1,31 +1,37 @@
 """The format adapters, in the order detection tries them (most specific first).
 
 Each module has NAME, DESCRIPTION, LINES (whether a line is the unit a rewrite changes, keeps
-or removes), `detect(parsed, messages_path)`, `read(parsed, messages_path) -> Transcript` and
-`write(transcript) -> bytes`. A format whose files carry more than the messages (an
-agent's log) adds hooks that the operations call through `hook`, so that no operation asks
-which format it has:
+or removes; `rewrites_lines` asks it of a transcript), `detect(parsed, messages_path)`,
+`read(parsed, messages_path) -> Transcript` and `write(transcript) -> bytes`; a format
+transcompact only reads sets WRITES = False, and a command that would write it stops
+(`ensure_writable`). A format whose files carry more than the messages (an agent's log) adds hooks that the operations call through
+`hook`, so that no operation asks which format it has:
 
 - `check_log(transcript, path) -> list[Violation]`: the rules of the log itself (check);
 - `repair_log(transcript) -> (transcript, [(rule, text, line)])`: what repair fixes of those;
 - `append_compaction(transcript, summary, recent, pre_tokens, drop_history=...) -> Transcript`:
   a compaction written the way the agent writes its own (compact);
 - `replace_ui_copies(transcript) -> Transcript`: the copies of tool results only a UI shows,
-  made to match what prune left (prune's `--prune-ui-copy`).
+  made to match what prune left (prune's `--prune-ui-copy`);
+- `rewrites_lines(transcript) -> bool`: LINES for a format with layouts of both kinds (prune's
+  archive);
+- `injected_context(message) -> [(name, value)] | None`: what a user message the agent wrote
+  itself (its environment) says, None for the user's own (compact's checkpoint);
+- `summary_wording(summary: SummaryText) -> str`: the summary as the agent words its own
+  (compact), instead of `summary_message.compose`.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
 
 from ..errors import Location, UnknownFormat, UsageError, option
 from ..jsondata import Parsed, parse
 from ..model import Transcript
-from . import anthropic, claude_code, codex, gemini, jsonl, openai, pi
+from . import anthropic, claude_code, codex, copilot, gemini, jsonl, openai, openhands, openhands_v0, pi, responses
 
-FORMATS = (claude_code, codex, gemini, pi, jsonl, anthropic, openai)
+FORMATS = (claude_code, codex, gemini, pi, openhands, openhands_v0, copilot, jsonl, responses, anthropic, openai)
 BY_NAME = {f.NAME: f for f in FORMATS}
 NAMES = tuple(BY_NAME)
 
@@ -33,6 +39,27 @@ NAMES = tuple(BY_NAME)
 def adapter(transcript: Transcript):
     """The format module that read `transcript`."""
     return BY_NAME[transcript.format]
+
+
+def rewrites_lines(transcript: Transcript) -> bool:
+    """Whether a line of `transcript`'s file is the unit a rewrite changes, keeps or removes (else
+    a message of one JSON document is)."""
+    own = hook(transcript, "rewrites_lines")
+    return own(transcript) if own is not None else BY_NAME[transcript.format].LINES
+
+
+def ensure_writable(transcript: Transcript) -> None:
+    """Refuse a transcript whose format transcompact reads but does not write (`WRITES = False`),
+    before a command that would write it does any work."""
+    if not getattr(BY_NAME[transcript.format], "WRITES", True):
+        raise not_written(transcript)
+
+
+def not_written(transcript: Transcript) -> UsageError:
+    return UsageError(
+        f"transcompact does not write the {transcript.format} format: it only reads it (estimate, check, cut-point, summarize)",
+        location=Location(transcript.name),
+        hint=f"write its conversation as a request body instead: {option('to', 'anthropic')} or {option('to', 'openai')}")
 
 
 def hook(transcript: Transcript, name: str):
@@ -92,6 +119,8 @@ def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool
         return claude_code.detect(parsed, messages_path)
     if format == jsonl.NAME:
         return jsonl.detect(parsed, messages_path)
+    if format == responses.NAME:
+        return responses.readable(parsed, messages_path)
     if format not in (anthropic.NAME, openai.NAME):
         return BY_NAME[format].detect(parsed, messages_path)
     return anthropic.detect(parsed, messages_path) or openai.detect(parsed, messages_path)
@@ -111,22 +140,21 @@ def load(path: str | os.PathLike, *, format: str | None = None, messages_path: s
 
 
 def dump(transcript: Transcript, path: str | os.PathLike) -> None:
-    """Write a transcript to a file, atomically (`-`: standard output)."""
-    from ..files import STDIN, write_file, write_stdout
+    """Write a transcript to a file, atomically (`-`: standard output); one read from an OpenHands
+    conversation directory, to a directory."""
+    from ..files import STDIN, write_stdout
+    from .openhands_store import write_output
 
     data = dumps(transcript)
-    write_stdout(data) if os.fspath(path) == STDIN else write_file(path, data)
+    write_stdout(data) if os.fspath(path) == STDIN else write_output(path, data, transcript.name)
 
 
 def _hint(parsed: Parsed) -> str | None:
     """Name the formats we recognise but do not read yet, so the user knows what they have."""
-    sample: list[Any] = parsed.values()[:50] if parsed.records is not None else []
+    runs = openhands_v0.runs_hint(parsed)
+    if runs is not None:
+        return runs
     document = parsed.document
-    events = document if isinstance(document, list) else None
-    if events is None and sample and isinstance(sample[0], dict) and isinstance(sample[0].get("history"), list):
-        events = sample[0]["history"]
-    if events and isinstance(events[0], dict) and ("observation" in events[0] or "source" in events[0] and "action" in str(events[0])[:2000]):
-        return "this looks like an OpenHands event stream, which transcompact does not read yet"
     if isinstance(document, list) and document and isinstance(document[0], dict):
         for key, value in document[0].items():
             if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:

@@ -101,6 +101,12 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
         v["type"] in LINE_TYPES for v in values)
 
 
+def item_kind(item: dict) -> Any:
+    """An item's `type`; a message may leave it out (the Responses API's `EasyInputMessage`)."""
+    kind = item.get("type")
+    return "message" if kind is None and "role" in item else kind
+
+
 def _text(part: Any) -> str | None:
     text = part.get("text") if isinstance(part, dict) else None
     return text if isinstance(text, str) else None
@@ -196,6 +202,36 @@ def _rolled_back(items: list[Item], turns: Any) -> list[Item]:
 # --- items ↔ blocks ---------------------------------------------------------------------------
 
 
+def turns(values: list[dict]) -> list[tuple[str, list[int]]]:
+    """The messages a history's items make: (role, the indices of its items). Each user, system or
+    developer message is one, each output one `tool` message, the items of an assistant turn
+    between them (reasoning, text, calls, other tool items) one assistant message."""
+    out: list[tuple[str, list[int]]] = []
+    turn: list[int] = []  # the items of the assistant turn being read
+
+    def end_turn() -> None:
+        if turn:
+            out.append((ASSISTANT, list(turn)))
+            turn.clear()
+
+    for index, value in enumerate(values):
+        kind = item_kind(value)
+        if kind == "message" and value.get("role") != ASSISTANT:
+            end_turn()
+            role = value.get("role")
+            out.append((role if isinstance(role, str) else USER, [index]))
+        elif kind in OUTPUT_TYPES:
+            end_turn()
+            out.append((TOOL, [index]))
+        elif kind == "compaction":  # the API reads nothing before it: a message of its own marks where that is
+            end_turn()
+            out.append((ASSISTANT, [index]))
+        else:
+            turn.append(index)
+    end_turn()
+    return out
+
+
 def _part_block(part: Any, index: int) -> Block:
     kind = part.get("type") if isinstance(part, dict) else None
     if kind in ("input_text", "output_text") and (text := _text(part)) is not None:
@@ -214,7 +250,7 @@ def _string(value: Any) -> str:
 
 
 def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
-    kind = item.get("type")
+    kind = item_kind(item)
     if kind == "message":
         content = item.get("content")
         if isinstance(content, str):
@@ -244,9 +280,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
     items, usage = active_items(records)
     messages: list[Message] = []
-    turn: list[int] = []  # the items of the assistant turn being read
-
-    def add(role: str, indices: list[int]) -> None:
+    for role, indices in turns([item.value for item in items]):
         blocks = tuple(b for i in indices for b in item_blocks(items[i].value, i))
         raw = items[indices[0]].value
         recorded = [usage[key] for i in indices if (key := (items[i].record, items[i].slot)) in usage]
@@ -254,27 +288,6 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
             raw = {**raw, "usage": recorded[-1]}
         messages.append(Message(role, blocks, raw=raw, line=items[indices[0]].record + 1,
                                 origin=_Origin(tuple(indices), blocks)))
-
-    def end_turn() -> None:
-        if turn:
-            add(ASSISTANT, list(turn))
-            turn.clear()
-
-    for index, item in enumerate(items):
-        kind = item.value.get("type")
-        if kind == "message" and item.value.get("role") != ASSISTANT:
-            end_turn()
-            role = item.value.get("role")
-            add(role if isinstance(role, str) else USER, [index])
-        elif kind in OUTPUT_TYPES:
-            end_turn()
-            add(TOOL, [index])
-        elif kind == "compaction":  # the API reads nothing before it: a message of its own marks where that is
-            end_turn()
-            add(ASSISTANT, [index])
-        else:
-            turn.append(index)
-    end_turn()
     return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system(records),
                       name=parsed.name, source=RolloutSource(records, tuple(items), parsed.bom))
 
@@ -308,7 +321,7 @@ def message_items(message: Message, items: tuple[Item, ...]) -> list[tuple[int |
     used: set[int] = set()
     for block in message.blocks:
         index = block.line if block.line in mine else None
-        if index is not None and groups and groups[-1][0] == index and items[index].value.get("type") == "message":
+        if index is not None and groups and groups[-1][0] == index and item_kind(items[index].value) == "message":
             groups[-1][1].append(block)
             continue
         if index is None or index in used:
@@ -363,7 +376,7 @@ def _updated(item: dict, before: list[Block], blocks: list[Block], role: str) ->
     """`item` holding `blocks` instead of the `before` it was read as (the same value when equal)."""
     if blocks == before:
         return item
-    kind = item.get("type")
+    kind = item_kind(item)
     block = blocks[0]
     if kind == "message":
         content = item.get("content")
@@ -502,5 +515,5 @@ def _history(payload: dict, held: list[Item], indices: list[int], changed: dict[
     return out
 
 
-# The operations' Codex part (formats/__init__.py `hook`), imported when an operation asks for it.
-HOOKS = {"append_compaction": "codex_rewrites"}
+# The operations' Codex parts (formats/__init__.py `hook`), imported when an operation asks for one.
+HOOKS = {"append_compaction": "codex_rewrites", "injected_context": "codex_rewrites"}

@@ -1,13 +1,16 @@
-"""Codex's part of `compact`: a compaction appended the way Codex writes its own (core compact.rs)."""
+"""Codex's part of `compact`: a compaction appended the way Codex writes its own (core compact.rs),
+and the context Codex puts in user messages told apart from what the user wrote."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..jsondata import BLANK, Parsed, dumps
-from ..model import Message, Transcript
+from ..model import USER, Message, Text, Transcript
 from ..summary_message import SUMMARY_ACK, SUMMARY_PREFIX
 from .codex import (
+    CONTEXT_PREFIXES,
     RolloutSource,
     assistant_item,
     message_items,
@@ -17,6 +20,28 @@ from .codex import (
 
 # The lines a resumed session needs when the history before the compaction is dropped.
 SESSION_LINES = frozenset({"session_meta", "turn_context"})
+ENVIRONMENT_OPEN, ENVIRONMENT_CLOSE = "<environment_context>", "</environment_context>"
+_ELEMENT = re.compile(r"<([A-Za-z_][\w-]*)>(.*?)</\1>", re.S)
+
+
+def injected_context(message: Message) -> tuple[tuple[str, str], ...] | None:
+    """What a user message Codex wrote itself says: the fields of `<environment_context>` (cwd,
+    shell, sandbox …) as (name, value), in its order; nothing for the other context it injects
+    (AGENTS.md and user instructions, an aborted turn's note), which is no request of the user's
+    and no setting either. None for a message the user typed."""
+    text = "".join(b.text for b in message.blocks if isinstance(b, Text)).lstrip()
+    if message.role != USER or not text.startswith(CONTEXT_PREFIXES):
+        return None
+    if not text.startswith(ENVIRONMENT_OPEN):
+        return ()
+    body = text[len(ENVIRONMENT_OPEN):].split(ENVIRONMENT_CLOSE, 1)[0]
+    return tuple((name, _element_value(value)) for name, value in _ELEMENT.findall(body))
+
+
+def _element_value(value: str) -> str:
+    """An element's text on one line; a list (`<writable_roots><root>…`) as its items, comma-separated."""
+    items = _ELEMENT.findall(value)
+    return ", ".join(_element_value(v) for _, v in items) if items else " ".join(value.split())
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,

@@ -37,7 +37,7 @@ from ..model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCa
 
 NAME = "gemini"
 DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
-LINES = True  # in the JSON Lines log a line is what a rewrite changes or keeps
+LINES = True  # in the JSON Lines log a line is what a rewrite changes or keeps; not in a legacy document
 
 MESSAGE_TYPES = ("user", "gemini")
 IGNORED_USER_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")  # sessionUtils.ts isIgnoredUserContent
@@ -62,6 +62,9 @@ class ChatSource:
     active: tuple[Entry, ...]  # in the agent's order
     read_entries: frozenset[int]  # the entries a message was read from
     bom: bool = False
+
+    # Where the legacy document holds its messages (prune's archive keeps them by their place there).
+    path = ("messages",)
 
 
 # One per message: which record it came from, which turn of it, and its blocks as read.
@@ -506,5 +509,11 @@ def append_line(records: list[tuple[bytes, Any]], value: dict) -> list[tuple[byt
     return body + [(dumps(value, indent=False), value)] + ([(b"", BLANK)] if ends_blank else [])
 
 
+def rewrites_lines(transcript: Transcript) -> bool:
+    """A line of the JSON Lines log; in the legacy document, a message (a changed one shrinks to
+    one line, so the lines of the rest no longer pair with those read)."""
+    return transcript.source.records is not None
+
+
 # The operations' Gemini parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {"append_compaction": "gemini_rewrites", "replace_ui_copies": "gemini_rewrites"}
+HOOKS = {"append_compaction": "gemini_rewrites", "replace_ui_copies": "gemini_rewrites", "rewrites_lines": "gemini"}

@@ -21,8 +21,10 @@ in the origin for the write; thinking and image blocks keep none as `raw`, where
 Anthropic writer would take pi's field names for the API's.
 
 A compaction's summary is read as transcompact's summary message (`[Previous conversation
-summary]` + the summary), so that compacting again merges it instead of quoting it; pi wraps it
-in its own `<summary>` text, a few tokens longer.
+summary]` + the summary, its split turn's part as the opening request's section, without the
+file lists pi appends: compact writes them again from `details`), so that compacting again
+merges it instead of quoting it; pi wraps it in its own `<summary>` text and sends the file
+lists too, a few tokens more.
 
 Recorded usage: an assistant message's `usage` (`input + cacheRead + cacheWrite` is its prompt;
 calibrate.usage_tokens reads those names). An assistant message kept from before the active
@@ -31,6 +33,7 @@ compaction is read without it: it counted a context that no longer exists.
 
 from __future__ import annotations
 
+import re
 import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any
@@ -63,6 +66,12 @@ BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conver
 BRANCH_SUMMARY_SUFFIX = "</summary>"
 COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+# How pi words the parts of its own compaction summary (compaction.ts `compact`): a split turn's
+# part after the history's, then the files the summarized part read and changed (utils.ts
+# `formatFileOperations`).
+SPLIT_TURN = "\n\n---\n\n**Turn Context (split turn):**"
+FILE_LISTS = re.compile(r"(?:\n\n<read-files>\n.*?\n</read-files>)?(?:\n\n<modified-files>\n.*?\n</modified-files>)?\Z",
+                        re.S)
 
 
 @dataclass(frozen=True)
@@ -213,6 +222,21 @@ def _content(value: Any, where: str) -> tuple[tuple[Block, ...], tuple[Any, ...]
 # --- messages --------------------------------------------------------------------------------
 
 
+def as_summary_message(summary: str) -> str:
+    """A compaction's summary worded as transcompact's summary message (`summary_message.compose`,
+    less its prefix): the split turn's part becomes the opening request's section, the file lists
+    are left out."""
+    from ..summary_message import OPENING_HEADING, USER_WORDS_HEADING  # it imports the formats
+
+    summary = FILE_LISTS.sub("", summary, count=1)
+    # After the user's words, if any: quoted, they hold no rule of pi's.
+    at = summary.find(SPLIT_TURN, max(summary.find(USER_WORDS_HEADING), 0))
+    if at < 0:
+        return summary
+    turn = summary[at + len(SPLIT_TURN):].removeprefix("\n\n").removeprefix(OPENING_HEADING).removeprefix("\n\n")
+    return summary[:at] + "\n\n" + OPENING_HEADING + "\n\n" + turn
+
+
 def bash_execution_text(message: dict) -> str:
     """What pi sends for a `!command` run (messages.ts `bashExecutionToText`)."""
     output = message.get("output")
@@ -239,7 +263,8 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> M
     where = f"line {index + 1}"
     if kind == "compaction":
         summary = value.get("summary")
-        return _derived(USER, SUMMARY_PREFIX + (summary if isinstance(summary, str) else ""), value, index)
+        text = as_summary_message(summary) if isinstance(summary, str) else ""
+        return _derived(USER, SUMMARY_PREFIX + text, value, index)
     if kind == "branch_summary":
         summary = value.get("summary")
         if not isinstance(summary, str) or not summary:
@@ -495,5 +520,7 @@ def _relink(source: SessionSource, dropped: set[int], inserted: dict[int, list[d
 # The operations' pi parts (formats/__init__.py `hook`), imported when an operation asks for one.
 HOOKS = {
     "check_log": "pi_rules",
+    "repair_log": "pi_rules",
     "append_compaction": "pi_rewrites",
+    "summary_wording": "pi_rewrites",
 }

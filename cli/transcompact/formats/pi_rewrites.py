@@ -1,4 +1,5 @@
-"""pi's part of `compact`: a compaction appended the way pi writes its own (`appendCompaction`)."""
+"""pi's part of `compact`: a compaction appended the way pi writes its own (`appendCompaction`),
+its summary worded as pi words its own."""
 
 from __future__ import annotations
 
@@ -10,17 +11,24 @@ from ..checkpoint import PATH_KEYS, find_facts
 from ..errors import ShapeError
 from ..jsondata import BLANK, Parsed, dumps
 from ..model import Message, ToolCall, Transcript, tool_inputs, tool_names
+from ..summary_message import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
 from .pi import (
+    SPLIT_TURN,
     SessionSource,
+    _entry_type,
     _Origin,
     entry_ids,
     entry_records,
+    find_path,
     new_entry_id,
     read,
     rewritten_records,
 )
 
 MODIFYING_TOOLS = frozenset({"write", "edit"})  # pi's own tools that change a file (compaction/utils.ts)
+# Entries that set what a session resumes with rather than what it sends: the model and thinking
+# level (`buildSessionContext` takes the last on the path), its name, extensions' state.
+SETTING_ENTRIES = frozenset({"model_change", "thinking_level_change", "session_info", "custom"})
 MILLISECOND = timedelta(milliseconds=1)
 
 
@@ -43,6 +51,23 @@ def _after_every_entry(records) -> str:
     return latest.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def summary_wording(summary: SummaryText) -> str:
+    """The summary as pi words its own (compaction.ts `compact`): the history's summary, then a
+    split turn's part after a rule, here the request the turn began with, verbatim. The file
+    lists pi appends after them come with `details` (`append_compaction`)."""
+    text = compose(SummaryText(summary.body, summary.words)).removeprefix(SUMMARY_PREFIX)
+    if summary.opening is None:
+        return text
+    return f"{text}{SPLIT_TURN}\n\n{OPENING_HEADING}\n\n{summary.opening}"
+
+
+def worded_file_lists(details: dict[str, list[str]]) -> str:
+    """The file lists as pi appends them to a summary (utils.ts `formatFileOperations`)."""
+    sections = [f"<{tag}>\n" + "\n".join(details[key]) + f"\n</{tag}>"
+                for tag, key in (("read-files", "readFiles"), ("modified-files", "modifiedFiles")) if details[key]]
+    return "".join("\n\n" + section for section in sections)
+
+
 def file_lists(old: Sequence[Message], transcript: Transcript, previous: Any) -> dict[str, list[str]]:
     """`details` as pi keeps it: the files the summarized part only read, and those it changed
     (by pi's `write` and `edit`), from the checkpoint's facts, joined to the previous compaction's."""
@@ -61,13 +86,14 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
                       *, drop_history: bool = False) -> Transcript:
     """What pi itself appends when it compacts, read back as a transcript.
 
-    One `compaction` entry after the last line, a child of the leaf: `summary`, `tokensBefore`,
-    `details` (`readFiles` / `modifiedFiles`) and `firstKeptEntryId`, the entry the recent window
-    starts at, which stays where it is (version 1: `firstKeptEntryIndex`, its line among the
-    file's non-blank lines, which pi's migration turns into the id). The window is kept in place,
-    as it is in the file; `drop_history` has nothing to drop: the window's entries hang from the
-    history's. A window starting at a tool result starts at its call instead, so that neither
-    the kept entry is a `toolResult` nor the compaction comes between a call and its result.
+    One `compaction` entry after the last line, a child of the leaf: `summary` (followed by
+    the file lists, as pi's), `tokensBefore`, `details` (`readFiles` / `modifiedFiles`) and
+    `firstKeptEntryId`, the entry the recent window starts at, which stays where it is (version 1:
+    `firstKeptEntryIndex`, its line among the file's non-blank lines, which pi's migration turns
+    into the id). The window is kept in place, as it is in the file; with `drop_history` the lines
+    before it go but for the header and the settings entries on the path (`_without_history`). A
+    window starting at a tool result starts at its call instead, so that neither the kept entry
+    is a `toolResult` nor the compaction comes between a call and its result.
     """
     source: SessionSource = transcript.source
     messages = transcript.messages
@@ -77,6 +103,8 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     rewritten = rewritten_records(transcript.with_messages([*messages[:first], *recent]))
     records = [(line, value) for line, value, _ in rewritten]
     kept_at = next((k for k, (_, _, read_from) in enumerate(rewritten) if read_from == kept), None)
+    if drop_history:
+        records, kept_at = _without_history(records, kept_at, source.version)
     old = [m for m in messages[:first] if not (isinstance(m.origin, _Origin) and m.origin.record == source.compaction)]
     previous = source.records[source.compaction][1].get("details") if source.compaction is not None else None
     entries = entry_records(records)
@@ -88,18 +116,41 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
         entry["id"] = new_entry_id(f"{leaf.get('id')}:compaction:{pre_tokens}", entry_ids(records))
         entry["parentId"] = leaf.get("id")
     entry["timestamp"] = _after_every_entry(records)
-    entry["summary"] = summary
+    details = file_lists(old, transcript, previous)
+    entry["summary"] = summary + worded_file_lists(details)
     if source.version >= 2:
         entry["firstKeptEntryId"] = records[kept_at][1].get("id") if kept_at is not None else entry["id"]
     else:
         lines = [i for i, (_, v) in enumerate(records) if v is not BLANK]
         entry["firstKeptEntryIndex"] = lines.index(kept_at) if kept_at is not None else len(lines)
     entry["tokensBefore"] = pre_tokens
-    entry["details"] = file_lists(old, transcript, previous)
+    entry["details"] = details
     # pi ends every line with a newline: the new line goes before the empty text after the last one.
     ends_with_newline = bool(records) and records[-1][1] is BLANK and len(records[-1][0]) == 0
     lines = [*(records[:-1] if ends_with_newline else records), (dumps(entry, indent=False), entry), (b"", BLANK)]
     return read(Parsed(transcript.name, b"", records=lines, bom=source.bom))
+
+
+def _without_history(records: list[tuple[bytes, Any]], kept_at: int | None,
+                     version: int) -> tuple[list[tuple[bytes, Any]], int | None]:
+    """The session as pi would resume it after the compaction, less what it no longer reads: the
+    header, the settings entries on the path before the window, the window and what follows it on
+    the path, each the child of the one before (other branches go too); and the window's first
+    line in it."""
+    path = find_path(records, version)
+    start = path.index(kept_at) if kept_at is not None else len(path)
+    kept = [i for i in path[:start] if _entry_type(records[i][1]) in SETTING_ENTRIES] + list(path[start:])
+    out = [record for record in records if _entry_type(record[1]) == "session"][:1]
+    parent = None
+    for index in kept:
+        line, value = records[index]
+        if version >= 2 and value.get("parentId") != parent:
+            value = {**value, "parentId": parent}
+            line = dumps(value, indent=False)
+        out.append((line, value))
+        parent = value.get("id")
+    new_kept_at = len(out) - len(path) + start if kept_at is not None else None
+    return out + [record for record in records[-1:] if record[1] is BLANK], new_kept_at
 
 
 def _kept_record(transcript: Transcript, first: int) -> int | None:

@@ -1,4 +1,4 @@
-"""pi's part of `check`: what pi needs of a session's compaction entries and tree.
+"""pi's part of `check` and `repair`: what pi needs of a session's compaction entries and tree.
 
 - P1 (error): the active compaction's `firstKeptEntryId` is a `toolResult`, or names no entry on
   the path before it: the kept window would start with a result whose call was summarized away,
@@ -7,13 +7,21 @@
   known way to brick a pi session: pi sends the summary, the call, then whatever follows the
   compaction, which is not the result).
 - P3 (error): an entry's `parentId` names no entry: pi's path stops there and loses what came before.
+
+repair fixes P1 when the first kept entry is a result (it moves back to the entry of the call),
+P2 when the result comes after the compaction (the compaction moves after it) and P3 (the entry
+becomes the root); a first kept entry that is not on the path names nothing to move back to, and a
+call with no result at all gets one from the API rules' repair, before the compaction.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..check import ERROR, Violation
+from ..jsondata import BLANK, Parsed, dumps
 from ..model import Transcript
-from .pi import SessionSource, _entry_type, first_kept
+from .pi import SessionSource, _entry_type, active_entries, find_path, first_kept, read, rewritten_records, version_of
 
 
 def _message(value) -> dict:
@@ -37,7 +45,8 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
             out.append(Violation("P1", ERROR, f"the compaction's first kept entry {target} is a toolResult",
                                  line=source.compaction + 1))
         else:
-            out += _split_calls(records, entries[start:at], source.compaction)
+            out += [Violation("P2", ERROR, f"the compaction comes between tool call {call_id} and its result",
+                              line=source.compaction + 1) for call_id in _split_calls(records, entries[start:at])]
     if source.version >= 2 and entries:
         root = records[entries[0]][1]
         if root.get("parentId"):  # pi walks up while parentId is truthy
@@ -46,8 +55,8 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
     return out
 
 
-def _split_calls(records, kept: tuple[int, ...], compaction: int) -> list[Violation]:
-    """P2 for each call in the kept window whose result does not come before the compaction."""
+def _split_calls(records, kept: tuple[int, ...]) -> list[str]:
+    """The ids of the calls in the kept window whose result does not come before the compaction (P2)."""
     pending: dict[str, None] = {}
     for index in kept:
         message = _message(records[index][1])
@@ -57,5 +66,85 @@ def _split_calls(records, kept: tuple[int, ...], compaction: int) -> list[Violat
                            if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str))
         elif message.get("role") == "toolResult" and isinstance(message.get("toolCallId"), str):
             pending.pop(message["toolCallId"], None)
-    return [Violation("P2", ERROR, f"the compaction comes between tool call {call_id} and its result", line=compaction + 1)
-            for call_id in pending]
+    return list(pending)
+
+
+def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str, int]]]:
+    """Fix P1, P2 and P3 where pi's tree says how (see above); returns (transcript, [(rule, text, line)]).
+
+    The view pi sends keeps its order: the first kept entry moves back only over the results of
+    the calls before it, and the compaction moves only later on the path, which holds the same
+    entries before and after it.
+    """
+    if not any(v.severity == ERROR for v in check_log(transcript, None)):
+        return transcript, []
+    # The lines as the transcript now has them: what the repair's earlier fixes changed stays.
+    records: list[tuple[bytes, Any]] = [(line, value) for line, value, _ in rewritten_records(transcript)]
+    version = version_of(records)
+    fixes: list[tuple[str, str, int]] = []
+    path = find_path(records, version)
+    if version >= 2 and path and records[path[0]][1].get("parentId"):
+        parent = records[path[0]][1]["parentId"]
+        records[path[0]] = _with(records[path[0]][1], parentId=None)
+        fixes.append(("P3", f"made the entry a root: its parent {parent!r} is not in the file", path[0] + 1))
+    _, compaction = active_entries(records, path)
+    if compaction is not None:
+        at = path.index(compaction)
+        start = first_kept(records, path, at)
+        if start is not None and _message(records[path[start]][1]).get("role") == "toolResult":
+            _keep_from_the_call(records, path, at, start, version, fixes)
+        elif start is not None:
+            _after_the_results(records, path, at, start, version, fixes)
+    if not fixes:
+        return transcript, []
+    return read(Parsed(transcript.name, b"", records=records, bom=transcript.source.bom)), fixes
+
+
+def _with(value: dict, **changes: Any) -> tuple[bytes, Any]:
+    new = {**value, **changes}
+    return dumps(new, indent=False), new
+
+
+def _named(records, index: int) -> str:
+    entry_id = records[index][1].get("id")
+    return entry_id if isinstance(entry_id, str) else f"line {index + 1}"
+
+
+def _keep_from_the_call(records, path, at: int, start: int, version: int, fixes: list) -> None:
+    """P1: the compaction keeps from the entry before the results its first kept entry is one of."""
+    k = start
+    while k > 0 and _message(records[path[k]][1]).get("role") == "toolResult":
+        k -= 1
+    target = records[path[k]][1]
+    if _message(target).get("role") == "toolResult" or (version >= 2 and not isinstance(target.get("id"), str)):
+        return  # no entry before the results that pi can name
+    entry = records[path[at]][1]
+    if version >= 2:
+        records[path[at]] = _with(entry, firstKeptEntryId=target["id"])
+    else:
+        lines = [i for i, (_, v) in enumerate(records) if v is not BLANK]
+        records[path[at]] = _with(entry, firstKeptEntryIndex=lines.index(path[k]))
+    fixes.append(("P1", f"moved the compaction's first kept entry back from toolResult {_named(records, path[start])} "
+                        f"to {_named(records, path[k])}, the entry before the results (the call's)", path[at] + 1))
+
+
+def _after_the_results(records, path, at: int, start: int, version: int, fixes: list) -> None:
+    """P2: the compaction moves after the last result, later on the path, of a call it came
+    before; its line follows that result's, so that the leaf (pi's last entry) stays on the path."""
+    split = set(_split_calls(records, path[start:at]))
+    answering = [k for k in range(at + 1, len(path)) if _message(records[path[k]][1]).get("toolCallId") in split]
+    if not answering:
+        return  # no result anywhere: the API rules' repair answers the call
+    last = answering[-1]
+    compaction, result = path[at], path[last]
+    answered = sorted({_message(records[path[k]][1])["toolCallId"] for k in answering})
+    if version >= 2:
+        entry = records[compaction][1]
+        records[path[at + 1]] = _with(records[path[at + 1]][1], parentId=entry.get("parentId"))
+        if last + 1 < len(path):
+            records[path[last + 1]] = _with(records[path[last + 1]][1], parentId=entry.get("id"))
+        records[compaction] = _with(entry, parentId=records[result][1].get("id"))
+    moved = records.pop(compaction)
+    records.insert(result if result > compaction else result + 1, moved)
+    fixes.append(("P2", f"moved the compaction after the result of tool call {', '.join(answered)}, "
+                        "which it came before", compaction + 1))

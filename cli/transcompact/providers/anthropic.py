@@ -43,6 +43,11 @@ def client(resolved: Resolved, timeout: float = settings.TIMEOUT, retries: int =
                                timeout=timeout, max_retries=retries)
 
 
+def params(model: str, system: str, prompt: str, max_tokens: int) -> dict:
+    """The Messages API request of one summary (the batch API sends the same one)."""
+    return {"model": model, "max_tokens": max_tokens, "system": system, "messages": [{"role": "user", "content": prompt}]}
+
+
 class AnthropicProvider:
     """Summaries through the Messages API (`POST /v1/messages`)."""
 
@@ -58,8 +63,7 @@ class AnthropicProvider:
         import anthropic
 
         try:
-            response = self.api.messages.create(model=self.model, max_tokens=max_tokens, system=system,
-                                                messages=[{"role": "user", "content": prompt}])
+            response = self.api.messages.create(**params(self.model, system, prompt, max_tokens))
         except anthropic.APIError as error:
             raise sdk_error(anthropic, error, service="the Anthropic API", address=f"the Anthropic API at {self.api.base_url}",
                             timeout=self.timeout, retries=self.retries) from None
@@ -75,6 +79,10 @@ def _call(api, **request) -> int:
     import anthropic
 
     try:
+        if "context_management" in request:  # context editing is a beta: its endpoint and its header
+            from ..context_editing import BETA
+
+            return api.beta.messages.count_tokens(**request, betas=[BETA]).input_tokens
         return api.messages.count_tokens(**request).input_tokens
     except anthropic.APIStatusError as error:
         raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {error_message(error)}") from None
@@ -82,8 +90,10 @@ def _call(api, **request) -> int:
         raise ProviderError(f"count_tokens failed: cannot reach {api.base_url}: {error}") from None
 
 
-def count_tokens(transcript: Transcript, api: Resolved | None, model: str | None = None) -> ExactCount:
-    """The input tokens of the transcript as the Messages API counts them (`/v1/messages/count_tokens`).
+def count_tokens(transcript: Transcript, api: Resolved | None, model: str | None = None,
+                 context_management: dict | None = None) -> ExactCount:
+    """The input tokens of the transcript as the Messages API counts them (`/v1/messages/count_tokens`);
+    with `context_management`, what is left once the server has made those edits (context_editing.py).
 
     A log with tool calls but no tool definitions (a Claude Code log) is sent with a stub
     definition per tool name, as the API requires; what the stubs cost is measured with a
@@ -106,6 +116,10 @@ def count_tokens(transcript: Transcript, api: Resolved | None, model: str | None
         "model": model,
         "messages": [{"role": m.role, "content": write_content(m.blocks, False)} for m in transcript.messages],
     }
+    if context_management is not None:
+        request["context_management"] = context_management
+        if any(edit["type"] == "clear_thinking_20251015" for edit in context_management["edits"]):
+            request["thinking"] = {"type": "enabled", "budget_tokens": 1024}  # the edit is refused without thinking on
     if transcript.system:
         request["system"] = [{"type": "text", "text": b.text} if isinstance(b, Text) else write_block(b)
                              for b in transcript.system]

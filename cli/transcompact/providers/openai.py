@@ -11,6 +11,12 @@ from . import Completion, Resolved, sdk_error
 NO_KEY = "no-key"
 
 
+def params(model: str, system: str, prompt: str, max_tokens: int) -> dict:
+    """The Chat Completions request of one summary (the batch API sends the same one)."""
+    return {"model": model, "max_tokens": max_tokens,
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]}
+
+
 class OpenAIProvider:
     """Summaries through the Chat Completions API; the SDK retries connection errors, timeouts,
     408, 409, 429 and 5xx with backoff."""
@@ -32,9 +38,7 @@ class OpenAIProvider:
         import openai
 
         try:
-            response = self.api.chat.completions.create(
-                model=self.model, max_tokens=max_tokens,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}])
+            response = self.api.chat.completions.create(**params(self.model, system, prompt, max_tokens))
         except openai.APIError as error:
             raise sdk_error(openai, error, service=self.url, address=self.url, timeout=self.timeout,
                             retries=self.retries) from None
