@@ -282,3 +282,17 @@ def test_an_interrupt_leaves_every_file_old_or_new_and_exits_130(tmp_path, how):
     assert len(compacted) == 1  # every file is the old one or the one new version
     assert run("check", str(next(p for p in logs.iterdir() if p.read_bytes() != original))).exit_code == 0
     assert original in {p.read_bytes() for p in logs.iterdir()}  # it stopped before the end
+
+
+def test_small_files_go_to_a_worker_eight_at_a_time_and_a_large_one_alone(tmp_path):
+    from transcompact.batch import HAND_OUT, SMALL, Task, _hand_outs
+    from transcompact.inputs import Source
+
+    sizes = [10] * 11 + [SMALL + 1] + [10] * 3
+    tasks = []
+    for i, size in enumerate(sizes):
+        (tmp_path / f"{i:02}.json").write_bytes(b"x" * size)
+        tasks.append(Task(Source(str(tmp_path / f"{i:02}.json"), f"{i:02}.json"), work=len, settings=None))
+    hand_outs = list(_hand_outs(iter(tasks)))
+    assert [len(h) for h in hand_outs] == [HAND_OUT, 11 - HAND_OUT, 1, 3]
+    assert [t for h in hand_outs for t in h] == tasks  # in their order

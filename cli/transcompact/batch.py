@@ -223,35 +223,74 @@ def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False,
         task = following
 
 
-# How far the pool may run ahead of the oldest outcome not yet given back, in tasks per worker:
+# How far the pool may run ahead of the oldest outcome not yet given back, in hand-outs per worker:
 # enough to keep every worker busy past a slow file, few enough to hold little in memory.
 AHEAD = 4
+# Files handed to a worker at once while many small ones wait: one round trip through the pool
+# costs about what a small file's work does. Large files go one at a time (a slow one holds back
+# no others), and so does a run with few files (each shows as soon as it is done).
+HAND_OUT = 8
+SMALL = 64 * 1024
+
+
+def _process_all(tasks: Sequence[Task]) -> list[Outcome]:
+    """`process` over every task of a worker's hand-out, in order."""
+    return [process(task) for task in tasks]
+
+
+def _hand_outs(tasks: Iterator[Task]) -> Iterator[list[Task]]:
+    """The tasks in hand-outs: up to HAND_OUT small files together, a large one on its own."""
+    waiting: list[Task] = []
+    for task in tasks:
+        if _size(task) > SMALL:
+            if waiting:
+                yield waiting
+                waiting = []
+            yield [task]
+            continue
+        waiting.append(task)
+        if len(waiting) == HAND_OUT:
+            yield waiting
+            waiting = []
+    if waiting:
+        yield waiting
+
+
+def _size(task: Task) -> int:
+    if task.data is not None:
+        return len(task.data)
+    try:
+        return os.stat(task.source.path).st_size
+    except (OSError, ValueError):  # no such file, a URL: its error or its size is the worker's
+        return SMALL + 1
 
 
 def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[Outcome]:
     from concurrent.futures import ProcessPoolExecutor
 
     def failed(future) -> bool:
-        return future.done() and not future.cancelled() and future.result().failed
+        return future.done() and not future.cancelled() and any(outcome.failed for outcome in future.result())
 
+    # With --fail-fast one file at a time, so that no file is done after the first failure is known.
+    hand_outs = ([task] for task in tasks) if fail_fast else _hand_outs(tasks)
     with ProcessPoolExecutor(workers, initializer=_worker_signals) as pool:
         window: collections.deque = collections.deque()  # futures in task order
         stopped = False
         try:
             while True:
-                while not stopped and len(window) < AHEAD * workers and (task := next(tasks, None)) is not None:
-                    window.append(pool.submit(process, task))
+                while not stopped and len(window) < AHEAD * workers and (hand_out := next(hand_outs, None)) is not None:
+                    window.append(pool.submit(_process_all, hand_out))
                 if not window:
                     return
                 future = window.popleft()
                 if future.cancelled():
                     continue
-                outcome = future.result()  # waits for it: the outcomes come in task order
-                if fail_fast and not stopped and (outcome.failed or any(map(failed, window))):
-                    stopped = True
-                    for waiting in window:
-                        waiting.cancel()  # those not started; the running ones finish
-                yield outcome
+                for outcome in future.result():  # waits for it: the outcomes come in task order
+                    if fail_fast and not stopped and (outcome.failed or any(map(failed, window))):
+                        stopped = True
+                        for waiting in window:
+                            waiting.cancel()  # those not started; the running ones finish
+                    yield outcome
         except BaseException:  # an interrupt, or the caller stopped reading
             for future in window:
                 future.cancel()
