@@ -53,7 +53,9 @@ SPEED_FILE_BYTES = 50 * 1024 * 1024
 MEMORY_LOG_LINES = 100_000 // (10 if QUICK else 1)
 BATCH_FILES = 1000
 PYTHON = sys.executable
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "cli")}
+# Bytecode is cached as an installed package has it (pip compiles it; click's is), whatever this
+# shell says: a run that compiled every module anew would measure the compiler.
+ENV = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}, "PYTHONPATH": str(ROOT / "cli")}
 # The console script, as a user runs it (`python -m transcompact` when it is not installed).
 _SCRIPT = Path(PYTHON).parent / "transcompact"
 TRANSCOMPACT = [str(_SCRIPT)] if _SCRIPT.exists() else [PYTHON, "-m", "transcompact"]

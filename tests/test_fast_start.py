@@ -60,6 +60,20 @@ def test_help_imports_no_heavy_module_and_no_command():
     assert "Usage: transcompact" in done.stdout and "compact    Compact transcripts" in done.stdout
     assert heavy_in(modules) == []
     assert not [m for m in modules if m.startswith("transcompact.commands.")]
+    assert "shutil" not in modules and "dataclasses" not in modules  # each a tenth of --help's start-up
+
+
+@pytest.mark.parametrize("columns", [None, "60", "junk", "0"])
+def test_the_help_width_is_the_one_shutil_would_find(monkeypatch, columns):
+    import shutil
+
+    from transcompact.cli import terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
 
 
 @pytest.mark.parametrize("fixture", ["anthropic/tool-loop.json"])

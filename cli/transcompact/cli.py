@@ -480,9 +480,21 @@ def progress_printer(quiet: bool):
     return lambda k, n: click.echo(f"summarizing: chunk {k} of {n}", err=True)
 
 
+def terminal_columns() -> int:
+    """The width `shutil.get_terminal_size` gives (COLUMNS, else the terminal's, else 80), found
+    without importing shutil, which brings bz2, lzma and zlib: a tenth of `--help`'s start-up."""
+    with contextlib.suppress(ValueError):
+        if (columns := int(os.environ.get("COLUMNS", 0))) > 0:
+            return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def main() -> None:
     try:
-        cli(prog_name="transcompact")
+        cli(prog_name="transcompact", terminal_width=terminal_columns())
     except TranscompactError as error:  # only with --traceback: show it, keep the exit status
         import traceback
 

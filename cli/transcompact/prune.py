@@ -127,8 +127,10 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
             if blocks != list(messages[index].blocks):
                 messages[index] = messages[index].with_blocks(tuple(blocks))
 
-    cleared = {r.tool_call_id for m in messages for r in m.tool_results if _CLEARED.match(_text(r) or "")}
-    inputs_cleared = _clear_inputs(messages, cleared, options.clear_tool_inputs) if options.clear_tool_inputs else 0
+    inputs_cleared = 0
+    if options.clear_tool_inputs:
+        cleared = {r.tool_call_id for m in messages for r in m.tool_results if _CLEARED.match(_text(r) or "")}
+        inputs_cleared = _clear_inputs(messages, cleared, options.clear_tool_inputs)
     counter = counter or TokenCounter(transcript)
     if options.clear_at_least and counter.tokens(transcript) - counter.tokens(transcript.with_messages(messages)) < options.clear_at_least:
         messages = list(transcript.messages)  # too little to gain: the results stay as they were
