@@ -127,11 +127,13 @@ def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
                  known: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
     # The collector would walk every dict made so far again and again as they pile up (quadratic
     # in effect on a large log); what is parsed here lives until the command ends anyway.
+    collecting = gc.isenabled()  # a batch's file work has it off already: it stays off
     gc.disable()
     try:
         return _parse_each_line(data, name, whole, bom, known)
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
 
 
 def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,

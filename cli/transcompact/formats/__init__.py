@@ -110,6 +110,8 @@ def reload(data: bytes, written: Transcript, messages_path: str | None = None) -
                             location=Location(written.name))
     if written.format == jsonl.NAME:
         return jsonl.read(parsed, messages_path, dialect=written.dialect)
+    if written.format in (anthropic.NAME, openai.NAME):  # a document is parsed whole: its kept messages are not built again
+        return BY_NAME[written.format].read(parsed, messages_path, known=written.messages)
     return BY_NAME[written.format].read(parsed, messages_path)
 
 

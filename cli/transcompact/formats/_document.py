@@ -9,12 +9,12 @@ messages back at that path and leaves every other key where it was.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from .. import dialects
 from ..errors import Location, ShapeError, UsageError, option
 from ..jsondata import Layout, Parsed, kind_of
-from ..model import Transcript
+from ..model import Message, Transcript
 
 # Keys holding the messages of a wrapper, tried in order when no --messages-path is given.
 COMMON_MESSAGE_KEYS = ("messages", "history")
@@ -92,7 +92,10 @@ def _scan_dialect(parsed: Parsed, messages_path: str | None) -> str | None:
     return dialects.detect(messages, request=parent if isinstance(parent, dict) else None)
 
 
-def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:
+def read(parsed: Parsed, dialect: str, messages_path: str | None, known: Sequence[Message] = ()) -> Transcript:
+    """The transcript the document holds. `known`: the messages a rewrite wrote it from, when it
+    is read back (the post-condition); one that went out as it was read comes back as the same
+    object, since reading the same values again gives it back, and it is not built twice."""
     codec = dialects.DIALECTS[dialect]
     found = find_messages(parsed.document, messages_path)
     if found is None:
@@ -100,6 +103,10 @@ def read(parsed: Parsed, dialect: str, messages_path: str | None) -> Transcript:
     path, parent, raw_messages = found
     messages = []
     for index, obj in enumerate(raw_messages):
+        same = known[index] if index < len(known) else None
+        if same is not None and same.raw == obj and codec.is_unchanged(same):
+            messages.append(same)
+            continue
         try:
             messages.append(codec.read_message(obj, index=index))
         except ShapeError as error:

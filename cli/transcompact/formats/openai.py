@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..jsondata import Parsed
-from ..model import Transcript
+from ..model import Message, Transcript
 from . import _document
 
 NAME = "openai"
@@ -15,8 +17,8 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     return _document.detect_dialect(parsed, messages_path) == NAME
 
 
-def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
-    return _document.read(parsed, NAME, messages_path)
+def read(parsed: Parsed, messages_path: str | None = None, known: Sequence[Message] = ()) -> Transcript:
+    return _document.read(parsed, NAME, messages_path, known)
 
 
 def write(transcript: Transcript) -> bytes:
