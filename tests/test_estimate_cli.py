@@ -231,3 +231,18 @@ def test_estimate_imports_no_heavy_module_when_piped():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "transcompact.estimate" in modules
     assert heavy_in(modules) == []
+
+
+def test_a_log_that_holds_more_than_its_recorded_usage_says_so_and_keeps_shares_of_what_it_holds(tmp_path):
+    from .test_archive import claude_log
+
+    lines = [json.loads(line) for line in claude_log(rounds=6).splitlines()]
+    last = max(i for i, line in enumerate(lines) if line["type"] == "assistant")
+    lines[last]["message"]["usage"] = {"input_tokens": 500, "output_tokens": 20}  # the agent sent far less than it logged
+    log = tmp_path / "session.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = run("estimate", str(log))
+    assert result.exit_code == 0, result.stderr
+    assert "tokens more than its recorded usage says the API read" in result.stdout
+    shares = [float(share.rstrip("%")) for share in re.findall(r" (-?[\d.]+)%$", result.stdout, re.M)]
+    assert shares and all(share <= 100 for share in shares)

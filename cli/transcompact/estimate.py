@@ -640,6 +640,10 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         counted = _apportioned(counted, exact.tokens)
         ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
         notes += exact.notes
+    if counted.by_kind.get("overhead", 0) < 0:
+        notes.append(f"the transcript holds {-counted.by_kind['overhead']:,} tokens more than its recorded usage says the "
+                     "API read (the agent sent less than it logged: cleared tool results, a compaction of its own); "
+                     "the shares are of what it holds")
     compaction = server_compaction(transcript.messages)
     if compaction is not None and compaction[0] > 0:
         start = compaction[0]

@@ -156,11 +156,14 @@ def breakdown(e: Estimate) -> list[Section]:
     from .estimate import KINDS
 
     roles = sorted(e.by_role.items(), key=lambda kv: -kv[1])
+    # Shares of what the transcript holds: a negative overhead (recorded usage below the content)
+    # would put them above 100 %.
+    whole = max(e.tokens, sum(t for t in e.by_kind.values() if t > 0), sum(e.by_role.values()))
     sections = [
         Section("by role", ("role", "tokens", "share"),
-                tuple((role, _n(t), _pct(t, e.tokens)) for role, t in roles), (False, True, True)),
+                tuple((role, _n(t), _pct(t, whole)) for role, t in roles), (False, True, True)),
         Section("by kind", ("kind", "tokens", "share"),
-                tuple((k.replace("_", " "), _n(e.by_kind[k]), _pct(e.by_kind[k], e.tokens)) for k in KINDS if e.by_kind[k]),
+                tuple((k.replace("_", " "), _n(e.by_kind[k]), _pct(e.by_kind[k], whole)) for k in KINDS if e.by_kind[k]),
                 (False, True, True)),
     ]
     if e.top_results:
