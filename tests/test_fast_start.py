@@ -86,6 +86,15 @@ def test_offline_check_imports_no_heavy_module(fixture):
     assert heavy_in(modules) == []
 
 
+@pytest.mark.parametrize("command", [["prune"], ["compact", "--emergency", "--force"], ["repair"]])
+def test_a_plain_rewrite_imports_what_no_flag_of_it_asked_for(command):
+    done, modules = run_with_importtime(*command, str(FIXTURES / "anthropic/long-session.json"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    flags_only = {"transcompact.archive", "transcompact.batch_api", "transcompact.convert", "transcompact.diff",
+                  "transcompact.events", "transcompact.cluster"}
+    assert sorted(modules & flags_only) == []
+
+
 def test_the_cli_spells_the_format_names_as_the_formats_do():
     from transcompact.cli import FORMAT_NAMES
     from transcompact.formats import NAMES

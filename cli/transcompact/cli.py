@@ -219,6 +219,16 @@ def conversion_option(fn: Callable) -> Callable:
                              "anthropic or openai (JSON), jsonl (OpenAI messages, one a line). Not with -i.")(fn)
 
 
+def conversion_suffix(to: str | None) -> str | None:
+    """The extension of an output converted with --to under --output-dir (None: the input's).
+    The conversion module is imported only when one is asked for: a plain run starts without it."""
+    if not to:
+        return None
+    from .convert import SUFFIX
+
+    return SUFFIX[to]
+
+
 def check_conversion_flags(to: str | None, in_place: bool) -> None:
     """--to writes another format than the input's: never over the input, which stays the agent's own."""
     if to and in_place:

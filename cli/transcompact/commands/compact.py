@@ -22,6 +22,7 @@ from ..cli import (
     check_conversion_flags,
     check_output_flags,
     conversion_option,
+    conversion_suffix,
     diff_view,
     env_name,
     number_option,
@@ -94,11 +95,8 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
     transcompact compact --emergency -i logs/
     transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
-    from ..archive import create as create_archive
     from ..batch import Batch
-    from ..batch_api import answers_for_files
     from ..compact import CompactOptions
-    from ..convert import SUFFIX
     from ..estimate import Options
     from ..providers import resolve
     from ..summarize import SummaryOptions
@@ -125,17 +123,26 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
     if archive is not None and to:
         raise UsageError("--archive and --to cannot be used together",
                          hint="expand puts the transcript back in the format compact wrote, not in a converted one")
+    # What a flag needs is imported when it is given: start-up pays for the plain run only.
     if archive is not None and not batch.dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
+        from ..archive import create as create_archive
+
         create_archive(archive)
     if state_file and not batch_api:
         raise UsageError("--resume goes with --batch-api")
-    with answers_for_files(files, patterns, work.reading, options, work.summarizer, state_file=state_file, poll_interval=poll_interval,
-                           timeout=timeout, retries=retries, dry_run=batch.dry_run, quiet=quiet) if batch_api else nullcontext() as answers:
+    answering = nullcontext()
+    if batch_api:
+        from ..batch_api import answers_for_files
+
+        answering = answers_for_files(files, patterns, work.reading, options, work.summarizer, state_file=state_file,
+                                      poll_interval=poll_interval, timeout=timeout, retries=retries,
+                                      dry_run=batch.dry_run, quiet=quiet)
+    with answering as answers:
         if batch_api and answers is None:  # a dry run: it said what it would submit
             sys.exit(0)
         work = replace(work, answers=answers)
         sys.exit(batch.run(compact_file, work, output=output, in_place=in_place, output_dir=output_dir,
-                           output_suffix=to and SUFFIX[to], jobs=jobs, fail_fast=fail_fast))
+                           output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
 
 
 @dataclass(frozen=True)
@@ -161,11 +168,7 @@ class Compacting:
 
 def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     """Compact one file (`batch.process` runs it, here or in a worker)."""
-    from ..archive import add as add_to_archive, compaction_record
     from ..compact import NEAR_THE_WINDOW, compact as run_compact
-    from ..convert import convert
-    from ..diff import diff
-    from ..events import compaction_events
     from ..formats import dumps
     from ..postcondition import verified
     from ..providers import provider as make_provider
@@ -177,6 +180,8 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     compacted, report = run_compact(transcript, how.options, summarizer,
                                     progress=progress_printer(quiet=False) if how.chunks_shown else None)
     if how.to is not None:  # compacted or not, in the target's format, which convert's own post-condition judges
+        from ..convert import convert
+
         written = dumps(convert(compacted, how.to))
     elif report.strategy == "none":
         written = data
@@ -188,6 +193,8 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)
     if how.archive is not None and written != data:  # before the output is written: it never lacks its original
+        from ..archive import add as add_to_archive, compaction_record
+
         torn = add_to_archive(how.archive, compaction_record(data, written, name))
         if torn is not None:
             lines.append(f"{how.archive}:{torn}: warning: left out a last line that was cut short "
@@ -198,9 +205,16 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
             lines.append(f"{name}: {why}the emergency mode was used: {report.fallback_reason}")
         lines.append(f"{report.ci_line()} ({name})" if how.ci_lines else f"{name}: {report.line()}")
         lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
-    events = compaction_events(name, report, how.options.threshold_tokens, started, time.time()) if how.events else ()
-    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events,
-                  changes=tuple(diff(transcript, compacted, how.options.counting)) if how.diff else None)
+    events = changes = None
+    if how.events:
+        from ..events import compaction_events
+
+        events = compaction_events(name, report, how.options.threshold_tokens, started, time.time())
+    if how.diff:
+        from ..diff import diff
+
+        changes = tuple(diff(transcript, compacted, how.options.counting))
+    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events or (), changes=changes)
 
 
 def run_pre_compact(command: str, name: str, transcript: Any, cut: int) -> list[str]:

@@ -18,6 +18,7 @@ from ..cli import (
     check_conversion_flags,
     check_output_flags,
     conversion_option,
+    conversion_suffix,
     diff_view,
     prune_options,
     prune_options_from,
@@ -52,9 +53,7 @@ def prune(files, format_, messages_path, encoding_errors, patterns, output, in_p
     transcompact prune session.jsonl > pruned.jsonl
     transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
     """
-    from ..archive import create as create_archive
     from ..batch import Batch
-    from ..convert import SUFFIX
     from ..estimate import Options
 
     counting = Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer))
@@ -71,11 +70,13 @@ def prune(files, format_, messages_path, encoding_errors, patterns, output, in_p
     batch = Batch("prune", files, patterns, quiet=quiet, verb="pruned", dry_run=dry_run, report_file=report_file,
                   diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
     if archive is not None and not batch.dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
+        from ..archive import create as create_archive
+
         create_archive(archive)
     work = Pruning(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, prune_ui_copy,
                    None if batch.dry_run else archive, quiet, diff, to, counting)
     sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir,
-                       output_suffix=to and SUFFIX[to], jobs=jobs, fail_fast=fail_fast))
+                       output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
 
 
 @dataclass(frozen=True)
@@ -94,9 +95,6 @@ class Pruning:
 
 def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     """Prune one file (`batch.process` runs it, here or in a worker)."""
-    from ..archive import add as add_to_archive, records as archive_records
-    from ..convert import convert
-    from ..diff import diff
     from ..estimate import TokenCounter
     from ..formats import dumps, hook
     from ..postcondition import verified
@@ -110,9 +108,13 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
         output = dumps(pruned)
         verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
     else:  # written in the target's format, which convert's own post-condition judges
+        from ..convert import convert
+
         output = dumps(convert(pruned, how.to))
     lines = []
     if how.archive is not None:  # before the output is written: a rewritten file never lacks its originals
+        from ..archive import add as add_to_archive, records as archive_records
+
         torn = add_to_archive(how.archive, archive_records(data, output, transcript))
         if torn is not None:
             lines.append(f"{how.archive}:{torn}: warning: left out a last line that was cut short "
@@ -120,8 +122,12 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     if not how.quiet:
         lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                      f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")
-    return Result(output=output, report=report.as_dict(), stderr=tuple(lines),
-                  changes=tuple(diff(transcript, pruned)) if how.diff else None)
+    changes = None
+    if how.diff:
+        from ..diff import diff
+
+        changes = tuple(diff(transcript, pruned))
+    return Result(output=output, report=report.as_dict(), stderr=tuple(lines), changes=changes)
 
 
 # --- --explain ---------------------------------------------------------------------------------

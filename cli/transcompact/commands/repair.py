@@ -9,7 +9,7 @@ import click
 
 from ..batch import Reading, Result
 from ..cli import (batch_options, input_options, output_options, check_conversion_flags, check_output_flags,
-                   conversion_option, diff_view, where)
+                   conversion_option, conversion_suffix, diff_view, where)
 from ..errors import ExitCode
 
 
@@ -33,7 +33,6 @@ def repair(files, format_, messages_path, encoding_errors, patterns, output, in_
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
     from ..batch import Batch
-    from ..convert import SUFFIX
 
     check_output_flags(files, output, in_place, output_dir, diff=diff)
     check_conversion_flags(to, in_place)
@@ -41,7 +40,7 @@ def repair(files, format_, messages_path, encoding_errors, patterns, output, in_
                   diff=diff_view(diff, diff_as_json))
     work = Repairing(Reading(format_, messages_path, encoding_errors, writes_back=to is None), quiet, diff, to)
     sys.exit(batch.run(repair_file, work, output=output, in_place=in_place, output_dir=output_dir,
-                       output_suffix=to and SUFFIX[to], jobs=jobs, fail_fast=fail_fast))
+                       output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
 
 
 @dataclass(frozen=True)
@@ -57,8 +56,6 @@ class Repairing:
 def repair_file(name: str, data: bytes, how: Repairing) -> Result:
     """Repair one file (`batch.process` runs it, here or in a worker); exit 1 when errors are left."""
     from ..check import check as run_check, errors
-    from ..convert import convert
-    from ..diff import diff
     from ..formats import dumps
     from ..postcondition import verified
     from ..repair import repair as run_repair
@@ -71,11 +68,17 @@ def repair_file(name: str, data: bytes, how: Repairing) -> Result:
         as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
                               same_messages=False)
     else:  # in the target's format, which convert's own post-condition judges (it leaves no error)
+        from ..convert import convert
+
         as_written = convert(repaired, how.to)
         written = dumps(as_written)
     left = errors(run_check(as_written))
     lines = [] if how.quiet else [f"{name}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}" for fix in report.fixes]
     lines += [f"{name}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}" for v in left]
+    changes = None
+    if how.diff:
+        from ..diff import diff
+
+        changes = tuple(diff(transcript, repaired))
     return Result(output=written, report={**report.as_dict(), "errors_left": [v.as_dict() for v in left]}, stderr=tuple(lines),
-                  exit=ExitCode.VIOLATIONS if left else ExitCode.OK,
-                  changes=tuple(diff(transcript, repaired)) if how.diff else None)
+                  exit=ExitCode.VIOLATIONS if left else ExitCode.OK, changes=changes)
