@@ -236,6 +236,33 @@ def check_conversion_flags(to: str | None, in_place: bool) -> None:
                          hint="write the conversion with -o FILE or --output-dir DIR")
 
 
+def start_archive(archive: str | None, *, command: str, to: str | None, dry_run: bool) -> None:
+    """--archive (prune, compact): refused with --to, and made now, whatever the inputs hold, for
+    the `expand --archive` that follows (not in a dry run, which writes nothing)."""
+    if archive is None:
+        return
+    if to:
+        raise UsageError("--archive and --to cannot be used together",
+                         hint=f"expand puts the originals back into {command}'s output, in the input's own format")
+    if not dry_run:
+        from .archive import create
+
+        create(archive)
+
+
+def archived(archive: str, records) -> list[str]:
+    """Add one file's records to the archive, before its output is written (a rewritten file never
+    lacks its originals); the warning to print when a torn last record was left out."""
+    from .archive import add
+
+    torn = add(archive, records)
+    return [] if torn is None else [torn_warning(archive, torn)]
+
+
+def torn_warning(archive: str, line: int) -> str:
+    return f"{archive}:{line}: warning: left out a last line that was cut short (an earlier write did not finish)"
+
+
 def diff_view(diff: bool, as_json: bool) -> str | None:
     """What --diff shows: "text", "json" (with --json), or None without --diff."""
     if as_json and not diff:

@@ -16,6 +16,7 @@ from ..batch import Reading, Result
 from ..errors import UsageError
 from ..cli import (
     anthropic_api,
+    archived,
     batch_options,
     input_options,
     output_options,
@@ -28,6 +29,7 @@ from ..cli import (
     number_option,
     prune_options,
     prune_options_from,
+    start_archive,
     provider_options,
     count_option,
     summary_options,
@@ -120,14 +122,8 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
                       chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=diff, to=to,
                       events=events_file is not None, ci_lines=log_format == "ci", pre_compact=pre_compact,
                       archive=None if batch.dry_run else archive)
-    if archive is not None and to:
-        raise UsageError("--archive and --to cannot be used together",
-                         hint="expand puts the transcript back in the format compact wrote, not in a converted one")
+    start_archive(archive, command="compact", to=to, dry_run=batch.dry_run)
     # What a flag needs is imported when it is given: start-up pays for the plain run only.
-    if archive is not None and not batch.dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
-        from ..archive import create as create_archive
-
-        create_archive(archive)
     if state_file and not batch_api:
         raise UsageError("--resume goes with --batch-api")
     answering = nullcontext()
@@ -192,13 +188,10 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     lines = []
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)
-    if how.archive is not None and written != data:  # before the output is written: it never lacks its original
-        from ..archive import add as add_to_archive, compaction_record
+    if how.archive is not None and written != data:
+        from ..archive import compaction_record
 
-        torn = add_to_archive(how.archive, compaction_record(data, written, name))
-        if torn is not None:
-            lines.append(f"{how.archive}:{torn}: warning: left out a last line that was cut short "
-                         "(an earlier write did not finish)")
+        lines += archived(how.archive, compaction_record(data, written, name))
     if not how.quiet:
         if report.fallback_reason and report.strategy == "emergency" and not how.emergency:
             why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "

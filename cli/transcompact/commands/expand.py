@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import click
 
 from ..batch import Result
-from ..cli import batch_options, file_options, output_options, check_output_flags, diff_view
+from ..cli import batch_options, file_options, output_options, check_output_flags, diff_view, torn_warning
 
 
 @click.command()
@@ -36,8 +36,7 @@ def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as
     _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
     found = _read_archive(archive)
     if found.torn_line is not None and not quiet:
-        click.echo(f"{archive}:{found.torn_line}: warning: left out a last line that was cut short "
-                   "(an earlier write did not finish)", err=True)
+        click.echo(torn_warning(archive, found.torn_line), err=True)
     batch = Batch("expand", files, patterns, quiet=quiet, verb="expanded", dry_run=dry_run, report_file=report_file,
                   diff=diff_view(diff, diff_as_json), ours=[archive])
     sys.exit(batch.run(expand_file, Expanding(archive, quiet, diff), output=output, in_place=in_place, output_dir=output_dir,

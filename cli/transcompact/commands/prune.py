@@ -12,6 +12,7 @@ from ..batch import Reading, Result
 from ..errors import UsageError
 from ..cli import (
     anthropic_api,
+    archived,
     batch_options,
     input_options,
     output_options,
@@ -22,6 +23,7 @@ from ..cli import (
     diff_view,
     prune_options,
     prune_options_from,
+    start_archive,
     tokenizer_options,
 )
 
@@ -63,16 +65,10 @@ def prune(files, format_, messages_path, encoding_errors, patterns, output, in_p
                           writing=output or in_place or output_dir or archive or diff or to or prune_ui_copy))
     check_output_flags(files, output, in_place, output_dir, diff=diff)
     check_conversion_flags(to, in_place)
-    if archive is not None and to:
-        raise UsageError("--archive and --to cannot be used together",
-                         hint="expand puts the originals back into prune's output in the input's own format")
     options = prune_options_from(flags, archive=archive is not None)
     batch = Batch("prune", files, patterns, quiet=quiet, verb="pruned", dry_run=dry_run, report_file=report_file,
                   diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
-    if archive is not None and not batch.dry_run:  # whatever the inputs hold, for the `expand --archive` that follows
-        from ..archive import create as create_archive
-
-        create_archive(archive)
+    start_archive(archive, command="prune", to=to, dry_run=batch.dry_run)
     work = Pruning(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, prune_ui_copy,
                    None if batch.dry_run else archive, quiet, diff, to, counting)
     sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir,
@@ -112,13 +108,10 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
 
         output = dumps(convert(pruned, how.to))
     lines = []
-    if how.archive is not None:  # before the output is written: a rewritten file never lacks its originals
-        from ..archive import add as add_to_archive, records as archive_records
+    if how.archive is not None:
+        from ..archive import records
 
-        torn = add_to_archive(how.archive, archive_records(data, output, transcript))
-        if torn is not None:
-            lines.append(f"{how.archive}:{torn}: warning: left out a last line that was cut short "
-                         "(an earlier write did not finish)")
+        lines += archived(how.archive, records(data, output, transcript))
     if not how.quiet:
         lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                      f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")
