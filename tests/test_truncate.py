@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from transcompact import archive
@@ -116,6 +116,8 @@ TEXTS = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=8
 
 @settings(max_examples=300, deadline=None)
 @given(TEXTS, st.sampled_from(KINDS), st.integers(1, 400), st.none() | st.just("toolu_01"))
+@example(text="\n0000000\n0\r00000000000000000\n\n\n\n\n0\n000\n0000000000000000000000\n000", kind="head-tail", cap=16,
+         archived_as=None)  # a "\r" inside a line: found by this test
 def test_truncating_twice_is_truncating_once_and_never_makes_it_longer(text, kind, cap, archived_as):
     cut = truncate(text, kind, cap, archived_as)
     assert truncate(cut, kind, cap, archived_as) == cut

@@ -31,6 +31,9 @@ CHARS_PER_TOKEN = 4  # the cap is in tokens by the chars ÷ 4 estimate, as seed 
 GAP = "[...]\n"  # where the kept head and tail meet, so that they do not read as one text
 _NOTICE = "[... {lines} lines / {bytes} bytes omitted ...]"
 _ARCHIVED_NOTICE = "[... {lines} lines / {bytes} bytes omitted; archived as {id} ...]"
+# A line ends at "\n" only: str.splitlines also breaks at "\r", "\x0b", "\u2028" …, after which the
+# cut would add a "\n" the output never had, and its byte count would be off.
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 _ENDS_WITH_NOTICE = re.compile(r"\[\.\.\. \d+ lines / \d+ bytes omitted(; archived as [^\]]*)? \.\.\.\]\Z")
 
 
@@ -52,7 +55,7 @@ def truncate(text: str, kind: str, cap_tokens: int = settings.RESULT_TOKEN_CAP, 
     cap = cap_tokens * CHARS_PER_TOKEN
     if len(text) <= cap or is_truncated(text):
         return text
-    lines = text.splitlines(keepends=True)
+    lines = _LINE.findall(text)
     template = _ARCHIVED_NOTICE if archived_as is not None else _NOTICE
     largest = str(len(text.encode()))  # no count in the notice has more digits than the byte count
     # Room for the notice, the gap and the two newlines that may have to end a cut line before them.
