@@ -351,17 +351,11 @@ def _scaled(tally: _Tally, ratio: float | None) -> tuple:
         return scaled
     scale = 1 if ratio is None else ratio
     units, fixed = tally.units, tally.fixed
-    if len(units) == 1 and not fixed:  # most messages hold one kind of text
-        ((kind, u),) = units.items()
-        t = int(u * scale)
-        body = max(1, t) if u or ratio is not None else 0
-        scaled = (ratio, ((kind, t),), body - t + PER_MESSAGE, body + PER_MESSAGE)
-    else:
-        kinds = [(kind, int(u * scale)) for kind, u in units.items()]
-        total = sum(units.values())
-        body = (max(1, int(total * scale)) if total or ratio is not None else 0) + sum(fixed.values())
-        split = sum(t for _, t in kinds) + sum(fixed.values())
-        scaled = (ratio, kinds + list(fixed.items()), body - split + PER_MESSAGE, body + PER_MESSAGE)
+    kinds = [(kind, int(u * scale)) for kind, u in units.items()]
+    total = sum(units.values())
+    body = (max(1, int(total * scale)) if total or ratio is not None else 0) + sum(fixed.values())
+    split = sum(t for _, t in kinds) + sum(fixed.values())
+    scaled = (ratio, kinds + list(fixed.items()), body - split + PER_MESSAGE, body + PER_MESSAGE)
     tally.scaled = scaled
     return scaled
 

@@ -50,10 +50,14 @@ def verified(before: Transcript, after: Transcript, written: bytes, *, operation
 
 def _same_turns(one, other) -> bool:
     """Whether two transcripts hold the same turns, one at a time (a large log is not copied)."""
-    sentinel = object()
-    return all(a == b or (a is not sentinel and b is not sentinel and a[0] == b[0] and len(a[1]) == len(b[1])
-                          and all(x == y or comparable(x) == comparable(y) for x, y in zip(a[1], b[1])))
-               for a, b in itertools.zip_longest(_turns(one), _turns(other), fillvalue=sentinel))
+    missing = (None, ())
+    return all(_same_turn(a, b) for a, b in itertools.zip_longest(_turns(one), _turns(other), fillvalue=missing))
+
+
+def _same_turn(one: tuple[str | None, list], other: tuple[str | None, list]) -> bool:
+    (role, blocks), (other_role, other_blocks) = one, other
+    return role == other_role and len(blocks) == len(other_blocks) and all(
+        a == b or comparable(a) == comparable(b) for a, b in zip(blocks, other_blocks))
 
 
 def _turns(transcript) -> Iterator[tuple[str, list]]:
