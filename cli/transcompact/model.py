@@ -14,6 +14,7 @@ from typing import Any, Mapping, Union
 # Roles as they appear on the wire; OpenAI adds system, developer, tool and function.
 USER = "user"
 ASSISTANT = "assistant"
+TOOL = "tool"  # OpenAI's message of a tool's result
 
 
 @dataclass(frozen=True, slots=True)

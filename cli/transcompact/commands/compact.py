@@ -198,7 +198,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
             lines.append(f"{name}: {why}the emergency mode was used: {report.fallback_reason}")
         lines.append(f"{report.ci_line()} ({name})" if how.ci_lines else f"{name}: {report.line()}")
         lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
-    events = changes = None
+    events, changes = (), None
     if how.events:
         from ..events import compaction_events
 
@@ -207,7 +207,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
         from ..diff import diff
 
         changes = tuple(diff(transcript, compacted, how.options.counting))
-    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events or (), changes=changes)
+    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events, changes=changes)
 
 
 def run_pre_compact(command: str, name: str, transcript: Any, cut: int) -> list[str]:

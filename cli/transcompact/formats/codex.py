@@ -41,6 +41,7 @@ from ..dialects.openai import decode_arguments
 from ..jsondata import BLANK, BOM, Parsed, dumps
 from ..model import (
     ASSISTANT,
+    TOOL,
     USER,
     Block,
     Image,
@@ -60,7 +61,6 @@ LINE_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_cont
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 NOT_SENT = frozenset({"ghost_snapshot", "other"})  # items Codex keeps in the log but never sends (`is_api_message`)
-TOOL = "tool"
 
 # What Codex leaves out of the user messages it keeps when it rebuilds a history without
 # `replacement_history` (core `collect_user_messages`): context it injected, and earlier summaries.

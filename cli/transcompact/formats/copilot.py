@@ -27,14 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..jsondata import BLANK, Parsed
-from ..model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
+from ..model import ASSISTANT, TOOL, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 
 NAME = "copilot"
 DESCRIPTION = "GitHub Copilot CLI session events (JSON Lines of type / id / parentId / data)"
 LINES = True  # a line is the unit a rewrite would change (none does: see WRITES)
 WRITES = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
 
-TOOL = "tool"
 SYSTEM_ROLES = frozenset({"system", "developer"})
 
 

@@ -47,6 +47,7 @@ from ..errors import Location, ShapeError
 from ..jsondata import BLANK, BOM, Parsed, dumps, kind_of
 from ..model import (
     ASSISTANT,
+    TOOL,
     USER,
     Block,
     Image,
@@ -61,7 +62,6 @@ NAME = "openhands"
 DESCRIPTION = "OpenHands conversation (a directory of base_state.json and events/, or its events as JSON Lines)"
 LINES = True  # a line (an event file) is what a rewrite changes, keeps or removes
 
-TOOL = "tool"
 ACTION = "ActionEvent"
 OBSERVATIONS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 SYSTEM_PROMPT = "SystemPromptEvent"

@@ -56,6 +56,7 @@ from ..errors import Location, ShapeError, option
 from ..jsondata import Parsed
 from ..model import (
     ASSISTANT,
+    TOOL,
     USER,
     Block,
     Image,
@@ -73,7 +74,6 @@ DESCRIPTION = ("legacy OpenHands (V0) events: a JSON array of action / observati
 LINES = False  # what a rewrite would change is a run's `history` (none does: see WRITES)
 WRITES = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
 
-TOOL = "tool"
 SYSTEM = "system"
 HISTORY = "history"
 # StateTracker.agent_history_filter: events that are the controller's, never the agent's history.
