@@ -94,6 +94,21 @@ def test_a_descriptor_path_writes_at_its_offset_and_truncates_nothing(tmp_path):
     assert log.read_bytes() == b"before\nreport\n"
 
 
+@pytest.mark.parametrize("through", [False, True], ids=["replaced", "written-through"])
+def test_a_log_given_as_its_lines_is_written_joined_by_newlines(tmp_path, through):
+    """A rewritten log's lines are joined a block at a time as they are written (more than one block here)."""
+    from transcompact.jsondata import Lines
+
+    lines = Lines([(b"x" * 300_000 + str(i).encode(), None) for i in range(8)] + [(b"", None)])
+    target = tmp_path / "out.jsonl"
+    if through:
+        with open(target, "ab") as appending:
+            write_file(f"/dev/fd/{appending.fileno()}", lines)
+    else:
+        write_file(target, lines)
+    assert target.read_bytes() == bytes(lines) == b"\n".join(line for line, _ in lines.records)
+
+
 # --- reading: a byte-order mark, invalid UTF-8 -------------------------------------------------------
 
 

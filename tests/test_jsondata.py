@@ -230,3 +230,51 @@ def test_the_layout_of_a_document_is_seen_and_written_again(data, layout):
     assert Layout.of(data) == layout
     out = layout.dumps({"a": 1})
     assert Layout.of(out) == layout and orjson.loads(out.removeprefix(BOM)) == {"a": 1}
+
+
+# --- a log written as its lines ----------------------------------------------------------------
+
+
+def pruned_log(data: bytes):
+    from transcompact.prune import PruneOptions, prune
+
+    transcript = loads(data)
+    return transcript, prune(transcript, PruneOptions(keep_last=0, hard_clear_after=0))[0]
+
+
+@pytest.mark.parametrize("data", [claude_log(), BOM + claude_log()], ids=["plain", "byte-order-mark"])
+def test_a_log_rewritten_is_its_lines_and_keeps_the_input_records_it_did_not_change(data):
+    """A large log is written without a copy of the whole: its unchanged lines are the input's own
+    records (a view into the input and the value read from it), and only the new lines are bytes."""
+    import pickle
+
+    from transcompact.formats import written
+    from transcompact.jsondata import Lines, same_bytes
+
+    transcript, pruned = pruned_log(data)
+    lines = written(pruned)
+    assert isinstance(lines, Lines)
+    assert bytes(lines) == b"".join(lines.chunks()) == dumps(pruned) and len(lines) == len(dumps(pruned))
+    kept = [record for record in lines.records if record in transcript.source.records]
+    assert 0 < len(kept) < len(lines.records)
+    assert all(any(record is old for old in transcript.source.records) for record in kept)
+    assert not same_bytes(lines, data) and same_bytes(written(transcript), data)
+    assert pickle.loads(pickle.dumps(lines)) == bytes(lines)  # how a worker process hands it over
+    assert bytes(lines).startswith(BOM) == data.startswith(BOM)
+
+
+def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes():
+    from transcompact.errors import PostConditionError
+    from transcompact.formats import written
+    from transcompact.jsondata import Lines
+    from transcompact.postcondition import verified
+
+    transcript, pruned = pruned_log(claude_log())
+    lines = written(pruned)
+    assert verified(transcript, pruned, lines, operation="prune").messages == pruned.messages
+    new = next(i for i, (line, _) in enumerate(lines.records) if type(line) is bytes)
+    line, value = lines.records[new]
+    for wrong in (line.replace(b"output cleared", b"output changed"), line[:-1]):  # reads as other text; does not parse
+        tampered = Lines([*lines.records[:new], (wrong, value), *lines.records[new + 1:]])
+        with pytest.raises(PostConditionError, match="prune would write output that"):
+            verified(transcript, pruned, tampered, operation="prune")

@@ -34,6 +34,7 @@ from . import settings
 from .files import STDIN, make_directory, read_input, streamed, write_stdout
 from .formats.openhands_store import write_output
 from .inputs import Source, discover, output_paths, several
+from .jsondata import Lines, same_bytes
 
 STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
 SCHEDULER = "transcompact.scheduler"  # where --scheduler leaves its address: a key of click's context `meta`
@@ -53,7 +54,7 @@ def worst(codes: Iterable[int]) -> int:
 class Result:
     """What a command's work made of one file."""
 
-    output: bytes | None = None  # the file rewritten (prune, compact, repair, expand)
+    output: bytes | Lines | None = None  # the file rewritten (prune, compact, repair, expand)
     report: Mapping[str, Any] = field(default_factory=dict)  # what --json and --report say of it
     stdout: bytes = b""  # its lines on stdout (check's violations, cut-point's index)
     changes: tuple | None = None  # --diff: what the rewrite changes (diff.MessageChange), when asked for
@@ -151,7 +152,7 @@ def process(task: Task) -> Outcome:
             raise InputError(source.problem, location=Location(source.path))
         data = task.data if task.data is not None else read_input(source.path)[1]
         result = task.work(name, data, task.settings)
-        changed = result.output is not None and result.output != data
+        changed = result.output is not None and not same_bytes(result.output, data)
         written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
         if result.output is not None and (task.target is not None or task.dry_run):
             if task.target is not None and not task.dry_run and (changed or task.target != source.path):

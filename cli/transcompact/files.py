@@ -9,10 +9,13 @@ import os
 import re
 import stat
 import sys
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from . import urls
 from .errors import InputError, Location, OutputError
+
+if TYPE_CHECKING:  # not imported at start-up: --help needs no orjson
+    from . import jsondata
 
 STDIN = "-"
 
@@ -38,7 +41,7 @@ def read_input(path: str) -> tuple[str, bytes]:
         raise InputError(f"cannot read: {error.strerror}", location=Location(path)) from None
 
 
-def write_file(path: str | os.PathLike, data: bytes) -> None:
+def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines) -> None:
     """Write `data` to `path`, replacing a regular file but never anything else.
 
     A regular file (or a new one) is replaced atomically: a temporary file beside it is renamed
@@ -52,7 +55,7 @@ def write_file(path: str | os.PathLike, data: bytes) -> None:
     """
     target = os.fspath(path)
     if urls.is_url(target):  # on a filesystem with no devices nor links: see urls.write
-        urls.write(target, data)
+        urls.write(target, bytes(data))
         return
     try:
         replaced = _replaced(target)
@@ -83,7 +86,7 @@ def _replaced(target: str) -> tuple[str, int | None] | None:
     return (resolved, mode) if mode is None or stat.S_ISREG(mode) else None
 
 
-def _write_through(target: str, data: bytes) -> None:
+def _write_through(target: str, data: bytes | jsondata.Lines) -> None:
     descriptor = _descriptor_named(target)
     if descriptor is not None:
         _write_all(descriptor, data)
@@ -132,7 +135,7 @@ def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
             os.close(fd)
 
 
-def _replace(target: str, data: bytes, mode: int | None) -> None:
+def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None) -> None:
     """Write a temporary file beside `target` and rename it over it (mode: the old file's, None when new)."""
     import tempfile  # not at start-up: it imports random and hashlib
 
@@ -142,7 +145,7 @@ def _replace(target: str, data: bytes, mode: int | None) -> None:
             fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
                                              dir=os.path.dirname(target))
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines(_blocks(data))
             handle.flush()
             if mode is not None:
                 # On the disk before it replaces a file: a power cut must not leave an empty file
@@ -167,10 +170,11 @@ def _mode(path: str) -> int | None:
         return None
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+def _write_all(fd: int, data: bytes | jsondata.Lines) -> None:
+    for block in _blocks(data):
+        view = memoryview(block)
+        while view:
+            view = view[os.write(fd, view):]
     if stat.S_ISREG(os.fstat(fd).st_mode):  # a device or a pipe has nothing to sync (and refuses fsync)
         os.fsync(fd)
 
@@ -230,11 +234,32 @@ def make_directory(path: str | os.PathLike) -> None:
         raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(str(path))) from None
 
 
-def write_stdout(data: bytes) -> None:
+WRITE_BLOCK = 1 << 20
+
+
+def _blocks(data: bytes | jsondata.Lines) -> Iterator[bytes]:
+    """What to write, in pieces: the bytes, or a log's lines joined a megabyte at a time (never
+    the whole file at once, nor a write per line)."""
+    if isinstance(data, bytes):
+        yield data
+        return
+    block: list[bytes] = []
+    size = 0
+    for chunk in data.chunks():
+        block.append(chunk)
+        size += len(chunk)
+        if size >= WRITE_BLOCK:
+            yield b"".join(block)
+            block, size = [], 0
+    if block:
+        yield b"".join(block)
+
+
+def write_stdout(data: bytes | jsondata.Lines) -> None:
     """Write to stdout; a reader that went away (`| head`) ends the program quietly."""
     stream = sys.stdout.buffer
     try:
-        stream.write(data)
+        stream.writelines(_blocks(data))
         stream.flush()
     except BrokenPipeError:
         _discard_stdout()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import orjson
 
@@ -68,6 +68,63 @@ class Layout:
     def dumps(self, value: Any) -> bytes:
         out = dumps(value, indent=self.indent)
         return (BOM if self.bom else b"") + out + (b"\n" if self.newline else b"")
+
+
+@dataclass(frozen=True)
+class Lines:
+    """A JSON Lines file as a rewrite makes it: each line's bytes (without its newline) with the
+    value it holds, joined by newlines only as it is written out.
+
+    A large log is neither copied whole nor parsed again to be checked: its unchanged lines are
+    still the input's own records (views into the input, and the values read from them), and
+    `parse_written` reads back only the lines made anew.
+    """
+
+    records: list[tuple[bytes, Any]]
+
+    def __bytes__(self) -> bytes:
+        return b"\n".join(line for line, _ in self.records)
+
+    def __len__(self) -> int:
+        return sum(len(line) for line, _ in self.records) + max(len(self.records) - 1, 0)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file's bytes in order, a line or a newline at a time."""
+        for i, (line, _) in enumerate(self.records):
+            if i:
+                yield b"\n"
+            yield line
+
+    def __reduce__(self):
+        # A worker process hands its output over as the bytes (views into its input cannot travel).
+        return bytes, (bytes(self),)
+
+
+def joined(output: bytes | Lines) -> bytes:
+    return output if isinstance(output, bytes) else bytes(output)
+
+
+def same_bytes(output: bytes | Lines, data: bytes) -> bool:
+    """Whether a rewrite's output is `data` again, byte for byte."""
+    if isinstance(output, Lines):
+        return len(output) == len(data) and bytes(output) == data  # a length that differs settles most
+    return output == data
+
+
+def parse_written(lines: Lines, name: str, bom: bool) -> Parsed:
+    """`lines` as a reader will find them once written. A line kept from the input is taken as it
+    was read; a line made anew is parsed again from its bytes, and keeps the value it was made
+    from when that is what its bytes read as (the value read is not held a second time)."""
+    records = []
+    for number, record in enumerate(lines.records, start=1):
+        line, value = record
+        if type(line) is memoryview or value is BLANK:  # an input line, and what was read from it
+            records.append(record)
+            continue
+        text = line[len(BOM):] if number == 1 and bom else line
+        read = parse_value(text, name, number) if text.strip() else BLANK
+        records.append(record if read == value else (line, read))
+    return Parsed(name, b"", records=records, bom=bom)
 
 
 def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = ()) -> Parsed:

@@ -165,7 +165,8 @@ class Compacting:
 def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     """Compact one file (`batch.process` runs it, here or in a worker)."""
     from ..compact import NEAR_THE_WINDOW, compact as run_compact
-    from ..formats import dumps
+    from ..formats import dumps, written as written_out
+    from ..jsondata import joined, same_bytes
     from ..postcondition import verified
     from ..providers import provider as make_provider
 
@@ -182,16 +183,16 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     elif report.strategy == "none":
         written = data
     else:
-        written = dumps(compacted)
+        written = written_out(compacted)
         verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,
                  same_messages=False)  # judged on the bytes a reader will find
     lines = []
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)
-    if how.archive is not None and written != data:
+    if how.archive is not None and not same_bytes(written, data):
         from ..archive import compaction_record
 
-        lines += archived(how.archive, compaction_record(data, written, name))
+        lines += archived(how.archive, compaction_record(data, joined(written), name))
     if not how.quiet:
         if report.fallback_reason and report.strategy == "emergency" and not how.emergency:
             why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "

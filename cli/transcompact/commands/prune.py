@@ -92,7 +92,7 @@ class Pruning:
 def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     """Prune one file (`batch.process` runs it, here or in a worker)."""
     from ..estimate import TokenCounter
-    from ..formats import dumps, hook
+    from ..formats import dumps, hook, written
     from ..postcondition import verified
     from ..prune import prune as run_prune
 
@@ -101,7 +101,7 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     if how.prune_ui_copy and (replace_ui_copies := hook(pruned, "replace_ui_copies")) is not None:
         pruned = replace_ui_copies(pruned)
     if how.to is None:
-        output = dumps(pruned)
+        output = written(pruned)
         verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
     else:  # written in the target's format, which convert's own post-condition judges
         from ..convert import convert
@@ -110,8 +110,9 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     lines = []
     if how.archive is not None:
         from ..archive import records
+        from ..jsondata import joined
 
-        lines += archived(how.archive, records(data, output, transcript))
+        lines += archived(how.archive, records(data, joined(output), transcript))
     if not how.quiet:
         lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                      f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")

@@ -56,14 +56,14 @@ class Repairing:
 def repair_file(name: str, data: bytes, how: Repairing) -> Result:
     """Repair one file (`batch.process` runs it, here or in a worker); exit 1 when errors are left."""
     from ..check import check as run_check, errors
-    from ..formats import dumps
+    from ..formats import dumps, written as written_out
     from ..postcondition import verified
     from ..repair import repair as run_repair
 
     transcript = how.reading.load(data, name)
     repaired, report = run_repair(transcript)
     if how.to is None:
-        written = dumps(repaired)
+        written = written_out(repaired)
         # What is left is what `check` says of the output as written (its lines, its indices).
         as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
                               same_messages=False)

@@ -2,7 +2,8 @@
 
 Each module has NAME, DESCRIPTION, LINES (whether a line is the unit a rewrite changes, keeps
 or removes; `rewrites_lines` asks it of a transcript), `detect(parsed, messages_path)`,
-`read(parsed, messages_path) -> Transcript` and `write(transcript) -> bytes`; a format
+`read(parsed, messages_path) -> Transcript` and `write(transcript) -> bytes` (a log format may
+add `write_lines(transcript) -> Lines`, which a rewrite writes without joining); a format
 transcompact only reads sets WRITES = False, and a command that would write it stops
 (`ensure_writable`). A format whose files carry more than the messages (an agent's log) adds hooks that the operations call through
 `hook`, so that no operation asks which format it has:
@@ -27,7 +28,7 @@ import importlib
 import os
 
 from ..errors import Location, UnknownFormat, UsageError, option
-from ..jsondata import Parsed, parse
+from ..jsondata import Lines, Parsed, parse, parse_written
 from ..model import Transcript
 from . import anthropic, claude_code, codex, copilot, gemini, jsonl, openai, openhands, openhands_v0, pi, responses
 
@@ -96,7 +97,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     return BY_NAME[format].read(parsed, messages_path)
 
 
-def reload(data: bytes, written: Transcript, messages_path: str | None = None) -> Transcript:
+def reload(data: bytes | Lines, written: Transcript, messages_path: str | None = None) -> Transcript:
     """Read the bytes `dumps(written)` gave as what they were written in: its format and its dialect.
 
     The post-condition of a rewrite judges the output as it will be read, not the object in
@@ -104,7 +105,10 @@ def reload(data: bytes, written: Transcript, messages_path: str | None = None) -
     conversation) from being judged by the other dialect's rules.
     """
     # A log's lines that the rewrite kept are not parsed and held a second time.
-    parsed = parse(data, written.name, known=getattr(written.source, "records", None) or ())
+    if isinstance(data, Lines):
+        parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False))
+    else:
+        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or ())
     if not _readable_as(parsed, written.format, messages_path):
         raise UnknownFormat(f"the output is not in the {written.format} format ({BY_NAME[written.format].DESCRIPTION})",
                             location=Location(written.name))
@@ -131,6 +135,13 @@ def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool
 def dumps(transcript: Transcript) -> bytes:
     """Write a transcript back in the format it was read from, as it was read where unchanged."""
     return BY_NAME[transcript.format].write(transcript)
+
+
+def written(transcript: Transcript) -> bytes | Lines:
+    """What a rewrite writes: `dumps`, or a log's lines as they are to be joined (`Lines`), which
+    the post-condition reads back and the file is written from without a copy of the whole."""
+    write_lines = getattr(BY_NAME[transcript.format], "write_lines", None)
+    return write_lines(transcript) if write_lines is not None else dumps(transcript)
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None) -> Transcript:

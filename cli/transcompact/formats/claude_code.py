@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
-from ..jsondata import BOM, Parsed, dumps, kind_of
+from ..jsondata import BLANK, BOM, Lines, Parsed, dumps, kind_of
 from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
 
 NAME = "claude-code"
@@ -323,6 +323,10 @@ def is_unchanged(message: Message) -> bool:
 
 
 def write(transcript: Transcript) -> bytes:
+    return bytes(write_lines(transcript))
+
+
+def write_lines(transcript: Transcript) -> Lines:
     source: LogSource = transcript.source
     records = source.records
     origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
@@ -332,7 +336,7 @@ def write(transcript: Transcript) -> bytes:
         and claimed == source.message_records
         and all(is_unchanged(m) for m in transcript.messages)
     ):
-        return b"\n".join(line for line, _ in records)  # the first line holds the mark, if any
+        return Lines(list(records))  # the first line holds the mark, if any
 
     string_records = {i for origin in origins for i in origin.string_records}
     cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
@@ -367,21 +371,22 @@ def write(transcript: Transcript) -> bytes:
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
     parents = _relink(source, dropped, inserted)
-    out: list[bytes] = []
-    for index, (line, value) in enumerate(records):
+    out: list[tuple[bytes, Any]] = []
+    for index, record in enumerate(records):
         if index in dropped:
             continue
         if index in contents or index in parents:
-            obj = dict(value)
+            obj = dict(record[1])
             if index in contents:
                 obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
             if index in parents:
                 obj["parentUuid"] = parents[index]
-            line = dumps(obj, indent=False)
-        out.append(line)
-        out.extend(dumps(new, indent=False) for new in inserted.get(index, ()))
-    written = b"\n".join(out)
-    return BOM + written if source.bom and not written.startswith(BOM) else written
+            record = (dumps(obj, indent=False), obj)
+        out.append(record)
+        out.extend((dumps(new, indent=False), new) for new in inserted.get(index, ()))
+    if source.bom and bytes(out[0][0][:len(BOM)] if out else b"") != BOM:
+        out[:1] = [(BOM + out[0][0], out[0][1])] if out else [(BOM, BLANK)]
+    return Lines(out)
 
 
 def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:
