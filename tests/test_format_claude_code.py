@@ -209,3 +209,19 @@ def test_a_message_cannot_be_added_to_a_log_with_no_conversation():
     assert transcript.messages == ()
     with pytest.raises(ShapeError, match="holds no conversation"):
         dumps(transcript.with_messages([Message("user", (Text("hi"),))]))
+
+
+def test_a_progress_line_is_held_by_its_linking_fields_and_written_whole_when_re_linked():
+    """A long session's progress lines and file snapshots are not held whole in memory; a line
+    re-linked because its parent went is read again from its bytes, nothing of it lost."""
+    transcript = loads(LOG, "s.jsonl")
+    values = [value for _, value in transcript.source.records]
+    assert values[7] == {k: v for k, v in log_lines()[7].items() if k != "data"}
+    assert values[0] == {"type": "file-history-snapshot", "messageId": "u0", "isSnapshotUpdate": False}
+    results = transcript.messages[2]
+    out = dumps(transcript.with_messages([*transcript.messages[:2], results.with_blocks(results.blocks[:1]),
+                                         *transcript.messages[3:]]))  # r2, the parent of p1, goes
+    lines = [value for value in written(out) if value is not None]
+    assert lines[0] == log_lines()[0]
+    assert [v for v in lines if v.get("uuid") == "p1"] == [{**log_lines()[7], "parentUuid": "a2"}]
+    assert [v.get("uuid") for v in lines if v.get("parentUuid") == "a2"] == ["p1", "b1", "a3"]

@@ -335,11 +335,14 @@ def server_compaction(messages) -> tuple[int, int] | None:
 
 @dataclass(slots=True)
 class _Tally:
-    """What one message (or the system prompt, or the tool schemas) holds: units per kind."""
+    """What one message (or the system prompt, or the tool schemas) holds: units per kind.
 
-    units: dict[str, int] = field(default_factory=dict)  # chars, or tokens for a tokenizer
-    fixed: dict[str, int] = field(default_factory=dict)  # tokens from images and documents
-    results: list[tuple[str, int, int]] = field(default_factory=list)  # (tool_call_id, units, fixed)
+    One is kept per message of every transcript counted, so as tuples (of a long log's tens of
+    thousands of messages, most hold one kind and no image), not dicts and lists."""
+
+    units: tuple[tuple[str, int], ...] = ()  # (kind, chars), or tokens for a tokenizer
+    fixed: tuple[tuple[str, int], ...] = ()  # (kind, tokens) from images and documents
+    results: tuple[tuple[str, int, int], ...] = ()  # (tool_call_id, units, fixed)
     scaled: tuple | None = None  # (ratio, [(kind, tokens)], overhead, tokens): `_scaled`, kept for the next count
 
 
@@ -350,19 +353,19 @@ def _scaled(tally: _Tally, ratio: float | None) -> tuple:
     if scaled is not None and scaled[0] == ratio:
         return scaled
     scale = 1 if ratio is None else ratio
-    units, fixed = tally.units, tally.fixed
-    kinds = [(kind, int(u * scale)) for kind, u in units.items()]
-    total = sum(units.values())
-    body = (max(1, int(total * scale)) if total or ratio is not None else 0) + sum(fixed.values())
-    split = sum(t for _, t in kinds) + sum(fixed.values())
-    scaled = (ratio, kinds + list(fixed.items()), body - split + PER_MESSAGE, body + PER_MESSAGE)
+    kinds = tuple((kind, int(u * scale)) for kind, u in tally.units) + tally.fixed
+    total = _units(tally)
+    body = (max(1, int(total * scale)) if total or ratio is not None else 0) + _fixed(tally)
+    split = sum(t for _, t in kinds)
+    scaled = (ratio, kinds, body - split + PER_MESSAGE, body + PER_MESSAGE)
     tally.scaled = scaled
     return scaled
 
 
 def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
-    tally = _Tally()
-    units, fixed = tally.units, tally.fixed
+    units: dict[str, int] = {}
+    fixed: dict[str, int] = {}
+    results: list[tuple[str, int, int]] = []
     for block in blocks:
         # The two commonest blocks by the short path; everything else through `pieces`.
         if type(block) is Text:
@@ -371,7 +374,7 @@ def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
         if type(block) is ToolResult and type(block.content) is str:
             counted = measure(block.content)
             units["tool_results"] = units.get("tool_results", 0) + counted
-            tally.results.append((block.tool_call_id, counted, 0))
+            results.append((block.tool_call_id, counted, 0))
             continue
         result_units = result_fixed = 0
         for kind, value in pieces(block):
@@ -383,8 +386,8 @@ def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
                 units[kind] = units.get(kind, 0) + counted
                 result_units += counted
         if isinstance(block, ToolResult):
-            tally.results.append((block.tool_call_id, result_units, result_fixed))
-    return tally
+            results.append((block.tool_call_id, result_units, result_fixed))
+    return _Tally(tuple(units.items()), tuple(fixed.items()) if fixed else (), tuple(results) if results else ())
 
 
 @dataclass
@@ -404,10 +407,10 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], r
         return units if ratio is None else int(units * ratio)
 
     def once(tally: _Tally) -> int:  # the system prompt or the tool schemas: no per-message overhead
-        units = sum(tally.units.values())
+        units = _units(tally)
         if not units and not tally.fixed:
             return 0
-        return (units if ratio is None else max(1, tokens(units))) + sum(tally.fixed.values())
+        return (units if ratio is None else max(1, tokens(units))) + _fixed(tally)
 
     by_kind = {"system": once(system), "tool_schemas": once(tools)}
     messages, results = [], []
@@ -431,15 +434,14 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], r
 def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Calibration) -> _Counted:
     """The fitted overhead + ratio × chars, plus the figures of images and documents."""
     ratio = fit.ratio
-    by_kind = Counter(system=int(sum(system.units.values()) * ratio) + sum(system.fixed.values()),
-                      tool_schemas=int(sum(tools.units.values()) * ratio))
+    by_kind = Counter(system=int(_units(system) * ratio) + _fixed(system), tool_schemas=int(_units(tools) * ratio))
     messages, results = [], []
     for index, tally in enumerate(tallies):
         if tally is None:
             messages.append(0)
             continue
-        kinds = Counter({k: int(u * ratio) for k, u in tally.units.items()})
-        kinds.update(tally.fixed)
+        kinds = Counter({k: int(u * ratio) for k, u in tally.units})
+        kinds.update(dict(tally.fixed))
         by_kind.update(kinds)
         messages.append(sum(kinds.values()))
         results += [(index, call_id, int(u * ratio) + f) for call_id, u, f in tally.results]
@@ -451,11 +453,11 @@ def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Ca
 
 
 def _units(tally: _Tally | None) -> int:
-    return sum(tally.units.values()) if tally is not None else 0
+    return sum(u for _, u in tally.units) if tally is not None else 0
 
 
 def _fixed(tally: _Tally | None) -> int:
-    return sum(tally.fixed.values()) if tally is not None else 0
+    return sum(f for _, f in tally.fixed) if tally is not None else 0
 
 
 def _with_overhead(counted: _Counted, overhead: int) -> _Counted:
@@ -554,7 +556,7 @@ class TokenCounter:
     def tallies(self, transcript: Transcript) -> tuple[_Tally, _Tally, list[_Tally | None]]:
         """(system prompt, tool schemas, each message); None for a message the API ignores."""
         system = _tally(transcript.system, self.measure)
-        tools = _Tally(units={"tool_schemas": sum(self.measure(tool_schema_text(t)) for t in transcript.tools)})
+        tools = _Tally(units=(("tool_schemas", sum(self.measure(tool_schema_text(t)) for t in transcript.tools)),))
         messages = transcript.messages
         start = server_compaction(messages)
         if start is None:

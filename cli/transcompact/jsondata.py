@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 import orjson
 
@@ -127,15 +127,18 @@ def parse_written(lines: Lines, name: str, bom: bool) -> Parsed:
     return Parsed(name, b"", records=records, bom=bom)
 
 
-def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = ()) -> Parsed:
+def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = (),
+          trim: Callable[[Any], Any] | None = None) -> Parsed:
     """`known`: lines read before (a rewrite's input) whose values are taken again for the same
-    bytes instead of being parsed and held twice (values are never changed in place)."""
+    bytes instead of being parsed and held twice (values are never changed in place). `trim`:
+    what is kept of each line of JSON Lines, given its value, as it is parsed (before the next
+    line is), for the lines whose bytes say all a rewrite needs of them."""
     bom = data.startswith(BOM)
     text = data[len(BOM):] if bom else data
     if not text or text.isspace():
         raise ParseError("the input is empty", location=Location(name))
     if _first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
-        return Parsed(name, data, records=_parse_lines(data, name, None, bom, known), bom=bom)
+        return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim), bom=bom)
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError as error:
@@ -147,7 +150,7 @@ def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = ()) -> Pa
     else:
         whole = None
     if whole is not None:
-        return Parsed(name, data, records=_parse_lines(data, name, whole, bom), bom=bom)
+        return Parsed(name, data, records=_parse_lines(data, name, whole, bom, (), trim), bom=bom)
     document = _writable(document, text, name, first_line=1)
     records = None
     if isinstance(document, dict) and _could_be_a_record(document) and b"\n" not in data.rstrip():
@@ -181,20 +184,20 @@ def _could_be_a_record(value: dict) -> bool:
 
 
 def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                 known: Sequence[tuple[bytes, Any]] = ()) -> list[tuple[bytes, Any]]:
+                 known: Sequence[tuple[bytes, Any]] = (), trim: Callable[[Any], Any] | None = None) -> list[tuple[bytes, Any]]:
     # The collector would walk every dict made so far again and again as they pile up (quadratic
     # in effect on a large log); what is parsed here lives until the command ends anyway.
     collecting = gc.isenabled()  # a batch's file work has it off already: it stays off
     gc.disable()
     try:
-        return _parse_each_line(data, name, whole, bom, known)
+        return _parse_each_line(data, name, whole, bom, known, trim)
     finally:
         if collecting:
             gc.enable()
 
 
 def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                     known: Sequence[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+                     known: Sequence[tuple[bytes, Any]], trim: Callable[[Any], Any] | None) -> list[tuple[bytes, Any]]:
     # Each line is a view into `data`, not a copy: the lines of a large log would double it.
     records: list[tuple[bytes, Any]] = []
     seen = {line: value for line, value in known if value is not BLANK}
@@ -231,7 +234,8 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
                 if type(item) is str and (same := previous.get(key)) == item:
                     value[key] = same
             previous = value
-        records.append((line, _writable(value, text, name, first_line=number)))
+        value = _writable(value, text, name, first_line=number)
+        records.append((line, value if trim is None else trim(value)))
     return records
 
 

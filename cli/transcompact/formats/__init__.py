@@ -83,7 +83,7 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
 
 def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given."""
-    parsed = parse(data, name)
+    parsed = parse(data, name, trim=claude_code.linking_fields)
     if format is None:
         format = detect(parsed, messages_path)
     elif format not in BY_NAME:
@@ -108,7 +108,8 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
     if isinstance(data, Lines):
         parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False))
     else:
-        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or ())
+        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (),
+                       trim=claude_code.linking_fields)
     if not _readable_as(parsed, written.format, messages_path):
         raise UnknownFormat(f"the output is not in the {written.format} format ({BY_NAME[written.format].DESCRIPTION})",
                             location=Location(written.name))

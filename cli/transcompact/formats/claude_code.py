@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, BOM, Lines, Parsed, dumps, kind_of
+from ..jsondata import BLANK, BOM, Lines, Parsed, dumps, kind_of, parse_value
 from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
 
 NAME = "claude-code"
@@ -257,6 +257,33 @@ def _as_sent(block: Block, index: int, cleared: dict[str, int]) -> Block:
     return replace(block, content=MICROCOMPACT_PLACEHOLDER)
 
 
+# The lines no operation reads whole, by their `type` and a field that marks them as Claude
+# Code's (other agents' logs have types of their own): of these only the plain fields that place
+# them on the chain are kept (`linking_fields`).
+LINKING_ONLY = {"progress": "parentUuid", "file-history-snapshot": "snapshot"}
+
+
+def linking_fields(value: Any) -> Any:
+    """What is kept of a line as it is parsed (`jsondata.parse`'s `trim`): a progress line or a
+    file-history snapshot keeps only its plain fields (uuid, parentUuid, type, timestamp, …), not
+    its nested objects, which a long session would otherwise hold in memory a second time (every
+    tool's streamed output, every file's backup). A rewrite that writes such a line anew reads it
+    again from its bytes (`_whole_value`)."""
+    if type(value) is dict and LINKING_ONLY.get(line_type(value)) in value:
+        for item in value.values():
+            if type(item) is dict or type(item) is list:
+                return {k: v for k, v in value.items() if type(v) is not dict and type(v) is not list}
+    return value
+
+
+def _whole_value(index: int, record: tuple[bytes, Any], name: str) -> Any:
+    line, value = record
+    if type(value) is not dict or line_type(value) not in LINKING_ONLY:
+        return value
+    text = bytes(line)
+    return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
+
+
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
     chain, root, leaf = find_chain(records, parsed.name)
@@ -376,7 +403,7 @@ def write_lines(transcript: Transcript) -> Lines:
         if index in dropped:
             continue
         if index in contents or index in parents:
-            obj = dict(record[1])
+            obj = dict(_whole_value(index, record, transcript.name))
             if index in contents:
                 obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
             if index in parents:
@@ -450,3 +477,4 @@ HOOKS = {
     "append_compaction": "claude_code_rewrites",
     "replace_ui_copies": "claude_code_rewrites",
 }
+
