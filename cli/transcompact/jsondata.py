@@ -75,29 +75,35 @@ class Lines:
     """A JSON Lines file as a rewrite makes it: each line's bytes (without its newline) with the
     value it holds, joined by newlines only as it is written out.
 
-    A large log is neither copied whole nor parsed again to be checked: its unchanged lines are
-    still the input's own records (views into the input, and the values read from them), and
-    `parse_written` reads back only the lines made anew.
+    A large log is neither copied whole nor held twice: its unchanged lines are still the input's
+    own records (views into the input, and the values read from them), and a line made anew may
+    be given as `(None, value)`, serialised each time its bytes are needed (`dumps` gives the same
+    bytes each time: the bytes `parse_written` reads back are the bytes written).
     """
 
-    records: list[tuple[bytes, Any]]
+    records: list[tuple[bytes | None, Any]]
 
     def __bytes__(self) -> bytes:
-        return b"\n".join(line for line, _ in self.records)
+        return b"".join(self.chunks())
 
     def __len__(self) -> int:
-        return sum(len(line) for line, _ in self.records) + max(len(self.records) - 1, 0)
+        return sum(len(_line(record)) for record in self.records) + max(len(self.records) - 1, 0)
 
     def chunks(self) -> Iterator[bytes]:
         """The file's bytes in order, a line or a newline at a time."""
-        for i, (line, _) in enumerate(self.records):
+        for i, record in enumerate(self.records):
             if i:
                 yield b"\n"
-            yield line
+            yield _line(record)
 
     def __reduce__(self):
         # A worker process hands its output over as the bytes (views into its input cannot travel).
         return bytes, (bytes(self),)
+
+
+def _line(record: tuple[bytes | None, Any]) -> bytes:
+    line, value = record
+    return dumps(value, indent=False) if line is None else line
 
 
 def joined(output: bytes | Lines) -> bytes:
@@ -114,16 +120,18 @@ def same_bytes(output: bytes | Lines, data: bytes) -> bool:
 def parse_written(lines: Lines, name: str, bom: bool) -> Parsed:
     """`lines` as a reader will find them once written. A line kept from the input is taken as it
     was read; a line made anew is parsed again from its bytes, and keeps the value it was made
-    from when that is what its bytes read as (the value read is not held a second time)."""
+    from when that is what its bytes read as (the value read is not held a second time; a line
+    given by its value stays so: its bytes are made again when written)."""
     records = []
     for number, record in enumerate(lines.records, start=1):
         line, value = record
         if type(line) is memoryview or value is BLANK:  # an input line, and what was read from it
             records.append(record)
             continue
-        text = line[len(BOM):] if number == 1 and bom else line
+        whole = _line(record)
+        text = whole[len(BOM):] if number == 1 and bom else whole
         read = parse_value(text, name, number) if text.strip() else BLANK
-        records.append(record if read == value else (line, read))
+        records.append(record if read == value else (whole, read))
     return Parsed(name, b"", records=records, bom=bom)
 
 

@@ -278,7 +278,7 @@ def linking_fields(value: Any) -> Any:
 
 def _whole_value(index: int, record: tuple[bytes, Any], name: str) -> Any:
     line, value = record
-    if type(value) is not dict or line_type(value) not in LINKING_ONLY:
+    if line is None or type(value) is not dict or line_type(value) not in LINKING_ONLY:  # None: a line made whole
         return value
     text = bytes(line)
     return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
@@ -408,11 +408,12 @@ def write_lines(transcript: Transcript) -> Lines:
                 obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
             if index in parents:
                 obj["parentUuid"] = parents[index]
-            record = (dumps(obj, indent=False), obj)
+            record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
         out.append(record)
-        out.extend((dumps(new, indent=False), new) for new in inserted.get(index, ()))
-    if source.bom and bytes(out[0][0][:len(BOM)] if out else b"") != BOM:
-        out[:1] = [(BOM + out[0][0], out[0][1])] if out else [(BOM, BLANK)]
+        out.extend((None, new) for new in inserted.get(index, ()))
+    first = bytes(Lines(out[:1])) if source.bom else BOM
+    if not first.startswith(BOM):  # the first line was made anew, or the one that held the mark went
+        out[:1] = [(BOM + first, out[0][1] if out else BLANK)]
     return Lines(out)
 
 

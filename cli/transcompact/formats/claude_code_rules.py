@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..check import ERROR, WARNING, Violation
-from ..jsondata import Parsed, dumps, kind_of
+from ..jsondata import Lines, Parsed, dumps, kind_of
 from ..model import Transcript
 from .claude_code import LogSource, api_order, find_chain, read
 
@@ -51,11 +51,11 @@ def check_log(t: Transcript, path: str | None) -> list[Violation]:
             if summary is None or not summary.get("isCompactSummary"):
                 add(Violation("C5", ERROR, "the compact boundary is not followed by an isCompactSummary user message", line=source.root + 1))
     head, size = [], 0
-    for line, _ in records:
+    for record in records:
         if size >= SIDECHAIN_SCAN_BYTES:
             break
-        head.append(line)
-        size += len(line) + 1
+        head.append(bytes(Lines([record])))  # a line a rewrite made is given by its value
+        size += len(head[-1]) + 1
     head = b"\n".join(head)[:SIDECHAIN_SCAN_BYTES]
     if b'"isSidechain":true' in head or b'"teamName"' in head:
         add(Violation("C6", WARNING, 'isSidechain:true or teamName in the first 64 KB: /resume hides this session'))
