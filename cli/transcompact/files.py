@@ -5,6 +5,7 @@ URL (`s3://…`) is read and written by `urls`."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -27,8 +28,7 @@ def read_input(path: str) -> tuple[str, bytes]:
     if urls.is_url(path):
         return path, urls.read(path)
     try:
-        with open(path, "rb") as handle:
-            return path, handle.read()
+        return path, _read_file(path)
     except FileNotFoundError:
         raise InputError("no such file", location=Location(path)) from None
     except IsADirectoryError:
@@ -39,6 +39,23 @@ def read_input(path: str) -> tuple[str, bytes]:
         raise InputError("is a directory, not a transcript file", location=Location(path)) from None
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", location=Location(path)) from None
+
+
+_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _read_file(path: str) -> bytes:
+    """The file's bytes, by a read of its size (the system calls of a file object's open and read
+    are half a small file's reading, which a batch of thousands pays each time)."""
+    fd = os.open(path, _READ)
+    try:
+        chunks = []
+        size = os.fstat(fd).st_size
+        while chunk := os.read(fd, size + 1 if not chunks else 1 << 20):  # a log still being written grows
+            chunks.append(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines) -> None:
@@ -78,8 +95,15 @@ def replaces(path: str | os.PathLike) -> bool:
 
 
 def _replaced(target: str) -> tuple[str, int | None] | None:
-    """(the file a link leads to, its mode: None when new) when it is to be replaced, else None."""
-    if _descriptor_named(target) is not None:
+    """(the file to replace: `target`, or the file a link leads to; its mode, None when new) when
+    it is to be replaced, else None. Only a link is resolved: a batch writes thousands of plain files."""
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return target, None
+    if stat.S_ISREG(mode):
+        return target, mode
+    if not stat.S_ISLNK(mode) or _descriptor_named(target) is not None:
         return None
     resolved = os.path.realpath(target)
     mode = _mode(resolved)
@@ -137,29 +161,43 @@ def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
 
 def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None) -> None:
     """Write a temporary file beside `target` and rename it over it (mode: the old file's, None when new)."""
-    import tempfile  # not at start-up: it imports random and hashlib
-
     temporary = None
     try:
         with _interrupts_held():  # so that the temporary file never exists without its name known here
-            fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
-                                             dir=os.path.dirname(target))
-        with os.fdopen(fd, "wb") as handle:
-            handle.writelines(_blocks(data))
-            handle.flush()
+            # A new file gets the mode a plain open() would give it; one that replaces a file, that file's.
+            temporary, fd = _temporary_beside(target, 0o666 if mode is None else 0o600)
+        try:
+            _write_blocks(fd, data)
             if mode is not None:
+                os.chmod(temporary, stat.S_IMODE(mode))
                 # On the disk before it replaces a file: a power cut must not leave an empty file
                 # where the old one was. A new file harms nothing if lost, and a batch of many
                 # small ones would spend most of its time here.
-                os.fsync(handle.fileno())
-        # A new file gets the mode a plain open() would give it.
-        os.chmod(temporary, 0o666 & ~_umask() if mode is None else stat.S_IMODE(mode))
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temporary, target)
     except BaseException:
         if temporary is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
         raise
+
+
+_EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def _temporary_beside(target: str, mode: int) -> tuple[str, int]:
+    """A new file `.NAME.RANDOM.tmp` in the directory of `target`, created by this call alone, open
+    for writing (what tempfile.mkstemp does, but with the mode given, and without its imports)."""
+    directory, name = os.path.split(target)
+    for _ in range(100):
+        path = os.path.join(directory, f".{name}.{os.urandom(5).hex()}.tmp")
+        try:
+            return path, os.open(path, _EXCLUSIVE, mode)
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused name for a temporary file", target)
 
 
 def _mode(path: str) -> int | None:
@@ -171,10 +209,7 @@ def _mode(path: str) -> int | None:
 
 
 def _write_all(fd: int, data: bytes | jsondata.Lines) -> None:
-    for block in _blocks(data):
-        view = memoryview(block)
-        while view:
-            view = view[os.write(fd, view):]
+    _write_blocks(fd, data)
     if stat.S_ISREG(os.fstat(fd).st_mode):  # a device or a pipe has nothing to sync (and refuses fsync)
         os.fsync(fd)
 
@@ -218,16 +253,22 @@ def _interrupts_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def make_directory(path: str | os.PathLike) -> None:
     if urls.is_url(os.fspath(path)):
         urls.make_directory(os.fspath(path))
         return
+    try:
+        os.mkdir(path)  # one system call for the directory a batch writes its files in again and again
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise OutputError("cannot create the directory: File exists", location=Location(str(path))) from None
+    except FileNotFoundError:
+        _make_directories(path)
+    except OSError as error:
+        raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(str(path))) from None
+
+
+def _make_directories(path: str | os.PathLike) -> None:
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as error:
@@ -235,6 +276,13 @@ def make_directory(path: str | os.PathLike) -> None:
 
 
 WRITE_BLOCK = 1 << 20
+
+
+def _write_blocks(fd: int, data: bytes | jsondata.Lines) -> None:
+    for block in _blocks(data):
+        view = memoryview(block)
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def _blocks(data: bytes | jsondata.Lines) -> Iterator[bytes]:
