@@ -183,7 +183,7 @@ def best(measures: dict[Hashable, Callable[[], float]], rounds: int) -> dict[Has
     return {name: failed[name] if name in failed else min(times[name]) for name in measures}
 
 
-def ratio_row(name: str, ours: float | Failed, baseline: float | Failed, target: float, baseline_name: str) -> Row:
+def ratio_row(name: str, ours: float | Failed, baseline: float | Failed, target: float | None, baseline_name: str) -> Row:
     for time_taken in (ours, baseline):
         if isinstance(time_taken, Failed):
             return Row(name, None, target, str(time_taken))
@@ -201,7 +201,7 @@ def peak_rss_bytes(command: list[str]) -> int:
     return int(_run([PYTHON, "-c", probe, *command], stdout=subprocess.PIPE).stdout) * 1024
 
 
-def memory_row(name: str, command: list[str], path: Path, target: float) -> Row:
+def memory_row(name: str, command: list[str], path: Path, target: float | None) -> Row:
     size = path.stat().st_size
     try:
         rss = peak_rss_bytes(command)
@@ -229,11 +229,13 @@ def speed(workdir: Path) -> list[Row]:
     del loaded, texts
 
     roundtrip = [PYTHON, "-c", "import orjson, sys; orjson.dumps(orjson.loads(open(sys.argv[1], 'rb').read()))", str(path)]
-    times = best({"orjson": wall_time(roundtrip),
+    times = best({"orjson": wall_time(roundtrip), "floor": wall_time([PYTHON, "-c", _FLOOR, str(path)]),
                   **{name: wall_time([*TRANSCOMPACT, *args, str(path)]) for name, args in COMMANDS.items()}}, runs(5))
     rows = [ratio_row(f"{name}, {size / MB:.0f} MB transcript", times[name], times["orjson"],
                       target, "orjson load + dump")
             for name, target in (("estimate", 1.0), ("prune", 1.5), ("compact --emergency", 2.0))]
+    rows.append(ratio_row(f"floor: start-up + reading, {size / MB:.0f} MB transcript", times["floor"], times["orjson"],
+                          None, "orjson load + dump"))
 
     bare = [PYTHON, "-c", ("import orjson, sys; from transcompact.tokenizers import encoding; "
                            "encode = encoding('o200k').encode_ordinary; "
@@ -246,7 +248,23 @@ def speed(workdir: Path) -> list[Row]:
     rows.append(ratio_row("--help", times["ours"], times["click"], 1.2, "import click"))
     rows.append(memory_row(f"peak memory: estimate, {size / MB:.0f} MB transcript",
                            [*TRANSCOMPACT, "estimate", str(path)], path, 2.5))
+    rows.append(memory_row(f"peak memory: orjson.loads alone, {size / MB:.0f} MB transcript",
+                           [PYTHON, "-c", "import orjson, sys; orjson.loads(open(sys.argv[1], 'rb').read())", str(path)],
+                           path, None))
     return rows
+
+
+# What every command pays before it counts anything: its start-up (the modules `estimate` imports)
+# and reading the file as it must be read (jsondata.parse: orjson, the walk for floats and depth).
+# A row for information: no command can be faster than this.
+_FLOOR = """
+import sys
+import transcompact.cli, transcompact.commands.estimate, transcompact.estimate, transcompact.formats
+from transcompact.files import read_input
+from transcompact.jsondata import parse
+
+parse(read_input(sys.argv[1])[1], sys.argv[1])
+"""
 
 
 def batch(workdir: Path) -> Row:
