@@ -16,8 +16,9 @@ runs, the runs of the things compared taking turns so that a change of load hits
   block, a 20,000- and a 200,000-line Claude Code log with branches, 1,000 and 10,000 parallel
   tool calls in one message): the time per MB, line or call at each size, and the ratio of the
   largest to the smallest (≤ 1.5×: no super-linear step). These are timed inside the process after
-  a warm-up run on a tiny file of the same shape, so that start-up (a fixed cost of ~0.2 s) does
-  not swamp the small sizes, and a size ten times smaller runs three times as often;
+  a warm-up run on a tiny file of the same shape, less the time of a run on that tiny file, so that
+  fixed costs (start-up, ~0.2 s; a run's own few milliseconds) do not swamp the small sizes, and a
+  size ten times smaller runs three times as often;
 - with the shared corpus present: the accuracy of each way of counting against the usage the
   corpus's Claude Code logs recorded (median error on the later half of each log's responses).
 
@@ -119,8 +120,10 @@ def wall_time(command: list[str]) -> Callable[[], float]:
     return measure
 
 
-# Runs a transcompact command twice in one process, on a tiny file of the same shape and then on
-# the measured one, and prints the second run's time: start-up and imports are left out.
+# Runs a transcompact command in one process on a tiny file of the same shape (a warm-up: imports
+# and first-use costs), then on it again and on the measured file, and prints the measured run's
+# time less the tiny file's: what a command costs whatever the size (parsing its flags, opening and
+# writing a file) is left out with start-up, so that only what grows with the file is compared.
 _TIMED_INSIDE = """
 import os, sys, time
 from transcompact.cli import main
@@ -139,8 +142,11 @@ report = os.dup(1)
 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 run([*command, warm_up])
 start = time.perf_counter()
+run([*command, warm_up])
+fixed = time.perf_counter() - start
+start = time.perf_counter()
 run([*command, path])
-os.write(report, f"{time.perf_counter() - start}\\n".encode())
+os.write(report, f"{time.perf_counter() - start - fixed}\\n".encode())
 """
 
 
