@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import stat
@@ -49,11 +50,13 @@ def _read_file(path: str) -> bytes:
     are half a small file's reading, which a batch of thousands pays each time)."""
     fd = os.open(path, _READ)
     try:
-        chunks = []
         size = os.fstat(fd).st_size
-        while chunk := os.read(fd, size + 1 if not chunks else 1 << 20):  # a log still being written grows
+        chunks = [os.read(fd, size + 1)]
+        if len(chunks[0]) <= size:  # short of what was asked: the end of the file
+            return chunks[0]
+        while chunk := os.read(fd, 1 << 20):  # a log still being written has grown since
             chunks.append(chunk)
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
@@ -184,6 +187,7 @@ def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None) -> Non
         raise
 
 
+_TEMPORARIES = itertools.count()  # with the process id, a name no other writer is using (O_EXCL makes sure)
 _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -192,7 +196,7 @@ def _temporary_beside(target: str, mode: int) -> tuple[str, int]:
     for writing (what tempfile.mkstemp does, but with the mode given, and without its imports)."""
     directory, name = os.path.split(target)
     for _ in range(100):
-        path = os.path.join(directory, f".{name}.{os.urandom(5).hex()}.tmp")
+        path = os.path.join(directory, f".{name}.{os.getpid()}-{next(_TEMPORARIES)}.tmp")
         try:
             return path, os.open(path, _EXCLUSIVE, mode)
         except FileExistsError:
