@@ -168,3 +168,26 @@ def test_encoding_errors_replace_reads_invalid_utf8_as_the_replacement_character
     result = CliRunner().invoke(cli, ["repair", "--encoding-errors", "replace", str(path)])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout_bytes)["messages"][0]["content"] == "caf\ufffd"
+
+
+def test_a_file_that_holds_more_than_its_size_said_is_read_to_its_end(tmp_path):
+    """A file is read by one read of its size; one that has more (a FIFO says 0, a log still
+    being written grows) is read on to its end."""
+    import threading
+
+    from transcompact.files import read_input
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    lines = [b'{"role": "user", "content": "%d"}\n' % i * 2000 for i in range(3)]
+
+    def write() -> None:
+        with open(fifo, "wb") as writer:
+            for line in lines:
+                writer.write(line)
+                writer.flush()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    assert read_input(str(fifo)) == (str(fifo), b"".join(lines))
+    writer.join()
