@@ -343,7 +343,7 @@ class _Tally:
     units: tuple[tuple[str, int], ...] = ()  # (kind, chars), or tokens for a tokenizer
     fixed: tuple[tuple[str, int], ...] = ()  # (kind, tokens) from images and documents
     results: tuple[tuple[str, int, int], ...] = ()  # (tool_call_id, units, fixed)
-    scaled: tuple | None = None  # (ratio, [(kind, tokens)], overhead, tokens): `_scaled`, kept for the next count
+    scaled: tuple | None = None  # (ratio, ((kind, tokens), …), overhead, tokens): `_scaled`, kept for the next count
 
 
 def _scaled(tally: _Tally, ratio: float | None) -> tuple:

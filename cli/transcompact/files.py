@@ -192,7 +192,7 @@ _EXCLUSIVE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
 
 
 def _temporary_beside(target: str, mode: int) -> tuple[str, int]:
-    """A new file `.NAME.RANDOM.tmp` in the directory of `target`, created by this call alone, open
+    """A new file `.NAME.PID-N.tmp` in the directory of `target`, created by this call alone, open
     for writing (what tempfile.mkstemp does, but with the mode given, and without its imports)."""
     directory, name = os.path.split(target)
     for _ in range(100):

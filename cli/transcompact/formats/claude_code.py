@@ -478,4 +478,3 @@ HOOKS = {
     "append_compaction": "claude_code_rewrites",
     "replace_ui_copies": "claude_code_rewrites",
 }
-
