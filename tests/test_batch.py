@@ -238,6 +238,19 @@ def test_a_directory_is_walked_once_in_sorted_order(tree):
         str(tree / "b/chat.jsonl"), str(tree / "b/session.jsonl"), str(tree / "a/every-block.json"), str(tree / "a/long-session.json")]
 
 
+def test_a_file_reached_through_a_link_or_a_linked_directory_is_read_once(tree, tmp_path):
+    """Files are told apart by their real paths, made by joining names under the real path of
+    the directory walked: a link to a file of the tree, or the tree named through a link to it,
+    is the same file."""
+    (tree / "b/again.json").symlink_to(tree / "a/long-session.json")
+    (tmp_path / "linked").symlink_to(tree / "a")
+    result = run("cut-point", str(tree / "a"), str(tree / "b"), str(tmp_path / "linked"),
+                 str(tmp_path / "linked/every-block.json"))
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [
+        str(tree / "a/every-block.json"), str(tree / "a/long-session.json"), str(tree / "b/chat.jsonl"),
+        str(tree / "b/session.jsonl")]
+
+
 def test_glob_picks_the_files_of_a_directory(tree):
     result = run("cut-point", "--glob", "*.jsonl", str(tree))
     assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [str(tree / "b/chat.jsonl"), str(tree / "b/session.jsonl")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from . import urls
 from .errors import UsageError, option
@@ -55,50 +55,73 @@ def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Se
     in sorted order (matching `patterns`, by default TRANSCRIPT_PATTERNS), found as they are asked
     for: a large tree is not listed before the first file is read. `ours`, the files the run
     itself keeps (a `--report` or an archive inside the tree it walks), are no input."""
-    patterns = patterns or TRANSCRIPT_PATTERNS
+    matches = _matcher(patterns or TRANSCRIPT_PATTERNS)
     seen: set[str] = {os.path.realpath(path) for path in ours}
     for argument in arguments or (STDIN,):
         if argument == STDIN or not _is_directory(argument):
-            found: Iterable[Source] = [Source(argument, "stdin.json" if argument == STDIN else os.path.basename(argument))]
+            source = Source(argument, "stdin.json" if argument == STDIN else os.path.basename(argument))
+            found: Iterable[tuple[Source, str]] = [(source, argument if argument == STDIN else os.path.realpath(argument))]
         else:
-            found = _walk(argument, patterns)
-        for source in found:
-            key = source.path if source.path == STDIN or source.problem else os.path.realpath(source.path)
+            found = _walk(argument, patterns or TRANSCRIPT_PATTERNS, matches)
+        for source, key in found:
             if key not in seen:
                 seen.add(key)
                 yield source
 
 
-def _walk(top: str, patterns: Sequence[str]) -> Iterator[Source]:
+def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]) -> Iterator[tuple[Source, str]]:
+    """(each file under `top`, the real path that tells it from another name of the same file)."""
     found = False
-    for source in _files_under(top, top, patterns):
+    for source in _files_under(top, top if urls.is_url(top) else os.path.realpath(top), "", matches):
         found = True
         yield source
     if not found:
-        yield Source(top, "", problem=f"no file matching {' or '.join(patterns)} in this directory (see {option('glob')})")
+        problem = f"no file matching {' or '.join(patterns)} in this directory (see {option('glob')})"
+        yield Source(top, "", problem=problem), top
 
 
-def _files_under(directory: str, top: str, patterns: Sequence[str]) -> Iterator[Source]:
+def _files_under(directory: str, real: str, relative: str, matches: Callable[[str, str], bool]) -> Iterator[tuple[Source, str]]:
+    """The files under `directory` (whose real path is `real`, its path under the argument
+    `relative`): paths made by joining names, a link alone resolved (a tree of thousands of files
+    costs no system call per file)."""
     try:
         with urls.scandir(directory) if urls.is_url(directory) else os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as error:
-        yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}")
+        yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}"), directory
         return
     for entry in entries:
         if entry.name.startswith(".") or entry.name in VCS_DIRECTORIES:
             continue
-        relative = os.path.relpath(entry.path, top)
+        path = f"{relative}{entry.name}"
+        key = f"{real}/{entry.name}"
         if entry.is_dir(follow_symlinks=False) and is_conversation(entry.path):
             # Found through its base_state.json, so that --glob selects conversations as it does files.
-            if any(PurePath(relative, BASE_STATE).match(pattern) for pattern in patterns):
-                yield Source(entry.path, relative)
+            if matches(f"{path}/{BASE_STATE}", BASE_STATE):
+                yield Source(entry.path, path), key
             continue
         if entry.is_dir(follow_symlinks=False):
-            yield from _files_under(entry.path, top, patterns)
+            yield from _files_under(entry.path, key, f"{path}/", matches)
             continue
-        if entry.is_file() and any(PurePath(relative).match(pattern) for pattern in patterns):
-            yield Source(entry.path, relative)
+        if entry.is_file() and matches(path, entry.name):
+            linked = entry.is_symlink() and not urls.is_url(entry.path)  # a link to a file named elsewhere too
+            yield Source(entry.path, path), os.path.realpath(entry.path) if linked else key
+
+
+def _matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:
+    """Whether a file (its path under its argument, its name) matches one of `patterns`, as
+    `PurePath(path).match` says: a pattern without a slash is matched against the name alone,
+    by fnmatch, which needs no path object made per file."""
+    import fnmatch
+
+    names = [pattern for pattern in patterns if pattern and "/" not in pattern]
+    paths = [pattern for pattern in patterns if not pattern or "/" in pattern]
+
+    def matches(path: str, name: str) -> bool:
+        return (any(fnmatch.fnmatch(name, pattern) for pattern in names)
+                or any(PurePath(path).match(pattern) for pattern in paths))
+
+    return matches
 
 
 def output_paths(sources: Iterable[Source], output_dir: str, suffix: str | None = None) -> list[tuple[Source, str | None]]:

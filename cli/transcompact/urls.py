@@ -121,6 +121,9 @@ class Entry(NamedTuple):  # not a dataclass: this module is imported at every st
     def is_file(self) -> bool:
         return self.type == "file"
 
+    def is_symlink(self) -> bool:
+        return self.link
+
 
 def scandir(url: str) -> contextlib.nullcontext[list[Entry]]:
     """The entries of the directory at `url`, as `os.scandir` gives a local one (a context
