@@ -147,3 +147,20 @@ def test_a_wrong_shape_names_the_file_line_message_and_path(data, error):
     with pytest.raises(ShapeError) as raised:
         loads(data, "chat.jsonl")
     assert str(raised.value) == error
+
+
+def test_a_repaired_file_whose_rewritten_lines_are_read_back_as_values(tmp_path):
+    """A line repair rewrites is written from its value; the repaired file, read back for the
+    post-condition and for what is left to say, holds such lines (a regression: reading one
+    back looked at its bytes for a \\r)."""
+    from click.testing import CliRunner
+
+    from transcompact.cli import cli
+
+    path = tmp_path / "chat.jsonl"
+    path.write_bytes(b'{"role": "user", "content": [{"type": "text", "text": "Hi."}, '
+                     b'{"type": "tool_result", "tool_use_id": "toolu_1", "content": ""}]}\n'
+                     b'{"role": "assistant", "content": "Hello."}\n')
+    result = CliRunner().invoke(cli, ["repair", "-q", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == '{"role":"user","content":[{"type":"text","text":"Hi."}]}\n{"role": "assistant", "content": "Hello."}\n'

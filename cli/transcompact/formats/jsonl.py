@@ -7,10 +7,11 @@ with the message that follows them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .. import dialects
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, BOM, Parsed, dumps
+from ..jsondata import BLANK, BOM, Lines, Parsed, dumps
 from ..model import Transcript
 
 NAME = "jsonl"
@@ -20,9 +21,10 @@ LINES = True  # a line is what a rewrite changes, keeps or removes
 
 @dataclass(frozen=True)
 class LinesSource:
-    # by 1-based line number of each message: the blank lines before it and its own bytes
-    lines: dict[int, tuple[bytes, ...]]
-    tail: tuple[bytes, ...]  # the blank lines after the last message (b"" after a final newline)
+    records: list[tuple[bytes, Any]]  # the file's lines as read: (bytes, value)
+    # by 1-based line number of each message: the indices in `records` of the blank lines before it and of its own
+    lines: dict[int, tuple[int, ...]]
+    tail: tuple[int, ...]  # the blank lines after the last message (b"" after a final newline)
     bom: bool = False  # the first line's bytes hold it; a rewritten first line needs it again
     crlf: bool = False  # lines end with \r\n: a line written anew does too
 
@@ -39,36 +41,48 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     dialect = dialect or dialects.detect(parsed.values())
     codec = dialects.DIALECTS[dialect]
     messages, lines = [], {}
-    pending: list[bytes] = []
-    for number, (line, value) in enumerate(parsed.records or (), start=1):
+    pending: list[int] = []
+    records = parsed.records or []
+    for number, (line, value) in enumerate(records, start=1):
         if value is BLANK:
-            pending.append(line)
+            pending.append(number - 1)
             continue
         try:
             messages.append(codec.read_message(value, index=len(messages), line=number))
         except ShapeError as error:
             raise ShapeError(error.message, location=Location(parsed.name, number)) from None
-        lines[number] = (*pending, line)
+        lines[number] = (*pending, number - 1)
         pending = []
-    crlf = next((bytes(line[-1:]) == b"\r" for line, value in parsed.records or () if value is not BLANK), False)
-    source = LinesSource(lines, tuple(pending), parsed.bom, crlf)
+    # A line given by its value (what a rewrite made, read back) says nothing: it is written without \r only in a file without.
+    crlf = next((bytes(line[-1:]) == b"\r" for line, value in records if value is not BLANK and line is not None), False)
+    source = LinesSource(records, lines, tuple(pending), parsed.bom, crlf)
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 
 
 def write(transcript: Transcript) -> bytes:
     """Joined by newlines exactly as read: split(b"\\n") then join gives the input back."""
+    return bytes(write_lines(transcript))
+
+
+def write_lines(transcript: Transcript) -> Lines:
+    """The lines of an unchanged message are the records read (their bytes, their values); a
+    changed one is given by its value, serialised as it is written (`jsondata.Lines`)."""
     source: LinesSource = transcript.source
+    records = source.records
     codec = dialects.DIALECTS[transcript.dialect]
-    pieces: list[bytes] = []
+    out: list[tuple[bytes | None, Any]] = []
     ending = b"\r" if source.crlf else b""
     for message in transcript.messages:
         read_as = source.lines.get(message.line)
         if read_as is not None and codec.is_unchanged(message):
-            pieces.extend(read_as)
+            out.extend(records[i] for i in read_as)
             continue
         if read_as is not None:  # rewritten in place: the blank lines before it stay
-            pieces.extend(read_as[:-1])
-        pieces.append(dumps(codec.write_message(message), indent=False) + ending)
-    pieces.extend(source.tail)
-    out = b"\n".join(pieces)
-    return BOM + out if source.bom and not out.startswith(BOM) else out
+            out.extend(records[i] for i in read_as[:-1])
+        value = codec.write_message(message)
+        out.append((dumps(value, indent=False) + ending, value) if ending else (None, value))
+    out.extend(records[i] for i in source.tail)
+    first = bytes(Lines(out[:1])) if source.bom else BOM
+    if not first.startswith(BOM):  # the first line was made anew, or the one that held the mark went
+        out[:1] = [(BOM + first, out[0][1] if out else BLANK)]
+    return Lines(out)
