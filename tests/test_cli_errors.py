@@ -21,6 +21,8 @@ from transcompact.cli import cli
 from transcompact.errors import ExitCode, InputError, TranscompactError
 from transcompact.formats import NAMES
 
+from .conftest import FIXTURES
+
 ROOT = Path(__file__).resolve().parent.parent
 JSONL_HINT = "hint: every line of a JSON Lines file must be one complete JSON value"
 TRIED = f"not a transcript in a format transcompact reads (tried {', '.join(NAMES)})"
@@ -542,3 +544,21 @@ def test_stdout_on_a_full_disk_exits_5(tmp_path):
     assert "internal error" not in stderr
     assert stderr.startswith("transcompact: error: ")
     assert done.returncode == ExitCode.OUTPUT
+
+
+# --- formats only read ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture, format_name", [("copilot/events.jsonl", "copilot"),
+                                                  ("openhands-v0/trajectory.json", "openhands-v0")])
+@pytest.mark.parametrize("command", (["prune"], ["compact", "--emergency", "--force"], ["repair"]), ids=lambda c: c[0])
+def test_a_writing_command_refuses_a_format_only_read_with_exit_2_and_leaves_the_file(command, fixture, format_name, tmp_path):
+    path = tmp_path / Path(fixture).name
+    path.write_bytes((FIXTURES / fixture).read_bytes())
+    result = run(*command, "-i", str(path))
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr.splitlines() == [
+        f"transcompact: error: {path}: transcompact does not write the {format_name} format: it only reads it "
+        "(estimate, check, cut-point, summarize)",
+        "hint: write its conversation as a request body instead: --to anthropic or --to openai"]
+    assert path.read_bytes() == (FIXTURES / fixture).read_bytes()

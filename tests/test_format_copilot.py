@@ -6,7 +6,6 @@ with exit 2 before it does anything."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -15,7 +14,7 @@ from transcompact import check, dumps, estimate, loads
 from transcompact.check import errors
 from transcompact.cli import cli
 from transcompact.compact import CompactOptions, compact
-from transcompact.errors import ExitCode, UnknownFormat, UsageError
+from transcompact.errors import UnknownFormat, UsageError
 from transcompact.formats import detect
 from transcompact.jsondata import parse
 from transcompact.model import Text, ToolCall, ToolResult
@@ -101,19 +100,6 @@ def test_estimate_check_and_cut_point_read_it(path):
 
 
 # --- not written -------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("command", (["prune"], ["compact", "--emergency", "--force"], ["repair"]), ids=lambda c: c[0])
-def test_a_writing_command_refuses_it_with_exit_2_and_leaves_the_file(command, tmp_path):
-    path = tmp_path / "events.jsonl"
-    shutil.copy(TOOL_LOOP, path)
-    result = run(*command, "-i", path)
-    assert result.exit_code == ExitCode.USAGE
-    assert result.stderr.splitlines() == [
-        f"transcompact: error: {path}: transcompact does not write the copilot format: it only reads it "
-        "(estimate, check, cut-point, summarize)",
-        "hint: write its conversation as a request body instead: --to anthropic or --to openai"]
-    assert path.read_bytes() == TOOL_LOOP.read_bytes()
 
 
 def test_the_library_writes_it_back_only_unchanged():

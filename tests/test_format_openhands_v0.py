@@ -6,7 +6,6 @@ read one run at a time, the reading commands and `--to`, every writing command r
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -208,19 +207,6 @@ def test_estimate_check_cut_point_and_export_read_it():
     assert exported.exit_code == 0
     body = json.loads(exported.stdout)
     assert body["messages"][0]["role"] == "system" and body["tools"][0]["function"]["name"] == "execute_bash"
-
-
-@pytest.mark.parametrize("command", (["prune"], ["compact", "--emergency", "--force"], ["repair"]), ids=lambda c: c[0])
-def test_a_writing_command_refuses_it_with_exit_2_and_leaves_the_file(command, tmp_path):
-    path = tmp_path / "trajectory.json"
-    shutil.copy(TRAJECTORY, path)
-    result = run(*command, "-i", path)
-    assert result.exit_code == ExitCode.USAGE
-    assert result.stderr.splitlines() == [
-        f"transcompact: error: {path}: transcompact does not write the openhands-v0 format: it only reads it "
-        "(estimate, check, cut-point, summarize)",
-        "hint: write its conversation as a request body instead: --to anthropic or --to openai"]
-    assert path.read_bytes() == TRAJECTORY.read_bytes()
 
 
 def test_the_library_writes_it_back_only_unchanged():
