@@ -147,9 +147,7 @@ def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
 
     def write(data: bytes) -> None:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
+            _write_blocks(fd, data)
         except OSError as error:
             raise OutputError(f"cannot write: {error.strerror}", location=Location(path)) from None
 

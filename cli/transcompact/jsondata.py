@@ -83,6 +83,15 @@ class Lines:
 
     records: list[tuple[bytes | None, Any]]
 
+    @classmethod
+    def of(cls, records: list[tuple[bytes | None, Any]], *, bom: bool) -> "Lines":
+        """The lines of a file that began with a byte-order mark (`bom`) begin with it again,
+        though the line that held it was made anew or went."""
+        first = bytes(cls(records[:1])) if bom else BOM
+        if not first.startswith(BOM):
+            records[:1] = [(BOM + first, records[0][1] if records else BLANK)]
+        return cls(records)
+
     def __bytes__(self) -> bytes:
         return b"".join(self.chunks())
 
@@ -104,10 +113,6 @@ class Lines:
 def _line(record: tuple[bytes | None, Any]) -> bytes:
     line, value = record
     return dumps(value, indent=False) if line is None else line
-
-
-def joined(output: bytes | Lines) -> bytes:
-    return output if isinstance(output, bytes) else bytes(output)
 
 
 def same_bytes(output: bytes | Lines, data: bytes) -> bool:

@@ -166,7 +166,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     """Compact one file (`batch.process` runs it, here or in a worker)."""
     from ..compact import NEAR_THE_WINDOW, compact as run_compact
     from ..formats import dumps, written as written_out
-    from ..jsondata import joined, same_bytes
+    from ..jsondata import same_bytes
     from ..postcondition import verified
     from ..providers import provider as make_provider
 
@@ -192,7 +192,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     if how.archive is not None and not same_bytes(written, data):
         from ..archive import compaction_record
 
-        lines += archived(how.archive, compaction_record(data, joined(written), name))
+        lines += archived(how.archive, compaction_record(data, bytes(written), name))
     if not how.quiet:
         if report.fallback_reason and report.strategy == "emergency" and not how.emergency:
             why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "

@@ -110,9 +110,8 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     lines = []
     if how.archive is not None:
         from ..archive import records
-        from ..jsondata import joined
 
-        lines += archived(how.archive, records(data, joined(output), transcript))
+        lines += archived(how.archive, records(data, bytes(output), transcript))
     if not how.quiet:
         lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                      f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")

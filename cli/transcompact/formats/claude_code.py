@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from ..dialects import anthropic as codec
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, BOM, Lines, Parsed, dumps, kind_of, parse_value
+from ..jsondata import BOM, Lines, Parsed, dumps, kind_of, parse_value
 from ..model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
 
 NAME = "claude-code"
@@ -411,10 +411,7 @@ def write_lines(transcript: Transcript) -> Lines:
             record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
         out.append(record)
         out.extend((None, new) for new in inserted.get(index, ()))
-    first = bytes(Lines(out[:1])) if source.bom else BOM
-    if not first.startswith(BOM):  # the first line was made anew, or the one that held the mark went
-        out[:1] = [(BOM + first, out[0][1] if out else BLANK)]
-    return Lines(out)
+    return Lines.of(out, bom=source.bom)
 
 
 def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:

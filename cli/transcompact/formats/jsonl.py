@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import dialects
 from ..errors import Location, ShapeError
-from ..jsondata import BLANK, BOM, Lines, Parsed, dumps
+from ..jsondata import BLANK, Lines, Parsed, dumps
 from ..model import Transcript
 
 NAME = "jsonl"
@@ -82,7 +82,4 @@ def write_lines(transcript: Transcript) -> Lines:
         value = codec.write_message(message)
         out.append((dumps(value, indent=False) + ending, value) if ending else (None, value))
     out.extend(records[i] for i in source.tail)
-    first = bytes(Lines(out[:1])) if source.bom else BOM
-    if not first.startswith(BOM):  # the first line was made anew, or the one that held the mark went
-        out[:1] = [(BOM + first, out[0][1] if out else BLANK)]
-    return Lines(out)
+    return Lines.of(out, bom=source.bom)
