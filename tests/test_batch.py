@@ -297,15 +297,43 @@ def test_an_interrupt_leaves_every_file_old_or_new_and_exits_130(tmp_path, how):
     assert original in {p.read_bytes() for p in logs.iterdir()}  # it stopped before the end
 
 
-def test_small_files_go_to_a_worker_eight_at_a_time_and_a_large_one_alone(tmp_path):
+def test_small_files_go_to_a_worker_together_and_a_large_one_alone(tmp_path):
     from transcompact.batch import HAND_OUT, SMALL, Task, _hand_outs
     from transcompact.inputs import Source
 
-    sizes = [10] * 11 + [SMALL + 1] + [10] * 3
+    sizes = [10] * (HAND_OUT + 3) + [SMALL + 1] + [SMALL // 2] * 3
     tasks = []
     for i, size in enumerate(sizes):
         (tmp_path / f"{i:02}.json").write_bytes(b"x" * size)
         tasks.append(Task(Source(str(tmp_path / f"{i:02}.json"), f"{i:02}.json"), work=len, settings=None))
     hand_outs = list(_hand_outs(iter(tasks)))
-    assert [len(h) for h in hand_outs] == [HAND_OUT, 11 - HAND_OUT, 1, 3]
+    assert [len(h) for h in hand_outs] == [HAND_OUT, 3, 1, 2, 1]  # HAND_OUT files, or SMALL bytes, at most
     assert [t for h in hand_outs for t in h] == tasks  # in their order
+
+
+def _slow_work(name: str, data: bytes, settings) -> object:
+    from transcompact.batch import Result
+
+    time.sleep(0.05)
+    return Result(output=None)
+
+
+def test_an_interrupt_while_the_pool_works_is_raised_between_its_waits_and_the_pool_shuts_down(tmp_path):
+    """Raised inside the pool's own code, just after it took a lock, an interrupt would leave the
+    lock taken and the pool's shutdown waiting for ever (it did, one run in ten)."""
+    from transcompact.batch import SMALL, Task, _in_pool
+    from transcompact.inputs import Source
+
+    tasks = []
+    for i in range(40):
+        (tmp_path / f"{i:02}.json").write_bytes(b"x" * (SMALL + 1))  # one a hand-out: many trips through the pool
+        tasks.append(Task(Source(str(tmp_path / f"{i:02}.json"), f"{i:02}.json"), work=_slow_work, settings=None))
+    before = signal.getsignal(signal.SIGINT)
+    outcomes = _in_pool(iter(tasks), 2, fail_fast=False)
+    next(outcomes)
+    os.kill(os.getpid(), signal.SIGINT)  # while the main thread waits on the pool
+    with pytest.raises(KeyboardInterrupt) as raised:
+        for _ in outcomes:
+            pass
+    assert raised.traceback[-1].path.name == "batch.py"  # not threading.py, where the wait was
+    assert signal.getsignal(signal.SIGINT) is before

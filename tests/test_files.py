@@ -20,15 +20,15 @@ from transcompact.jsondata import BOM
 
 from .test_cli_errors import ORPHAN, env_name
 
-# Runs the command line with a hook in os.fsync, the last step of writing a file before its
-# rename: the signal arrives while the temporary file exists and holds the whole output.
+# Runs the command line with a hook in os.replace, the rename that ends writing a file: the
+# signal arrives while the temporary file exists and holds the whole output.
 SIGNAL_DURING_WRITE = """
 import os, signal, sys
-sent, real_fsync = getattr(signal, sys.argv.pop(1)), os.fsync
-def fsync(fd):
+sent, real_replace = getattr(signal, sys.argv.pop(1)), os.replace
+def replace(source, target):
     os.kill(os.getpid(), sent)
-    real_fsync(fd)
-os.fsync = fsync
+    real_replace(source, target)
+os.replace = replace
 from transcompact.cli import main
 sys.argv[0] = "transcompact"
 main()
@@ -64,6 +64,28 @@ def test_a_signal_during_a_write_exits_130_and_leaves_no_temporary_file(tmp_path
     assert "Traceback" not in done.stderr.decode()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json", "out.json"]
     assert (tmp_path / "out.json").read_bytes() == b"the previous output\n"
+
+
+def test_only_a_file_rewritten_in_place_waits_for_the_disk(tmp_path, monkeypatch):
+    """A power cut must not leave an empty file where the only copy of a transcript was; an
+    output made from an input that stays is not worth a wait per file."""
+    from transcompact.cli import cli
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    monkeypatch.chdir(tmp_path)
+    Path("orphan.json").write_bytes(orjson.dumps(ORPHAN))  # repair rewrites it
+    Path("out").mkdir()
+    Path("out/orphan.json").write_bytes(b"the previous output\n")
+    Path("other.json").write_bytes(b"the previous output\n")
+    runner = CliRunner()
+    for flags in (["--output-dir", "out"], ["-o", "other.json"]):
+        assert runner.invoke(cli, ["repair", "-q", *flags, "orphan.json"]).exit_code == 0
+    assert synced == []
+    assert orjson.loads(Path("out/orphan.json").read_bytes()) == orjson.loads(Path("other.json").read_bytes())
+    assert runner.invoke(cli, ["repair", "-q", "-i", "orphan.json"]).exit_code == 0
+    assert len(synced) == 1
 
 
 def test_the_command_line_gives_back_the_signal_handlers_it_installed():

@@ -61,13 +61,18 @@ def _read_file(path: str) -> bytes:
         os.close(fd)
 
 
-def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines) -> None:
+def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines, *, durable: bool = True) -> None:
     """Write `data` to `path`, replacing a regular file but never anything else.
 
     A regular file (or a new one) is replaced atomically: a temporary file beside it is renamed
     over it, so that a reader sees the old file or the new one, never half of it. The temporary
     file goes whatever ends the write: an error, Ctrl-C, or SIGTERM / SIGHUP (which the command
     line turns into KeyboardInterrupt).
+
+    `durable`: a file that replaces another is on the disk before the rename, so that a power cut
+    cannot leave an empty file where the old one was: the old one may be the only copy of a
+    transcript (`-i`, an archive). An output made from an input that stays (`-o`, `--output-dir`)
+    needs no such wait; a batch of many small files would spend most of its time in it.
 
     Anything else is written through and stays what it was: a device (`/dev/null`, a terminal),
     a FIFO, or a descriptor this process has open (`/dev/stdout`, `/dev/fd/3`: written at its
@@ -83,7 +88,7 @@ def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines) -> None:
             _write_through(target, data)
         else:
             resolved, mode = replaced
-            _replace(resolved, data, mode)
+            _replace(resolved, data, mode, durable)
     except OSError as error:
         raise OutputError(f"cannot write: {error.strerror}", location=Location(target)) from None
 
@@ -160,7 +165,7 @@ def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
             os.close(fd)
 
 
-def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None) -> None:
+def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None, durable: bool) -> None:
     """Write a temporary file beside `target` and rename it over it (mode: the old file's, None when new)."""
     temporary = None
     try:
@@ -171,10 +176,8 @@ def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None) -> Non
             _write_blocks(fd, data)
             if mode is not None:
                 os.chmod(temporary, stat.S_IMODE(mode))
-                # On the disk before it replaces a file: a power cut must not leave an empty file
-                # where the old one was. A new file harms nothing if lost, and a batch of many
-                # small ones would spend most of its time here.
-                os.fsync(fd)
+                if durable:  # a new file harms nothing if lost
+                    os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, target)

@@ -98,15 +98,16 @@ def write_conversation(path: str | os.PathLike, data: bytes) -> None:
     _write_if_changed(os.path.join(path, BASE_STATE), state_line)
 
 
-def write_output(path: str | os.PathLike, data: bytes, read_from: str) -> None:
+def write_output(path: str | os.PathLike, data: bytes, read_from: str, *, durable: bool = True) -> None:
     """Write `data` to `path`: as a conversation directory when it is the bundle of one read from
-    `read_from`, else as a file (a conversation converted to another format is one file)."""
+    `read_from`, else as a file (a conversation converted to another format is one file).
+    `durable`: as `files.write_file`'s."""
     from ..files import write_file
 
     if is_conversation(read_from) and _is_bundle(data):
         write_conversation(path, data)
     else:
-        write_file(path, data)
+        write_file(path, data, durable=durable)
 
 
 def _is_bundle(data: bytes) -> bool:
