@@ -12,7 +12,6 @@ responses after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import StatisticsError, linear_regression, median
 from typing import Sequence
 
 from .model import Message
@@ -107,6 +106,8 @@ def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[i
 def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
     """Least squares (ratio, overhead) of tokens − figures ≈ overhead + ratio × chars; None with
     fewer than 2 distinct sizes or a ratio that is not positive."""
+    from statistics import StatisticsError, linear_regression  # with --calibrate only: not at start-up
+
     if len(points) < 2:
         return None
     try:
@@ -118,6 +119,8 @@ def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
 
 def holdout_error(points: Sequence[tuple[int, int, int]]) -> tuple[float | None, int]:
     """Fit on the earlier half, measure the median relative error on the later half."""
+    from statistics import median
+
     half = len(points) // 2
     earlier, later = points[:half], points[half:]
     fitted = fit(earlier)

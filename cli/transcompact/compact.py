@@ -350,17 +350,18 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
     pruned = prune_only[0].transcript
     goal = target(options)
     keep = options.summary.keep_recent_tokens
-    forced = replace(options.pruning, clear_at_least=0)  # the budget wins over the API's clear_at_least
-    stricter = (  # every unprotected result cleared; then the protected ones trimmed too
-        replace(forced, hard_clear_after=forced.keep_last),
-        replace(forced, hard_clear_after=forced.keep_last, keep_last=0, keep_tool_uses=None,
-                soft_trim_chars=min(forced.soft_trim_chars, 2000), head=500, tail=500,
-                result_token_cap=min(forced.result_token_cap, 500)),
-    )
 
     @lru_cache(maxsize=None)
     def harder(level: int) -> Transcript:
-        return pruned if level == 0 else prune(pruned, stricter[level - 1], counter)[0]
+        if level == 0:
+            return pruned
+        # The budget wins over the API's clear_at_least. Level 1: every unprotected result
+        # cleared; level 2: the protected ones trimmed too.
+        stricter = replace(options.pruning, clear_at_least=0, hard_clear_after=options.pruning.keep_last)
+        if level == 2:
+            stricter = replace(stricter, keep_last=0, keep_tool_uses=None, soft_trim_chars=min(stricter.soft_trim_chars, 2000),
+                               head=500, tail=500, result_token_cap=min(stricter.result_token_cap, 500))
+        return prune(pruned, stricter, counter)[0]
 
     head = _head(pruned.messages, pruned.dialect)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Callable, Iterable, Iterator, Sequence
 
 from . import urls
@@ -116,6 +115,8 @@ def _matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:
 
     names = [pattern for pattern in patterns if pattern and "/" not in pattern]
     paths = [pattern for pattern in patterns if not pattern or "/" in pattern]
+    if paths:
+        from pathlib import PurePath  # not at start-up: most runs match names alone
 
     def matches(path: str, name: str) -> bool:
         return (any(fnmatch.fnmatch(name, pattern) for pattern in names)

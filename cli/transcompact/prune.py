@@ -137,7 +137,8 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
         counts.update(soft_trimmed=0, cleared=0)
         inputs_cleared = 0
     thinking_removed = _clear_thinking(messages, options.keep_thinking_turns) if options.clear_thinking else 0
-    pruned = transcript.with_messages(messages)
+    unchanged = all(new is old for new, old in zip(messages, transcript.messages))
+    pruned = transcript if unchanged else transcript.with_messages(messages)  # the same one: counted once
     before, after = counter.tokens(transcript), counter.tokens(pruned)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)
