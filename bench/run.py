@@ -273,9 +273,24 @@ parse(read_input(sys.argv[1])[1], sys.argv[1])
 """
 
 
-def batch(workdir: Path) -> Row:
+# The baseline of the batch row as it would write if it wrote as every command does: a temporary
+# file renamed over the target, so that no reader ever sees half a file. A row for information:
+# that way of writing makes a new file each time, where the baseline empties the old one in place.
+_ATOMIC_WRITES = """
+import orjson, os, pathlib, sys
+out = pathlib.Path(sys.argv[2])
+out.mkdir(exist_ok=True)
+for i, p in enumerate(sorted(pathlib.Path(sys.argv[1]).glob('*.json'))):
+    temporary = out / f'.{p.name}.{os.getpid()}-{i}.tmp'
+    temporary.write_bytes(orjson.dumps(orjson.loads(p.read_bytes())))
+    os.replace(temporary, out / p.name)
+"""
+
+
+def batch(workdir: Path) -> list[Row]:
     """Many small files (issue 14): `compact --emergency --jobs 2` over a directory, against one
-    process reading, orjson-loading, dumping and writing the same files."""
+    process reading, orjson-loading, dumping and writing the same files; and, for information,
+    against that process writing each file as a command does."""
     source = workdir / "batch"
     source.mkdir()
     data = (ROOT / "fixtures" / "anthropic" / "tool-loop.json").read_bytes()
@@ -286,14 +301,17 @@ def batch(workdir: Path) -> Row:
                                "[(out / p.name).write_bytes(orjson.dumps(orjson.loads(p.read_bytes()))) "
                                "for p in sorted(pathlib.Path(sys.argv[1]).glob('*.json'))]"),
                 str(source), str(workdir / "copied")]
+    atomic = [PYTHON, "-c", _ATOMIC_WRITES, str(source), str(workdir / "renamed")]
     ours = [*TRANSCOMPACT, "compact", "--emergency", "--force", "-q", "--jobs", "2",
             "--output-dir", str(workdir / "compacted"), str(source)]
-    times = best({"ours": wall_time(ours), "baseline": wall_time(baseline)}, runs(3))
-    row = ratio_row(f"batch of {BATCH_FILES:,} files, compact --emergency --jobs 2", times["ours"], times["baseline"],
-                    2.0, "one orjson process")
-    if row.value is None:
-        return row
-    return replace(row, detail=f"{row.detail}; {BATCH_FILES / times['ours']:,.0f} files/s")
+    # Five rounds: a small file's write costs what the disk makes of it at the moment.
+    times = best({"ours": wall_time(ours), "baseline": wall_time(baseline), "atomic": wall_time(atomic)}, runs(5))
+    name = f"batch of {BATCH_FILES:,} files, compact --emergency --jobs 2"
+    row = ratio_row(name, times["ours"], times["baseline"], 2.0, "one orjson process")
+    if row.value is not None:
+        row = replace(row, detail=f"{row.detail}; {BATCH_FILES / times['ours']:,.0f} files/s")
+    return [row, ratio_row(f"{name}, against temporary file + rename", times["ours"], times["atomic"], None,
+                           "one orjson process writing so")]
 
 
 def claude_code_memory(workdir: Path) -> list[Row]:
@@ -433,7 +451,7 @@ def table(rows: list[Row]) -> str:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as name:
         workdir = Path(name)
-        rows = [*speed(workdir), batch(workdir), *claude_code_memory(workdir), *growth(workdir)]
+        rows = [*speed(workdir), *batch(workdir), *claude_code_memory(workdir), *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():
         rows += accuracy(corpus)

@@ -104,8 +104,9 @@ def _with_text(result: ToolResult, text: str) -> ToolResult:
 
 def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
           counter: TokenCounter | None = None) -> tuple[Transcript, PruneReport]:
-    """The transcript with old tool results trimmed and cleared, and what was done; the report's
-    counts by `counter` (a run's, made on its input), else by the default count of `transcript`."""
+    """The transcript with old tool results trimmed and cleared (`transcript` itself when nothing
+    is), and what was done; the report's counts by `counter` (a run's, made on its input), else by
+    the default count of `transcript`."""
     groups = tool_result_groups(transcript)
     names = tool_names(transcript.messages)
     messages = list(transcript.messages)
