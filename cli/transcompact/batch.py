@@ -281,7 +281,7 @@ def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[O
 
     # With --fail-fast one file at a time, so that no file is done after the first failure is known.
     hand_outs = ([task] for task in tasks) if fail_fast else _hand_outs(tasks)
-    with _interrupts_noted() as interrupted, ProcessPoolExecutor(workers, initializer=_worker_signals) as pool:
+    with interrupts_noted() as interrupted, ProcessPoolExecutor(workers, initializer=_worker_signals) as pool:
         window: collections.deque = collections.deque()  # futures in task order
         stopped = False
         try:
@@ -311,11 +311,12 @@ def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[O
 
 
 @contextlib.contextmanager
-def _interrupts_noted() -> Iterator[list[int]]:
-    """While the pool runs, Ctrl-C, SIGTERM and SIGHUP are noted, not raised: raised inside the
-    pool's own code, just after it took a lock, an interrupt would leave the lock taken and the
-    pool's shutdown waiting for ever. `_in_pool` looks at the note between its waits and raises
-    KeyboardInterrupt itself; one noted after its last look is raised at the end."""
+def interrupts_noted() -> Iterator[list[int]]:
+    """While the pool (or a Dask cluster) runs, Ctrl-C, SIGTERM and SIGHUP are noted, not raised:
+    raised inside the pool's own code, just after it took a lock, an interrupt would leave the
+    lock taken and the pool's shutdown waiting for ever (and Dask's client lost some). The loop
+    looks at the note between its waits and raises KeyboardInterrupt itself; one noted after its
+    last look is raised at the end."""
     noted: list[int] = []
     previous = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):

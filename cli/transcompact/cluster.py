@@ -12,7 +12,7 @@ import queue
 import time
 from typing import Any, Iterator
 
-from .batch import AHEAD, Outcome, Task, process
+from .batch import AHEAD, INTERRUPT_POLL, Outcome, Task, interrupts_noted, process
 from .errors import UsageError, option
 from .urls import EXTRA
 
@@ -27,7 +27,7 @@ def outcomes_on_cluster(tasks: Iterator[Task], address: str, fail_fast: bool) ->
     given back; with `fail_fast`, none after one failed (those handed out finish, and are given)."""
     # Closing the client drops every task it handed out that has not started: so an interrupt
     # starts no other file, and the files being worked on finish (each written whole, or not).
-    with _connect(address) as client:
+    with interrupts_noted() as interrupted, _connect(address) as client:
         completed: queue.SimpleQueue = queue.SimpleQueue()  # each future, once done (distributed's
         # as_completed polls every 100 ms, which would leave the workers idle between small files)
         place: dict[str, int] = {}  # a handed-out task's key → its place among the tasks
@@ -45,9 +45,7 @@ def outcomes_on_cluster(tasks: Iterator[Task], address: str, fail_fast: bool) ->
                 handed += 1
             if given == handed:
                 return
-            done = [completed.get()]
-            while not completed.empty():
-                done.append(completed.get())
+            done = _next_done(completed, interrupted)
             # One fetch for all that are done, not one each: a round trip to the workers apiece
             # would make the cluster's latency, not its work, set the pace. It raises what
             # `process` raised: a bug, or an error with --traceback.
@@ -57,6 +55,19 @@ def outcomes_on_cluster(tasks: Iterator[Task], address: str, fail_fast: bool) ->
             while given in waiting:
                 yield waiting.pop(given)
                 given += 1
+
+
+def _next_done(completed: queue.SimpleQueue, interrupted: list) -> list:
+    """The futures done by now (waiting for one), looking for an interrupt between waits."""
+    while not interrupted:
+        try:
+            done = [completed.get(timeout=INTERRUPT_POLL)]
+        except queue.Empty:
+            continue
+        while not completed.empty():
+            done.append(completed.get())
+        return done
+    raise KeyboardInterrupt
 
 
 def _connect(address: str) -> Any:
