@@ -263,19 +263,13 @@ def make_directory(path: str | os.PathLike) -> None:
         urls.make_directory(os.fspath(path))
         return
     try:
-        os.mkdir(path)  # one system call for the directory a batch writes its files in again and again
+        try:
+            os.mkdir(path)  # one system call for the directory a batch writes its files in again and again
+        except FileNotFoundError:
+            os.makedirs(path, exist_ok=True)
     except FileExistsError:
         if not os.path.isdir(path):
             raise OutputError("cannot create the directory: File exists", location=Location(str(path))) from None
-    except FileNotFoundError:
-        _make_directories(path)
-    except OSError as error:
-        raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(str(path))) from None
-
-
-def _make_directories(path: str | os.PathLike) -> None:
-    try:
-        os.makedirs(path, exist_ok=True)
     except OSError as error:
         raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(str(path))) from None
 

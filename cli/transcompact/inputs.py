@@ -54,14 +54,15 @@ def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Se
     in sorted order (matching `patterns`, by default TRANSCRIPT_PATTERNS), found as they are asked
     for: a large tree is not listed before the first file is read. `ours`, the files the run
     itself keeps (a `--report` or an archive inside the tree it walks), are no input."""
-    matches = _matcher(patterns or TRANSCRIPT_PATTERNS)
+    patterns = patterns or TRANSCRIPT_PATTERNS
+    matches = _matcher(patterns)
     seen: set[str] = {os.path.realpath(path) for path in ours}
     for argument in arguments or (STDIN,):
         if argument == STDIN or not _is_directory(argument):
             source = Source(argument, "stdin.json" if argument == STDIN else os.path.basename(argument))
             found: Iterable[tuple[Source, str]] = [(source, argument if argument == STDIN else os.path.realpath(argument))]
         else:
-            found = _walk(argument, patterns or TRANSCRIPT_PATTERNS, matches)
+            found = _walk(argument, patterns, matches)
         for source, key in found:
             if key not in seen:
                 seen.add(key)

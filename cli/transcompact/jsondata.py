@@ -96,21 +96,22 @@ class Lines:
         return b"".join(self.chunks())
 
     def __len__(self) -> int:
-        return sum(len(_line(record)) for record in self.records) + max(len(self.records) - 1, 0)
+        return sum(len(line_bytes(record)) for record in self.records) + max(len(self.records) - 1, 0)
 
     def chunks(self) -> Iterator[bytes]:
         """The file's bytes in order, a line or a newline at a time."""
         for i, record in enumerate(self.records):
             if i:
                 yield b"\n"
-            yield _line(record)
+            yield line_bytes(record)
 
     def __reduce__(self):
         # A worker process hands its output over as the bytes (views into its input cannot travel).
         return bytes, (bytes(self),)
 
 
-def _line(record: tuple[bytes | None, Any]) -> bytes:
+def line_bytes(record: tuple[bytes | None, Any]) -> bytes:
+    """A record's line as written: its bytes, or its value serialised when it is given by its value."""
     line, value = record
     return dumps(value, indent=False) if line is None else line
 
@@ -133,7 +134,7 @@ def parse_written(lines: Lines, name: str, bom: bool) -> Parsed:
         if type(line) is memoryview or value is BLANK:  # an input line, and what was read from it
             records.append(record)
             continue
-        whole = _line(record)
+        whole = line_bytes(record)
         text = whole[len(BOM):] if number == 1 and bom else whole
         read = parse_value(text, name, number) if text.strip() else BLANK
         records.append(record if read == value else (whole, read))

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..check import ERROR, WARNING, Violation
-from ..jsondata import Lines, Parsed, dumps, kind_of
+from ..jsondata import Parsed, dumps, kind_of, line_bytes
 from ..model import Transcript
 from .claude_code import LogSource, api_order, find_chain, read
 
@@ -54,7 +54,7 @@ def check_log(t: Transcript, path: str | None) -> list[Violation]:
     for record in records:
         if size >= SIDECHAIN_SCAN_BYTES:
             break
-        head.append(bytes(Lines([record])))  # a line a rewrite made is given by its value
+        head.append(line_bytes(record))  # a line a rewrite made is given by its value
         size += len(head[-1]) + 1
     head = b"\n".join(head)[:SIDECHAIN_SCAN_BYTES]
     if b'"isSidechain":true' in head or b'"teamName"' in head:
