@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run bench snapshots docs claude-code clean
+.PHONY: test run bench snapshots docs agents clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,11 @@ run: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
-## The real Claude Code CLI (npm, into .venv/claude-code/) that tests/test_claude_resume.py resumes
-## our compacted logs with; those tests skip without it (under CI=true they install it themselves).
-## CLAUDE_CODE_VERSION=… picks another release than the pinned one.
-claude-code: $(STAMP)
-	$(BIN)/python -m tests.test_claude_resume
+## The real agents (Claude Code, Codex, Gemini CLI, pi; npm, pinned, into .venv/agents/) that the
+## tests/test_*_resume.py tests resume our compacted logs with; those tests skip without them (under
+## CI=true they install them themselves). CLAUDE_CODE_VERSION=…, CODEX_VERSION=… pick other releases.
+agents: $(STAMP)
+	$(BIN)/python -m tests.npm_agent
 
 ## Rewrite the parts of README.md and docs/*.md that come from the code (--help texts, the command
 ## list, the check rules, the model table); tests/test_docs.py fails when they drift.

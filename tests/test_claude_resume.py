@@ -13,10 +13,10 @@ twice), the request must:
 The uncompacted original is resumed too, as a control.
 
 Claude Code runs offline: `ANTHROPIC_BASE_URL` points at the loopback, the key is a dummy, and
-telemetry, auto-update, auto-compact and other nonessential traffic are off. It is installed in
-`.venv/claude-code/<version>` by `make claude-code`; without it, or without node, the tests skip,
-except under `CI=true`, where the session fixture installs it with npm (and fails if it cannot).
-`CLAUDE_CODE_VERSION` picks another release (2.1.113 on are a native binary; that works too).
+telemetry, auto-update, auto-compact and other nonessential traffic are off. It is installed by
+`make agents` (tests/npm_agent.py: pinned, `CLAUDE_CODE_VERSION` picks another release); without it,
+or without node, the tests skip, except under `CI=true`, where they install it with npm (and fail if
+they cannot).
 """
 
 from __future__ import annotations
@@ -40,12 +40,8 @@ from transcompact.dialects import anthropic as codec
 
 from .conftest import CORPUS, ROOT
 from .loopback import Loopback
+from .npm_agent import CLAUDE_CODE
 
-# The last release whose npm package is the JavaScript `cli.js` (48 MB; from 2.1.113 on the
-# package installs a 380 MB native binary). validity.md §3 quotes the loader of 2.1.88.
-CLAUDE_CODE_VERSION = os.environ.get("CLAUDE_CODE_VERSION", "2.1.112")
-INSTALL_DIR = ROOT / ".venv" / "claude-code" / CLAUDE_CODE_VERSION
-PACKAGE = INSTALL_DIR / "node_modules" / "@anthropic-ai" / "claude-code"
 TIMEOUT = 60  # seconds for one `claude -p` run: 1 to 3 in practice
 PROMPT = "Carry on from where we stopped."
 REPLY = "Carrying on."
@@ -60,56 +56,10 @@ OFFLINE = {  # no traffic but to the loopback; nothing the tests do not ask for
 }
 
 
-def npm_install() -> list[str]:
-    """The npm command that installs the pinned release (`make claude-code` runs the same)."""
-    js = tuple(int(p) for p in CLAUDE_CODE_VERSION.split(".")[:3]) <= (2, 1, 112)
-    return ["npm", "install", "--prefix", str(INSTALL_DIR), "--no-save", "--no-audit", "--no-fund", "--loglevel=error",
-            # The JS release needs none of its optional packages (sharp, for images); the native ones are its binary.
-            *(["--omit=optional"] if js else []), f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"]
-
-
-def installed() -> list[str] | None:
-    """The command that runs the installed release, None when it is not installed."""
-    try:
-        version = json.loads((PACKAGE / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError):
-        return None
-    if version != CLAUDE_CODE_VERSION:
-        return None
-    if (PACKAGE / "cli.js").is_file():
-        node = shutil.which("node")
-        return [node, str(PACKAGE / "cli.js")] if node else None
-    native = PACKAGE / "bin" / "claude.exe"
-    return [str(native)] if native.is_file() and os.access(native, os.X_OK) else None
-
-
 @pytest.fixture(scope="session")
 def claude() -> list[str]:
     """The command that runs Claude Code; skips when it cannot (under CI=true it installs it, or fails)."""
-    command = installed()
-    if command is not None:
-        return command
-    if os.environ.get("CI") != "true":
-        if shutil.which("node") is None:
-            pytest.skip("node is not installed: the real Claude Code CLI cannot run")
-        pytest.skip(f"Claude Code {CLAUDE_CODE_VERSION} is not installed in .venv/claude-code: "
-                    "run `make claude-code` (under CI=true the tests install it)")
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.fail("CI=true: node and npm are needed to install and run Claude Code")
-    try:
-        return install()
-    except RuntimeError as error:
-        pytest.fail(str(error))
-
-
-def install() -> list[str]:
-    """Install the pinned release with npm into .venv/claude-code/<version> (`make claude-code`)."""
-    INSTALL_DIR.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(npm_install(), capture_output=True, text=True, timeout=600, check=False)
-    command = installed()
-    if done.returncode != 0 or command is None:
-        raise RuntimeError(f"npm could not install Claude Code {CLAUDE_CODE_VERSION}:\n{done.stdout[-1000:]}{done.stderr[-2000:]}")
-    return command
+    return CLAUDE_CODE.command()
 
 
 # --- running it --------------------------------------------------------------------------
@@ -396,7 +346,3 @@ def test_the_judge_sees_the_originals_pulled_back_in(claude, api, tmp_path):
     resumed = resume(claude, broken, tmp_path, api)
     problems = differences(broken, resumed.messages)
     assert problems and all("texts" in p and "sent, [] read" in p for p in problems)  # each copied text twice
-
-
-if __name__ == "__main__":  # `make claude-code`
-    print(" ".join(install()))
