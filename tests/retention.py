@@ -2,7 +2,8 @@
 
 The facts are defined here, apart from the checkpoint's own code: what the user wrote (each
 message, whole when short, else its first and last 150 characters), the file paths tool calls
-named, the real error messages (an error result's first line, a traceback's exception line),
+named, the real error messages (what an error result says went wrong: its first line with an
+error's words, else its last; a traceback's exception line),
 the commands run (whole, but a here-document's body is the content of the file it writes, not
 part of the command: such a command is found when what surrounds the body is), and the assistant's last words before the cut. A fact is found when
 its text is in the output, whitespace aside. Two baselines get the same token budget as
@@ -58,6 +59,18 @@ def _user_fact(text: str) -> list[str]:
     return [text] if len(text) <= 300 else [text[:150], text[-150:]]
 
 
+_ERROR_WORDS = re.compile(r"(?i)\b(?:\w*error|\w*exception|fatal|failed|failure|panic|denied|not found|no such|cannot|"
+                          r"can't|unable|invalid|refused)\b")
+_NOT_A_MESSAGE = re.compile(r"^(?:Exit code -?\d+|Command exited with code -?\d+|<\/?\w+>)$|(?:\.\.\.|…)$")
+
+
+def _error_message(lines: list[str]) -> str | None:
+    """What an error result says went wrong: its first line with an error's words, else its last
+    line (never an exit status alone, a tag, or a line that says what it is doing)."""
+    candidates = [line for line in lines if not _NOT_A_MESSAGE.search(line) and not line.startswith("Traceback (most recent")]
+    return next((line for line in candidates if _ERROR_WORDS.search(line)), candidates[-1] if candidates else None)
+
+
 def facts(messages, trajectory: bool) -> dict[str, list[list[str]]]:
     """kind → [the pieces that must all be found]."""
     found: dict[str, list[list[str]]] = {kind: [] for kind in KINDS}
@@ -79,10 +92,12 @@ def facts(messages, trajectory: bool) -> dict[str, list[list[str]]]:
             elif isinstance(block, ToolResult):
                 text = result_text(block)
                 lines = [line.strip() for line in text.splitlines() if line.strip()]
-                if block.is_error:
-                    first = next((line for line in lines if not line.startswith(("Exit code", "Traceback (most recent"))), None)
-                    if first:
-                        found["errors"].append([norm(first)[:120]])
+                if "\\n" in text:  # a part that came as a JSON string: its `\n` are its lines
+                    lines = [part.strip() for line in lines for part in line.split("\\n") if part.strip()]
+                if block.is_error and "Traceback (most recent call last):" not in text:
+                    message = _error_message(lines)
+                    if message:
+                        found["errors"].append([norm(message)[:120]])
                 if "Traceback (most recent call last):" in text:
                     after = text.split("Traceback (most recent call last):")[-1].splitlines()
                     exception = next((line.strip() for line in after[1:] if line.strip() and not line.startswith((" ", "\t"))), None)

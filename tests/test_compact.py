@@ -68,8 +68,11 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api):
     assert report["strategy"] == "summary" and report["tokens_after"] < report["tokens_before"]
     assert set(report) == {"version", "command", "file", "status", "exit", "output", "written", "error", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
                            "split_turn", "pruned", "summary_chars", "fallback_reason", "notes", "counted_by",
-                           "window_messages"}
+                           "window_messages", "facts"}
     assert report["window_messages"] == len(kept)
+    # The model's summary, then the facts it does not hold itself: nothing of the artifact trail is lost.
+    assert "## Artifact trail" in first and "- `pytest tests/test_step_11.py -x`" in first
+    assert report["facts"] and all(f["kept"] == f["held"] for f in report["facts"].values()), report["facts"]
     assert "[Tool output cleared" not in request.prompt  # the summarizer reads the old part as it was
 
 
@@ -118,10 +121,10 @@ def test_the_emergency_checkpoint(api):
     assert api.requests == []  # no model call at all
     text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
     for expected in ("## Goal\nFix the failing build.\n", "### Last state (the assistant's last words before this checkpoint)\n"
-                     "> Running step 12.", "### Files touched (newest first)\n- `src/shop/module_12.py`",
-                     "### Commands run (newest first)\n- `pytest tests/test_step_11.py -x`",
-                     "### Errors seen (newest first)\n- File \"src/shop/cart.py\", line 12\n"
-                     "- TypeError: unsupported operand type(s) for +: 'int' and 'str'\n",
+                     "> Running step 12.", "### Files read (newest first)\n- `src/shop/module_12.py`",
+                     "### Last test and build runs (newest first)\n- `pytest tests/test_step_11.py -x`: ok",
+                     "### Errors seen (newest first)\n- TypeError: unsupported operand type(s) for +: 'int' and 'str'\n",
+                     "### Open problem (nothing since succeeded at it)\n- `pytest tests/test_step_1.py -x` failed: TypeError",
                      "### Tools used\n- bash × 8\n- read × 5", USER_WORDS_HEADING + "\n\n> (user note 12)"):
         assert expected in text
     assert text.count("Fix the failing build.") == 1  # the goal is not quoted again among the user's words
@@ -447,3 +450,19 @@ def test_keep_recent_messages_keeps_that_many_messages_verbatim(keep_messages):
     assert not errors(check(compacted))
     fewer, _ = compact(transcript, CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=500)))
     assert len(fewer.messages) < len(compacted.messages)
+
+
+def test_a_session_that_is_one_long_turn_keeps_its_goal():
+    """The cut splits the only turn: its opening request is the goal, quoted once, at the end."""
+    messages = [{"role": "user", "content": "Port the parser to Rust, keeping every test green."}]
+    for n in range(30):
+        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}", "name": "Bash",
+                                                        "input": {"command": f"cargo test step{n}"}}]},
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}",
+                                                   "content": "x" * 2000 + f"\ntest result: ok. {n} passed"}]}]
+    source = json.dumps({"model": "claude-sonnet-4-5", "messages": [*messages, {"role": "assistant", "content": "Done."}]})
+    result = run("--emergency", "--force", "--keep-recent-tokens", "2000", input=source)
+    assert result.exit_code == 0, result.stderr
+    text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
+    assert "## Goal\nThe request this session began with, quoted whole at the end of this summary." in text
+    assert text.count("Port the parser to Rust") == 1 and text.endswith("Port the parser to Rust, keeping every test green.")

@@ -1,16 +1,18 @@
 """The checkpoint of the emergency mode: what the dropped part held, found without a model.
 
 It has the sections of the model's checkpoint where it has facts: the Goal (the task as the
-user first put it), Progress (what was compacted, and the assistant's last words before the
-cut), and Critical Context: the environment the agent stated (an agent's own context message,
-such as Codex's `<environment_context>`, which is not the user's goal), errors, commands and
-files, newest first, within a token budget (`--checkpoint-tokens`), with a count of what did
-not fit, and the tools used.
+user first put it), Progress (what was compacted, where the work stands: the agent's task list,
+its commits, the next step, and the assistant's last words before the cut), and Critical
+Context: the environment the agent stated (an agent's own context message, such as Codex's
+`<environment_context>`, which is not the user's goal), the open problem, the last run of each
+test and build command, errors, commands, files modified and files only read, newest first,
+and the tools used; everything within one token budget (`--checkpoint-tokens`), with a count
+of what did not fit.
 
-Errors come only from what reports one: an error result, a non-zero exit, a traceback, a failed
-test, a compiler's `error:` line; never from the lines of a file the agent read. Commands are
-kept whole. An earlier summary is merged, not quoted: its facts join the new ones (older, so
-trimmed first), its goal stays the goal, and the sections a model wrote stay as they are.
+Errors come only from what reports one (`output_errors`); commands are kept whole. An earlier
+summary is merged, not quoted: its facts join the new ones (older, so trimmed first), the newer
+state replaces the older (the task list, each command's last run, the open problem), its goal
+stays the goal, and what a model wrote is kept within the budget, its start and its end.
 
 Trajectories whose actions are fenced commands in the assistant's text and whose observations
 are user messages (SWE-agent, mini-swe-agent) are read as such: the first user message is the
@@ -21,46 +23,46 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
 
-from .model import ASSISTANT, USER, Message, ToolCall, ToolResult, result_text
+from .model import ASSISTANT, USER, Message, ToolCall, ToolResult
+from .output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from .summary_message import is_summary_message, quoted, text_of
+from .work_state import (CANCELLED, DONE, IN_PROGRESS, PATH_KEYS, PENDING, Commit, Problem, Run, Task, WorkState,
+                         check_key, find_work_state, named_paths, trajectory_runs)
 
-PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target_file", "absolute_path")
-COMMAND_KEYS = ("command", "cmd", "script")
-# Tools that show what a file or a search holds: their lines are source, not errors.
-READ_TOOLS = frozenset({
-    "read", "read_file", "readfile", "view", "view_file", "open", "open_file", "cat", "notebookread", "file_read",
-    "get_file_contents", "grep", "glob", "ls", "search", "find", "webfetch", "fetch", "web_fetch",
-})
-LINE_CHARS = 500  # an error line is kept whole up to this, then cut at a word
-ERRORS_PER_OUTPUT = 3  # one failed build's forty compiler errors say what its first two and last one say
 COMMAND_CHARS = 4000  # a command is kept whole up to this
 HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
 SHORT_FACT = 300  # facts up to this long go into the checkpoint before longer ones
+DONE_TASK_CHARS = 100  # a task done is kept short: the work it names is behind us
+EARLIER_SHARE = 0.4  # of the room left, what an earlier summary a model wrote may take (its start and end)
 
-_TRACEBACK = "Traceback (most recent call last):"
-_ERROR_LINE = re.compile(
-    r"^(?:FAILED |ERROR |FAIL: |--- FAIL: |npm ERR! |fatal: |panic: |E {3}\S|\S+::\S+.* (?:FAILED|ERROR)\b"  # tests, git, go, npm
-    r"|error(?:\[\w+\])?: |\S+:\d+(?::\d+)?: (?:fatal )?error: |\S+\(\d+,\d+\): error "  # compilers
-    r"|[A-Za-z_][\w.]*(?:Error|Exception)(?:: |$))"  # an exception at the start of a line
-)
-_EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code) (-?\d+)|<returncode>(-?\d+)</returncode>")
 _FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _DONE = re.compile(r"^- \[x\] (\d+) earlier messages were compacted without a model")
-_NOT_KEPT = re.compile(r"(\d+) (errors?|commands?|files?)\b")
+_NOT_KEPT = re.compile(r"(\d+) (errors?|commands?|files?|tasks?|commits?|runs?)\b")
 _TOOL_COUNT = re.compile(r"^- (.+) × (\d+)$")
 _SETTING = re.compile(r"^- ([^:\n]+): (.*)$")
+_TASK = re.compile(r"^- \[([ x-])\] (?:\((in progress|cancelled)\) )?(.*)$", re.S)
+_COMMIT = re.compile(r"^- (?:`([0-9a-f]{7,40})` )?(.*)$", re.S)
+_RUN = re.compile(r"^- `([^`\n]+)`(?: \((failed)\))?: (.*)$", re.S)
+_PROBLEM = re.compile(r"^- `([^`\n]+)` failed: (.*)$", re.S)
 
 GOAL, PROGRESS, CONTEXT = "Goal", "Progress", "Critical Context"
-DONE, LAST_STATE = "Done", "Last state (the assistant's last words before this checkpoint)"
-ERRORS, COMMANDS, FILES = "Errors seen (newest first)", "Commands run (newest first)", "Files touched (newest first)"
+DONE_HEADING, LAST_STATE = "Done", "Last state (the assistant's last words before this checkpoint)"
+TASKS, COMMITS, NEXT_STEP = "Tasks (the agent's last list)", "Commits", "Next step"
+PROBLEM, RUNS = "Open problem (nothing since succeeded at it)", "Last test and build runs (newest first)"
+ERRORS, COMMANDS = "Errors seen (newest first)", "Commands run (newest first)"
+MODIFIED, READ = "Files modified (newest first)", "Files read (newest first)"
 TOOLS, NOT_KEPT, ENVIRONMENT = "Tools used", "Not kept", "Environment"
-FACT_KINDS = {ERRORS: "errors", COMMANDS: "commands", FILES: "files"}
+FACT_KINDS = {ERRORS: "errors", COMMANDS: "commands", MODIFIED: "files modified", READ: "files read"}
+OLD_FILES = "Files touched (newest first)"  # an earlier checkpoint's name for both lists of files
 EARLIER = "Earlier summary"
 NO_GOAL = "(no request of the user's in the compacted part)"
+OPENING_IS_GOAL = "The request this session began with, quoted whole at the end of this summary."
+# The kinds of fact the report counts, held and kept (compact's `facts`).
+COUNTED = ("tasks", "commits", "files modified", "files read", "runs", "errors", "commands")
 
 
 @dataclass(frozen=True)
@@ -71,21 +73,14 @@ class Facts:
     last_state: str | None
     errors: tuple[tuple[int, str], ...]  # (message index, the line)
     commands: tuple[tuple[int, str], ...]
-    files: tuple[tuple[int, str], ...]
+    files: tuple[tuple[int, str], ...]  # every path a call named
     tools: Counter
     messages: int
     environment: tuple[tuple[str, str], ...] = ()  # (name, value) the agent's own context stated, newest value
+    work: WorkState = field(default_factory=WorkState)
 
 
 # --- finding the facts -----------------------------------------------------------------------
-
-
-def clipped(text: str, limit: int) -> str:
-    """`text` up to `limit` characters, cut after a whole word."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
 def head_and_tail(text: str, limit: int) -> str:
@@ -100,39 +95,27 @@ def head_and_tail(text: str, limit: int) -> str:
     return f"{head} […{len(text) - len(head) - len(tail)} characters…] {tail}"
 
 
-def error_lines(text: str, failed: bool) -> list[str]:
-    """The lines of an output that report an error: exception lines after a traceback, test
-    failures, compiler errors; when the command failed and none of these is there, its first line."""
-    found: list[str] = []
-    lines = text.splitlines()
-    in_traceback = False
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith(_TRACEBACK):
-            in_traceback = True
-            continue
-        if in_traceback:
-            if line[:1] in (" ", "\t") or not stripped:
-                continue
-            in_traceback = False
-            found.append(stripped)
-            continue
-        if _ERROR_LINE.match(line):
-            found.append(stripped)
-    if failed:  # what a failed command printed first says most about why
-        first = next((s for line in lines if (s := line.strip()) and not _EXIT.match(s)
-                      and not s.startswith(_TRACEBACK) and s not in ("<output>", "</output>")), None)
-        if first is not None and first not in found:
-            found.insert(0, first)
-    if len(found) > ERRORS_PER_OUTPUT:
-        found = [*found[:ERRORS_PER_OUTPUT - 1], f"… {len(found) - ERRORS_PER_OUTPUT} more error lines in that output …",
-                 found[-1]]
-    return [clipped(line, LINE_CHARS) for line in found]
-
-
-def exit_failed(text: str) -> bool:
-    match = _EXIT.search(text[:200])
-    return bool(match) and (match.group(1) or match.group(2)) not in ("0", None)
+def head_and_tail_lines(lines: list[str], limit: int) -> list[str]:
+    """Whole lines from the start and the end of `lines` within `limit` characters, a count between."""
+    if sum(len(line) + 1 for line in lines) <= limit:
+        return lines
+    head: list[str] = []
+    tail: list[str] = []
+    room = limit - 60
+    front, back = 0, len(lines) - 1
+    while front <= back:
+        line = lines[front] if len(head) <= len(tail) else lines[back]
+        if len(line) + 1 > room:
+            break
+        room -= len(line) + 1
+        if len(head) <= len(tail):
+            head.append(line)
+            front += 1
+        else:
+            tail.insert(0, line)
+            back -= 1
+    left = back - front + 1
+    return [*head, f"[… {left} lines of the earlier summary not kept …]", *tail] if left else [*head, *tail]
 
 
 def without_heredoc_bodies(command: str) -> str:
@@ -152,26 +135,30 @@ def without_heredoc_bodies(command: str) -> str:
             if end is None:  # `<<` that opens no here-document (a shift in a script)
                 break
             body = lines[at:end]
-            kept += body if len(body) <= HEREDOC_LINES else [f"[… {len(body)} lines of here-document …]"]
+            if len(body) > HEREDOC_LINES:  # a commit message's subject is its first line: keep it
+                subject = [body[0]] if _is_commit(lines[0]) else []
+                kept += [*subject, f"[… {len(body) - len(subject)} lines of here-document …]"]
+            else:
+                kept += body
             kept.append(lines[end])
             at = end + 1
     return "\n".join(kept)
 
 
-def _command(value) -> str | None:
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        value = value[-1] if value[0] in ("bash", "sh", "zsh") and len(value) > 1 else " ".join(value)
-    if isinstance(value, str) and value.strip():
-        return clipped(without_heredoc_bodies(value.strip()), COMMAND_CHARS)
-    return None
+def _is_commit(line: str) -> bool:
+    return bool(re.search(r"\bgit\b.*\bcommit\b", line))
+
+
+def clipped_command(command: str) -> str:
+    return clipped(without_heredoc_bodies(command), COMMAND_CHARS)
 
 
 def trajectory_command(message: Message) -> str | None:
     """The command an assistant message of a trajectory ran: SWE-agent's `action`, or its last fenced block."""
     if isinstance(message.raw, dict) and isinstance(message.raw.get("action"), str) and message.raw["action"].strip():
-        return _command(message.raw["action"])
+        return message.raw["action"].strip()
     blocks = _FENCE.findall(text_of(message))
-    return _command(blocks[-1]) if blocks else None
+    return blocks[-1].strip() or None if blocks else None
 
 
 def is_trajectory(messages: Sequence[Message]) -> bool:
@@ -183,19 +170,35 @@ def is_trajectory(messages: Sequence[Message]) -> bool:
     return running >= 2 and running * 2 >= len(assistants)
 
 
+# Text an agent puts in the user's turn of its own: reminders, notifications of its background
+# tasks, the wrappers of a slash command and what it printed, the caveat before them.
+_INJECTED = re.compile(
+    r"<(system-reminder|task-notification|command-name|command-message|command-args|local-command-stdout|"
+    r"local-command-stderr|local-command-caveat|bash-notification|user-prompt-submit-hook)>.*?</\1>\s*"
+    r"|^Caveat: The messages below were generated by the user while running local commands\..*?$\s*", re.S | re.M)
+
+
+def own_words(text: str) -> str:
+    """The user's text without what the agent injected into it."""
+    return _INJECTED.sub("", text).strip() if "<" in text or "Caveat:" in text else text.strip()
+
+
 def is_user_text(message: Message) -> bool:
     raw = message.raw if isinstance(message.raw, dict) else {}
-    return message.role == USER and not is_summary_message(message) and not raw.get("isMeta") and not raw.get("is_demo")
+    return (message.role == USER and not is_summary_message(message) and not raw.get("isMeta") and not raw.get("is_demo")
+            and raw.get("message_type") != "observation")
 
 
-def user_texts(messages: Sequence[Message], trajectory: bool) -> list[tuple[int, str]]:
+def user_texts(messages: Sequence[Message], trajectory: bool,
+               injected: Callable[[Message], str | None] | None = None) -> list[tuple[int, str]]:
     """(index, text) of what the user wrote, wherever it is (beside tool results too); in a
-    trajectory only the task, the first user message."""
+    trajectory only the task, the first user message. `injected` gives a message's text without
+    what the agent wrote in it (a format's own lines), None to read it whole."""
     found = []
     for index, message in enumerate(messages):
         if not is_user_text(message):
             continue
-        text = text_of(message).strip()
+        text = own_words(injected(message) if injected is not None else text_of(message))
         if text:
             found.append((index, text))
             if trajectory:
@@ -203,7 +206,8 @@ def user_texts(messages: Sequence[Message], trajectory: bool) -> list[tuple[int,
     return found
 
 
-def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[str, object]) -> Facts:
+def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[str, object],
+               injected: Callable[[Message], str | None] | None = None) -> Facts:
     """The facts of `messages` (the dropped part, an earlier summary's messages left out).
 
     `names` and `inputs` map a call id to its tool's name and input (from the whole transcript).
@@ -213,50 +217,36 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
     commands: list[tuple[int, str]] = []
     files: list[tuple[int, str]] = []
     tools: Counter = Counter()
-    pending_command = False
-    for index, message in enumerate(messages):
-        if trajectory:
+    if trajectory:
+        runs: list[tuple[str, str]] = []
+        command = None
+        for index, message in enumerate(messages):
             if message.role == ASSISTANT and (command := trajectory_command(message)):
-                commands.append((index, command))
+                commands.append((index, clipped_command(command)))
                 tools["bash"] += 1
-                pending_command = True
-            elif message.role == USER and pending_command:
+            elif message.role == USER and command is not None and index:
                 text = text_of(message)
                 errors += [(index, line) for line in error_lines(text, exit_failed(text))]
-                pending_command = False
-            continue
-        for block in message.blocks:
-            if isinstance(block, ToolCall):
-                tools[block.name] += 1
-                arguments = block.input if isinstance(block.input, dict) else {}
-                for key in PATH_KEYS:
-                    if isinstance(arguments.get(key), str) and arguments[key].strip():
-                        files.append((index, arguments[key].strip()))
-                for key in COMMAND_KEYS:
-                    if (command := _command(arguments.get(key))) is not None:
-                        commands.append((index, command))
-            elif isinstance(block, ToolResult):
-                found = result_error_lines(block, names.get(block.tool_call_id), inputs.get(block.tool_call_id))
-                errors += [(index, line) for line in found]
-    texts = user_texts(messages, trajectory)
+                runs.append((command, text))
+                command = None
+        work = trajectory_runs(runs)
+    else:
+        for index, message in enumerate(messages):
+            for block in message.blocks:
+                if isinstance(block, ToolCall):
+                    tools[block.name] += 1
+                    files += [(index, path) for path in named_paths(block.input)]
+                    if (ran := command_of(block.input)) is not None:
+                        commands.append((index, clipped_command(ran)))
+                elif isinstance(block, ToolResult):
+                    found = result_error_lines(block, names.get(block.tool_call_id), inputs.get(block.tool_call_id))
+                    errors += [(index, line) for line in found]
+        work = find_work_state(messages)
+    texts = user_texts(messages, trajectory, injected)
     last_state = next((text_of(m).strip() for m in reversed(messages)
                        if m.role == ASSISTANT and text_of(m).strip()), None)
     return Facts(texts[0][1] if texts else None, last_state, tuple(errors), tuple(commands), tuple(files), tools,
-                 len(messages))
-
-
-def result_error_lines(result: ToolResult, tool: str | None, arguments) -> list[str]:
-    """The error lines of a tool result: none from a read or a search that did not fail."""
-    text = result_text(result)
-    failed = bool(result.is_error) or exit_failed(text)
-    if not failed and ((tool or "").lower() in READ_TOOLS or _reads_a_file(arguments)):
-        return []
-    return error_lines(text, failed)
-
-
-def _reads_a_file(arguments) -> bool:
-    """An editor tool asked to view a file (`str_replace_editor view`, `text_editor` view)."""
-    return isinstance(arguments, dict) and arguments.get("command") == "view"
+                 len(messages), work=work)
 
 
 # --- the sections of a summary, to merge into ---------------------------------------------------
@@ -290,6 +280,280 @@ def sections(body: str) -> list[tuple[str, str | None, list[str]]]:
     return groups
 
 
+# --- the checkpoint --------------------------------------------------------------------------
+
+
+def goal_of(body: str) -> str | None:
+    """The text of a summary's Goal section."""
+    return next(("\n".join(items) for h2, h3, items in sections(body) if h2 == GOAL and h3 is None and items), None)
+
+
+@dataclass
+class Merged:
+    """The facts and the state of the new part, the earlier checkpoint's taken in."""
+
+    goal: str | None
+    compacted: int
+    tools: Counter
+    omitted: Counter
+    environment: dict[str, str]
+    work: WorkState
+    last_state: str | None
+    pools: dict[str, list[str]]  # per kind of fact, the earlier checkpoint's items (older than the new)
+    written: list[tuple[str, str | None, list[str]]]  # sections a model wrote, kept within the budget
+
+
+def _task_item(task: Task) -> str:
+    mark = {DONE: "x", CANCELLED: "-"}.get(task.status, " ")
+    note = f"({task.status}) " if task.status in (IN_PROGRESS, CANCELLED) else ""
+    text = clipped(task.text, DONE_TASK_CHARS) if task.status in (DONE, CANCELLED) else task.text
+    return f"- [{mark}] {note}{text}"
+
+
+def _read_task(item: str) -> Task | None:
+    match = _TASK.match(item)
+    if match is None:
+        return None
+    mark, note, text = match.groups()
+    status = note or {"x": DONE, "-": CANCELLED}.get(mark, PENDING)
+    return Task(text.strip(), status)
+
+
+def _commit_item(commit: Commit) -> str:
+    return f"- `{commit.hash}` {commit.subject}" if commit.hash else f"- {commit.subject}"
+
+
+def _run_item(run: Run) -> str:
+    return f"- `{run.command}`{' (failed)' if run.failed else ''}: {run.result}"
+
+
+def _problem_item(problem: Problem) -> str:
+    command = " ".join(clipped_command(problem.command).split("\n")[0].split()).replace("`", "'")
+    return f"- `{clipped(command, 300)}` failed: {' '.join(problem.error.split())}"
+
+
+def merged(facts: Facts, earlier: list[tuple[str, str | None, list[str]]]) -> Merged:
+    """The new facts with an earlier checkpoint's (or a model's summary's sections) taken in: lists
+    joined, the newer state replacing the older."""
+    state = Merged(None, facts.messages, Counter(facts.tools), Counter(), {}, facts.work, facts.last_state,
+                   {kind: [] for kind in FACT_KINDS.values()}, [])
+    earlier_tasks: list[Task] = []
+    earlier_commits: list[Commit] = []
+    earlier_runs: list[Run] = []
+    earlier_problem: Problem | None = None
+    earlier_state = None
+    for h2, h3, items in earlier:
+        if h2 == GOAL and h3 is None:
+            if items and items[0] != NO_GOAL:
+                state.goal = "\n".join(items)
+        elif h2 == PROGRESS and h3 == DONE_HEADING:
+            for item in items:
+                if match := _DONE.match(item):
+                    state.compacted += int(match.group(1))
+                else:
+                    state.written.append((h2, h3, [item]))
+        elif h2 == PROGRESS and h3 == TASKS:
+            earlier_tasks = [t for item in items if (t := _read_task(item)) is not None]
+        elif h2 == PROGRESS and h3 == COMMITS:
+            earlier_commits = [Commit(m.group(2).strip(), m.group(1)) for item in items if (m := _COMMIT.match(item))]
+        elif h2 == PROGRESS and h3 == LAST_STATE:
+            earlier_state = "\n".join(items)
+        elif h2 == PROGRESS and h3 == NEXT_STEP:
+            continue  # worked out again from the merged tasks
+        elif h2 == CONTEXT and h3 == ENVIRONMENT:
+            state.environment.update(match.groups() for item in items if (match := _SETTING.match(item)))
+        elif h2 == CONTEXT and h3 == PROBLEM:
+            earlier_problem = next((Problem(m.group(1), m.group(2)) for item in items if (m := _PROBLEM.match(item))), None)
+        elif h2 == CONTEXT and h3 == RUNS:
+            earlier_runs = [Run(m.group(1), m.group(3), bool(m.group(2))) for item in items if (m := _RUN.match(item))]
+        elif h2 == CONTEXT and h3 in FACT_KINDS:
+            state.pools[FACT_KINDS[h3]] += items
+        elif h2 == CONTEXT and h3 == OLD_FILES:
+            state.pools["files read"] += items
+        elif h2 == CONTEXT and h3 == TOOLS:
+            for item in items:
+                if match := _TOOL_COUNT.match(item):
+                    state.tools[match.group(1)] += int(match.group(2))
+        elif h2 == CONTEXT and h3 == NOT_KEPT:
+            for item in items:
+                for count, kind in _NOT_KEPT.findall(item):
+                    state.omitted[_plural(kind)] += int(count)
+        elif h2 != GOAL:  # free text before any heading is a summary written some other way
+            state.written.append((h2 or EARLIER, h3, items))
+    if facts.last_state is None and earlier_state:
+        state.written.insert(0, (PROGRESS, LAST_STATE, [earlier_state]))
+    state.environment.update(facts.environment)  # the newer value of a setting replaces the earlier one
+    work = facts.work
+    new_runs = {run.key for run in work.runs}
+    runs = (*work.runs, *(run for run in earlier_runs if run.key not in new_runs))
+    problem = work.problem
+    if problem is None and earlier_problem is not None and (check_key(earlier_problem.command) or earlier_problem.command) not in new_runs:
+        problem = earlier_problem  # unless the same command ran again since
+    state.work = WorkState(work.tasks if work.tasks is not None else (tuple(earlier_tasks) or None),
+                           tuple(dict.fromkeys((*earlier_commits, *work.commits))), work.modified, work.read, runs,
+                           problem)
+    return state
+
+
+def _plural(kind: str) -> str:
+    return {"file": "files read", "files": "files read", "error": "errors", "command": "commands", "task": "tasks",
+            "commit": "commits", "run": "runs"}.get(kind, kind)
+
+
+def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | None = None, goal_chars: int = 8000,
+               counts: Counter | None = None) -> str:
+    """The checkpoint's text: the facts within `budget_tokens`, merged into `previous` (a summary's
+    body); the goal, which is the user's text, is cut to `goal_chars` when longer (and counted
+    apart, with the user's words). `counts`, when given, gets per kind of fact how many the
+    dropped part held (`held …`) and how many the checkpoint keeps (`kept …`)."""
+    budget = int(budget_tokens / ratio) if ratio > 0 else 0
+    state = merged(facts, sections(previous) if previous else [])
+    goal = state.goal if previous else facts.goal  # after a summary, the first request is one among the user's words
+    room = _Room(budget - 200)  # the headings
+
+    done = f"- [x] {state.compacted} earlier messages were compacted without a model (emergency mode); this checkpoint keeps what they held."
+    room.take(done)
+    work = state.work
+    tasks = room.fit(_ordered_tasks(work.tasks or ()), "tasks")
+    commits = room.fit([_commit_item(c) for c in reversed(work.commits)], "commits")[::-1]
+    next_step = room.fit([f"- {clipped(work.next_step, 600)}"] if work.next_step else [], "tasks")
+    problem = room.fit([_problem_item(work.problem)] if work.problem else [], "errors")
+    last_state = (quoted(head_and_tail(state.last_state, max(400, budget // 8))) if state.last_state is not None else None)
+    if last_state is not None and not room.take(last_state):
+        last_state = quoted(head_and_tail(state.last_state, max(200, room.left - 10)))
+        room.left -= len(last_state)
+    runs = room.fit([_run_item(r) for r in work.runs], "runs")
+    shown = {run.command for run in work.runs if _run_item(run) in runs}  # a check's last run shows its command whole
+    environment = room.fit([f"- {name}: {value}" for name, value in state.environment.items()], "settings")
+    tool_lines = room.fit([f"- {name} × {count}" for name, count in sorted(state.tools.items(), key=lambda kv: (-kv[1], kv[0]))],
+                          "tools")
+    written = _fit_written(state.written, int(room.left * EARLIER_SHARE), room)
+    chosen = _chosen_facts(facts, state, room, shown)
+
+    for kind in COUNTED:
+        room.omitted[kind] += state.omitted[kind]
+    parts = [f"## {GOAL}", head_and_tail(goal, goal_chars), ""] if goal else [] if previous else [f"## {GOAL}", NO_GOAL, ""]
+    parts += [f"## {PROGRESS}", f"### {DONE_HEADING}", done]
+    parts += _section(TASKS, tasks) + _section(COMMITS, commits)
+    parts += [line for h2, h3, items in written if h2 == PROGRESS for line in ([f"### {h3}"] if h3 else []) + items]
+    parts += _section(NEXT_STEP, next_step) + (_section(LAST_STATE, [last_state]) if last_state else [])
+    current_h2 = PROGRESS
+    for h2, h3, items in written:
+        if h2 in (PROGRESS, CONTEXT):
+            continue
+        if h2 != current_h2:
+            parts += ["", f"## {h2}"]
+            current_h2 = h2
+        parts += ([f"### {h3}"] if h3 else []) + items
+    parts += ["", f"## {CONTEXT}"]
+    parts += _section(ENVIRONMENT, environment) + _section(PROBLEM, problem) + _section(RUNS, runs)
+    parts += [line for h2, h3, items in written if h2 == CONTEXT for line in ([f"### {h3}"] if h3 else []) + items]
+    for heading, kind in FACT_KINDS.items():
+        parts += _section(heading, chosen[kind])
+    parts += _section(TOOLS, tool_lines)
+    omitted = [(room.omitted[kind], kind) for kind in (*COUNTED, "settings", "tools") if room.omitted[kind]]
+    if omitted:
+        said = ", ".join(f"{count} {kind}" for count, kind in omitted)
+        parts += [f"### {NOT_KEPT}", f"- {said} did not fit in the checkpoint's {budget_tokens:,} tokens (--checkpoint-tokens)"]
+    if not (facts.errors or facts.commands or facts.files or facts.tools or any(state.pools.values())):
+        parts.append("- No tool calls in the compacted part.")
+    if counts is not None:
+        _count(counts, facts, tasks, commits, runs, chosen, shown)
+    return "\n".join(parts) + "\n"
+
+
+class _Room:
+    """What is left of the budget, in characters, and what did not fit, per kind."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+        self.omitted: Counter = Counter()
+
+    def take(self, item: str) -> bool:
+        if len(item) + 1 > self.left:
+            return False
+        self.left -= len(item) + 1
+        return True
+
+    def fit(self, items: list[str], kind: str) -> list[str]:
+        kept = [item for item in items if self.take(item)]
+        self.omitted[kind] += len(items) - len(kept)
+        return kept
+
+
+def _ordered_tasks(tasks: Sequence[Task]) -> list[str]:
+    """The list in its own order; when it does not fit, the tasks not done go in first (`fit` keeps the order)."""
+    return [_task_item(task) for task in tasks]
+
+
+def _section(heading: str, items: list[str]) -> list[str]:
+    return [f"### {heading}", *items] if items else []
+
+
+def _fit_written(written: list[tuple[str, str | None, list[str]]], share: int,
+                 room: _Room) -> list[tuple[str, str | None, list[str]]]:
+    """The sections a model wrote, within `share` characters: their start and end lines."""
+    lines = [(index, line) for index, (_, h3, items) in enumerate(written) for line in ([f"### {h3}"] if h3 else []) +
+             [part for item in items for part in item.split("\n")]]
+    if not lines:
+        return []
+    total = sum(len(line) + 1 for _, line in lines)
+    if total <= share:
+        room.left -= total
+        return written
+    kept = head_and_tail_lines([line for _, line in lines], share)
+    room.left -= sum(len(line) + 1 for line in kept)
+    return [(written[0][0] if written[0][0] in (PROGRESS, CONTEXT) else EARLIER, None, kept)]
+
+
+def _chosen_facts(facts: Facts, state: Merged, room: _Room, shown: set[str]) -> dict[str, list[str]]:
+    """Errors, commands and files within what is left: errors first, then paths, then the other
+    short facts (most facts for the room), then long ones; each pass newest first."""
+    modified = set(facts.work.modified)
+    newest = sorted(((at, kind, text) for kind, found in (
+        ("errors", facts.errors), ("commands", facts.commands),
+        ("files modified", tuple((at, p) for at, p in facts.files if p in modified)),
+        ("files read", tuple((at, p) for at, p in facts.files if p not in modified))) for at, text in found),
+        key=lambda fact: -fact[0])
+    candidates = [(kind, render_item(kind, text)) for _, kind, text in newest if not (kind == "commands" and text in shown)]
+    depth = max((len(v) for v in state.pools.values()), default=0)
+    candidates += [(kind, items[i]) for i in range(depth) for kind, items in state.pools.items() if i < len(items)]
+    unique = list(dict.fromkeys(candidates))
+    seen_modified = {item for kind, item in unique if kind == "files modified"}
+    unique = [(kind, item) for kind, item in unique if not (kind == "files read" and item in seen_modified)]
+    taken: set[int] = set()
+    passes = (lambda kind, item: kind == "errors" and len(item) <= SHORT_FACT,
+              lambda kind, item: kind == "files modified",
+              lambda kind, item: kind == "files read",  # a path is short and names what the next turn opens again
+              lambda kind, item: len(item) <= SHORT_FACT, lambda kind, item: True)
+    for wanted in passes:
+        for position, (kind, item) in enumerate(unique):
+            if position not in taken and wanted(kind, item) and room.take(item):
+                taken.add(position)
+    chosen: dict[str, list[str]] = {kind: [] for kind in FACT_KINDS.values()}
+    for position, (kind, item) in enumerate(unique):
+        if position in taken:
+            chosen[kind].append(item)
+        else:
+            room.omitted[kind] += 1
+    return chosen
+
+
+def _count(counts: Counter, facts: Facts, tasks: list[str], commits: list[str], runs: list[str],
+           chosen: dict[str, list[str]], shown: set[str]) -> None:
+    """How many facts of each kind the dropped part held, and how many of those the checkpoint keeps."""
+    work = facts.work
+    held = {"tasks": len(work.tasks or ()), "commits": len(work.commits), "runs": len(work.runs),
+            "errors": len(set(t for _, t in facts.errors)), "commands": len(set(t for _, t in facts.commands)),
+            "files modified": len(set(work.modified)), "files read": len({p for _, p in facts.files} - set(work.modified))}
+    kept = {"tasks": len(tasks), "commits": len(commits), "runs": len(runs),
+            **{kind: len(chosen[kind]) for kind in FACT_KINDS.values()}}
+    kept["commands"] += len(shown & {t for _, t in facts.commands})  # shown whole as a check's last run
+    for kind in COUNTED:
+        counts[f"held {kind}"] += held[kind]
+        counts[f"kept {kind}"] += min(held[kind], kept[kind])
+
+
 def render_item(kind: str, text: str) -> str:
     if kind == "errors":
         return "- " + " ".join(text.split("\n"))
@@ -299,126 +563,57 @@ def render_item(kind: str, text: str) -> str:
     return "- " + fence + "\n" + "\n".join("  " + line for line in text.split("\n")) + "\n  " + fence
 
 
-# --- the checkpoint --------------------------------------------------------------------------
+TRAIL = "Artifact trail (from the compacted part, where the summary above does not say it)"
 
 
-def goal_of(body: str) -> str | None:
-    """The text of a summary's Goal section."""
-    return next(("\n".join(items) for h2, h3, items in sections(body) if h2 == GOAL and h3 is None and items), None)
+def artifact_trail(facts: Facts, budget_tokens: int, ratio: float, summary: str, counts: Counter | None = None) -> str:
+    """What follows a model's summary: the sections of the checkpoint that are facts (the task
+    list, commits, the open problem, the last runs, errors, commands, files), each item only when
+    the summary does not hold it already, within `budget_tokens`; "" when the summary has them all."""
+    said = " ".join(summary.split())
+    already: Counter = Counter()  # per kind, the items the summary holds itself
+
+    def new(items: list[str], kind: str) -> list[str]:
+        fresh = [item for item in items if _key_of(item) not in said]
+        already[kind] += len(items) - len(fresh)
+        return fresh
+
+    room = _Room(int(budget_tokens / ratio) - 120 if ratio > 0 else 0)
+    work = facts.work
+    tasks = room.fit(new(_ordered_tasks(work.tasks or ()), "tasks"), "tasks")
+    commits = room.fit(new([_commit_item(c) for c in reversed(work.commits)], "commits"), "commits")[::-1]
+    problem = room.fit(new([_problem_item(work.problem)] if work.problem else [], "errors"), "errors")
+    runs = room.fit(new([_run_item(r) for r in work.runs], "runs"), "runs")
+    shown = {run.command for run in work.runs if _run_item(run) in runs}
+    state = Merged(None, facts.messages, Counter(), Counter(), {}, work, None, {kind: [] for kind in FACT_KINDS.values()}, [])
+    unsaid = replace(facts, errors=_unsaid(facts.errors, said), commands=_unsaid(facts.commands, said),
+                     files=_unsaid(facts.files, said))
+    chosen = _chosen_facts(unsaid, state, room, shown)
+    if counts is not None:
+        _count(counts, facts, tasks + ["-"] * already["tasks"], commits + ["-"] * already["commits"],
+               runs + ["-"] * already["runs"],
+               {kind: [*chosen[kind], *(["-"] * (_held(facts, kind) - _held(unsaid, kind)))] for kind in chosen}, shown)
+    parts = (_section(TASKS, tasks) + _section(COMMITS, commits) + _section(PROBLEM, problem) + _section(RUNS, runs)
+             + [line for heading, kind in FACT_KINDS.items() for line in _section(heading, chosen[kind])])
+    return "\n".join([f"## {TRAIL}", *parts]) + "\n" if parts else ""
 
 
-def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | None = None, goal_chars: int = 8000) -> str:
-    """The checkpoint's text: the facts within `budget_tokens`, merged into `previous` (a summary's
-    body); the goal, which is the user's text, is cut to `goal_chars` when longer."""
-    budget = int(budget_tokens / ratio) if ratio > 0 else 0
-    earlier = sections(previous) if previous else []
-    goal = None if previous else facts.goal  # after a summary, the first request is one among the user's words
-    kept_groups: list[tuple[str, str | None, list[str]]] = []  # what a model wrote, kept as it is
-    pool_earlier: dict[str, list[str]] = {kind: [] for kind in FACT_KINDS.values()}
-    compacted = facts.messages
-    tools = Counter(facts.tools)
-    omitted = Counter()
-    last_state = facts.last_state
-    earlier_last_state = None
-    environment: dict[str, str] = {}
-    for h2, h3, items in earlier:
-        if h2 == GOAL and h3 is None:
-            if items and items[0] != NO_GOAL:
-                goal = "\n".join(items)
-        elif h2 == PROGRESS and h3 == DONE:
-            rest = []
-            for item in items:
-                match = _DONE.match(item)
-                if match:
-                    compacted += int(match.group(1))
-                else:
-                    rest.append(item)
-            if rest:
-                kept_groups.append((h2, h3, rest))
-        elif h2 == PROGRESS and h3 == LAST_STATE:
-            earlier_last_state = "\n".join(items)
-        elif h2 == CONTEXT and h3 == ENVIRONMENT:
-            environment.update(match.groups() for item in items if (match := _SETTING.match(item)))
-        elif h2 == CONTEXT and h3 in FACT_KINDS:
-            pool_earlier[FACT_KINDS[h3]] += items
-        elif h2 == CONTEXT and h3 == TOOLS:
-            for item in items:
-                if match := _TOOL_COUNT.match(item):
-                    tools[match.group(1)] += int(match.group(2))
-        elif h2 == CONTEXT and h3 == NOT_KEPT:
-            for item in items:
-                for count, kind in _NOT_KEPT.findall(item):
-                    omitted[kind.rstrip("s") + "s"] += int(count)
-        elif h2 != GOAL:  # free text before any heading is a summary written some other way
-            kept_groups.append((h2 or EARLIER, h3, items))
+def _unsaid(found: tuple[tuple[int, str], ...], said: str) -> tuple[tuple[int, str], ...]:
+    return tuple((at, text) for at, text in found if " ".join(text.split())[:200] not in said)
 
-    environment.update(facts.environment)  # the newer value of a setting replaces the earlier one
-    environment_lines = [f"- {name}: {value}" for name, value in environment.items()]
-    done = f"- [x] {compacted} earlier messages were compacted without a model (emergency mode); this checkpoint keeps what they held."
-    state = (quoted(head_and_tail(last_state, max(400, budget // 8))) if last_state is not None else earlier_last_state)
-    tool_lines = [f"- {name} × {count}" for name, count in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))]
-    fixed = (len(done) + len(state or "") + sum(len(t) + 1 for t in tool_lines + environment_lines)
-             + 400)  # headings and the count line
-    room = budget - fixed
 
-    # Newest first: the new facts by recency, then the earlier summary's (older by definition).
-    candidates: list[tuple[str, str]] = []
-    newest = sorted(((at, kind, text) for kind, found in (("errors", facts.errors), ("commands", facts.commands),
-                                                          ("files", facts.files)) for at, text in found),
-                    key=lambda fact: -fact[0])
-    candidates += [(kind, render_item(kind, text)) for _, kind, text in newest]
-    depth = max((len(v) for v in pool_earlier.values()), default=0)
-    candidates += [(kind, items[i]) for i in range(depth) for kind, items in pool_earlier.items() if i < len(items)]
-    # Errors first, then paths, then the other short facts (most facts for the room), then long
-    # ones while room is left; each pass newest first.
-    unique = list(dict.fromkeys(candidates))
-    taken: set[int] = set()
-    passes = (lambda kind, item: kind == "errors" and len(item) <= SHORT_FACT,
-              lambda kind, item: kind == "files",  # a path is short and names what the next turn opens again
-              lambda kind, item: len(item) <= SHORT_FACT, lambda kind, item: True)
-    for wanted in passes:
-        for position, (kind, item) in enumerate(unique):
-            if position in taken or not wanted(kind, item):
-                continue
-            if len(item) + 1 <= room:
-                taken.add(position)
-                room -= len(item) + 1
-    chosen: dict[str, list[str]] = {kind: [] for kind in FACT_KINDS.values()}
-    for position, (kind, item) in enumerate(unique):
-        if position in taken:
-            chosen[kind].append(item)
-        else:
-            omitted[kind] += 1
+def _held(facts: Facts, kind: str) -> int:
+    modified = set(facts.work.modified)
+    paths = {p for _, p in facts.files}
+    return {"errors": len({t for _, t in facts.errors}), "commands": len({t for _, t in facts.commands}),
+            "files modified": len(paths & modified), "files read": len(paths - modified)}[kind]
 
-    parts = [f"## {GOAL}", head_and_tail(goal, goal_chars), ""] if goal else [] if earlier else [f"## {GOAL}", NO_GOAL, ""]
-    parts += [f"## {PROGRESS}", f"### {DONE}", done]
-    for h2, h3, items in kept_groups:
-        if h2 == PROGRESS:
-            parts += [f"### {h3}", *items] if h3 else items
-    if state:
-        parts += [f"### {LAST_STATE}", state]
-    current_h2 = PROGRESS
-    for h2, h3, items in kept_groups:
-        if h2 in (PROGRESS, CONTEXT):
-            continue
-        if h2 != current_h2:
-            parts += ["", f"## {h2}"]
-            current_h2 = h2
-        parts += ([f"### {h3}"] if h3 else []) + items
-    parts += ["", f"## {CONTEXT}"]
-    if environment_lines:
-        parts += [f"### {ENVIRONMENT}", *environment_lines]
-    for h2, h3, items in kept_groups:
-        if h2 == CONTEXT:
-            parts += ([f"### {h3}"] if h3 else []) + items
-    for heading, kind in FACT_KINDS.items():
-        if chosen[kind]:
-            parts += [f"### {heading}", *chosen[kind]]
-    if tool_lines:
-        parts += [f"### {TOOLS}", *tool_lines]
-    if omitted:
-        said = ", ".join(f"{omitted[kind]} {kind}" for kind in FACT_KINDS.values() if omitted[kind])
-        parts += [f"### {NOT_KEPT}", f"- {said} did not fit in the checkpoint's {budget_tokens:,} tokens (--checkpoint-tokens)"]
-    if not (facts.errors or facts.commands or facts.files or facts.tools or any(pool_earlier.values())):
-        parts.append("- No tool calls in the compacted part.")
-    return "\n".join(parts) + "\n"
+
+def _key_of(item: str) -> str:
+    """What the summary must hold for an item to be there already: a commit's hash, a path, a command, a task's text."""
+    text = item[2:] if item.startswith("- ") else item
+    if match := re.match(r"^\[[ x-]\] (?:\((?:in progress|cancelled)\) )?(.*)$", text, re.S):
+        text = match.group(1)
+    if match := re.match(r"^`([^`]+)`", text):
+        text = match.group(1)
+    return " ".join(text.strip("`").split())[:200]

@@ -21,13 +21,14 @@ harder, then shrunk.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Callable, Sequence
 
 from . import settings
 from .check import added_errors
-from .checkpoint import checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
+from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
 from .cut import Cut, starts_turn, window_cut
 from .errors import PostConditionError, ProviderError, option
 from .formats import hook
@@ -82,6 +83,11 @@ class CompactReport:
     notes: tuple[str, ...] = field(default=())
     counted_by: str = ""  # how both counts were made (the input's scale)
     window_messages: int = 0  # the messages kept verbatim at the end of the output
+    facts: tuple[tuple[str, int, int], ...] = ()  # (kind, how many the old part held, how many the summary keeps)
+
+    def facts_line(self) -> str:
+        """What the summary kept of the old part's facts: `commands 33 of 40, errors 5 of 5, …`."""
+        return ", ".join(f"{kind} {kept} of {held}" for kind, held, kept in self.facts)
 
     def line(self) -> str:
         if self.strategy == "none":
@@ -103,6 +109,7 @@ class CompactReport:
             "split_turn": self.split_turn, "pruned": self.pruned.as_dict() if self.pruned else None,
             "summary_chars": self.summary_chars, "fallback_reason": self.fallback_reason, "notes": list(self.notes),
             "counted_by": self.counted_by, "window_messages": self.window_messages,
+            "facts": {kind: {"held": held, "kept": kept} for kind, held, kept in self.facts},
         }
 
 
@@ -114,6 +121,7 @@ class Rebuilt:
     summary: str  # the summary message's text (summary, user words, a split turn's opening), as the format words it
     recent: tuple[Message, ...]  # the recent window as it is kept
     cut: Cut | None
+    facts: Counter = field(default_factory=Counter)  # per kind: `held …` in the old part, `kept …` in the summary
 
 
 # --- the rebuild ---------------------------------------------------------------------------
@@ -152,10 +160,10 @@ def without_thinking(messages: Sequence[Message], *, keep_current: bool = False)
 
 
 def user_words(old: Sequence[Message], previous: Previous | None, exclude: Sequence[str], budget_chars: int,
-               trajectory: bool) -> tuple[str, ...]:
+               trajectory: bool, injected: Callable[[Message], str] | None = None) -> tuple[str, ...]:
     """The user's own messages of the old part, most recent first, then the earlier summary's,
     as many as fit in `budget_chars`; the last that does not fit whole is cut to its start and end."""
-    candidates = [text for _, text in reversed(user_texts(old, trajectory))]
+    candidates = [text for _, text in reversed(user_texts(old, trajectory, injected))]
     if previous is not None:
         candidates += ([previous.summary.opening] if previous.summary.opening else []) + list(previous.summary.words)
     kept: list[str] = []
@@ -201,8 +209,20 @@ def _without_injected_context(transcript: Transcript,
     return kept, tuple(settings_stated.items())
 
 
-def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: CompactOptions) -> SummaryText:
+def _without_agent_lines(transcript: Transcript) -> Callable[[Message], str] | None:
+    """A message's text without the lines the agent wrote in the user's turn (the format's `agent_lines`)."""
+    agent_lines = hook(transcript, "agent_lines")
+    lines = agent_lines(transcript) if agent_lines is not None else frozenset()
+    if not lines:
+        return None
+    return lambda message: "\n".join(b.text for b in message.blocks if isinstance(b, Text) and b.line not in lines)
+
+
+def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: CompactOptions,
+                 counts: Counter | None = None) -> SummaryText:
     """The summary message's parts: the body, the user's words, and the opening request of a split turn.
+
+    `counts` gets, per kind of fact, how many the old part held and how many the summary keeps.
 
     `body` is a model's summary, or None for the emergency checkpoint, built here from the old
     part as it was before pruning (prune keeps indices), so that what the user's words leave of
@@ -210,6 +230,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     """
     real, previous = _old_part(transcript, cut)
     real, environment = _without_injected_context(transcript, real)
+    injected = _without_agent_lines(transcript)
     ratio = options.counting.ratio
     budget = int(options.keep_user_tokens / ratio)
     opening = None
@@ -223,18 +244,23 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
         budget -= len(opening or "")
     trajectory = is_trajectory(real)
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
+    facts = replace(find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages), injected),
+                    environment=environment)
     if body is None:
-        facts = replace(find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages)),
-                        environment=environment)
+        if facts.goal is None and opening and cut.turn_start <= _head(transcript.messages, transcript.dialect):
+            facts = replace(facts, goal=OPENING_IS_GOAL)  # one long turn: its opening request is the goal
         earlier = previous.summary.body if previous else None
         goal = (goal_of(earlier) if earlier else facts.goal) or ""  # as `checkpoint` chooses it
-    else:
+    else:  # a model's summary, and after it the facts it does not hold (the artifact trail)
         goal = goal_of(body) or ""
+        trail = artifact_trail(facts, options.checkpoint_tokens, ratio, body, counts)
+        body = body.rstrip() + "\n\n" + trail if trail else body
     goal = head_and_tail(goal, goal_chars) if goal else ""
-    words = user_words(real, previous, (goal, opening or ""), budget - len(goal), trajectory) if budget > 0 else ()
+    words = user_words(real, previous, (goal, opening or ""), budget - len(goal), trajectory, injected) if budget > 0 else ()
     if body is None:
         left = max(0, budget - len(goal) - sum(len(w) + 4 for w in words))
-        body = checkpoint(facts, options.checkpoint_tokens + int(left * ratio), ratio, earlier, goal_chars=goal_chars)
+        body = checkpoint(facts, options.checkpoint_tokens + int(left * ratio), ratio, earlier, goal_chars=goal_chars,
+                          counts=counts)
     return SummaryText(body, words, opening)
 
 
@@ -333,7 +359,9 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
                 summarizer.close()
             if result is not None:
                 fitted = fitted_window(pruned, cut, keep, options, counter)
-                rebuilt = rebuild(fitted, cut, summary_text(transcript, cut, result.text, options), options)
+                counts = Counter()
+                rebuilt = replace(rebuild(fitted, cut, summary_text(transcript, cut, result.text, options, counts), options),
+                                  facts=counts)
                 return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, counter)
             fallback_reason = "nothing to summarize"
         except ProviderError as error:
@@ -373,7 +401,8 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
         fitted = fitted_window(candidate, cut_now, keep_now, options, counter)
-        return rebuild(fitted, cut_now, summary_text(original, cut_now, None, options), options)
+        counts = Counter()
+        return replace(rebuild(fitted, cut_now, summary_text(original, cut_now, None, options, counts), options), facts=counts)
 
     # The window as asked with harder and harder pruning, then a smaller and smaller window.
     attempts = [(level, keep) for level in range(3)]
@@ -484,5 +513,7 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     return rebuilt, CompactReport(
         strategy, before, counter.reported(rebuilt.transcript), count, len(rebuilt.transcript.messages),
         cut.index if cut else None, bool(cut and cut.split_turn), prune_report,
-        len(rebuilt.summary), reason, notes, counter.method, len(rebuilt.recent))
+        len(rebuilt.summary), reason, notes, counter.method, len(rebuilt.recent),
+        tuple((kind, rebuilt.facts[f"held {kind}"], rebuilt.facts[f"kept {kind}"]) for kind in COUNTED
+              if rebuilt.facts[f"held {kind}"]))
 

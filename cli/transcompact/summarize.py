@@ -40,7 +40,7 @@ from .model import (
     tool_names,
 )
 from .providers import Completion, PromptTooLong, Provider
-from .checkpoint import result_error_lines
+from .output_errors import result_error_lines
 from .summary_message import find_previous
 
 # The spec's prompts (seed 003), word for word.

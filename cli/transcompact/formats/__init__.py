@@ -18,8 +18,12 @@ transcompact only reads sets WRITES = False, and a command that would write it s
   archive);
 - `injected_context(message) -> [(name, value)] | None`: what a user message the agent wrote
   itself (its environment) says, None for the user's own (compact's checkpoint);
+- `agent_lines(transcript) -> frozenset[int]`: the lines (a block's `line`) the agent wrote in
+  the user's turn itself, never the user's words (compact's checkpoint);
 - `summary_wording(summary: SummaryText) -> str`: the summary as the agent words its own
-  (compact), instead of `summary_message.compose`.
+  (compact), instead of `summary_message.compose`;
+- `unrecorded_messages(transcript) -> frozenset[int]`: the messages (indices) that no recorded
+  usage counted, though the agent sends them now (estimate's anchor counts them on top).
 """
 
 from __future__ import annotations

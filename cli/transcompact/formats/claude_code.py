@@ -474,4 +474,5 @@ HOOKS = {
     "repair_log": "claude_code_rules",
     "append_compaction": "claude_code_rewrites",
     "replace_ui_copies": "claude_code_rewrites",
+    "agent_lines": "claude_code_rewrites",
 }

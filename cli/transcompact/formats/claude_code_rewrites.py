@@ -1,5 +1,6 @@
 """Claude Code's part of `compact` and `prune`: a compaction appended the way Claude Code writes
-its own, and the UI's copies of tool results made to match what prune left."""
+its own, the lines it wrote in the user's turn itself, and the UI's copies of tool results made
+to match what prune left."""
 
 from __future__ import annotations
 
@@ -12,6 +13,14 @@ from ..errors import ShapeError
 from ..jsondata import BLANK, Parsed, dumps
 from ..model import ASSISTANT, USER, Message, ToolResult, Transcript, result_text
 from .claude_code import EPOCH, LogSource, _Origin, _timestamp, read
+
+def agent_lines(transcript: Transcript) -> frozenset[int]:
+    """The lines Claude Code wrote in the user's turn itself (`isMeta`: a skill's body, a command's
+    expansion, a reminder): sent as user text, never the user's words."""
+    source: LogSource = transcript.source
+    return frozenset(i for i in source.message_records
+                     if isinstance(value := source.records[i][1], dict) and value.get("isMeta") is True)
+
 
 def replace_ui_copies(transcript: Transcript) -> Transcript:
     """Give each changed tool result's line a `toolUseResult` (the copy Claude Code's UI shows)

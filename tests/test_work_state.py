@@ -1,0 +1,215 @@
+"""Where the work stands, one signal at a time, on the shapes the agents write (work_state.py),
+and the checkpoint sections built from them (checkpoint.py)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from transcompact.checkpoint import checkpoint, find_facts, own_words, sections
+from transcompact.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult
+from transcompact.output_errors import error_lines
+from transcompact.work_state import DONE, IN_PROGRESS, PENDING, Task, find_work_state
+
+from .conftest import CORPUS
+
+
+def call(number: int, name: str, **arguments) -> Message:
+    return Message(ASSISTANT, (ToolCall(f"call_{number}", name, arguments),))
+
+
+def result(number: int, output: str, is_error: bool = False) -> Message:
+    return Message(USER, (ToolResult(f"call_{number}", output, is_error=is_error),))
+
+
+def state_of(*messages: Message):
+    return find_work_state(messages)
+
+
+# --- task lists ----------------------------------------------------------------------------------
+
+
+def test_claude_codes_todowrite_the_last_list_wins():
+    first = [{"content": "Analyze codebase structure and files", "status": "in_progress", "activeForm": "Analyzing"},
+             {"content": "Create CLAUDE.md with essential information", "status": "pending", "activeForm": "Creating"}]
+    last = [{**first[0], "status": "completed"}, {**first[1], "status": "in_progress"}]
+    state = state_of(call(1, "TodoWrite", todos=first), result(1, "Todos have been modified successfully."),
+                     call(2, "TodoWrite", todos=last), result(2, "Todos have been modified successfully."))
+    assert state.tasks == (Task("Analyze codebase structure and files", DONE),
+                           Task("Create CLAUDE.md with essential information", IN_PROGRESS))
+    assert state.next_step == "Create CLAUDE.md with essential information"
+
+
+def test_claude_codes_task_tools_build_the_list_from_their_results():
+    state = state_of(
+        call(1, "TaskCreate", subject="Add EndedAt field to session State struct", description="…", activeForm="Adding"),
+        result(1, "Task #1 created successfully: Add EndedAt field to session State struct"),
+        call(2, "TaskCreate", subject="Run verification (fmt, lint, tests)", description="…", activeForm="Running"),
+        result(2, "Task #2 created successfully: Run verification (fmt, lint, tests)"),
+        call(3, "TaskUpdate", taskId="1", status="in_progress"), result(3, "Updated task #1 status"),
+        call(4, "TaskUpdate", taskId="1", status="completed"), result(4, "Updated task #1 status"))
+    assert state.tasks == (Task("Add EndedAt field to session State struct", DONE),
+                           Task("Run verification (fmt, lint, tests)", PENDING))
+    assert state.next_step == "Run verification (fmt, lint, tests)"
+
+
+@pytest.mark.parametrize("name, arguments", [
+    ("update_plan", {"explanation": "x", "plan": [{"step": "Read the parser", "status": "completed"},
+                                                  {"step": "Fix the off-by-one", "status": "in_progress"}]}),
+    ("write_todos", {"todos": [{"description": "Read the parser", "status": "completed"},
+                               {"description": "Fix the off-by-one", "status": "in_progress"}]}),
+    ("task_tracker", {"command": "plan", "task_list": [{"id": "1", "title": "Read the parser", "status": "done"},
+                                                       {"id": "2", "title": "Fix the off-by-one", "status": "in_progress"}]}),
+], ids=["codex update_plan", "gemini write_todos", "openhands task_tracker"])
+def test_the_other_agents_planning_tools(name, arguments):
+    state = state_of(call(1, name, **arguments), result(1, "Plan updated"))
+    assert state.tasks == (Task("Read the parser", DONE), Task("Fix the off-by-one", IN_PROGRESS))
+
+
+# --- commits, files, runs, the open problem -------------------------------------------------------
+
+
+def test_a_commit_is_its_subject_and_the_hash_git_printed():
+    heredoc = "git add -A && git commit -m \"$(cat <<'EOF'\nFix session end on Gemini\n\nLonger body.\nEOF\n)\""
+    state = state_of(call(1, "Bash", command=heredoc),
+                     result(1, "[alex/ent-109 09bd59e] Fix session end on Gemini\n 3 files changed, 40 insertions(+)"),
+                     call(2, "Bash", command='git commit -m "Nothing here"'),
+                     result(2, "On branch main\nnothing to commit, working tree clean\nExit code 1", is_error=True),
+                     call(3, "Bash", command='git commit -am "Bump version"'), result(3, ""))
+    assert [(c.hash, c.subject) for c in state.commits] == [("09bd59e", "Fix session end on Gemini"), (None, "Bump version")]
+
+
+def test_files_modified_apart_from_files_only_read():
+    patch = "*** Begin Patch\n*** Update File: src/parser.rs\n@@\n-a\n+b\n*** Add File: src/lexer.rs\n+x\n*** End Patch"
+    state = state_of(call(1, "Read", file_path="/repo/README.md"), result(1, "# readme"),
+                     call(2, "Edit", file_path="/repo/cli/explain.go", old_string="a", new_string="b"), result(2, "ok"),
+                     call(3, "Read", file_path="/repo/cli/explain.go"), result(3, "package cli"),
+                     call(4, "str_replace_editor", command="view", path="/testbed/a.py"), result(4, "…"),
+                     call(5, "str_replace_editor", command="str_replace", path="/testbed/b.py"), result(5, "…"),
+                     call(6, "apply_patch", input=patch), result(6, "Done!"))
+    assert state.modified == ("src/lexer.rs", "src/parser.rs", "/testbed/b.py", "/repo/cli/explain.go")
+    assert state.read == ("/testbed/a.py", "/repo/README.md")
+
+
+def test_the_last_run_of_each_check_with_its_result_line():
+    state = state_of(
+        call(1, "Bash", command="pytest -q 2>&1 | tail -5"),
+        result(1, "..F\nFAILED tests/test_a.py::test_x - AssertionError\n=== 12 passed, 1 failed in 0.31s ===\nExit code 1",
+               is_error=True),
+        call(2, "Bash", command="go test ./..."), result(2, "ok  \tentire.io/cli\t0.412s"),
+        call(3, "Bash", command="pytest -q 2>&1 | tail -5"), result(3, "============ 13 passed in 0.30s ============"))
+    assert [(r.command, r.result, r.failed) for r in state.runs] == [
+        ("pytest -q 2>&1 | tail -5", "13 passed in 0.30s", False), ("go test ./...", "ok  \tentire.io/cli\t0.412s", False)]
+    assert state.problem is None  # the same check succeeded since
+
+
+def test_the_open_problem_is_the_last_failure_nothing_since_fixed():
+    state = state_of(call(1, "Bash", command="mix compile"),
+                     result(1, "Compiling 3 files (.ex)\n** (CompileError) lib/spotter.ex:12: undefined function foo/0\n"
+                               "Exit code 1", is_error=True),
+                     call(2, "Bash", command="git status"), result(2, "On branch main"))
+    assert state.problem.command == "mix compile"
+    assert state.problem.error == "** (CompileError) lib/spotter.ex:12: undefined function foo/0"
+
+
+# --- errors are error messages ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("output, wanted", [
+    ("Getting extensions in current project...\nerror: could not find `Cargo.toml`\nExit code 1", ["error: could not find `Cargo.toml`"]),
+    ("Checking 1 source file ...\nlib/a.ex:3: warning\nFound 1 issue\nExit code 1", ["Found 1 issue"]),
+    ("Exit code 1", []),
+    ("[Old tool result content cleared]", []),
+    ("Pre-commit validation failed:\\n\\n[FORMAT] Code is not formatted.\\nRun 'mix format' to fix.",
+     ["Pre-commit validation failed:"]),
+    ("  1) test shows the badge (SpotterWeb.LiveTest)\n     Assertion with =~ failed\n     code: assert html =~ \"badge\"",
+     ["Assertion with =~ failed"]),
+    ("✘ [ERROR] Could not resolve \"js/app.js\"\n\n1 error", ["✘ [ERROR] Could not resolve \"js/app.js\""]),
+    ("gh: Not Found (HTTP 404)", ["gh: Not Found (HTTP 404)"]),
+], ids=["not the progress line", "the line that says why", "an exit status alone", "a placeholder",
+        "a heading with a literal \\n", "ExUnit", "esbuild", "gh"])
+def test_errors_are_error_messages(output, wanted):
+    assert error_lines(output, failed=True) == wanted
+
+
+# --- only the user's words are the user's ----------------------------------------------------------
+
+
+def test_what_an_agent_injects_is_not_the_users():
+    said = ("<command-name>/clear</command-name>\n<command-message>clear</command-message>\n<command-args></command-args>"
+            "<system-reminder>The date is 2026-01-01.</system-reminder>\nPlease fix the login bug.")
+    assert own_words(said) == "Please fix the login bug."
+    assert own_words("<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>") == ""
+    skill = Message(USER, (Text("Base directory for this skill: /x\n\n# Commit\nWrite a commit message."),),
+                    raw={"type": "user", "isMeta": True, "sourceToolUseID": "toolu_1"})
+    observation = Message(USER, (Text("OBSERVATION:\nfile.py:1: x"),), raw={"role": "user", "message_type": "observation"})
+    own = Message(USER, (Text("Ship it."),), raw={"type": "user"})
+    facts = find_facts([skill, observation, own], {}, {})
+    assert facts.goal == "Ship it."
+
+
+def test_a_single_turn_session_keeps_its_opening_request_as_the_goal():
+    messages = [Message(USER, (Text("Port the parser to Rust."),)), call(1, "Bash", command="cargo build"),
+                result(1, "Finished `dev` profile")]
+    assert find_facts(messages, {}, {}).goal == "Port the parser to Rust."
+
+
+# --- the checkpoint's sections, and merging without growing -------------------------------------------
+
+
+def work_log(round_: int) -> list[Message]:
+    todos = [{"content": f"Step {n} of round {round_}", "status": "completed" if n < 2 else "pending"} for n in range(4)]
+    return [Message(USER, (Text(f"Round {round_}: carry on."),)), call(10 * round_, "TodoWrite", todos=todos),
+            result(10 * round_, "ok"),
+            call(10 * round_ + 1, "Bash", command=f'git commit -am "Round {round_} done"'),
+            result(10 * round_ + 1, f"[main abc{round_}def] Round {round_} done\n 1 file changed"),
+            call(10 * round_ + 2, "Edit", file_path=f"src/round_{round_}.py"), result(10 * round_ + 2, "ok"),
+            call(10 * round_ + 3, "Bash", command="pytest -q"), result(10 * round_ + 3, f"{round_} passed in 0.1s"),
+            Message(ASSISTANT, (Text(f"Round {round_} committed."),))]
+
+
+def test_the_checkpoint_says_where_the_work_stands():
+    text = checkpoint(find_facts(work_log(1), {}, {}), 2000, 0.25)
+    for expected in ("### Tasks (the agent's last list)\n- [x] Step 0 of round 1\n- [x] Step 1 of round 1\n- [ ] Step 2 of round 1",
+                     "### Commits\n- `abc1def` Round 1 done", "### Next step\n- Step 2 of round 1",
+                     "### Last test and build runs (newest first)\n- `pytest -q`: 1 passed in 0.1s",
+                     "### Files modified (newest first)\n- `src/round_1.py`"):
+        assert expected in text
+
+
+def test_a_later_checkpoint_merges_the_earlier_newer_state_replacing_older():
+    counts = Counter()
+    first = checkpoint(find_facts(work_log(1), {}, {}), 2000, 0.25)
+    second = checkpoint(find_facts(work_log(2), {}, {}), 2000, 0.25, previous=first, counts=counts)
+    headings = {h3: items for _, h3, items in sections(second)}
+    assert headings["Tasks (the agent's last list)"][0] == "- [x] Step 0 of round 2"  # the newer list replaces the older
+    assert headings["Commits"] == ["- `abc1def` Round 1 done", "- `abc2def` Round 2 done"]  # commits accumulate
+    assert headings["Last test and build runs (newest first)"] == ["- `pytest -q`: 2 passed in 0.1s"]
+    assert headings["Files modified (newest first)"] == ["- `src/round_2.py`", "- `src/round_1.py`"]
+    assert counts["held commits"] == counts["kept commits"] == 1
+
+
+def test_every_later_checkpoint_stays_within_its_budget():
+    """A model's long summary before ours is kept by its start and its end, inside the budget."""
+    earlier = "## Summary\n" + "\n".join(f"{n}. A long paragraph the model wrote about step {n}, " * 3 for n in range(400))
+    body = earlier
+    for round_ in range(1, 6):
+        body = checkpoint(find_facts(work_log(round_) * 20, {}, {}), 900, 0.25, previous=body)
+        assert len(body) * 0.25 <= 900, round_
+
+
+@pytest.mark.skipif(not (CORPUS / "claude-code").is_dir(), reason="the shared corpus is not here")
+def test_the_corpus_task_tools_give_the_task_list():
+    """The real shapes: Claude Code's TaskCreate / TaskUpdate session, and a TodoWrite one."""
+    from transcompact import loads
+
+    path = CORPUS / "claude-code" / "entire-cli-session-062a8bdd-user-pasted-image.jsonl"
+    state = find_work_state(loads(path.read_bytes(), path.name).messages)
+    assert [t.status for t in state.tasks] == [DONE] * 5
+    assert state.tasks[0].text == "Add EndedAt field to session State struct"
+    path = CORPUS / "claude-code" / "ccviewer-session-1af7fc5e.jsonl"
+    state = find_work_state(loads(path.read_bytes(), path.name).messages)
+    assert state.tasks and {t.status for t in state.tasks} <= {DONE, IN_PROGRESS, PENDING}
+    assert json.dumps([t.text for t in state.tasks])
