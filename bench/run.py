@@ -87,14 +87,17 @@ class Row:
     target: float | None
     detail: str
     unit: str = "×"
+    at_least: bool = False  # the target is a floor (a recall), not a ceiling
 
     @property
     def missed(self) -> bool:
-        return self.target is not None and (self.value is None or self.value > self.target)
+        if self.target is None:
+            return False
+        return self.value is None or (self.value < self.target if self.at_least else self.value > self.target)
 
     def cells(self) -> list[str]:
         shown = "failed" if self.value is None else f"{self.value:.2f}{self.unit}"
-        target = "" if self.target is None else f"≤ {self.target}{self.unit}"
+        target = "" if self.target is None else f"{'≥' if self.at_least else '≤'} {self.target:.2f}{self.unit}"
         verdict = "" if self.target is None else ("MISSED" if self.missed else "ok")
         return [self.name, shown, target, verdict, self.detail]
 
@@ -439,6 +442,47 @@ def accuracy(corpus: Path) -> list[Row]:
             for name, errors in columns.items() if errors]
 
 
+def summaries(corpus: Path) -> list[Row]:
+    """What our summary keeps of the part it summarizes, against the agents' own summaries of the
+    same part at the same size (bench/summary_recall.py), and across the corpus at a 2,000-token
+    window (tests/retention.py); and whether a later compaction stays within its budget."""
+    import summary_recall
+
+    agent, ours, count = summary_recall.measure(corpus)
+    if not count:
+        return []
+    note(f"summary recall against Claude Code's own compactions ({count} in the corpus), by key token:")
+    rows = []
+    for kind in summary_recall.KINDS:
+        if ours.total[kind]:
+            rows.append(Row(f"summary recall: {kind}, ours (Claude's own: {agent.of(kind):.2f})", ours.of(kind), agent.of(kind),
+                            f"{ours.total[kind]} facts in {count} compactions", unit="", at_least=True))
+    tasks = summary_recall.task_recall(corpus)
+    if tasks.total["tasks with status"]:
+        rows.append(Row("summary recall: task items with their status (logs with a task list, 2,000-token window)",
+                        tasks.of("tasks with status"), 0.90, f"{tasks.total['tasks with status']} task items", unit="",
+                        at_least=True))
+    sys.path.insert(0, str(ROOT))
+    from tests.retention import measure as retention
+    from tests.test_retention import long_logs
+
+    pooled = {"commands": [0, 0], "errors": [0, 0]}
+    for path in long_logs():
+        measured = retention(path, 2000)
+        if measured is not None:
+            for kind in pooled:
+                pooled[kind][0] += measured[0].found[kind]
+                pooled[kind][1] += measured[0].total[kind]
+    for kind, target in (("commands", 0.90), ("errors", 0.95)):
+        found, total = pooled[kind]
+        if total:
+            rows.append(Row(f"retention at a 2,000-token window: {'whole commands' if kind == 'commands' else 'real error messages'}",
+                            found / total, target, f"{total} facts of the corpus's long logs", unit="", at_least=True))
+    rows.append(Row("a later compaction's summary against its budget (largest, corpus)", summary_recall.worst_growth(corpus),
+                    1.0, "compact --emergency twice, 5,000 then 2,000 tokens", unit="×"))
+    return rows
+
+
 def table(rows: list[Row]) -> str:
     """A Markdown table, its columns padded so that it also reads as plain text."""
     lines = [["measure", "figure", "target", "", "from"], *(row.cells() for row in rows)]
@@ -454,7 +498,7 @@ def main() -> int:
         rows = [*speed(workdir), *batch(workdir), *claude_code_memory(workdir), *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():
-        rows += accuracy(corpus)
+        rows += accuracy(corpus) + summaries(corpus)
     missed = [row for row in rows if row.missed]
     print(table(rows))
     # The load says how much other work shared the machine: the higher, the noisier the figures.

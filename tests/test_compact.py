@@ -466,3 +466,21 @@ def test_a_session_that_is_one_long_turn_keeps_its_goal():
     text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
     assert "## Goal\nThe request this session began with, quoted whole at the end of this summary." in text
     assert text.count("Port the parser to Rust") == 1 and text.endswith("Port the parser to Rust, keeping every test green.")
+
+
+@pytest.mark.parametrize("name", ["spotter-session-4d5611e5-compacted-1512lines.jsonl",
+                                  "entire-cli-session-70d782f7-long-2x-microcompact-2x-compact.jsonl"])
+def test_a_compaction_after_claudes_own_stays_within_its_budget(name):
+    """Claude's own summary (15,000 characters and more) is merged into ours by its start and its
+    end, and compacting again stays within the same budget (it once grew to 3,091 tokens of 2,405)."""
+    path = CORPUS / "claude-code" / name
+    if not path.is_file():
+        pytest.skip("the shared corpus is not here")
+    transcript = loads(path.read_bytes(), name)
+    for keep in (5000, 2000, 1000):
+        options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=keep))
+        compacted, report = compact(transcript, options)
+        assert report.summary_chars * options.counting.ratio <= options.checkpoint_tokens + options.keep_user_tokens
+        transcript = loads(bytes(dumps(compacted)), name)
+    summary = text_of(next(m for m in transcript.messages if is_summary_message(m)))
+    assert summary.count("[… ") >= 1 and "Earlier summary" in summary  # Claude's summary, by its start and end

@@ -10,14 +10,16 @@ import json
 from dataclasses import replace
 
 import pytest
-from transcompact import check, compact, dumps, loads, repair
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from transcompact import check, compact, convert, dumps, loads, repair
 from transcompact.calibrate import recorded_usage, usage_tokens
 from transcompact.check import errors
 from transcompact.compact import CompactOptions
 from transcompact.estimate import Options as EstimateOptions
 from transcompact.formats import detect, pi
 from transcompact.jsondata import parse
-from transcompact.model import Text, ToolCall, ToolResult
+from transcompact.model import RedactedThinking, Text, ToolCall, ToolResult
 from transcompact.summarize import SummaryOptions
 from transcompact.summary_message import SUMMARY_PREFIX, is_summary_message
 
@@ -359,6 +361,7 @@ def test_repair_mends_the_tree_and_the_compaction_as_pi_reads_them(case):
 # --- pi resumes what we write ------------------------------------------------------------------
 
 COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+NO_RESULT = [{"type": "text", "text": "No result provided"}]  # pi-ai transformMessages, for a call with no result
 
 
 def pi_context(data: bytes) -> list[dict]:
@@ -407,14 +410,62 @@ def pi_context(data: bytes) -> list[dict]:
     else:
         for entry in path:
             append(entry)
-    sent = []
+    sent, pending, answered = [], [], set()
+
+    def answer_pending():  # transformMessages: an error result for each call left without one
+        sent.extend({"role": "toolResult", "toolCallId": c["id"], "toolName": c["name"], "content": NO_RESULT, "isError": True}
+                    for c in pending if c["id"] not in answered)
+        pending.clear()
+        answered.clear()
+
     for m in messages:
         if m["role"] == "compactionSummary":
-            sent.append({"role": "user", "content": [{"type": "text", "text": COMPACTION_SUMMARY_PREFIX + m["summary"] + "\n</summary>"}]})
-        elif m["role"] == "assistant" and m.get("stopReason") in ("error", "aborted"):
+            m = {"role": "user", "content": [{"type": "text", "text": COMPACTION_SUMMARY_PREFIX + m["summary"] + "\n</summary>"}]}
+        if m["role"] in ("user", "assistant"):
+            answer_pending()
+        if m["role"] == "assistant" and m.get("stopReason") in ("error", "aborted"):
             continue
-        elif m["role"] in ("user", "assistant", "toolResult"):
+        if m["role"] == "assistant":
+            pending.extend(b for b in m["content"] if b["type"] == "toolCall")
+        if m["role"] == "toolResult":
+            answered.add(m["toolCallId"])
+        if m["role"] in ("user", "assistant", "toolResult"):
             sent.append(m)
+    answer_pending()
+    return sent
+
+
+def assert_pi_sends_what_we_read(data: bytes) -> list[dict]:
+    """pi's context for `data` is our reading of it: the active compaction's summary (ours worded
+    as pi's), then the messages we read, each pi's own JSON, every call answered by the results
+    after it (by pi's "No result provided" only where we read a call with no result); returns pi's context."""
+    ours = loads(data, "s.jsonl")
+    sent = pi_context(data)
+    compactions = [json.loads(line) for line in data.splitlines() if b'"type":"compaction"' in line]
+    summaries = [m for m in ours.messages if is_summary_message(m)]
+    assert len(summaries) == (1 if compactions else 0)
+    if compactions:
+        summary = compactions[-1]["summary"]
+        assert sent[0]["content"][0]["text"] == COMPACTION_SUMMARY_PREFIX + summary + "\n</summary>"
+        assert is_summary_message(ours.messages[0]) and texts(ours)[0] == SUMMARY_PREFIX + pi.as_summary_message(summary)
+    unanswered = {c.id for m in ours.messages for c in m.tool_calls} - {r.tool_call_id for m in ours.messages for r in m.tool_results}
+    stand_ins = [m for m in sent if m["role"] == "toolResult" and m["content"] == NO_RESULT and "timestamp" not in m]
+    assert {m["toolCallId"] for m in stand_ins} == unanswered
+    window = sent[1:] if compactions else sent
+    window = [m for m in window if not any(m is stand_in for stand_in in stand_ins)]
+    assert len(window) == len(ours.messages) - len(summaries)
+    for message, read in zip(window, ours.messages[len(summaries):]):
+        assert {k: v for k, v in message.items() if k != "usage"} == {k: v for k, v in read.raw.items() if k != "usage"}
+    # Every call is answered by the results that follow it, and no result is alone.
+    pending: set[str] = set()
+    for message in sent:
+        if message["role"] == "toolResult":
+            assert message["toolCallId"] in pending
+            pending.discard(message["toolCallId"])
+        else:
+            assert not pending
+            pending = {b["id"] for b in message["content"] if b["type"] == "toolCall"} if message["role"] == "assistant" else set()
+    assert not pending
     return sent
 
 
@@ -424,23 +475,121 @@ def test_pi_resumes_our_compaction_summary_first_then_the_window(version, times)
     data = b""
     for _ in range(times):
         data, report = compacted(session(14, version, after=data))
-    ours = loads(data, "s.jsonl")
-    sent = pi_context(data)
-    summary = json.loads(data.splitlines()[-1])["summary"]
-    assert sent[0]["content"][0]["text"] == COMPACTION_SUMMARY_PREFIX + summary + "\n</summary>"
-    assert SUMMARY_PREFIX + pi.as_summary_message(summary) == texts(ours)[0]
-    # The kept window is what we read after our summary, message for message.
-    window = ours.messages[1:]
-    assert len(sent) - 1 == len(window) == report.window_messages
-    for message, kept in zip(sent[1:], window):
-        assert {k: v for k, v in message.items() if k != "usage"} == {k: v for k, v in kept.raw.items() if k != "usage"}
-    # Every call is answered by the results that follow it, and no result is alone.
-    pending: set[str] = set()
-    for message in sent[1:]:
-        if message["role"] == "toolResult":
-            assert message["toolCallId"] in pending
-            pending.discard(message["toolCallId"])
-        else:
-            assert not pending
-            pending = {b["id"] for b in message["content"] if b["type"] == "toolCall"} if message["role"] == "assistant" else set()
-    assert not pending
+    sent = assert_pi_sends_what_we_read(data)
+    assert len(sent) - 1 == report.window_messages
+
+
+def test_an_older_compaction_in_the_kept_range_is_no_message():
+    """pi sends only the active compaction's summary: one kept from before it sends nothing."""
+    lines = COMPACTED.read_bytes().splitlines()
+    newer = {"type": "compaction", "id": "eef4b5c6", "parentId": "dda4b5c6", "timestamp": "2026-01-10T09:00:30.000Z",
+             "summary": "## Goal\nMake the tests of calc.py pass.\n\n## Progress\n- Fixed add().",
+             "firstKeptEntryId": "66f7a8b9", "tokensBefore": 900}  # kept from before the older compaction
+    data = b"\n".join([*lines, json.dumps(newer, separators=(",", ":")).encode()]) + b"\n"
+    transcript = loads(data, "s.jsonl")
+    assert sum(is_summary_message(m) for m in transcript.messages) == 1
+    assert texts(transcript)[0] == SUMMARY_PREFIX + newer["summary"]
+    assert [m.line for m in transcript.messages] == [15, 7, 8, 9, 11, 12, 13, 14]
+    assert_pi_sends_what_we_read(data)
+
+
+def with_unanswered_call(data: bytes, version: int) -> bytes:
+    """`data` and an assistant message whose call never got its result (pi stopped while it ran)."""
+    last = json.loads(data.splitlines()[-1])
+    entry = {"type": "message", "id": "0fff0001", "parentId": last.get("id"), "timestamp": "2026-02-01T12:00:00.000Z",
+             "message": {"role": "assistant", "content": [{"type": "text", "text": "Running the tests."},
+                                                          {"type": "toolCall", "id": "toolu_open", "name": "bash",
+                                                           "arguments": {"command": "pytest -q"}}],
+                         "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5", "stopReason": "toolUse"}}
+    if version == 1:
+        entry = {k: v for k, v in entry.items() if k not in ("id", "parentId")}
+    return data + json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("keep", [100, 400, 1000])
+def test_a_session_ending_on_an_unanswered_call_is_compacted_and_pi_answers_the_call(version, keep):
+    """The call stays as pi sends it, with pi's own error result: the compaction before no result is no P2."""
+    data = with_unanswered_call(session(12, version), version)
+    result, report = compact(loads(data, "s.jsonl"), replace(OPTIONS, summary=replace(OPTIONS.summary, keep_recent_tokens=keep)))
+    assert report.strategy == "emergency"
+    out = dumps(result)
+    assert [v.rule for v in errors(check(loads(out, "s.jsonl")))] == ["A2"] == [v.rule for v in errors(check(loads(data, "s.jsonl")))]
+    sent = assert_pi_sends_what_we_read(out)
+    assert sent[-2]["content"][-1]["id"] == "toolu_open" and sent[-1] == {
+        "role": "toolResult", "toolCallId": "toolu_open", "toolName": "bash", "content": NO_RESULT, "isError": True}
+
+
+def test_a_compaction_before_a_result_that_comes_later_is_still_p2():
+    data = broken_sessions()["P2"]
+    assert [v.rule for v in errors(check(loads(data, "s.jsonl")))] == ["P2"]
+    assert [v.rule for v in errors(check(loads(broken_sessions()["unanswered"], "s.jsonl")))] == ["A2"]
+
+
+REDACTED = {"type": "thinking", "thinking": "[Reasoning redacted]", "thinkingSignature": "EmwKAhgBEgy3va3pzix/LafPsn4a", "redacted": True}
+
+
+def with_redacted_thinking(version: int = 3) -> bytes:
+    """A session whose last answer began with a redacted thinking block, as pi 0.73 stores one."""
+    lines = [json.loads(line) for line in session(2, version).splitlines()]
+    lines[-1]["message"]["content"].insert(0, REDACTED)
+    return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in lines)
+
+
+def test_redacted_thinking_reads_as_pi_sends_it_and_is_written_back_unchanged():
+    data = with_redacted_thinking()
+    transcript = loads(data, "s.jsonl")
+    assert transcript.messages[-1].blocks[0] == RedactedThinking(REDACTED["thinkingSignature"])
+    assert dumps(transcript) == data and errors(check(transcript)) == []
+    # pi-ai sends it as redacted_thinking, its `data` the signature: so does --to anthropic.
+    body = json.loads(dumps(convert(transcript, "anthropic")))
+    assert body["messages"][-1]["content"][0] == {"type": "redacted_thinking", "data": REDACTED["thinkingSignature"]}
+    # A change beside it keeps its JSON; a redacted block an operation writes anew has pi's shape.
+    last = transcript.messages[-1]
+    changed = last.with_blocks((*last.blocks, Text("And one more thing.")))
+    out = dumps(transcript.with_messages([*transcript.messages[:-1], changed]))
+    assert json.loads(out.splitlines()[-1])["message"]["content"][0] == REDACTED
+    assert pi.write_block(RedactedThinking(REDACTED["thinkingSignature"])) == REDACTED
+
+
+# --- compacting again and again ----------------------------------------------------------------
+
+
+def compact_again_and_again(data: bytes, version: int, windows: list[int], added: list[int], unanswered: bool = False) -> bytes:
+    """`data` compacted once per window, each time after adding `added` turns (none before the first);
+    after each, pi sends one summary, the active compaction's, then the newest messages as they were
+    (only a tool result may be trimmed to fit), exactly as we read the file."""
+    for step, keep in enumerate(windows):
+        if added[step]:
+            data = session(added[step], version, after=data)
+        if unanswered and step == len(windows) - 1:
+            data = with_unanswered_call(data, version)
+        before = loads(data, "s.jsonl")
+        result, report = compact(before, replace(OPTIONS, summary=replace(OPTIONS.summary, keep_recent_tokens=keep)))
+        assert report.strategy == "emergency", f"compaction {step + 1}: {report.strategy}"
+        data = dumps(result)
+        sent = assert_pi_sends_what_we_read(data)
+        assert sum(m["role"] == "user" and isinstance(m["content"], list) and m["content"][0]["type"] == "text"
+                   and m["content"][0]["text"].startswith(COMPACTION_SUMMARY_PREFIX) for m in sent) == 1
+        window = loads(data, "s.jsonl").messages[1:]
+        assert len(window) == report.window_messages > 0
+        for kept, newest in zip(window, before.messages[-len(window):]):
+            assert {k: v for k, v in kept.raw.items() if k != "content" or kept.raw["role"] != "toolResult"} == \
+                {k: v for k, v in newest.raw.items() if k != "content" or newest.raw["role"] != "toolResult"}
+    assert data.count(b'"type":"compaction"') == len(windows)
+    return data
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_five_compactions_in_a_row_leave_one_summary_and_the_newest_entries(version):
+    """Before, the second compaction read two summaries, and from the third on the stale one filled the window."""
+    compact_again_and_again(session(14, version), version, [1200, 800, 500, 300, 150], [0] * 5)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=st.integers(8, 16), first=st.integers(600, 1000), shrink=st.lists(st.integers(20, 100), min_size=4, max_size=4),
+       added=st.lists(st.integers(1, 3), min_size=4, max_size=4), unanswered=st.booleans())
+def test_five_compactions_with_turns_between(version, turns, first, shrink, added, unanswered):
+    windows = [first - sum(shrink[:k]) for k in range(5)]
+    compact_again_and_again(session(turns, version), version, windows, [0, *added], unanswered)

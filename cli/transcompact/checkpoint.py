@@ -29,7 +29,7 @@ from typing import Callable, Sequence
 from .model import ASSISTANT, USER, Message, ToolCall, ToolResult
 from .output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from .summary_message import is_summary_message, quoted, text_of
-from .work_state import (CANCELLED, DONE, IN_PROGRESS, PATH_KEYS, PENDING, Commit, Problem, Run, Task, WorkState,
+from .work_state import (CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState,
                          check_key, find_work_state, named_paths, trajectory_runs)
 
 COMMAND_CHARS = 4000  # a command is kept whole up to this
@@ -507,24 +507,30 @@ def _fit_written(written: list[tuple[str, str | None, list[str]]], share: int,
 
 
 def _chosen_facts(facts: Facts, state: Merged, room: _Room, shown: set[str]) -> dict[str, list[str]]:
-    """Errors, commands and files within what is left: errors first, then paths, then the other
-    short facts (most facts for the room), then long ones; each pass newest first."""
+    """Errors, commands and files within what is left: the first error of each output first, then
+    paths, then the other short facts (most facts for the room), then an output's further errors,
+    then long facts; each pass newest first."""
     modified = set(facts.work.modified)
     newest = sorted(((at, kind, text) for kind, found in (
         ("errors", facts.errors), ("commands", facts.commands),
         ("files modified", tuple((at, p) for at, p in facts.files if p in modified)),
         ("files read", tuple((at, p) for at, p in facts.files if p not in modified))) for at, text in found),
-        key=lambda fact: -fact[0])
+        key=lambda fact: -fact[0])  # stable: an output's errors stay in their order
+    firsts: dict[int, str] = {}  # an output's first error says most; its further ones wait for the room left
+    for at, text in facts.errors:
+        firsts.setdefault(at, text)
     candidates = [(kind, render_item(kind, text)) for _, kind, text in newest if not (kind == "commands" and text in shown)]
     depth = max((len(v) for v in state.pools.values()), default=0)
     candidates += [(kind, items[i]) for i in range(depth) for kind, items in state.pools.items() if i < len(items)]
     unique = list(dict.fromkeys(candidates))
     seen_modified = {item for kind, item in unique if kind == "files modified"}
     unique = [(kind, item) for kind, item in unique if not (kind == "files read" and item in seen_modified)]
+    first_errors = {render_item("errors", text) for text in firsts.values()} | set(state.pools["errors"])
     taken: set[int] = set()
-    passes = (lambda kind, item: kind == "errors" and len(item) <= SHORT_FACT,
+    passes = (lambda kind, item: kind == "errors" and item in first_errors and len(item) <= SHORT_FACT,
               lambda kind, item: kind == "files modified",
               lambda kind, item: kind == "files read",  # a path is short and names what the next turn opens again
+              lambda kind, item: kind != "errors" and len(item) <= SHORT_FACT,
               lambda kind, item: len(item) <= SHORT_FACT, lambda kind, item: True)
     for wanted in passes:
         for position, (kind, item) in enumerate(unique):

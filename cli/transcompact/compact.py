@@ -259,8 +259,12 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     words = user_words(real, previous, (goal, opening or ""), budget - len(goal), trajectory, injected) if budget > 0 else ()
     if body is None:
         left = max(0, budget - len(goal) - sum(len(w) + 4 for w in words))
-        body = checkpoint(facts, options.checkpoint_tokens + int(left * ratio), ratio, earlier, goal_chars=goal_chars,
-                          counts=counts)
+        room = options.checkpoint_tokens + int(left * ratio)
+        body = checkpoint(facts, room, ratio, earlier, goal_chars=goal_chars)
+        # The quotes' marks and the headings are not in either budget: what they take comes off the checkpoint's.
+        over = len(compose(SummaryText(body, words, opening))) - int((options.checkpoint_tokens + options.keep_user_tokens) / ratio)
+        body = checkpoint(facts, max(0, room - int(over * ratio) - 1) if over > 0 else room, ratio, earlier,
+                          goal_chars=goal_chars, counts=counts)
     return SummaryText(body, words, opening)
 
 

@@ -40,6 +40,8 @@ _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code|Process 
 _PROGRESS = re.compile(r"(?:\.\.\.|…)\s*$|^(?:Checking|Running|Compiling|Downloading|Getting|Building|Installing|"
                        r"Collecting|Resolving|Fetching|Loading|Starting|Waiting|Updating|Preparing|Analyzing|Linting)\b"
                        r"|^(?:<output>|</output>|<error>|</error>|```)$|^[-=_*#~]{3,}$|^\$ ")
+_FAILURE_WORDS = re.compile(r"(?i)\b(?:error|failed|failure|cannot|can't|unable|invalid|denied|refused|not found|no such|"
+                            r"unknown|missing|unexpected|timed? ?out)\b")
 # What a compaction leaves in place of an output (ours, Claude Code's microcompact, an archive's).
 _PLACEHOLDER = re.compile(r"^\[(?:Old tool result content cleared|Tool output cleared\b[^\]]*)\]$")
 
@@ -85,9 +87,10 @@ def error_lines(text: str, failed: bool) -> list[str]:
             continue
         if _ERROR_LINE.match(stripped):
             found.append(stripped)
-    if failed and not found:  # what a failed command printed last says most about why
-        why = next((s for line in reversed(lines) if (s := line.strip()) and not _EXIT.match(s)
-                    and not s.startswith(_TRACEBACK) and not _PROGRESS.search(s)), None)
+    if failed and not found:  # the last line that says it failed, else the last line: why it failed
+        said = [s for line in lines if (s := line.strip()) and not _EXIT.match(s) and not s.startswith(_TRACEBACK)
+                and not _PROGRESS.search(s)]
+        why = next((s for s in reversed(said) if _FAILURE_WORDS.search(s)), said[-1] if said else None)
         if why is not None:
             found.append(why)
     found = list(dict.fromkeys(found))

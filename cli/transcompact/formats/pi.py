@@ -5,20 +5,22 @@ then entries that form a tree by `id` / `parentId` (version 1: a list, each entr
 the one before). The messages of the model are those pi sends (`buildSessionContext` then
 `convertToLlm`, upstream `session-manager.ts` and `messages.ts`): the path from the leaf (the
 last entry) to the root; after the newest `compaction` on it, its summary, the entries from
-`firstKeptEntryId` up to it, then the entries after it. `bashExecution`, `custom` and branch
-summaries are sent as user text; an assistant message that ended in `error` or `aborted` is not
-sent (pi-ai `transformMessages`), and neither is a `bashExecution` excluded from the context.
-Every line is kept verbatim and in place; a write re-serialises only the entries whose content
-changed, drops an entry left with no message (its children hang from its parent) and threads new
-entries into the path.
+`firstKeptEntryId` up to it (an older compaction among them is no message), then the entries
+after it. `bashExecution`, `custom` and branch summaries are sent as user text; an assistant
+message that ended in `error` or `aborted` is not sent (pi-ai `transformMessages`), and neither
+is a `bashExecution` excluded from the context. A call with no result reads as it is (check's
+A2), where pi sends it with an error result "No result provided". Every line is kept verbatim and
+in place; a write re-serialises only the entries whose content changed, drops an entry left with
+no message (its children hang from its parent) and threads new entries into the path.
 
-Dialect: Anthropic. pi's blocks are Anthropic's (thinking with its signature, a call's
-`arguments` an object, images as base64 with a media type), and pi-ai sends the `toolResult`
-messages after an assistant message as one user turn of results answering the calls of the
-assistant turn before it: check's A1/A2, which merge consecutive user messages as the API does.
-So a `toolResult` reads as a user message holding one tool result. Every block's pi JSON is kept
-in the origin for the write; thinking and image blocks keep none as `raw`, where check and the
-Anthropic writer would take pi's field names for the API's.
+Dialect: Anthropic. pi's blocks are Anthropic's (thinking with its signature, a redacted one
+holding the API's `data` as its signature with `redacted: true`, which pi-ai sends as
+`redacted_thinking`; a call's `arguments` an object, images as base64 with a media type), and
+pi-ai sends the `toolResult` messages after an assistant message as one user turn of results
+answering the calls of the assistant turn before it: check's A1/A2, which merge consecutive user
+messages as the API does. So a `toolResult` reads as a user message holding one tool result.
+Every block's pi JSON is kept in the origin for the write; thinking and image blocks keep none as
+`raw`, where check and the Anthropic writer would take pi's field names for the API's.
 
 A compaction's summary is read as transcompact's summary message (`[Previous conversation
 summary]` + the summary, its split turn's part as the opening request's section, without the
@@ -47,6 +49,7 @@ from ..model import (
     Image,
     Message,
     Opaque,
+    RedactedThinking,
     Text,
     Thinking,
     ToolCall,
@@ -59,6 +62,7 @@ DESCRIPTION = "pi coding-agent session (JSON Lines: a `session` header, then ent
 LINES = True  # a line is what a rewrite changes, keeps or removes
 
 UNSENT_STOP_REASONS = frozenset({"error", "aborted"})
+REDACTED_THINKING = "[Reasoning redacted]"  # the text pi stores for a redacted_thinking block (pi-ai anthropic.ts)
 # summary_message.SUMMARY_PREFIX (that module imports the formats): a compaction's summary reads as ours.
 SUMMARY_PREFIX = "[Previous conversation summary]\n\n"
 # What pi wraps around the other summaries it sends (messages.ts).
@@ -154,12 +158,16 @@ def first_kept(records: list[tuple[bytes, Any]], path: tuple[int, ...], at: int)
 
 
 def active_entries(records: list[tuple[bytes, Any]], path: tuple[int, ...]) -> tuple[list[int], int | None]:
-    """(the entry records pi sends, in order, the summary's compaction first; that compaction's record)."""
+    """(the entry records pi sends, in order, the summary's compaction first; that compaction's record).
+
+    Only the newest compaction on the path is a summary: an older one inside the kept range sends
+    nothing (`buildSessionContext` appends messages, custom messages and branch summaries only).
+    """
     at = max((k for k, i in enumerate(path) if _entry_type(records[i][1]) == "compaction"), default=None)
     if at is None:
         return list(path), None
     start = first_kept(records, path, at)
-    kept = list(path[start:at]) if start is not None else []
+    kept = [i for i in path[start:at] if _entry_type(records[i][1]) != "compaction"] if start is not None else []
     return [path[at], *kept, *path[at + 1:]], path[at]
 
 
@@ -172,6 +180,9 @@ def read_block(item: Any, where: str) -> Block:
     kind = item.get("type")
     if kind == "text" and isinstance(item.get("text"), str):
         return Text(item["text"], raw=item)
+    if kind == "thinking" and item.get("redacted") is True and isinstance(item.get("thinkingSignature"), str):
+        # pi keeps the API's redacted_thinking `data` as the signature and sends it back as one.
+        return RedactedThinking(item["thinkingSignature"])
     if kind == "thinking" and isinstance(item.get("thinking"), str):
         signature = item.get("thinkingSignature")
         return Thinking(item["thinking"], signature if isinstance(signature, str) else None)
@@ -190,6 +201,8 @@ def write_block(block: Block) -> Any:
     if type(block) is Thinking:
         out = {"type": "thinking", "thinking": block.thinking}
         return {**out, "thinkingSignature": block.signature} if block.signature else out
+    if type(block) is RedactedThinking:
+        return {"type": "thinking", "thinking": REDACTED_THINKING, "thinkingSignature": block.data, "redacted": True}
     if type(block) is ToolCall:
         return {**raw, "type": "toolCall", "id": block.id, "name": block.name, "arguments": block.input}
     if type(block) is Image and block.data is not None:

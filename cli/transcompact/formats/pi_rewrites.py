@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..checkpoint import PATH_KEYS, find_facts
+from ..checkpoint import find_facts
 from ..errors import ShapeError
 from ..jsondata import BLANK, Parsed, dumps
 from ..model import Message, ToolCall, Transcript, tool_inputs, tool_names
 from ..summary_message import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
+from ..work_state import PATH_KEYS
 from .pi import (
     SPLIT_TURN,
     SessionSource,
@@ -135,21 +136,23 @@ def _without_history(records: list[tuple[bytes, Any]], kept_at: int | None,
                      version: int) -> tuple[list[tuple[bytes, Any]], int | None]:
     """The session as pi would resume it after the compaction, less what it no longer reads: the
     header, the settings entries on the path before the window, the window and what follows it on
-    the path, each the child of the one before (other branches go too); and the window's first
-    line in it."""
+    the path but for earlier compactions, each the child of the one before (other branches go
+    too); and the window's first line in it."""
     path = find_path(records, version)
     start = path.index(kept_at) if kept_at is not None else len(path)
-    kept = [i for i in path[:start] if _entry_type(records[i][1]) in SETTING_ENTRIES] + list(path[start:])
+    kept = [i for i in path[:start] if _entry_type(records[i][1]) in SETTING_ENTRIES]
+    kept += [i for i in path[start:] if _entry_type(records[i][1]) != "compaction"]
     out = [record for record in records if _entry_type(record[1]) == "session"][:1]
-    parent = None
+    parent, new_kept_at = None, None
     for index in kept:
         line, value = records[index]
         if version >= 2 and value.get("parentId") != parent:
             value = {**value, "parentId": parent}
             line = dumps(value, indent=False)
+        if index == kept_at:
+            new_kept_at = len(out)
         out.append((line, value))
         parent = value.get("id")
-    new_kept_at = len(out) - len(path) + start if kept_at is not None else None
     return out + [record for record in records[-1:] if record[1] is BLANK], new_kept_at
 
 

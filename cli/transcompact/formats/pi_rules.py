@@ -5,7 +5,9 @@
   or lose what it meant to keep.
 - P2 (error): the active compaction comes after a kept `toolCall` and before its `toolResult` (a
   known way to brick a pi session: pi sends the summary, the call, then whatever follows the
-  compaction, which is not the result).
+  compaction, which is not the result). A call with no result on the path at all is no P2 but the
+  API rules' A2: pi sends it with an error result "No result provided" (pi-ai `transformMessages`),
+  wherever the compaction is.
 - P3 (error): an entry's `parentId` names no entry: pi's path stops there and loses what came before.
 
 repair fixes P1 when the first kept entry is a result (it moves back to the entry of the call),
@@ -46,7 +48,7 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
                                  line=source.compaction + 1))
         else:
             out += [Violation("P2", ERROR, f"the compaction comes between tool call {call_id} and its result",
-                              line=source.compaction + 1) for call_id in _split_calls(records, entries[start:at])]
+                              line=source.compaction + 1) for call_id in _split_calls(records, entries, start, at)]
     if source.version >= 2 and entries:
         root = records[entries[0]][1]
         if root.get("parentId"):  # pi walks up while parentId is truthy
@@ -55,10 +57,11 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
     return out
 
 
-def _split_calls(records, kept: tuple[int, ...]) -> list[str]:
-    """The ids of the calls in the kept window whose result does not come before the compaction (P2)."""
+def _split_calls(records, path: tuple[int, ...], start: int, at: int) -> list[str]:
+    """The ids of the calls kept before the compaction at `path[at]` (from `path[start]`) whose result
+    comes after it (P2)."""
     pending: dict[str, None] = {}
-    for index in kept:
+    for index in path[start:at]:
         message = _message(records[index][1])
         if message.get("role") == "assistant" and message.get("stopReason") not in ("error", "aborted") \
                 and isinstance(message.get("content"), list):
@@ -66,7 +69,8 @@ def _split_calls(records, kept: tuple[int, ...]) -> list[str]:
                            if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str))
         elif message.get("role") == "toolResult" and isinstance(message.get("toolCallId"), str):
             pending.pop(message["toolCallId"], None)
-    return list(pending)
+    answered_later = {_message(records[index][1]).get("toolCallId") for index in path[at + 1:]}
+    return [call_id for call_id in pending if call_id in answered_later]
 
 
 def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str, int]]]:
@@ -131,10 +135,10 @@ def _keep_from_the_call(records, path, at: int, start: int, version: int, fixes:
 def _after_the_results(records, path, at: int, start: int, version: int, fixes: list) -> None:
     """P2: the compaction moves after the last result, later on the path, of a call it came
     before; its line follows that result's, so that the leaf (pi's last entry) stays on the path."""
-    split = set(_split_calls(records, path[start:at]))
+    split = set(_split_calls(records, path, start, at))
     answering = [k for k in range(at + 1, len(path)) if _message(records[path[k]][1]).get("toolCallId") in split]
     if not answering:
-        return  # no result anywhere: the API rules' repair answers the call
+        return  # no call is split
     last = answering[-1]
     compaction, result = path[at], path[last]
     answered = sorted({_message(records[path[k]][1])["toolCallId"] for k in answering})
