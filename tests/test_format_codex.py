@@ -1,18 +1,25 @@
 """Codex CLI rollouts: detection, the active view after each marker, writing back, recorded usage,
-and a compaction Codex itself resumes (rebuilt here the way Codex rebuilds a history)."""
+a compaction Codex itself resumes (rebuilt here the way Codex rebuilds a history), paginated
+rollouts' ordinals and forked rollouts' parents (tests/test_codex_resume.py has the real Codex judge)."""
 
 from __future__ import annotations
 
 import json
+import re
+import uuid
+from collections import Counter
 from dataclasses import replace
 
 import pytest
-from transcompact import check, dumps, loads, repair
+from click.testing import CliRunner
+from transcompact import check, dumps, load, loads, repair
 from transcompact.calibrate import recorded_usage, usage_tokens
 from transcompact.check import errors
+from transcompact.cli import cli
 from transcompact.compact import CompactOptions, compact
-from transcompact.errors import UnknownFormat
+from transcompact.errors import InputError, ShapeError, UnknownFormat, UsageError
 from transcompact.formats import detect
+from transcompact.formats.codex import CODEX_SUMMARY_PREFIX
 from transcompact.jsondata import parse
 from transcompact.model import Opaque, Text, ToolCall
 from transcompact.summarize import SummaryOptions
@@ -33,6 +40,18 @@ def read(path):
 
 def lines(data: bytes) -> list[dict]:
     return [json.loads(line) for line in data.splitlines() if line.strip()]
+
+
+def ndjson(values: list[dict]) -> bytes:
+    return b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in values)
+
+
+def paginated(data: bytes) -> bytes:
+    """A rollout as Codex 0.171 writes it: `history_mode: "paginated"` and each line's `ordinal`
+    after its timestamp."""
+    values = lines(data)
+    values[0]["payload"]["history_mode"] = "paginated"
+    return ndjson([{"timestamp": v["timestamp"], "ordinal": n, **v} for n, v in enumerate(values)])
 
 
 def texts(message) -> str:
@@ -88,9 +107,20 @@ def test_replacement_history_is_the_whole_history_before_what_follows_it():
     transcript = read(COMPACTED)
     assert [texts(m) for m in transcript.messages[:4]][1:] == [
         "Add a test for an empty cart.", transcript.messages[2].blocks[0].text, "Go ahead."]
-    assert texts(transcript.messages[2]).startswith("Another language model started")
     assert all(m.line == 10 for m in transcript.messages[:3])  # they live in the `compacted` line
     assert "call_read_11" not in {b.id for m in transcript.messages for b in m.tool_calls}
+
+
+def test_codex_summary_reads_as_ours_and_is_written_back_as_it_was():
+    transcript = read(COMPACTED)
+    summary = transcript.messages[2]
+    assert is_summary_message(summary) and sum(map(is_summary_message, transcript.messages)) == 1
+    assert texts(summary) == SUMMARY_PREFIX + "The checkout KeyError is fixed in shop/cart.py (SKUs are read from each " \
+                                              "item); tests/test_checkout.py passes. Next: a test for an empty cart."
+    messages = list(transcript.messages)
+    messages[3] = messages[3].with_blocks((Text("Go ahead, please."),))
+    history = lines(dumps(transcript.with_messages(messages)))[9]["payload"]["replacement_history"]
+    assert history[2] == lines(COMPACTED.read_bytes())[9]["payload"]["replacement_history"][2]  # Codex's wording kept
 
 
 def test_a_compaction_without_history_is_rebuilt_and_a_rollback_drops_the_last_turn():
@@ -172,24 +202,41 @@ def test_token_counts_are_the_usage_of_the_response_before_them():
     assert [usage_tokens(m) for m in read(COMPACTED).messages] == [None, None, None, None, 1702, None, None]
 
 
+def test_a_token_usage_record_is_the_usage_of_the_response_before_it():
+    """Codex 0.171 writes a `token_usage_record` line after each response (before its outputs), with
+    its `response_id`; a rollout may hold those and no `token_count` event."""
+    values = lines(TOOL_LOOP.read_bytes())
+    for value in values:
+        if value["type"] == "event_msg" and value["payload"]["type"] == "token_count":
+            value["type"], value["payload"] = "token_usage_record", {
+                "thread_id": "0199c3a1-7b2e-7c40-9d11-2f6a8e4b5c01", "response_id": "resp_1",
+                "usage": value["payload"]["info"]["last_token_usage"], "turn_token_usage": {"input_tokens": 1}}
+    transcript = loads(ndjson(values), "usage.jsonl")
+    assert [usage_tokens(m) for m in transcript.messages] == [usage_tokens(m) for m in read(TOOL_LOOP).messages]
+    assert recorded_usage(transcript.messages).tokens == 5301
+
+
 # --- compaction --------------------------------------------------------------------------------
 
 
+def turn_items(k: int) -> list[dict]:
+    """A turn of a tool loop with a long output: something to compact."""
+    return [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"Step {k}: run the tests."}]},
+        {"type": "reasoning", "summary": [], "content": None, "encrypted_content": f"gAAAAAB{k}"},
+        {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["pytest", "-q", f"tests/test_{k}.py"]}),
+         "call_id": f"call_step_{k}"},
+        {"type": "function_call_output", "call_id": f"call_step_{k}", "output": f"test_{k}.py ....\n" * 60},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Step {k} passes."}]},
+    ]
+
+
 def with_turns(path, turns: int = 8) -> bytes:
-    """The fixture with more turns of a tool loop after it, each with a long output: something to compact."""
+    """The fixture with more turns of a tool loop after it."""
     data = path.read_bytes()
     stamp = lines(data)[-1]["timestamp"]
-    new = []
-    for k in range(turns):
-        for payload in (
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"Step {k}: run the tests."}]},
-            {"type": "reasoning", "summary": [], "content": None, "encrypted_content": f"gAAAAAB{k}"},
-            {"type": "function_call", "name": "shell", "arguments": json.dumps({"command": ["pytest", "-q", f"tests/test_{k}.py"]}),
-             "call_id": f"call_step_{k}"},
-            {"type": "function_call_output", "call_id": f"call_step_{k}", "output": f"test_{k}.py ....\n" * 60},
-            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"Step {k} passes."}]},
-        ):
-            new.append(json.dumps({"timestamp": stamp, "type": "response_item", "payload": payload}, separators=(",", ":")))
+    new = [json.dumps({"timestamp": stamp, "type": "response_item", "payload": payload}, separators=(",", ":"))
+           for k in range(turns) for payload in turn_items(k)]
     return data + "\n".join(new).encode() + b"\n"
 
 
@@ -200,21 +247,44 @@ def compacted(transcript, keep=100):
     return dumps(result)
 
 
+def appended(data: bytes, out: bytes) -> list[dict]:
+    assert out.startswith(data.rstrip(b"\n"))  # nothing before it is rewritten
+    return lines(out[len(data.rstrip(b"\n")):])
+
+
+def compacted_line(out: bytes) -> dict:
+    return next(v for v in reversed(lines(out)) if v["type"] == "compacted")
+
+
 @pytest.mark.parametrize("path", (TOOL_LOOP, COMPACTED), ids=lambda p: p.name)
-def test_compaction_appends_codex_own_marker_and_reads_back_with_one_summary(path):
+def test_compaction_appends_what_codex_writes_and_reads_back_with_one_summary(path):
     data = with_turns(path)
     out = compacted(loads(data, path.name), keep=600)
-    assert out.startswith(data)  # nothing before it is rewritten
-    new = lines(out[len(data):])
-    assert [line["type"] for line in new] == ["compacted", "event_msg"]
-    assert new[1]["payload"] == {"type": "context_compacted"}
-    assert new[0]["payload"]["message"].startswith(SUMMARY_PREFIX)
+    new = appended(data, out)
+    # Codex's own order: the compaction, its event, the turn context the history stands on; then the window.
+    assert [line["type"] for line in new[:3]] == ["compacted", "event_msg", "turn_context"]
+    assert new[1]["payload"] == {"type": "context_compacted"} and new[2]["payload"] == lines(data)[2]["payload"]
+    window = [line["payload"] for line in new[3:]]
+    assert {line["type"] for line in new[3:]} == {"response_item"} and window == agent_history(data)[-len(window):]
+    payload = new[0]["payload"]
+    assert list(payload) == ["message", "replacement_history"]  # a legacy rollout keeps no context window
+    history = payload["replacement_history"]
+    # The user's words (oldest first), the context Codex injected before the last of them, then the
+    # summary after Codex's prefix; no acknowledgement, no tool item.
+    assert history[-1] == {"type": "message", "role": "user", "content": [{"type": "input_text", "text": payload["message"]}]}
+    assert payload["message"].startswith(CODEX_SUMMARY_PREFIX + "\n## ")
+    assert all(item["type"] == "message" and item["role"] in ("user", "developer") for item in history)
+    kinds = ["context" if item["content"][0]["text"].startswith("<environment_context>") else "user" for item in history[:-1]]
+    assert kinds == ["user"] * (len(kinds) - 2) + ["context", "user"] and len(kinds) > 3
+    assert all(f"> {item['content'][0]['text']}" not in payload["message"] for item in history[:-1])  # not quoted again
     again = loads(out, path.name)
-    assert sum(map(is_summary_message, again.messages)) == 1 and is_summary_message(again.messages[0])
+    assert sum(map(is_summary_message, again.messages)) == 1 and is_summary_message(again.messages[len(history) - 1])
     assert errors(check(again)) == []
     twice = loads(compacted(again, keep=200), path.name)
     assert sum(map(is_summary_message, twice.messages)) == 1
     assert sum(texts(m).count(SUMMARY_PREFIX) for m in twice.messages) == 1
+    words = Counter(texts(m) for m in twice.messages if m.role == "user" and not is_summary_message(m))
+    assert words and max(words.values()) == 1  # each of the user's messages once
 
 
 def test_the_environment_codex_injects_is_the_checkpoints_context_not_the_users_goal():
@@ -225,16 +295,20 @@ def test_the_environment_codex_injects_is_the_checkpoints_context_not_the_users_
             "    <root>/tmp</root>\n  </writable_roots>\n</environment_context>"}]}}, separators=(",", ":")).encode()
     data = data + moved + b"\n" + with_turns(TOOL_LOOP, 4)[len(TOOL_LOOP.read_bytes()):]  # a later turn moved elsewhere
     out = compacted(loads(data, TOOL_LOOP.name), keep=600)
-    summary = lines(out)[-2]["payload"]["message"]
+    summary = compacted_line(out)["payload"]["message"].removeprefix(CODEX_SUMMARY_PREFIX + "\n")
     assert "<environment_context>" not in summary  # neither the goal nor the user's words
-    assert summary.startswith(SUMMARY_PREFIX + "## Goal\nThe checkout test fails with a KeyError.")
+    assert summary.startswith("## Goal\nThe checkout test fails with a KeyError.")
     environment = ("### Environment\n- cwd: /home/dev/shop/api\n- approval_policy: on-request\n"
                    "- sandbox_mode: workspace-write\n- network_access: restricted\n- shell: bash\n"
                    "- writable_roots: /home/dev/shop, /tmp\n")
     assert "## Critical Context\n" + environment in summary  # each setting at its newest value
     again = loads(out, TOOL_LOOP.name)
-    twice = lines(compacted(again, keep=200))[-2]["payload"]["message"]
+    twice = compacted_line(compacted(again, keep=200))["payload"]["message"]
     assert twice.count("### Environment") == 1 and environment in twice  # merged, not quoted
+    # The context Codex injected goes into the history as it was, each text once.
+    history = compacted_line(out)["payload"]["replacement_history"]
+    assert [i["content"][0]["text"] for i in history if i["content"][0]["text"].startswith("<environment")] == [
+        lines(data)[1]["payload"]["content"][0]["text"], json.loads(moved)["payload"]["content"][0]["text"]]
 
 
 def agent_history(data: bytes) -> list[dict]:
@@ -261,12 +335,11 @@ def test_codex_resumes_our_compaction_with_the_summary_then_the_window_every_cal
     transcript = read(TOOL_LOOP)
     out = compacted(transcript, keep=150)
     history = agent_history(out)
-    summary = history[0]
-    assert summary["role"] == "user" and summary["content"][0]["text"].startswith(SUMMARY_PREFIX)
-    assert "pytest tests/test_checkout.py -q" in summary["content"][0]["text"]  # what the summary kept
-    assert history[1]["role"] == "assistant"  # the acknowledgement
-    window = history[2:]
-    # The kept window is the end of the old history, item for item.
+    at = next(i for i, item in enumerate(history) if item["content"][0]["text"].startswith(CODEX_SUMMARY_PREFIX))
+    summary = history[at]["content"][0]["text"]
+    assert history[at]["role"] == "user" and "pytest tests/test_checkout.py -q" in summary  # what the summary kept
+    window = history[at + 1:]
+    # The kept window is the end of the old history, item for item (no acknowledgement before it).
     assert window == agent_history(TOOL_LOOP.read_bytes())[-len(window):]
     assert window[-1] == {"type": "message", "role": "user", "content": [
         {"type": "input_text", "text": "Thanks. Is there a test for an empty cart?"}]}
@@ -282,6 +355,151 @@ def test_drop_history_keeps_the_session_lines_and_the_compaction():
     options = CompactOptions(force=True, emergency=True, drop_history=True, summary=SummaryOptions(keep_recent_tokens=100))
     result, _ = compact(read(TOOL_LOOP), options)
     out = dumps(result)
-    assert [(line["type"], line["payload"].get("type")) for line in lines(out)] == [
-        ("session_meta", None), ("turn_context", None), ("compacted", None), ("event_msg", "context_compacted")]
+    assert [(line["type"], line["payload"].get("type")) for line in lines(out)][:5] == [
+        ("session_meta", None), ("turn_context", None), ("compacted", None), ("event_msg", "context_compacted"),
+        ("turn_context", None)]
+    assert {line["type"] for line in lines(out)[5:]} == {"response_item"}
     assert errors(check(loads(out, "x"))) == []
+
+
+# --- paginated rollouts: ordinals ------------------------------------------------------------
+
+
+def test_every_line_a_compaction_appends_to_a_paginated_rollout_continues_its_ordinals():
+    data = paginated(with_turns(TOOL_LOOP))
+    out = compacted(loads(data, "paginated.jsonl"), keep=600)
+    values = lines(out)
+    assert [v["ordinal"] for v in values] == list(range(len(values)))
+    assert all(list(v)[:2] == ["timestamp", "ordinal"] for v in values)  # where Codex puts it
+    assert not any("ordinal" in v for v in lines(compacted(loads(with_turns(TOOL_LOOP), "legacy.jsonl"), keep=600)))
+
+
+def test_a_line_added_inside_a_paginated_rollout_moves_the_ordinals_after_it():
+    values = lines(TOOL_LOOP.read_bytes())
+    del values[17]  # the output of call_local_04
+    data = paginated(ndjson(values)).split(b"\n")
+    broken = loads(b"\n".join(data), "broken.jsonl")
+    out = dumps(repair(broken)[0])
+    values = lines(out)
+    assert [v["ordinal"] for v in values] == list(range(len(values)))
+    added = next(i for i, v in enumerate(values) if v["payload"].get("call_id") == "call_local_04"
+                 and v["payload"]["type"] == "function_call_output")
+    after = out.split(b"\n")[added + 1:]
+    # The lines after it are as they were but for their ordinal, one up.
+    assert [re.sub(rb'"ordinal":\d+', b"", line) for line in after] == [
+        re.sub(rb'"ordinal":\d+', b"", line) for line in data[added:]]
+
+
+def test_a_line_dropped_inside_a_paginated_rollout_moves_the_ordinals_after_it_down():
+    data = paginated(TOOL_LOOP.read_bytes())
+    values = lines(data)
+    values.insert(12, {"timestamp": values[11]["timestamp"], "ordinal": 0, "type": "response_item", "payload": {
+        "type": "function_call_output", "call_id": "call_gone", "output": "an orphan"}})
+    for n, value in enumerate(values):
+        value["ordinal"] = n
+    repaired, report = repair(loads(ndjson(values), "orphan.jsonl"))
+    out = lines(dumps(repaired))
+    assert report.fixes and not any(v["payload"].get("call_id") == "call_gone" for v in out)
+    assert [v["ordinal"] for v in out] == list(range(len(out)))
+
+
+def test_drop_history_is_refused_for_a_paginated_rollout(tmp_path):
+    """Codex keeps a paginated rollout as an append-only log and reads it into its thread index by
+    byte offset: one that loses lines fails there ("durable rollout shrank before projection")."""
+    options = CompactOptions(force=True, emergency=True, drop_history=True, summary=SummaryOptions(keep_recent_tokens=600))
+    with pytest.raises(UsageError, match="paginated Codex rollout"):
+        compact(loads(paginated(with_turns(TOOL_LOOP)), "paginated.jsonl"), options)
+    path = tmp_path / "rollout.jsonl"
+    path.write_bytes(paginated(with_turns(TOOL_LOOP)))
+    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", "600", "--drop-history",
+                                      str(path)])
+    assert result.exit_code == 2 and "--drop-history cannot rewrite a paginated Codex rollout" in result.output
+
+
+def test_the_compaction_carries_the_next_context_window():
+    """Codex 0.171 numbers its context windows (session_meta `context_window`, then each compaction's)."""
+    values = lines(paginated(with_turns(TOOL_LOOP)))
+    values[0]["payload"]["context_window"] = {"window_id": "0199c3a1-7b30-7000-8000-000000000001"}
+    out = compacted(loads(ndjson(values), "paginated.jsonl"), keep=600)
+    payload = compacted_line(out)["payload"]
+    assert list(payload) == ["message", "replacement_history", "window_number", "first_window_id", "previous_window_id",
+                             "window_id"]
+    assert (payload["window_number"], payload["first_window_id"], payload["previous_window_id"]) == (
+        1, "0199c3a1-7b30-7000-8000-000000000001", "0199c3a1-7b30-7000-8000-000000000001")
+    window = uuid.UUID(payload["window_id"])
+    assert window.version == 7 and window.int >> 80 == 1759918565000  # the last line's time, in ms
+    assert compacted(loads(ndjson(values), "paginated.jsonl"), keep=600) == out  # the same input, the same bytes
+    again = compacted_line(compacted(loads(out, "paginated.jsonl"), keep=200))["payload"]
+    assert (again["window_number"], again["first_window_id"], again["previous_window_id"]) == (
+        2, payload["first_window_id"], payload["window_id"])
+
+
+def test_the_world_state_the_history_stands_on_follows_the_compaction():
+    """Codex rebuilds its context's baseline from the newest full `world_state` and the patches
+    after it; without one after a compaction it injects its whole context again."""
+    values = lines(with_turns(TOOL_LOOP))
+    values[3:3] = [{"timestamp": values[2]["timestamp"], "type": "world_state",
+                    "payload": {"full": True, "state": {"environments": {"cwd": "/home/dev/shop", "shell": "bash"}, "skills": "a"}}}]
+    values.append({"timestamp": values[-1]["timestamp"], "type": "world_state",
+                   "payload": {"full": False, "state": {"environments": {"cwd": "/home/dev/shop/api"}, "skills": None}}})
+    new = appended(ndjson(values), compacted(loads(ndjson(values), "state.jsonl"), keep=600))
+    assert [line["type"] for line in new[:4]] == ["compacted", "event_msg", "world_state", "turn_context"]
+    assert new[2]["payload"] == {"full": True, "state": {"environments": {"cwd": "/home/dev/shop/api", "shell": "bash"}}}
+
+
+# --- forked rollouts -----------------------------------------------------------------------------
+
+
+def forked(tmp_path, parent_lines: int = 12) -> tuple:
+    """A parent rollout under a CODEX_HOME and a fork of it in another day's directory, as Codex
+    0.171 writes one: its own lines only, numbered on from the parent's first `parent_lines`."""
+    parent = paginated(TOOL_LOOP.read_bytes())
+    parent_id = lines(parent)[0]["payload"]["id"]
+    child_id = "0199c3a1-0000-7000-8000-00000000f0a4"
+    meta = {"timestamp": "2025-10-08T10:20:00.000Z", "type": "session_meta", "payload": {
+        **lines(parent)[0]["payload"], "id": child_id, "forked_from_id": parent_id,
+        "history_base": {"thread_id": parent_id, "end_ordinal_exclusive": parent_lines,
+                         "end_byte_offset": len(b"".join(line + b"\n" for line in parent.split(b"\n")[:parent_lines]))}}}
+    own = [meta, {"timestamp": "2025-10-08T10:20:01.000Z", "type": "response_item", "payload": {
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Branch off: only read."}]}},
+        *({"timestamp": "2025-10-08T10:20:02.000Z", "type": "response_item", "payload": item}
+          for k in range(3) for item in turn_items(k))]
+    child = ndjson([{"timestamp": v["timestamp"], "ordinal": n, **v} for n, v in enumerate(own, parent_lines)])
+    sessions = tmp_path / ".codex" / "sessions"
+    (sessions / "2025" / "10" / "08").mkdir(parents=True)
+    (sessions / "2025" / "10" / "09").mkdir(parents=True)
+    (sessions / "2025" / "10" / "08" / TOOL_LOOP.name).write_bytes(parent)
+    path = sessions / "2025" / "10" / "09" / f"rollout-2025-10-08T10-20-00-{child_id}.jsonl"
+    path.write_bytes(child)
+    return path, parent
+
+
+def test_a_forked_rollout_is_read_after_the_lines_of_its_parent_it_starts_with(tmp_path):
+    path, parent = forked(tmp_path)
+    transcript = load(path)
+    prefix = loads(b"\n".join(parent.split(b"\n")[:12]), "prefix.jsonl")
+    assert [texts(m) for m in transcript.messages[:len(prefix.messages) + 1]] == [
+        texts(m) for m in prefix.messages] + ["Branch off: only read."]
+    assert transcript.messages[len(prefix.messages)].line == 2 and transcript.messages[0].line is None  # not its lines
+    assert dumps(transcript) == path.read_bytes() and errors(check(transcript)) == []
+    out = compacted(transcript, keep=200)  # appended to the fork, numbered on from its own lines
+    assert out.startswith(path.read_bytes()) and [v["ordinal"] for v in lines(out)] == list(range(12, 12 + len(lines(out))))
+
+
+def test_a_fork_whose_parent_is_missing_is_refused_naming_it(tmp_path):
+    path, _ = forked(tmp_path)
+    (tmp_path / ".codex" / "sessions" / "2025" / "10" / "08" / TOOL_LOOP.name).unlink()
+    with pytest.raises(InputError, match="rollout 0199c3a1-7b2e-7c40-9d11-2f6a8e4b5c01") as raised:
+        load(path)
+    assert raised.value.exit_code == 3
+    result = CliRunner().invoke(cli, ["estimate", str(path)])
+    assert result.exit_code == 3 and "0199c3a1-7b2e-7c40-9d11-2f6a8e4b5c01" in result.output
+
+
+def test_a_change_to_what_a_fork_takes_from_its_parent_is_refused(tmp_path):
+    path, _ = forked(tmp_path)
+    transcript = load(path)
+    messages = list(transcript.messages)
+    messages[1] = messages[1].with_blocks((Text("Another request."),))
+    with pytest.raises(ShapeError, match="parent rollout"):
+        dumps(transcript.with_messages(messages))

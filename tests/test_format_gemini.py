@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import replace
 
 import orjson
@@ -12,9 +13,14 @@ from transcompact import archive, check, dumps, loads
 from transcompact.calibrate import recorded_usage
 from transcompact.check import errors
 from transcompact.compact import CompactOptions, compact
+from transcompact.convert import convert
+from transcompact.estimate import PER_MESSAGE, Options, estimate
 from transcompact.expand import expand
 from transcompact.formats import hook, rewrites_lines
 from transcompact.model import Text, ToolCall, ToolResult
+from transcompact.prune import prune
+from transcompact.repair import repair
+from transcompact.summarize import SummaryOptions
 from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, is_summary_message
 
 from .conftest import FIXTURES
@@ -293,8 +299,6 @@ def test_compaction_appends_one_set_and_reads_back_with_one_summary():
 
 
 def test_compacting_twice_keeps_one_summary_and_the_agent_resumes_it():
-    from transcompact.summarize import SummaryOptions
-
     t = loads(long_chat(), "session.jsonl")
     options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000))
     first, report = compact(t, options)
@@ -333,3 +337,160 @@ def test_a_call_added_by_an_operation_gets_an_entry_holding_its_result():
     messages.insert(-1, replace(messages[-1], blocks=(answer,), origin=None, raw=None))
     again = loads(dumps(t.with_messages(messages)), "x.json")
     assert again.messages[-3].tool_calls[-1].id == "read_file-1" and again.messages[-2].tool_results == (answer,)
+
+
+# --- the legacy document without a project hash -------------------------------------------------
+
+
+def test_a_legacy_document_without_a_project_hash_is_read_as_the_agent_falls_back_to_it():
+    """Gemini resumes a `.json` that names its session but no project (`parseLegacyRecordFallback`)."""
+    document = json.loads(LEGACY.read_bytes())
+    del document["projectHash"]
+    data = json.dumps(document, indent=2).encode()
+    t = loads(data, LEGACY.name)
+    assert t.format == "gemini" and t.messages == read(LEGACY).messages
+    assert dumps(t) == data and errors(check(t)) == []
+    history = client_history(agent_records(data))
+    assert [turn["role"] for turn in history] == ["model" if m.role == "assistant" else "user" for m in t.messages]
+    compacted = json.loads(dumps(hook(t, "append_compaction")(t, "Notes were read.", t.messages[-2:], 5000)))
+    assert "projectHash" not in compacted and compacted["messages"][0]["content"][0]["text"] == SUMMARY_PREFIX + "Notes were read."
+
+
+def test_a_document_that_names_a_session_is_no_chat_without_the_agents_records():
+    for messages in ([{"role": "user", "content": "hi"}], [], [{"id": "m1", "role": "user", "content": "hi"}]):
+        body = json.dumps({"sessionId": "s", "messages": messages}).encode()
+        assert loads(body, "x.json").format != "gemini"
+
+
+# --- results recorded twice (Gemini CLI 0.61) ---------------------------------------------------
+
+
+def recorded_twice(rounds: int = 4, *, resumed: bool = False) -> bytes:
+    """A chat as Gemini CLI 0.61 records one (tests/test_gemini_resume.py records real ones): each
+    response's record written again once its calls ran, with `toolCalls[].result`, then a user
+    record holding the same `functionResponse` parts; ids prefixed with the tool's name. Resumed,
+    Gemini appends its own `$set` of the history it converted: the calls then live in the model
+    record's content, and the results in a `<id>_response` user record beside the first copy."""
+    def stamp(n: int, second: int) -> str:
+        return f"2026-11-20T10:{n:02d}:{second:02d}.000Z"
+
+    lines: list[dict] = [{"sessionId": "5a5a5a5a-1111-4222-8333-444455556666", "projectHash": "cd" * 32,
+                          "startTime": stamp(0, 0), "lastUpdated": stamp(0, 0), "kind": "main"},
+                         {"$set": {"messages": [{"id": "env", "timestamp": stamp(0, 0), "type": "user",
+                                                 "content": [{"text": "<session_context>\nlinux\n</session_context>"}]}]}}]
+    history: list[dict] = [lines[1]["$set"]["messages"][0]]
+    for n in range(rounds):
+        ask = {"id": f"u{n}", "timestamp": stamp(n, 1), "type": "user", "content": [{"text": f"Round {n}: read a{n}.py and b{n}.py."}]}
+        ids = [f"read_file__read_file_17957{n:08d}_{k}" for k in range(2)]
+        responses = [{"functionResponse": {"id": i, "name": "read_file", "response": {"output": f"{i}: " + "x = 1\n" * 400}}} for i in ids]
+        model = {"id": f"g{n}", "timestamp": stamp(n, 2), "type": "gemini", "content": f"Reading both files of round {n}.",
+                 "thoughts": [{"subject": "", "description": f"Round {n} needs both.", "timestamp": stamp(n, 2)}],
+                 "tokens": {"input": 12000 + 5000 * n, "output": 10, "cached": 0, "thoughts": 0, "tool": 0, "total": 12010 + 5000 * n},
+                 "model": "gemini-3.8-flash"}
+        calls = [{"id": i, "name": "read_file", "args": {"file_path": f"{'ab'[k]}{n}.py"}, "result": [responses[k]], "status": "success",
+                  "timestamp": stamp(n, 3), "resultDisplay": "", "description": f"{'ab'[k]}{n}.py", "displayName": "ReadFile",
+                  "renderOutputAsMarkdown": True} for k, i in enumerate(ids)]
+        answer = {"id": f"r{n}", "timestamp": stamp(n, 3), "type": "user", "content": responses}
+        done = {"id": f"d{n}", "timestamp": stamp(n, 4), "type": "gemini", "content": f"Round {n} is read.", "thoughts": [],
+                "tokens": {"input": 14000 + 5000 * n, "output": 10, "cached": 0, "thoughts": 0, "tool": 0, "total": 14010 + 5000 * n},
+                "model": "gemini-3.8-flash"}
+        lines += [ask, model, {**model, "toolCalls": calls}, answer, done]
+        history += [ask, {"id": model["id"], "timestamp": stamp(n, 2), "type": "gemini",
+                          "content": [{"text": f"Round {n} needs both.", "thought": True}, {"text": model["content"]},
+                                      *({"functionCall": {"id": i, "name": "read_file", "args": c["args"]}} for i, c in zip(ids, calls))]},
+                    {"id": f"g{n}_response", "timestamp": stamp(n, 2), "type": "user", "content": responses},
+                    answer, {"id": done["id"], "timestamp": stamp(n, 4), "type": "gemini", "content": [{"text": done["content"]}]}]
+    if resumed:
+        lines += [{**lines[0], "startTime": stamp(59, 0)}, lines[1], {"$set": {"sessionId": lines[0]["sessionId"]}},
+                  {"$set": {"messages": history, "lastUpdated": stamp(59, 1)}},
+                  {"id": "u-last", "timestamp": stamp(59, 2), "type": "user", "content": [{"text": "Carry on."}]},
+                  {"id": "d-last", "timestamp": stamp(59, 3), "type": "gemini", "content": "Carrying on.", "thoughts": [], "tokens": None}]
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def coalesced(history: list[dict]) -> list[dict]:
+    """The turns Gemini sends: consecutive turns of one role are one (`coalesceConsecutiveRoles`)."""
+    out: list[dict] = []
+    for turn in history:
+        if out and out[-1]["role"] == turn["role"]:
+            out[-1] = {"role": turn["role"], "parts": out[-1]["parts"] + turn["parts"]}
+        else:
+            out.append(turn)
+    return out
+
+
+def assert_sent_paired(data: bytes) -> None:
+    """As Gemini sends the chat: every call answered in the next turn, every answer to a call of the turn before."""
+    turns = coalesced(client_history(agent_records(data)))
+    for turn, after in zip(turns, turns[1:] + [None]):
+        calls = {p["functionCall"]["id"] for p in turn["parts"] if "functionCall" in p}
+        if calls:
+            assert after is not None and calls <= {p["functionResponse"]["id"] for p in after["parts"] if "functionResponse" in p}
+        if after is not None and after["role"] == "user":
+            assert {p["functionResponse"]["id"] for p in after["parts"] if "functionResponse" in p} <= calls
+
+
+def results_of(t) -> Counter:
+    return Counter((b.tool_call_id, b.content) for m in t.messages for b in m.tool_results)
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["recorded", "resumed"])
+def test_results_recorded_twice_are_read_as_the_agent_sends_them(resumed):
+    data = recorded_twice(resumed=resumed)
+    t = loads(data, "session.jsonl")
+    sent_results = Counter((p["functionResponse"]["id"], p["functionResponse"]["response"]["output"])
+                           for turn in client_history(agent_records(data)) for p in turn["parts"] if "functionResponse" in p)
+    assert results_of(t) == sent_results and set(sent_results.values()) == {2}  # each result twice, as it is sent
+    assert [m.role for m in t.messages[:5]] == ["user", "assistant", "user", "user", "assistant"]
+    assert errors(check(t)) == [] and dumps(t) == data
+
+
+def test_results_recorded_twice_are_counted_as_sent():
+    """The estimate counts what the agent sends on resume: each result twice. The copy in the call
+    was in no prompt whose usage a record holds (the agent sent the user record's copy): the
+    estimate anchored on that usage counts it on top."""
+    data = recorded_twice()
+    once = b"".join(line + b"\n" for line in data.splitlines() if not line.startswith(b'{"id":"r'))  # no user record copies
+    twice, single = loads(data, "session.jsonl"), loads(once, "session.jsonl")
+    copies = estimate(single, Options(count="content")).by_kind["tool_results"]
+    assert estimate(twice, Options(count="content")).by_kind["tool_results"] == pytest.approx(2 * copies, abs=4)
+    in_calls = {i for i, m in enumerate(twice.messages) if isinstance(m.raw, list)}  # read from `toolCalls[].result`
+    assert hook(twice, "unrecorded_messages")(twice) == in_calls and len(in_calls) == 4
+    assert estimate(twice).tokens - estimate(single).tokens == pytest.approx(copies + PER_MESSAGE * len(in_calls), abs=4)
+    resumed = loads(recorded_twice(resumed=True), "session.jsonl")
+    assert hook(resumed, "unrecorded_messages")(resumed) == frozenset()  # both copies are user records, both sent
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["recorded", "resumed"])
+def test_results_recorded_twice_stay_paired_after_every_rewrite(resumed):
+    """Prune, repair, compact at every cut (once, twice, --drop-history): what the agent sends
+    answers every call in the next turn; a conversion answers each call once (the Messages API
+    refuses a second `tool_result` for a `tool_use`)."""
+    def window(messages: int) -> CompactOptions:
+        return CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=0, keep_recent_messages=messages))
+
+    data = recorded_twice(resumed=resumed)
+    t = loads(data, "session.jsonl")
+    pruned, report = prune(t)
+    assert report.soft_trimmed + report.cleared > 0
+    rewritten = {"prune": dumps(pruned), "repair": dumps(repair(t)[0])}
+    compacted = {}
+    for keep in range(1, len(t.messages)):
+        for drop in (False, True):
+            once, report = compact(t, replace(window(keep), drop_history=drop))
+            if report.strategy == "emergency":
+                compacted[f"{keep}{' drop' * drop}"] = out = dumps(once)
+                twice, report = compact(loads(out, "session.jsonl"), window(max(1, keep // 2)))
+                if report.strategy == "emergency":
+                    compacted[f"{keep}{' drop' * drop} twice"] = dumps(twice)
+    assert len(compacted) > 20
+    for name, out in {**rewritten, **compacted}.items():
+        again = loads(out, "session.jsonl")
+        assert errors(check(again)) == [], name
+        assert_sent_paired(out)
+        assert summaries(again) == (name in compacted), name
+    for to in ("anthropic", "openai"):
+        converted = convert(t, to)
+        answers = Counter(b.tool_call_id for m in converted.messages for b in m.tool_results)
+        assert set(answers.values()) == {1} and set(answers) == {c.id for m in t.messages for c in m.tool_calls}, to
+        assert errors(check(converted)) == []

@@ -66,7 +66,7 @@ def convert(transcript: Transcript, to: str) -> Transcript:
     Lines of OpenAI messages (jsonl), read back from its bytes: `dumps` of it writes them."""
     if to not in TARGETS:
         raise UsageError(f"{option('to', to)}: cannot convert to that (choose from {', '.join(TARGETS)})")
-    view = _named_legacy_calls(_active_view(transcript.messages))
+    view = _answered_once(_named_legacy_calls(_active_view(transcript.messages)))
     if DIALECT[to] == ANTHROPIC:
         built = _to_anthropic(transcript, view)
     else:
@@ -118,6 +118,21 @@ def _named_legacy_calls(messages: tuple[Message, ...]) -> tuple[Message, ...]:
             blocks.append(b)
         role = "tool" if m.role == "function" else m.role
         out.append(m if role == m.role and blocks == list(m.blocks) else replace(m, role=role, blocks=tuple(blocks)))
+    return tuple(out)
+
+
+def _answered_once(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """Each call answered once: a result that repeats an answer its call already has in the same
+    turn goes (Gemini CLI 0.61 records and sends each result twice; the Messages API refuses a
+    second `tool_result` for a `tool_use`)."""
+    out, answered = [], set()
+    for m in messages:
+        if m.role == ASSISTANT:
+            answered = set()
+        elif any(isinstance(b, ToolResult) and b.tool_call_id in answered for b in m.blocks):
+            m = m.with_blocks(tuple(b for b in m.blocks if not (isinstance(b, ToolResult) and b.tool_call_id in answered)))
+        answered |= {b.tool_call_id for b in m.blocks if isinstance(b, ToolResult)}
+        out.append(m)
     return tuple(out)
 
 

@@ -27,6 +27,7 @@ import orjson
 from . import settings
 from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
 from .errors import UsageError, option
+from .formats import hook
 from .media import IMAGE_UNKNOWN_TOKENS, PDF_PAGE_TOKENS, decoded_text, image_tokens, pdf_tokens
 from .model import (
     Block,
@@ -501,8 +502,13 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
            tallies: list[_Tally | None], counted: _Counted, recorded: Recorded | None) -> Basis:
     notes: tuple[str, ...] = ()
+    # What the log holds but no recorded prompt did, though the agent sends it now: not in what the
+    # usage is fitted or anchored on, counted on top of it.
+    unrecorded = hook(transcript, "unrecorded_messages")
+    left_out = unrecorded(transcript) if unrecorded is not None else frozenset()
     if options.calibrate:
-        fit = calibrate(transcript.messages, [_units(t) for t in tallies], [_fixed(t) for t in tallies],
+        fit = calibrate(transcript.messages, [0 if i in left_out else _units(t) for i, t in enumerate(tallies)],
+                        [0 if i in left_out else _fixed(t) for i, t in enumerate(tallies)],
                         _units(system) + _units(tools), _fixed(system))
         if fit is not None:
             return Basis(f"calibrated on {fit.samples} recorded responses: {fit.overhead:,.0f} + chars × {fit.ratio:.4f}",
@@ -515,7 +521,7 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
         recorded = None
     if recorded is None:
         return Basis(method, notes=notes)
-    covered = counted.head + sum(counted.messages[: recorded.message + 1])
+    covered = counted.head + sum(t for i, t in enumerate(counted.messages[: recorded.message + 1]) if i not in left_out)
     after = len(transcript.messages) - recorded.message - 1
     return Basis(f"recorded usage at message {recorded.message} + {method} of {after} message{'s' * (after != 1)} after",
                  overhead=recorded.context - covered, anchor=recorded.message, notes=notes)

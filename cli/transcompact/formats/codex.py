@@ -22,23 +22,39 @@ except calls and results, no `raw`: check's OpenAI rules would take the Response
 (`input_text`, …) for unknown Chat Completions parts. What a write cannot rebuild from a block
 comes from its item. Reasoning and the tool items Codex runs itself (web search, tool search,
 image generation, `compaction`) are opaque blocks: their text is encrypted or not the model's to
-read, and they go back as they were.
+read, and they go back as they were. The user message Codex makes of a summary (its prefix line,
+then the summary) reads as transcompact's summary message, so that compacting again merges it
+(Codex sends its prefix, some 80 tokens more than ours).
 
-`session_meta.base_instructions` is the system part (read only). The `last_token_usage` of an
-`event_msg` `token_count` is recorded usage: it is put as `usage` on the raw of the assistant
-message of the response it counts (its `input_tokens` includes cached input), where calibrate's
+`session_meta.base_instructions` is the system part (read only). The `usage` of a
+`token_usage_record` line (Codex 0.171 writes one per response) and the `last_token_usage` of an
+`event_msg` `token_count` are recorded usage: put as `usage` on the raw of the assistant message
+of the response they count (its `input_tokens` includes cached input), where calibrate's
 `usage_tokens` finds it.
+
+A paginated rollout (`session_meta.history_mode: "paginated"`, what Codex 0.171 writes) numbers
+its lines with a top-level `ordinal`, and Codex refuses one whose last line has none (rollout
+ordinal.rs): a line a write adds takes the ordinal after the line before it, and the lines after it
+move up by one (down by one after a line that went), so the numbering stays whole. A forked one
+(`session_meta.history_base`) holds only its own lines: its history starts with its parent
+rollout's lines below `end_ordinal_exclusive`, read from the parent's file as Codex finds it (by
+its id, next to the fork or under the same `sessions` directory). Those lines are read, never
+written: a change to one of their items is refused.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from .. import urls
 from ..dialects.openai import decode_arguments
-from ..jsondata import BLANK, BOM, Parsed, dumps
+from ..errors import InputError, Location, ShapeError
+from ..jsondata import BLANK, BOM, Parsed, dumps, parse
 from ..model import (
     ASSISTANT,
     TOOL,
@@ -65,7 +81,16 @@ NOT_SENT = frozenset({"ghost_snapshot", "other"})  # items Codex keeps in the lo
 # What Codex leaves out of the user messages it keeps when it rebuilds a history without
 # `replacement_history` (core `collect_user_messages`): context it injected, and earlier summaries.
 CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<turn_aborted>")
-CODEX_SUMMARY_PREFIX = "Another language model started to solve this problem"
+# The first line of the user message Codex makes of a summary (core templates/compact/summary_prefix.md),
+# its summary on the lines after it; older versions worded the end of the line otherwise.
+CODEX_SUMMARY_START = "Another language model started to solve this problem"
+CODEX_SUMMARY_PREFIX = (
+    CODEX_SUMMARY_START + " and produced a summary of its thinking process. You also "
+    "have access to the state of the tools that were used by that language model. Use this to build on the work "
+    "that has already been done and avoid duplicating work. Here is the summary produced by the other language "
+    "model, use the information in this summary to assist with your own analysis:")
+# summary_message.SUMMARY_PREFIX (that module imports the formats): a summary of Codex's reads as ours.
+SUMMARY_PREFIX = "[Previous conversation summary]\n\n"
 REBUILD_USER_TOKENS = 20_000
 CHARS_PER_TOKEN = 4  # Codex's own approximation (`approx_token_count`)
 
@@ -75,16 +100,21 @@ class Item:
     """A response item of the active view, and where it lives in the file."""
 
     value: dict
-    record: int  # the line that holds it
+    record: int  # the line that holds it; below 0: a line of the parent rollouts (`RolloutSource.inherited`)
     slot: int | None  # its index in that line's `replacement_history`; None: it is the line's payload
     rebuilt: bool = False  # made by the rebuild of a `compacted` line without `replacement_history`
 
 
 @dataclass(frozen=True)
 class RolloutSource:
-    records: list[tuple[bytes, Any]]
+    records: list[tuple[bytes, Any]]  # the file's own lines
     items: tuple[Item, ...]
     bom: bool = False
+    inherited: tuple[tuple[bytes, Any], ...] = ()  # a fork's history: its parents' lines, read only
+
+    @property
+    def paginated(self) -> bool:
+        return is_paginated(self.records)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +148,13 @@ def is_user_message(item: dict) -> bool:
         return False
     content = item.get("content")
     first = _text(content[0]) if isinstance(content, list) and content else content if isinstance(content, str) else None
-    return not (first or "").lstrip().startswith(CONTEXT_PREFIXES + (CODEX_SUMMARY_PREFIX,))
+    first = (first or "").lstrip()
+    return not first.startswith(CONTEXT_PREFIXES) and not is_codex_summary(first)
+
+
+def is_codex_summary(text: str) -> bool:
+    """The text of the user message Codex makes of a summary."""
+    return text.startswith(CODEX_SUMMARY_START)
 
 
 def is_sent(item: dict) -> bool:
@@ -133,12 +169,13 @@ def assistant_item(text: str) -> dict:
     return {"type": "message", "role": ASSISTANT, "content": [{"type": "output_text", "text": text}]}
 
 
-def active_items(records: list[tuple[bytes, Any]]) -> tuple[list[Item], dict[tuple[int, int | None], dict]]:
+def active_items(records: list[tuple[bytes, Any]], first: int = 0) -> tuple[list[Item], dict[tuple[int, int | None], dict]]:
     """The items Codex sends after the last line, and the usage recorded for each response (by the
-    place of its last assistant item)."""
+    place of its last assistant item); `first` is the index of the first record (a fork's parents'
+    lines come first, below 0)."""
     items: list[Item] = []
     usage: dict[tuple[int, int | None], dict] = {}
-    for index, (_, value) in enumerate(records):
+    for index, (_, value) in enumerate(records, first):
         payload = value.get("payload") if type(value) is dict else None
         if not isinstance(payload, dict):
             continue
@@ -153,9 +190,10 @@ def active_items(records: list[tuple[bytes, Any]]) -> tuple[list[Item], dict[tup
                 items = _rebuilt(items, payload.get("message"), index)
         elif kind == "event_msg" and payload.get("type") == "thread_rolled_back":
             items = _rolled_back(items, payload.get("num_turns"))
-        elif kind == "event_msg" and payload.get("type") == "token_count":
+        elif (kind == "event_msg" and payload.get("type") == "token_count") or kind == "token_usage_record":
             info = payload.get("info")
-            last = info.get("last_token_usage") if isinstance(info, dict) else None
+            last = payload.get("usage") if kind == "token_usage_record" else (
+                info.get("last_token_usage") if isinstance(info, dict) else None)
             counted = _last_response_item(items)
             if isinstance(last, dict) and counted is not None:
                 usage[(counted.record, counted.slot)] = last
@@ -254,8 +292,14 @@ def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
     if kind == "message":
         content = item.get("content")
         if isinstance(content, str):
-            return (Text(content, line=index),)
-        return tuple(_part_block(p, index) for p in content) if isinstance(content, list) else ()
+            blocks: tuple[Block, ...] = (Text(content, line=index),)
+        else:
+            blocks = tuple(_part_block(p, index) for p in content) if isinstance(content, list) else ()
+        if item.get("role") == USER and blocks and isinstance(blocks[0], Text) and is_codex_summary(blocks[0].text.lstrip()):
+            # Codex's summary reads as transcompact's summary message: compacting again merges it.
+            summary = blocks[0].text.lstrip().partition("\n")[2]
+            blocks = (Text(SUMMARY_PREFIX + summary, line=index), *blocks[1:])
+        return blocks
     if kind == "function_call":
         return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), decode_arguments(item.get("arguments")),
                          raw=item, line=index),)
@@ -278,7 +322,12 @@ def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
-    items, usage = active_items(records)
+    return rollout(records, parsed.name, parsed.bom, inherited_records(records, parsed.name))
+
+
+def rollout(records: list[tuple[bytes, Any]], name: str, bom: bool, inherited: tuple[tuple[bytes, Any], ...]) -> Transcript:
+    """The transcript of a rollout's lines, after the lines its history starts with (a fork's parents')."""
+    items, usage = active_items([*inherited, *records], -len(inherited))
     messages: list[Message] = []
     for role, indices in turns([item.value for item in items]):
         blocks = tuple(b for i in indices for b in item_blocks(items[i].value, i))
@@ -286,10 +335,67 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
         recorded = [usage[key] for i in indices if (key := (items[i].record, items[i].slot)) in usage]
         if recorded:
             raw = {**raw, "usage": recorded[-1]}
-        messages.append(Message(role, blocks, raw=raw, line=items[indices[0]].record + 1,
+        record = items[indices[0]].record
+        messages.append(Message(role, blocks, raw=raw, line=record + 1 if record >= 0 else None,
                                 origin=_Origin(tuple(indices), blocks)))
-    return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system(records),
-                      name=parsed.name, source=RolloutSource(records, tuple(items), parsed.bom))
+    return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system([*records, *inherited]),
+                      name=name, source=RolloutSource(records, tuple(items), bom, inherited))
+
+
+def session_meta(records: list[tuple[bytes, Any]] | tuple[tuple[bytes, Any], ...]) -> dict:
+    """The payload of the rollout's first line, its `session_meta` (Codex reads the history mode there)."""
+    value = next((v for _, v in records if v is not BLANK), None)
+    payload = value.get("payload") if isinstance(value, dict) and value.get("type") == "session_meta" else None
+    return payload if isinstance(payload, dict) else {}
+
+
+def is_paginated(records: list[tuple[bytes, Any]]) -> bool:
+    return session_meta(records).get("history_mode") == "paginated"
+
+
+# --- a fork's parents ------------------------------------------------------------------------
+
+
+def inherited_records(records: list[tuple[bytes, Any]], name: str, forks: tuple[str, ...] = ()) -> tuple[tuple[bytes, Any], ...]:
+    """The lines a forked rollout's history starts with: its parent's below `end_ordinal_exclusive`
+    (after the parent's own parents'); none for a rollout that is no fork."""
+    base = session_meta(records).get("history_base")
+    if not isinstance(base, dict):
+        return ()
+    parent, end = base.get("thread_id"), base.get("end_ordinal_exclusive")
+    if not isinstance(parent, str) or not isinstance(end, int) or isinstance(end, bool):
+        raise ShapeError("`session_meta.history_base` names no rollout (`thread_id`) and ordinal (`end_ordinal_exclusive`)",
+                         location=Location(name))
+    found = parent_rollout(name, parent)
+    if found is None:
+        raise InputError(
+            f"a forked rollout: its history starts with the first {end} lines of rollout {parent}, "
+            "and no file of that rollout is next to it or under its sessions directory",
+            location=Location(name), hint=f"put rollout-…-{parent}.jsonl beside it, as Codex keeps it under $CODEX_HOME/sessions")
+    if str(found) in forks:
+        raise ShapeError(f"a forked rollout whose parents come back to {found}", location=Location(name))
+    parsed = parse(found.read_bytes(), str(found))
+    own = [(line, value) for line, value in parsed.records or () if isinstance(value, dict)
+           and isinstance(ordinal := value.get("ordinal"), int) and ordinal < end]
+    if not own or own[-1][1]["ordinal"] != end - 1:
+        raise InputError(f"a forked rollout: its history starts with the first {end} lines of rollout {parent}, "
+                         f"which {found} does not hold", location=Location(name))
+    return (*inherited_records(parsed.records or [], str(found), (*forks, name)), *own)
+
+
+def parent_rollout(name: str, rollout_id: str) -> Path | None:
+    """The file of rollout `rollout_id`, where Codex finds it from a fork (its id ends the file's
+    name): in the fork's directory, else under the `sessions` (or `archived_sessions`) directory of
+    the CODEX_HOME the fork is in."""
+    if name.startswith("<") or urls.is_url(name):
+        return None
+    pattern = f"rollout-*-{rollout_id}.jsonl"
+    here = Path(name).absolute().parent
+    found = sorted(here.glob(pattern))
+    sessions = next((d for d in (here, *here.parents[:3]) if d.name == "sessions"), None)
+    for tree in (sessions, sessions.parent / "archived_sessions") if sessions else ():
+        found = found or sorted(tree.rglob(pattern))
+    return found[0] if found else None
 
 
 def _system(records: list[tuple[bytes, Any]]) -> tuple[Block, ...]:
@@ -428,11 +534,26 @@ def new_items(role: str, blocks: list[Block]) -> list[dict]:
     return out
 
 
-def response_line(anchor: Any, item: dict) -> tuple[bytes, dict]:
-    """A `response_item` line for a new item, stamped like the line it follows."""
+def response_line(anchor: Any, item: dict, ordinal: int | None = None) -> tuple[bytes, dict]:
+    """A `response_item` line for a new item, stamped like the line it follows (and numbered, in a
+    paginated rollout)."""
     value = {"timestamp": anchor["timestamp"]} if isinstance(anchor, dict) and "timestamp" in anchor else {}
+    if ordinal is not None:
+        value["ordinal"] = ordinal
     value.update(type="response_item", payload=item)
     return dumps(value, indent=False), value
+
+
+_ORDINAL_HEAD = re.compile(rb'(\{"timestamp":"[^"\\]*","ordinal":)\d+')
+
+
+def renumbered(line: bytes, value: dict, ordinal: int) -> tuple[bytes, dict]:
+    """A line with another `ordinal`, its other bytes as they were when it has Codex's layout."""
+    new = {**value, "ordinal": ordinal}
+    found = _ORDINAL_HEAD.match(bytes(line[:300]))
+    if found is None:
+        return dumps(new, indent=False), new
+    return found[1] + str(ordinal).encode() + bytes(line[found.end():]), new
 
 
 def write(transcript: Transcript) -> bytes:
@@ -455,43 +576,72 @@ def write(transcript: Transcript) -> bytes:
             last = index
             if value is not items[index].value:
                 changed[index] = value
+    inherited = {i for i, item in enumerate(items) if item.record < 0}
+    if inherited & (set(changed) | set(after) | (inherited - kept)) or (-1 in after and 0 in inherited):
+        raise ShapeError("this forked rollout's history starts in its parent rollout, which transcompact does not "
+                         "write: the change would be there", location=Location(transcript.name),
+                         hint="compact it instead: a compaction is appended to this file and replaces that history")
     written = b"\n".join(line for line, _ in rewritten(source, changed, kept, after))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
 def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
               after: dict[int, list[dict]]) -> list[tuple[bytes, Any]]:
-    """The file's lines with the items changed, dropped (not in `kept`) and added."""
+    """The file's lines with the items changed, dropped (not in `kept`) and added. In a paginated
+    rollout a line added takes the ordinal after the line before it, and the lines after it (after
+    a line dropped) move up (down) by one."""
     records, items = source.records, source.items
     by_record: dict[int, list[int]] = {}
     for index, item in enumerate(items):
         by_record.setdefault(item.record, []).append(index)
     front = after.get(-1, [])
+    paginated = source.paginated
+    out: list[tuple[bytes, Any]] = []
+    shift, ordinal = 0, None  # how far the lines move; the ordinal of the last line out
+
+    def keep(line: bytes, value: Any) -> None:
+        nonlocal ordinal
+        if paginated and isinstance(value, dict) and isinstance(value.get("ordinal"), int):
+            ordinal = value["ordinal"] + shift
+            if shift:
+                line, value = renumbered(line, value, ordinal)
+        out.append((line, value))
+
+    def add(anchor: Any, item: dict) -> None:
+        nonlocal shift, ordinal
+        if paginated and ordinal is not None:
+            ordinal, shift = ordinal + 1, shift + 1
+        out.append(response_line(anchor, item, ordinal if paginated else None))
 
     def touched(indices: list[int]) -> bool:
         return any(i not in kept or i in changed or i in after or (i == 0 and front) for i in indices)
 
-    out: list[tuple[bytes, Any]] = []
     for record, (line, value) in enumerate(records):
         indices = by_record.get(record)
         if not indices or not touched(indices):
-            out.append((line, value))
+            keep(line, value)
             continue
         if items[indices[0]].slot is None:  # a response_item line: its payload is the item
             index = indices[0]
-            out += [response_line(value, v) for v in (front if index == 0 else ())]
+            for item in front if index == 0 else ():
+                add(value, item)
             if index in kept:
                 new = {**value, "payload": changed[index]} if index in changed else value
-                out.append((dumps(new, indent=False), new) if index in changed else (line, value))
-            out += [response_line(value, v) for v in after.get(index, ())]
+                keep(dumps(new, indent=False) if index in changed else line, new)
+            elif paginated:
+                shift -= 1
+            for item in after.get(index, ()):
+                add(value, item)
             continue
         history = _history(value["payload"], [items[i] for i in indices], indices, changed, kept, after, front)
         new = {**value, "payload": {**value["payload"], "replacement_history": history}}
-        out.append((dumps(new, indent=False), new))
+        keep(dumps(new, indent=False), new)
     if not items and front:  # nothing was active: the new items start the history, at the end of the file
         tail = [out.pop()] if out and out[-1][1] is BLANK else []
         anchor = next((v for _, v in reversed(out) if isinstance(v, dict)), None)
-        out += [response_line(anchor, v) for v in front] + tail
+        for item in front:
+            add(anchor, item)
+        out += tail
     return out
 
 

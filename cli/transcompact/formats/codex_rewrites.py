@@ -3,18 +3,23 @@ and the context Codex puts in user messages told apart from what the user wrote.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import uuid
+from datetime import datetime, timezone
 from typing import Any
 
-from ..jsondata import BLANK, Parsed, dumps
+from ..errors import Location, UsageError, option
+from ..jsondata import BLANK, dumps
 from ..model import USER, Message, Text, Transcript
-from ..summary_message import SUMMARY_ACK, SUMMARY_PREFIX
+from ..summary_message import SUMMARY_PREFIX, SummaryText, compose, parse
 from .codex import (
+    CODEX_SUMMARY_PREFIX,
     CONTEXT_PREFIXES,
     RolloutSource,
-    assistant_item,
     message_items,
-    read,
+    rollout,
+    session_meta,
     user_item,
 )
 
@@ -46,28 +51,133 @@ def _element_value(value: str) -> str:
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
                       *, drop_history: bool = False) -> Transcript:
-    """After the original lines: a `compacted` line whose `replacement_history` is the whole new
-    history (the summary pair, then the recent window's items as they are now), and the
-    `context_compacted` event Codex writes after it; read back as a transcript.
+    """After the original lines, what Codex writes when it compacts, then the recent window; read
+    back as a transcript.
 
-    `message` holds the summary too, for a Codex that rebuilds the history from it. With
-    `drop_history`, only the session's metadata lines are kept before them.
+    The `compacted` line's `replacement_history` is Codex's own (compact.rs
+    `build_compacted_history`, `insert_initial_context_before_last_real_user_or_summary`): the
+    user's messages (the words the summary keeps, oldest first) with the context Codex injected
+    (developer messages, `<environment_context>` …) before the last of them, then the summary as a
+    user message after Codex's prefix, also in `message`; no acknowledgement, no tool item. It
+    carries the context window's number and ids where the rollout keeps them. Then the
+    `context_compacted` event, the world state and turn context the history stands on (so that
+    Codex does not inject its context again), and the recent window's items as `response_item`
+    lines, as they are now. A paginated rollout's new lines continue its ordinals.
+
+    `drop_history` keeps only the session's metadata lines before them, in a legacy rollout; a
+    paginated one is an append-only log that Codex indexes by its bytes, and is refused.
     """
     source: RolloutSource = transcript.source
-    text = SUMMARY_PREFIX + summary
-    history = [user_item(text), assistant_item(SUMMARY_ACK)]
-    for message in recent:
-        history += [item for _, item in message_items(message, source.items)]
+    if drop_history and source.paginated:
+        raise UsageError(
+            f"{option('drop_history')} cannot rewrite a paginated Codex rollout (history_mode \"paginated\"): Codex "
+            "keeps it as an append-only log that its thread index reads by byte offset, and a rollout that loses "
+            "lines fails there on every resume (\"durable rollout shrank before projection\")",
+            location=Location(transcript.name),
+            hint=f"compact it without {option('drop_history')}: Codex reads nothing before the compaction anyway")
+    first = len(transcript.messages) - len(recent)  # the window is the transcript's end (prune keeps indices)
+    parts = parse(summary)
+    text = CODEX_SUMMARY_PREFIX + "\n" + compose(SummaryText(parts.body, (), parts.opening)).removeprefix(SUMMARY_PREFIX)
+    users = [user_item(words) for words in reversed(parts.words)]
+    history = [*users[:-1], *_context_items(transcript.messages[:first], source), *users[-1:], user_item(text)]
+    window = [item for message in recent for _, item in message_items(message, source.items)]
     records = [r for r in source.records if r[1] is not BLANK]
     if drop_history:
         records = [r for r in records if isinstance(r[1], dict) and r[1].get("type") in SESSION_LINES]
-    stamp = next((v["timestamp"] for _, v in reversed(records) if isinstance(v, dict) and "timestamp" in v), None)
+    every = [*source.inherited, *source.records]  # what the history stands on: a fork's parents' lines too
+    window_fields = _next_window(session_meta(source.records), every, text)
     new: list[dict[str, Any]] = [
-        {"type": "compacted", "payload": {"message": text, "replacement_history": history}},
+        {"type": "compacted", "payload": {"message": text, "replacement_history": history, **window_fields}},
         {"type": "event_msg", "payload": {"type": "context_compacted"}},
     ]
-    if stamp is not None:
-        new = [{"timestamp": stamp, **value} for value in new]
-    # The new lines are read back from these values: only they are serialised, nothing is parsed again.
-    lines = records + [(dumps(value, indent=False), value) for value in new] + [(b"", BLANK)]
-    return read(Parsed(transcript.name, b"", records=lines, bom=source.bom))
+    state = _world_state(every)
+    if state is not None:
+        new.append({"type": "world_state", "payload": {"full": True, "state": state}})
+    context = next((v["payload"] for _, v in reversed(every) if isinstance(v, dict) and v.get("type") == "turn_context"), None)
+    if context is not None:
+        new.append({"type": "turn_context", "payload": context})
+    new += [{"type": "response_item", "payload": item} for item in window]
+    stamp = next((v["timestamp"] for _, v in reversed(records) if isinstance(v, dict) and "timestamp" in v), None)
+    ordinal = next((v["ordinal"] for _, v in reversed(records) if isinstance(v, dict) and isinstance(v.get("ordinal"), int)), -1)
+    lines = []
+    for number, value in enumerate(new, ordinal + 1):
+        # Codex's layout: timestamp, ordinal, type, payload.
+        value = {**({"timestamp": stamp} if stamp is not None else {}),
+                 **({"ordinal": number} if source.paginated else {}), **value}
+        # The new lines are read back from these values: only they are serialised, nothing is parsed again.
+        lines.append((dumps(value, indent=False), value))
+    return rollout([*records, *lines, (b"", BLANK)], transcript.name, source.bom, source.inherited)
+
+
+def _context_items(messages: tuple[Message, ...], source: RolloutSource) -> list[dict]:
+    """The items of the context Codex injected in `messages` (developer messages, and the user
+    messages `injected_context` tells apart), each text once."""
+    out, seen = [], set()
+    for message in messages:
+        if message.role != "developer" and injected_context(message) is None:
+            continue
+        for _, item in message_items(message, source.items):
+            key = dumps(item, indent=False)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def _next_window(meta: dict, records: list[tuple[bytes, Any]], summary: str) -> dict[str, Any]:
+    """The new context window's number and ids as Codex writes them on a `compacted` line (the one
+    after the newest such line's, else after the session's first window), none when the rollout
+    keeps no window. The new id is a UUIDv7 of the last line's time, its random bits the summary's hash."""
+    window = meta.get("context_window")
+    first = current = window.get("window_id") if isinstance(window, dict) else None
+    number = 0
+    for _, value in records:
+        payload = value.get("payload") if isinstance(value, dict) and value.get("type") == "compacted" else None
+        if isinstance(payload, dict) and isinstance(payload.get("window_number"), int):
+            number, current = payload["window_number"], payload.get("window_id")
+            first = payload.get("first_window_id", first)
+    if not isinstance(current, str) and number == 0:
+        return {}
+    stamp = next((v["timestamp"] for _, v in reversed(records) if isinstance(v, dict) and isinstance(v.get("timestamp"), str)), "")
+    ids = {"first_window_id": first if isinstance(first, str) else current, "previous_window_id": current,
+           "window_id": _uuid7(stamp, f"{meta.get('id')}:{number + 1}:{summary}".encode())}
+    return {"window_number": number + 1, **{key: value for key, value in ids.items() if isinstance(value, str)}}
+
+
+def _uuid7(stamp: str, seed: bytes) -> str:
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        milliseconds = int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    except (ValueError, OverflowError):
+        milliseconds = 0
+    bits = int.from_bytes(hashlib.sha256(seed).digest()[:10], "big")
+    value = ((milliseconds & (1 << 48) - 1) << 80 | 7 << 76 | (bits >> 68 & 0xFFF) << 64
+             | 2 << 62 | bits & (1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+def _world_state(records: list[tuple[bytes, Any]]) -> dict | None:
+    """The world state the rollout ends in, as Codex rebuilds it (rollout_reconstruction.rs): from
+    the newest full snapshot since the last compaction, each patch after it merged in (RFC 7386)."""
+    state = None
+    for _, value in records:
+        kind = value.get("type") if isinstance(value, dict) else None
+        payload = value.get("payload") if kind else None
+        if kind == "compacted":
+            state = None
+        elif kind == "world_state" and isinstance(payload, dict) and isinstance(payload.get("state"), dict):
+            state = payload["state"] if payload.get("full") is True else (
+                _merged(state, payload["state"]) if state is not None else None)
+    return state
+
+
+def _merged(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merged(out.get(key), value)
+    return out

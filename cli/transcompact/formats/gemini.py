@@ -4,14 +4,18 @@ The log is the agent's record list (upstream `chatRecordingService.ts`, `loadCon
 a metadata line, then message records upserted by `id` (a later copy replaces the earlier one
 and keeps its place), `{"$set": {"messages": [...]}}` that replaces them all, and
 `{"$rewindTo": id}` that removes that message and every later one. The legacy `.json` file is
-one object holding the same fields and a `messages` array, read as it is.
+one object holding the same fields and a `messages` array, read as it is (the agent's fallback
+for a file it cannot replay, which needs a `sessionId` but no `projectHash`).
 
 The messages of the model are those the agent sends on resume (`convertSessionToClientHistory`
 in `utils/sessionUtils.ts`): `info`, `error` and `warning` records and user input the agent
 ignores (empty, `/command`, `?`, `<session_context>`) are left out; a `gemini` record gives a
 model turn (its content, then a call per `toolCalls[]` entry, or its content alone when that
 already holds the calls) followed by a user turn holding the results that `toolCalls[].result`
-keeps inside each call. The thought summaries (`thoughts`) stay in the record, outside the
+keeps inside each call. Gemini CLI 0.61 records each result again, as a user record of
+`functionResponse` parts after the call's record, and sends both copies on resume: both are
+read, two user messages answering the same calls (`unrecorded_messages` says which copy no
+recorded usage counted). The thought summaries (`thoughts`) stay in the record, outside the
 messages. Those two turns are exactly the Anthropic pattern (tool_use blocks answered by
 tool_result blocks in the next user message, paired by id), so the transcript is in the
 `anthropic` dialect and `check` applies its pairing rules; writing folds each result back into
@@ -83,6 +87,16 @@ def is_metadata(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("sessionId"), str) and isinstance(value.get("projectHash"), str)
 
 
+def is_legacy_document(value: Any) -> bool:
+    """The legacy whole-file JSON. The agent's fallback (`parseLegacyRecordFallback`) asks for a
+    `sessionId` only; without a `projectHash`, its messages must be the agent's records (an `id`
+    and a `type` each), or any request body that names a session would be taken for a chat."""
+    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str) or not isinstance(value.get("messages"), list):
+        return False
+    return is_metadata(value) or bool(value["messages"]) and all(
+        isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("type"), str) for m in value["messages"])
+
+
 def _is_log_record(value: Any) -> bool:
     return isinstance(value, dict) and (
         isinstance(value.get("id"), str) or isinstance(value.get("$rewindTo"), str)
@@ -95,8 +109,7 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     if parsed.records is not None and not parsed.is_document:
         values = parsed.values()
         return is_metadata(values[0]) and all(_is_log_record(v) for v in values)
-    document = parsed.document
-    return is_metadata(document) and isinstance(document.get("messages"), list)
+    return is_legacy_document(parsed.document)
 
 
 # --- the agent's active records -----------------------------------------------------------------
@@ -247,6 +260,26 @@ def write_result(block: ToolResult, call: dict) -> Any:
 
 
 # --- read ---------------------------------------------------------------------------------------
+
+
+def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
+    """The results read from `toolCalls[].result` that a user record after them repeats. While its
+    calls run, Gemini CLI 0.61 sends each result once, as that user record, and keeps this copy in
+    the call besides: no recorded `tokens` counted it, though a resume sends both (its own `$set`
+    of the history then holds them as two user records, which later usage counts)."""
+    messages = transcript.messages
+    out = []
+    for index, message in enumerate(messages):
+        if not (isinstance(message.origin, _Origin) and message.origin.turn == "results"):
+            continue
+        repeated = set()
+        for later in messages[index + 1:]:
+            if later.role != USER:
+                break
+            repeated |= {b.tool_call_id for b in later.tool_results}
+        if {b.tool_call_id for b in message.tool_results} <= repeated:
+            out.append(index)
+    return frozenset(out)
 
 
 def is_ignored_user(record: dict) -> bool:
@@ -516,4 +549,5 @@ def rewrites_lines(transcript: Transcript) -> bool:
 
 
 # The operations' Gemini parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {"append_compaction": "gemini_rewrites", "replace_ui_copies": "gemini_rewrites", "rewrites_lines": "gemini"}
+HOOKS = {"append_compaction": "gemini_rewrites", "replace_ui_copies": "gemini_rewrites", "rewrites_lines": "gemini",
+         "unrecorded_messages": "gemini"}

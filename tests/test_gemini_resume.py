@@ -1,0 +1,425 @@
+"""The real client is the judge: `gemini --resume` on our compacted Gemini CLI chats.
+
+The real Gemini CLI (npm `@google/gemini-cli`, pinned in tests/npm_agent.py) loads a chat from a
+fresh HOME and sends the conversation to a loopback stand-in of the Gemini API
+(tests/standin_gemini.py); the test reads the request Gemini built. The chats are of two kinds:
+sessions Gemini recorded itself in a scratch project against the stand-in, whose scripted answers
+call tools (two at once, too) that Gemini really runs, with thoughts (one of them also as a legacy
+`.json` document that names no `projectHash`, which Gemini resumes all the same); and the Gemini
+chats of the shared corpus (legacy `.json` documents). Each is compacted by `transcompact compact --emergency
+--force` once, twice (shrinking windows) and, for a JSON Lines log, with `--drop-history`, and
+resumed with a new prompt. The request must:
+- be what transcompact reads from the file (the same turns, texts, calls and results, each as
+  often), once Gemini's own additions are set aside (its `<session_context>` text, the new prompt,
+  its note after a turn that ended on tool results);
+- hold exactly one summary, and the kept window's last model text;
+- answer every `functionCall` in the next turn, and answer nothing that the turn before did not call;
+- send nothing more often than the uncompacted log's request does, and fewer tokens.
+The uncompacted original is resumed too, as the control.
+
+Gemini 0.61 records a tool result twice: inside its call (`toolCalls[].result`) and as a user
+record holding the `functionResponse`; it sends both, in one user turn. So does transcompact count
+them: its estimate of a chat Gemini recorded (anchored on the usage the stand-in reported, or
+fitted to it) is what the stand-in counts of the request that resumes it.
+
+Gemini runs offline: `GOOGLE_GEMINI_BASE_URL` points at the stand-in, the key is a dummy, telemetry,
+usage statistics and auto-update are off, and a dead `HTTPS_PROXY` stops anything else. Without the
+CLI, or without node, the tests skip, except under `CI=true`, where they install it with npm (and
+fail if they cannot).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from transcompact import check, loads
+from transcompact.check import errors
+from transcompact.cli import cli
+from transcompact.estimate import Options, estimate
+from transcompact.formats.gemini import response_text
+from transcompact.model import ASSISTANT, Text, ToolCall, ToolResult
+from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX
+
+from .conftest import CORPUS
+from .npm_agent import GEMINI_CLI
+from .standin_gemini import Response, Standin, prompt_tokens, serve
+
+TIMEOUT = 60  # seconds for one `gemini -p` run: about 2 in practice
+PROMPT = "Carry on from where we stopped."
+REPLY = "Carrying on."
+# Gemini's own additions to what a chat holds (bundle 0.61.0): the environment it describes first,
+# and the model turn it adds after a turn that ended on tool results.
+SESSION_CONTEXT = "<session_context>"
+INTERRUPTED = "[The previous response was interrupted before it completed.]"
+SETTINGS = {"security": {"auth": {"selectedType": "gemini-api-key"}}, "telemetry": {"enabled": False},
+            "privacy": {"usageStatisticsEnabled": False},
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}}
+
+
+@pytest.fixture(scope="session")
+def gemini() -> list[str]:
+    """The command that runs Gemini CLI; skips when it cannot (under CI=true it installs it, or fails)."""
+    return GEMINI_CLI.command()
+
+
+@pytest.fixture(scope="session")
+def standin():
+    state, stop = serve()
+    yield state
+    stop()
+
+
+# --- running it --------------------------------------------------------------------------
+
+
+@dataclass
+class Place:
+    """A fresh HOME and project directory, set up as Gemini keeps a project's chats."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def project(self) -> Path:
+        return self.root / "project"
+
+    @property
+    def chats(self) -> Path:
+        return self.home / ".gemini" / "tmp" / "project" / "chats"
+
+    def make(self) -> Place:
+        self.project.mkdir(parents=True)
+        self.chats.mkdir(parents=True)
+        gemini_dir = self.home / ".gemini"
+        (gemini_dir / "settings.json").write_text(json.dumps(SETTINGS))
+        (gemini_dir / "projects.json").write_text(json.dumps({"projects": {str(self.project): "project"}}))
+        (gemini_dir / "tmp" / "project" / ".project_root").write_text(str(self.project))
+        return self
+
+    def run(self, gemini: list[str], standin: Standin, *args: str) -> list[dict]:
+        """One `gemini` run in the project; the turns' requests it sent."""
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(self.home), "TMPDIR": str(self.root),
+               "GOOGLE_GEMINI_BASE_URL": standin.url, "GEMINI_API_KEY": "loopback-dummy",
+               "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+        before = len(standin.requests)
+        done = subprocess.run([*gemini, "--skip-trust", *args], cwd=self.project, env=env, capture_output=True, text=True,
+                              timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
+        assert done.returncode == 0, f"gemini exited {done.returncode}: {done.stdout[-1000:]}{done.stderr[-2000:]}"
+        sent = standin.requests[before:]
+        unknown = [r.path for r in sent if not r.route.endswith((":generateContent", ":streamGenerateContent"))]
+        assert not unknown, f"Gemini asked for {unknown}"
+        return [r.body for r in sent if r.is_turn]
+
+    def chat(self) -> bytes:
+        """The chat the runs recorded. A resume in a later minute than the chat's name says also
+        starts a file of that minute, holding only the metadata and the environment: not that one."""
+        return max((path.read_bytes() for path in self.chats.glob("session-*")), key=len)
+
+
+def session_of(log: bytes) -> str:
+    """The session `--resume` is asked for: the metadata's (a JSON Lines log's first line, or the document's)."""
+    return json.loads(log.split(b"\n", 1)[0] if is_lines(log) else log)["sessionId"]
+
+
+def is_lines(log: bytes) -> bool:
+    try:
+        json.loads(log)
+    except ValueError:
+        return True
+    return False
+
+
+def resume(gemini: list[str], log: bytes, where: Path, standin: Standin) -> dict:
+    """Put `log` where Gemini keeps the chats of a project, in a fresh HOME; resume it there with one
+    prompt; return the one turn's request it sent. In YOLO mode, as the sessions were recorded: the
+    system prompt says which mode it is, and the recorded usage counted it."""
+    place = Place(where).make()
+    session = session_of(log)
+    (place.chats / f"session-2026-01-01T00-00-{session[:8]}.{'jsonl' if is_lines(log) else 'json'}").write_bytes(log)
+    standin.reply = REPLY
+    sent = place.run(gemini, standin, "--yolo", "--resume", session, "-p", PROMPT)
+    assert len(sent) == 1, f"{len(sent)} turns sent"
+    return sent[0]
+
+
+# --- reading what it sent ----------------------------------------------------------------
+
+
+def unprefixed(call_id: str, name: str) -> str:
+    """A call id as Gemini sends it: without the `<tool>__` prefix it records (`stripToolCallIdPrefixes`)."""
+    return call_id[len(name) + 2:] if call_id.startswith(f"{name}__") else call_id
+
+
+def items_of_parts(parts: list[dict]) -> list[tuple]:
+    """A sent turn as comparable items: ("text", text), ("call", id), ("result", id, text)."""
+    items = []
+    for part in parts:
+        if part.get("thought"):
+            continue
+        if "functionCall" in part:
+            call = part["functionCall"]
+            items.append(("call", unprefixed(call.get("id", ""), call["name"])))
+        elif "functionResponse" in part:
+            response = part["functionResponse"]
+            items.append(("result", unprefixed(response.get("id", ""), response["name"]), response_text(response.get("response"))[0]))
+        elif isinstance(part.get("text"), str) and part["text"].strip() and not part["text"].startswith(SESSION_CONTEXT):
+            items.append(("text", part["text"].strip()))
+    return items
+
+
+def sent_turns(contents: list[dict]) -> list[tuple[str, list[tuple]]]:
+    """The turns Gemini sent from the chat: its own additions and the new prompt set aside."""
+    turns = [(c["role"], items_of_parts(c.get("parts", []))) for c in contents]
+    role, last = turns[-1]
+    assert role == "user" and last[-1:] == [("text", PROMPT)], f"the request does not end with the prompt: {last[-1:]}"
+    turns[-1] = (role, last[:-1])
+    if len(turns) > 1 and turns[-2] == ("model", [("text", INTERRUPTED)]):
+        del turns[-2]
+    return [(role, items) for role, items in turns if items]
+
+
+def read_turns(log: bytes) -> list[tuple[str, list[tuple]]]:
+    """The turns transcompact reads from a chat, as Gemini would send them: consecutive turns of one
+    role are one (`coalesceConsecutiveRoles`)."""
+    turns: list[tuple[str, list[tuple]]] = []
+    names = {}
+    for message in loads(log, "chat").messages:
+        items = []
+        for block in message.blocks:
+            if isinstance(block, Text) and block.text.strip():
+                items.append(("text", block.text.strip()))
+            elif isinstance(block, ToolCall):
+                names[block.id] = block.name
+                items.append(("call", unprefixed(block.id, block.name)))
+            elif isinstance(block, ToolResult):
+                text = block.content if isinstance(block.content, str) else "".join(b.text for b in block.content if isinstance(b, Text))
+                items.append(("result", unprefixed(block.tool_call_id, names.get(block.tool_call_id, "")), text))
+        role = "model" if message.role == ASSISTANT else "user"
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(items)
+        else:
+            turns.append((role, items))
+    return [(role, items) for role, items in turns if items]
+
+
+def differences(log: bytes, contents: list[dict]) -> list[str]:
+    """How Gemini's request differs from our reading of `log`; [] when it does not."""
+    ours, theirs = read_turns(log), sent_turns(contents)
+    problems = []
+    if [r for r, _ in ours] != [r for r, _ in theirs]:
+        problems.append(f"roles {[r for r, _ in theirs]} sent, {[r for r, _ in ours]} read")
+    for index, ((role, mine), (_, sent)) in enumerate(zip(ours, theirs)):
+        calls = ([i for i in mine if i[0] == "call"], [i for i in sent if i[0] == "call"])
+        if calls[0] != calls[1]:
+            problems.append(f"turn {index} ({role}): calls {calls[1]} sent, {calls[0]} read")
+        extra, missing = Counter(sent) - Counter(mine), Counter(mine) - Counter(sent)
+        if extra or missing:
+            problems.append(f"turn {index} ({role}): {short(extra)} sent, {short(missing)} read")
+    return problems
+
+
+def short(items: Counter) -> list:
+    return [tuple(str(x)[:60] for x in item) + (f"×{n}",) for item, n in list(items.items())[:3]]
+
+
+def assert_pairs(contents: list[dict]) -> None:
+    """Every functionCall answered in the next turn, every functionResponse answering the turn before."""
+    turns = [(c["role"], items_of_parts(c.get("parts", []))) for c in contents]
+    for index, (role, items) in enumerate(turns):
+        calls = {i[1] for i in items if i[0] == "call"}
+        results = {i[1] for i in items if i[0] == "result"}
+        if calls:
+            following = turns[index + 1] if index + 1 < len(turns) else ("", [])
+            answered = {i[1] for i in following[1] if i[0] == "result"}
+            assert following[0] == "user" and calls <= answered, f"turn {index}: a call without its response in the next turn"
+        if results:
+            previous = turns[index - 1][1] if index else []
+            assert results <= {i[1] for i in previous if i[0] == "call"}, f"turn {index}: a response without its call"
+
+
+def all_items(contents: list[dict]) -> Counter:
+    return Counter(i for _, items in sent_turns(contents) for i in items)
+
+
+def summaries(contents: list[dict]) -> int:
+    return sum(1 for item in all_items(contents).elements() if item[0] == "text" and item[1].startswith(SUMMARY_PREFIX.strip()))
+
+
+# --- the chats ---------------------------------------------------------------------------
+
+APP = "".join(f"def step_{n}(order):\n    return order.total * {n} + len(order.lines)  # step {n}\n\n" for n in range(300))
+# (prompt, the scripted responses of its turn): each run of Gemini one prompt, the first recorded
+# afresh, each later one resuming the chat. Parallel calls, thoughts, a large file, a large output.
+RUNS = [
+    ("Look at this project and tell me what src/app.py does.", [
+        Response("Reading the code and listing the files.", (("read_file", {"file_path": "src/app.py"}),
+                                                            ("run_shell_command", {"command": "ls -la src"})),
+                 ("**Planning** Read app.py and list src together.",)),
+        Response("Now the README.", (("read_file", {"file_path": "README.md"}),), ("The README may say more.",)),
+        Response("src/app.py defines 300 step functions over an order's total and lines."),
+    ]),
+    ("Add a CHANGES.md that says the steps were reviewed, and show it.", [
+        Response("Writing CHANGES.md.", (("write_file", {"file_path": "CHANGES.md", "content": "# Changes\n\n- Reviewed the 300 steps.\n"}),),
+                 ("A short changelog is enough.",)),
+        Response("", (("run_shell_command", {"command": "cat CHANGES.md"}), ("list_directory", {"dir_path": "."}))),
+        Response("CHANGES.md is written: it says the 300 steps were reviewed."),
+    ]),
+    ("Count the lines of every step and say which is longest.", [
+        Response("Counting.", (("run_shell_command", {"command": "grep -c 'def step_' src/app.py"}),
+                               ("run_shell_command", {"command": "wc -l src/app.py"})), ("grep counts the steps, wc the lines.",)),
+        Response("There are 300 steps in 900 lines: every step is two lines long, none is longer."),
+    ]),
+]
+
+
+@pytest.fixture(scope="session")
+def recorded(gemini, standin, tmp_path_factory) -> dict[str, bytes]:
+    """Sessions Gemini recorded itself: "fresh", the chat of the first run (as Gemini 0.61 records
+    one: each result inside its call and again as a user record); "resumed", the chat after every
+    run (each resume also appends Gemini's own `$set` of the whole history); "legacy", the first
+    as a legacy document."""
+    place = Place(tmp_path_factory.mktemp("recorded")).make()
+    (place.project / "src").mkdir()
+    (place.project / "src" / "app.py").write_text(APP)
+    (place.project / "README.md").write_text("# Orders\n\nEighty steps over an order.\n")
+    chats = {}
+    for number, (prompt, script) in enumerate(RUNS):
+        standin.script.extend(script)
+        place.run(gemini, standin, "--yolo", *(["--resume", "latest"] if number else []), "-p", prompt)
+        assert not standin.script, "Gemini did not take every scripted turn"
+        if number == 0:
+            chats["fresh"] = place.chat()
+    chats["resumed"] = place.chat()
+    chats["legacy"] = legacy_document(chats["fresh"])
+    return chats
+
+
+def legacy_document(log: bytes) -> bytes:
+    """A chat as the whole-file JSON of older releases, naming its session but not its project:
+    Gemini resumes it by its fallback for a file it cannot replay."""
+    lines = [json.loads(line) for line in log.splitlines() if line.strip()]
+    held: dict[str, dict] = {}
+    for value in lines:
+        if isinstance(value.get("$set"), dict) and isinstance(value["$set"].get("messages"), list):
+            held = {m["id"]: m for m in value["$set"]["messages"]}
+        elif isinstance(value.get("id"), str):
+            held[value["id"]] = value  # an upsert keeps its place, as the agent's Map does
+    metadata = {k: v for k, v in lines[0].items() if k != "projectHash"}
+    return json.dumps({**metadata, "messages": list(held.values())}, indent=2).encode()
+
+
+# (name, --keep-recent-tokens of the first compaction, of the second): Gemini's own two sessions
+# and the first as a legacy document without a `projectHash`; then the corpus's legacy documents:
+# a real session of one prompt and eleven responses, and a small schema fixture whose one
+# compaction leaves nothing to compact again (None).
+LOGS = [
+    ("fresh", 1500, 200),
+    ("resumed", 500, 300),
+    ("legacy", 1500, 200),
+    ("entire-cli-gemini-cli-session-f7633853.json", 1000, 300),
+    ("gemini-cli-chat-large.json", 50, None),
+]
+NAMES = [name for name, *_ in LOGS]
+RECORDED = ("fresh", "resumed", "legacy")  # their usage is the stand-in's count
+LINES = ("fresh", "resumed")  # the JSON Lines logs, which --drop-history shrinks
+
+
+@pytest.fixture
+def original(recorded):
+    """A function: the log of a name."""
+    def get(name: str) -> bytes:
+        if name in recorded:
+            return recorded[name]
+        path = CORPUS / "other" / name
+        if not path.is_file():
+            pytest.skip("the shared corpus is not here")
+        return path.read_bytes()
+    return get
+
+
+def compact(log: bytes, keep: int, *extra: str) -> bytes:
+    """`transcompact compact --emergency --force` on a log, as a user runs it."""
+    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", str(keep), *extra],
+                                input=log, prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    assert "compacted (emergency)" in result.stderr, result.stderr
+    return result.stdout_bytes
+
+
+@functools.cache
+def compacted(log: bytes, name: str, how: str) -> bytes:
+    """The log compacted once, twice (that compacted again, in a smaller window), or once with --drop-history."""
+    once, twice = next(keep for n, *keep in LOGS if n == name)
+    if how == "twice":
+        return compact(compacted(log, name, "once"), twice)
+    return compact(log, once, *(["--drop-history"] if how == "drop" else []))
+
+
+@pytest.fixture(scope="session")
+def controls() -> dict[str, dict]:
+    """The request each original's resume sent, by name."""
+    return {}
+
+
+def control(name: str, log: bytes, controls: dict[str, dict], gemini: list[str], standin: Standin, where: Path) -> dict:
+    """The request the original's resume sent: each original is resumed once, by the first test that needs it."""
+    if name not in controls:
+        controls[name] = resume(gemini, log, where, standin)
+    return controls[name]
+
+
+# --- the tests ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_original_resumes_as_we_read_it(name, original, controls, gemini, standin, tmp_path):
+    """The control: Gemini sends the uncompacted chat as transcompact reads it, each result as often
+    (twice where Gemini 0.61 recorded it twice), and transcompact counts what it sends."""
+    log = original(name)
+    body = control(name, log, controls, gemini, standin, tmp_path)
+    transcript = loads(log, "chat")
+    assert errors(check(transcript)) == []
+    assert differences(log, body["contents"]) == []
+    assert_pairs(body["contents"])
+    assert any(kind == "result" for kind, *_ in all_items(body["contents"]))
+    if name in RECORDED:  # anchored on the usage Gemini recorded, or fitted to it
+        for options in (Options(), Options(calibrate=True)):
+            assert estimate(transcript, options).tokens == pytest.approx(prompt_tokens(body), rel=0.03)
+
+
+HOWS = [pytest.param(name, how, id=f"{name}-{how}") for name, _, twice in LOGS for how in ("once", "twice", "drop")
+        if (how != "drop" or name in LINES) and (how != "twice" or twice is not None)]
+
+
+@pytest.mark.parametrize(("name", "how"), HOWS)
+def test_a_compacted_chat_resumes_from_our_summary(name, how, original, controls, gemini, standin, tmp_path):
+    log = original(name)
+    out = compacted(log, name, how)
+    transcript = loads(out, "chat")
+    assert errors(check(transcript)) == []  # the file's own view is paired, as we read it
+    body = resume(gemini, out, tmp_path / "compacted", standin)
+    contents = body["contents"]
+    assert differences(out, contents) == []
+    assert_pairs(contents)
+    assert summaries(contents) == 1
+    kept = [b.text.strip() for m in transcript.messages if m.role == ASSISTANT
+            for b in m.blocks if isinstance(b, Text) and b.text.strip() and b.text != SUMMARY_ACK]
+    assert not kept or ("text", kept[-1]) in all_items(contents), "the kept window's last model text is not sent"
+    before = control(name, log, controls, gemini, standin, tmp_path / "control")
+    sent = all_items(contents)
+    ours = {i for i in sent if i[0] == "text" and (i[1].startswith(SUMMARY_PREFIX.strip()) or i[1] == SUMMARY_ACK)}
+    more = Counter({i: n for i, n in sent.items() if i not in ours}) - all_items(before["contents"])
+    assert not more, f"sent more often than the control sends it: {short(more)}"
+    assert prompt_tokens(body) < prompt_tokens(before)
