@@ -129,6 +129,9 @@ class Loopback:
 
     @staticmethod
     def ok(request: Request) -> tuple:
+        if request.is_openai and "max_tokens" in request.body and re.match(r"gpt-[5-9]|o\d", str(request.body.get("model"))):
+            return failure(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                "Use 'max_completion_tokens' instead.", request)  # as OpenAI's API answers
         if request.route.startswith("/v1/messages/count_tokens"):
             counted = {"input_tokens": count_tokens_of(request.body)}
             if "context_management" in request.body:  # accepted as the API does; its edits are not made here

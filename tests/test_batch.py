@@ -4,6 +4,7 @@ a clash, --dry-run, --jobs, and an interrupt that leaves every file old or new."
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -156,6 +157,102 @@ def test_several_inputs_or_a_directory_need_i_or_output_dir(tree):
     assert contents(tree) == before and result.stdout == ""
 
 
+def test_a_dry_run_over_a_directory_needs_no_output_flag(tree):
+    before = contents(tree)
+    result = run(*COMPACT, "--dry-run", str(tree))
+    assert result.exit_code == ExitCode.INPUT, result.stderr  # the tree holds a broken file
+    assert contents(tree) == before and result.stdout == "" and "would" in result.stderr
+
+
+def test_the_report_and_the_transcript_never_share_stdout(tree, tmp_path):
+    source = str(FIXTURES / "anthropic/long-session.json")
+    refused = run(*COMPACT, "--report", "-", source)
+    assert refused.exit_code == ExitCode.USAGE and refused.stdout == ""
+    assert refused.stderr.splitlines()[0] == "transcompact: error: --report - and the transcript would both go to stdout"
+    written = run(*COMPACT, "--report", "-", "-o", str(tmp_path / "out.json"), source)
+    assert written.exit_code == 0 and json.loads(written.stdout)["output"] == str(tmp_path / "out.json")
+
+
+def test_a_file_named_twice_is_one_input(tmp_path):
+    source = str(FIXTURES / "anthropic/long-session.json")
+    result = run(*COMPACT, "-q", "-o", str(tmp_path / "out.json"), source, source)
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "out.json").read_bytes() == run(*COMPACT, "-q", source).stdout_bytes
+
+
+def test_a_batch_names_its_unchanged_files_only_with_v(tree, tmp_path):
+    """Three thousand small logs are "3000 unchanged" in the closing summary, not 3000 lines."""
+    quiet = run("compact", "--emergency", "--output-dir", str(tmp_path / "out"), str(tree))
+    assert "not compacted" not in quiet.stderr and "unchanged" in quiet.stderr.splitlines()[-1]
+    loud = run("compact", "--emergency", "-v", "--output-dir", str(tmp_path / "out2"), str(tree))
+    assert loud.stderr.count("not compacted") == 5  # every file under the threshold that is a transcript
+    forced = run(*COMPACT, "-v", "--output-dir", str(tmp_path / "out3"), str(tree / "a/long-session.json"))
+    assert "long-session.json: the summary kept files read 5 of 5, runs 8 of 8, errors 1 of 1, commands 8 of 8" in forced.stderr
+
+
+def test_an_empty_log_has_nothing_to_compact(tmp_path):
+    """As jq with empty input: no error, the batch goes on (check still says the input is empty)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "empty.jsonl").write_bytes(b"")
+    (logs / "blank.jsonl").write_bytes(b"\n  \n")
+    shutil.copy(FIXTURES / "anthropic/long-session.json", logs)
+    result = run(*COMPACT, "-i", "-v", "--report", str(tmp_path / "report.jsonl"), str(logs))
+    assert result.exit_code == 0, result.stderr
+    assert f"{logs / 'empty.jsonl'}: the input is empty: nothing to do" in result.stderr
+    assert summary_line(result.stderr)[0].startswith("3 files: 1 compacted, 2 unchanged, 0 failed")
+    assert (logs / "empty.jsonl").read_bytes() == b"" and (logs / "blank.jsonl").read_bytes() == b"\n  \n"
+    lines = [json.loads(line) for line in (tmp_path / "report.jsonl").read_bytes().splitlines()]
+    assert [(line["status"], line.get("empty")) for line in lines] == [("unchanged", True), ("unchanged", True), ("changed", None)]
+    assert run("check", str(logs / "empty.jsonl")).exit_code == ExitCode.INPUT
+
+
+def test_a_walk_leaves_a_link_out_of_its_tree(tmp_path):
+    """`compact -i logs/` where logs/link.json points at ../elsewhere/x.json: named and left, as find,
+    tar and rsync leave it; the same link named as an argument is the user's choice, and followed."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "logs").mkdir()
+    outside = tmp_path / "elsewhere/x.json"
+    shutil.copy(FIXTURES / "anthropic/long-session.json", outside)
+    shutil.copy(FIXTURES / "anthropic/long-session.json", tmp_path / "logs/a.json")
+    (tmp_path / "logs/link.json").symlink_to("../elsewhere/x.json")
+    before = outside.read_bytes()
+    result = run(*COMPACT, "-i", "--report", str(tmp_path / "report.jsonl"), str(tmp_path / "logs"))
+    assert result.exit_code == 0, result.stderr
+    assert outside.read_bytes() == before
+    assert f"{tmp_path / 'logs/link.json'}: a link to {outside}, outside the directory: left as it is" in result.stderr
+    assert (tmp_path / "logs/a.json").read_bytes() != before
+    followed = run(*COMPACT, "-i", str(tmp_path / "logs/link.json"))
+    assert followed.exit_code == 0 and outside.read_bytes() != before
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_bug_met_on_one_file_ends_only_that_file(tmp_path, monkeypatch, jobs):
+    """Every input gets its outcome and its report line, whatever another file does (issue 26:
+    with --jobs 1 the report had 4 lines for 8 inputs, with --jobs 2 none)."""
+    module = importlib.import_module("transcompact.prune")  # the package's `prune` is the function
+    real = module.prune
+
+    def prune(transcript, *args, **kwargs):
+        if "boom" in transcript.name:
+            raise RuntimeError("a bug")
+        return real(transcript, *args, **kwargs)
+
+    monkeypatch.setattr(module, "prune", prune)  # before the pool forks its workers
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for index in range(8):
+        shutil.copy(FIXTURES / "anthropic/long-session.json", logs / f"{index}{'-boom' * (index == 3)}.json")
+    result = run("prune", "--jobs", jobs, "--output-dir", str(tmp_path / "out"), "--report", str(tmp_path / "r.jsonl"),
+                 str(logs))
+    assert result.exit_code == ExitCode.INTERNAL
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_bytes().splitlines()]
+    assert [line["status"] for line in lines] == ["changed"] * 3 + ["failed"] + ["changed"] * 4
+    assert lines[3]["exit"] == 70 and lines[3]["error"].endswith("internal error: RuntimeError: a bug")
+    assert "hint: run again with --traceback and report it" in result.stderr
+    assert len(list((tmp_path / "out").iterdir())) == 7
+
+
 def test_jobs_give_the_same_files_as_one_process(tree, tmp_path):
     one = run(*COMPACT, "-q", "--jobs", "1", "--output-dir", str(tmp_path / "one"), str(tree))
     two = run(*COMPACT, "-q", "--jobs", "2", "--output-dir", str(tmp_path / "two"), str(tree))
@@ -202,7 +299,7 @@ def test_dry_run_changes_no_byte_and_says_what_would_happen(tree, tmp_path):
     assert result.exit_code == ExitCode.INPUT and result.stdout == ""
     assert contents(tree) == before
     assert f"{tree / 'a/long-session.json'}: dry run: would write {tree / 'a/long-session.json'}" in result.stderr
-    assert f"{tree / 'tool-loop.json'}: dry run: unchanged, would be left as it is" in result.stderr
+    assert "tool-loop.json" not in result.stderr  # unchanged: counted in the closing summary (-v names it)
     assert summary_line(result.stderr)[0].startswith(f"{len(before) - len(IGNORED)} files: 2 would be compacted, 3 unchanged")
     lines = [json.loads(line) for line in (tmp_path / "report.jsonl").read_bytes().splitlines()]
     assert not any(line["written"] for line in lines)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections import Counter
@@ -38,7 +37,7 @@ from transcompact import loads
 from transcompact.cli import cli
 from transcompact.dialects import anthropic as codec
 
-from .conftest import CORPUS, ROOT
+from .conftest import CORPUS
 from .loopback import Loopback
 from .npm_agent import CLAUDE_CODE
 

@@ -562,3 +562,45 @@ def test_a_writing_command_refuses_a_format_only_read_with_exit_2_and_leaves_the
         "(estimate, check, cut-point, summarize)",
         "hint: write its conversation as a request body instead: --to anthropic or --to openai"]
     assert path.read_bytes() == (FIXTURES / fixture).read_bytes()
+
+
+def test_an_error_names_the_variable_a_value_came_from(monkeypatch):
+    """TRANSCOMPACT_* settings are named as such: the user set no flag (issue 26)."""
+    long = str(FIXTURES / "anthropic/long-session.json")
+    monkeypatch.setenv("TRANSCOMPACT_WINDOW", "1000")
+    monkeypatch.setenv("TRANSCOMPACT_MAX_OUTPUT", "2000")
+    for command in ("estimate", "compact"):
+        result = run(command, long)
+        assert result.exit_code == ExitCode.USAGE
+        assert stderr_lines(result)[0] in (
+            "transcompact: error: TRANSCOMPACT_MAX_OUTPUT (2000) must be below TRANSCOMPACT_WINDOW (1000)",
+            "transcompact: error: TRANSCOMPACT_MAX_OUTPUT (2,000) must be below TRANSCOMPACT_WINDOW (1,000)"), command
+    mixed = run("estimate", "--max-output", "2000", long)
+    assert stderr_lines(mixed)[0] == "transcompact: error: --max-output (2000) must be below TRANSCOMPACT_WINDOW (1000)"
+
+
+def test_a_model_after_the_table_works_with_its_window():
+    long = str(FIXTURES / "anthropic/long-session.json")
+    result = run("estimate", "--model", "claude-imaginary-9-9", "--window", "300000", long)
+    assert result.exit_code == 0, result.stderr
+    assert "input budget  284,000 (window 300,000 − max output 16,000)" in result.stdout
+    assert stderr_lines(result) == ["transcompact: note: claude-imaginary-9-9 is not in the table of docs/counting.md#models: "
+                                    "counted with the window given (300,000) and a max output of 16,000"]
+    unknown = run("estimate", "--model", "claude-imaginary-9-9", long)
+    assert unknown.exit_code == ExitCode.USAGE and "unknown model 'claude-imaginary-9-9'" in unknown.stderr
+
+
+def test_credentials_in_a_url_are_never_shown(monkeypatch, tmp_path):
+    """`ANTHROPIC_BASE_URL=http://user:secret@host`: the messages, the report and the events name
+    the host alone (issue 26)."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://user:secret@127.0.0.1:9")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-shown")
+    long = str(FIXTURES / "anthropic/long-session.json")
+    failed = run("summarize", "--all", "--retries", "0", "--timeout", "2", long)
+    assert failed.exit_code == ExitCode.PROVIDER
+    assert "cannot reach the Anthropic API at http://127.0.0.1:9" in failed.stderr
+    fallback = run("compact", "--force", "--keep-recent-tokens", "1000", "--retries", "0", "--timeout", "2", "--report", str(tmp_path / "report.jsonl"),
+                   "--events", str(tmp_path / "events.jsonl"), "-o", str(tmp_path / "out.json"), long)
+    assert fallback.exit_code == 0, fallback.stderr
+    shown = fallback.stderr + (tmp_path / "report.jsonl").read_text() + (tmp_path / "events.jsonl").read_text()
+    assert "127.0.0.1:9" in shown and "secret" not in shown and "sk-ant-never-shown" not in shown + failed.stderr

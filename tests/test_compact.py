@@ -49,13 +49,12 @@ def test_the_default_threshold_scales_with_the_window():
     assert "under the threshold of 9,000 tokens" in given.stderr
 
 
-def test_the_summary_path_rebuilds_around_the_recent_window(api):
-    result = run("--force", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
+def test_the_summary_path_rebuilds_around_the_recent_window(api, tmp_path):
+    result = run("--force", "--keep-recent-tokens", "1000", "--report", str(tmp_path / "report.json"), str(LONG))
     assert result.exit_code == 0, result.stderr
     (request,) = api.requests
-    transcript, report = result.stdout_bytes.rstrip(b"\n").rsplit(b"\n", 1)  # the report is one JSON line after it
-    report = orjson.loads(report)
-    out = orjson.loads(transcript)
+    report = orjson.loads((tmp_path / "report.json").read_bytes())
+    out = orjson.loads(result.stdout_bytes)
     original = json.loads(LONG.read_bytes())
     assert out["system"] == original["system"] and out["model"] == original["model"]  # what the format keeps first
     first = out["messages"][0]["content"][0]["text"]
@@ -131,18 +130,19 @@ def test_the_emergency_checkpoint(api):
     assert run("--emergency", "--force", "--keep-recent-tokens", "1000", str(LONG)).stdout_bytes == result.stdout_bytes
 
 
-def test_near_the_window_takes_the_emergency_mode_directly(api):
-    result = run("--window", "4400", "--max-output", "0", "--keep-recent-tokens", "1000", "--report", "-", str(LONG))
+def test_near_the_window_takes_the_emergency_mode_directly(api, tmp_path):
+    result = run("--window", "4400", "--max-output", "0", "--keep-recent-tokens", "1000", "--report", "-",
+                 "-o", str(tmp_path / "out.json"), str(LONG))
     assert result.exit_code == 0, result.stderr
     assert api.requests == []
-    report = json.loads(result.stdout.splitlines()[-1])
+    report = json.loads(result.stdout)
     assert report["fallback_reason"] == "the estimate is at least 95% of the input budget"
 
 
-def test_pruning_alone_when_it_fits():
-    result = run("--window", "9000", "--max-output", "0", "--report", "-", str(LONG))
+def test_pruning_alone_when_it_fits(tmp_path):
+    result = run("--window", "9000", "--max-output", "0", "--report", "-", "-o", str(tmp_path / "out.json"), str(LONG))
     assert result.exit_code == 0, result.stderr
-    report = json.loads(result.stdout.splitlines()[-1])
+    report = json.loads(result.stdout)
     assert report["strategy"] == "prune" and report["cut"] is None and report["tokens_after"] < 0.95 * 9000
 
 
@@ -160,9 +160,17 @@ def test_thinking_in_the_kept_messages(api):
     assert thinking(run("--force", "--keep-thinking", "--keep-recent-tokens", "1000", input=body))
 
 
+def test_emergency_means_no_model_call_not_force():
+    """Under --threshold the transcript goes out unchanged, --emergency or not (the README's CI recipe)."""
+    result = run("--emergency", str(LONG))
+    assert result.exit_code == 0 and result.stdout_bytes == LONG.read_bytes()
+    assert "under the threshold of 100,000 tokens" in result.stderr
+    assert run("--emergency", "--threshold", "1000", str(LONG)).stdout_bytes != LONG.read_bytes()
+
+
 def test_compact_never_grows_a_transcript():
     small = FIXTURES / "anthropic/tool-loop.json"
-    result = run("--emergency", str(small))
+    result = run("--emergency", "--force", str(small))
     assert result.exit_code == 0 and result.stdout_bytes == small.read_bytes()
     assert "nothing to compact" in result.stderr
 
@@ -359,8 +367,8 @@ def test_compacting_again_and_again_keeps_one_summary(path):
 
 
 def test_a_second_compaction_merges_into_the_first():
-    once = run("--emergency", "--keep-recent-tokens", "3000", str(LONG))
-    twice = run("--emergency", "--keep-recent-tokens", "1000", "-", input=once.stdout_bytes)
+    once = run("--emergency", "--force", "--keep-recent-tokens", "3000", str(LONG))
+    twice = run("--emergency", "--force", "--keep-recent-tokens", "1000", "-", input=once.stdout_bytes)
     assert twice.exit_code == 0, twice.stderr
     text = messages_of(twice.stdout_bytes)[0]["content"][0]["text"]
     assert text.count(SUMMARY_PREFIX) == 1 and text.count("## Goal") == 1
@@ -406,8 +414,8 @@ def test_a_here_document_is_kept_as_the_command_that_wrote_it():
 
 
 def test_a_compacted_transcript_that_fits_the_window_is_left_alone():
-    once = run("--emergency", "--keep-recent-tokens", "1000", str(LONG))
-    again = run("--emergency", "-", input=once.stdout_bytes)  # the default window holds all of it
+    once = run("--emergency", "--force", "--keep-recent-tokens", "1000", str(LONG))
+    again = run("--emergency", "--force", "-", input=once.stdout_bytes)  # the default window holds all of it
     assert again.exit_code == 0 and again.stdout_bytes == once.stdout_bytes
     assert "not compacted" in again.stderr
 

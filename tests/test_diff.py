@@ -69,7 +69,7 @@ def test_a_soft_trimmed_result_shows_its_marker_from_where_it_differs():
 
 def test_a_compaction_removes_the_old_part_and_adds_the_summary():
     transcript = load(FIXTURES / "anthropic/long-session.json")
-    compacted, report = compact(transcript, CompactOptions(emergency=True, summary=SummaryOptions(keep_recent_tokens=3000)))
+    compacted, report = compact(transcript, CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=3000)))
     changes = diff(transcript, compacted)
     removed = [c.index_before for c in changes if c.action == "removed"]
     added = [c for c in changes if c.action == "added"]

@@ -16,7 +16,7 @@ from transcompact.cli import cli
 from transcompact.estimate import Options, estimate
 from transcompact.formats import loads
 
-from .conftest import FIXTURES, ROOT, fixture_files
+from .conftest import CORPUS, FIXTURES, ROOT, fixture_files
 from .test_cli import TextSnapshot, relative
 from .test_fast_start import heavy_in, run_with_importtime
 
@@ -92,7 +92,9 @@ def test_window_precedence_flag_then_model_then_variable(in_root):
     assert window("--model", "gpt-4o", "--window", "50000") == (50_000, 16_384)
     assert window("--model", "some-local-model", "--window", "32000", "--max-output", "4000") == (32_000, 4_000)
     unknown = run("estimate", "--model", "some-local-model", path)
-    assert unknown.exit_code == 2 and "give --window and --max-output" in unknown.stderr
+    assert unknown.exit_code == 2 and "give --window (and --max-output)" in unknown.stderr
+    assert window("--model", "some-local-model", "--window", "32000") == (32_000, 16_000)  # a model after the table
+    assert window("--model", "some-local-model", TRANSCOMPACT_WINDOW="32000") == (32_000, 16_000)
 
 
 def test_the_default_threshold_scales_with_the_models_budget(in_root):
@@ -246,3 +248,15 @@ def test_a_log_that_holds_more_than_its_recorded_usage_says_so_and_keeps_shares_
     assert "tokens more than its recorded usage says the API read" in result.stdout
     shares = [float(share.rstrip("%")) for share in re.findall(r" (-?[\d.]+)%$", result.stdout, re.M)]
     assert shares and all(share <= 100 for share in shares)
+
+
+@pytest.mark.parametrize("path", [FIXTURES / "anthropic/long-session.json", FIXTURES / "claude-code/broken-session.jsonl",
+                                  CORPUS / "claude-code/spotter-tool-heavy.jsonl"], ids=lambda p: p.name)
+def test_the_shares_by_role_add_up(path):
+    """What no message holds (system, tools, a log's recorded overhead) has a row of its own."""
+    if not path.is_file():
+        pytest.skip("the shared corpus is not here")
+    text = run("estimate", str(path)).stdout
+    rows = text.split("by role\n")[1].split("\n\n")[0].splitlines()[1:]
+    shares = [float(row.split()[-1].rstrip("%")) for row in rows]
+    assert abs(sum(shares) - 100) <= 0.3, rows

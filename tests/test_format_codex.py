@@ -503,3 +503,18 @@ def test_a_change_to_what_a_fork_takes_from_its_parent_is_refused(tmp_path):
     messages[1] = messages[1].with_blocks((Text("Another request."),))
     with pytest.raises(ShapeError, match="parent rollout"):
         dumps(transcript.with_messages(messages))
+
+
+def test_an_item_whose_type_is_not_a_string_is_not_sent(tmp_path):
+    """Codex skips a line it cannot parse; every command reads the rest (it was an internal error)."""
+    lines = TOOL_LOOP.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if json.loads(line).get("type") == "response_item")
+    value = json.loads(lines[first])
+    value["payload"]["type"] = ["message"]
+    lines[first] = json.dumps(value)
+    path = tmp_path / TOOL_LOOP.name
+    path.write_text("\n".join(lines) + "\n")
+    assert len(load(path).messages) == len(load(TOOL_LOOP).messages) - 1
+    for command in (["estimate"], ["check"], ["repair"], ["prune"], ["compact", "--emergency", "--force"]):
+        result = CliRunner().invoke(cli, [*command, str(path)], prog_name="transcompact")
+        assert result.exit_code in (0, 1) and "internal error" not in result.stderr, (command, result.stderr)

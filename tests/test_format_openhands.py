@@ -424,7 +424,7 @@ def test_a_conversation_directory_is_one_input_and_a_batch_finds_it(tmp_path, mo
     result = runner.invoke(cli, ["compact", "--emergency", "-i", "--force", "--keep-recent-tokens", "300", "--jobs", "1", "logs"],
                            prog_name="transcompact")
     assert result.exit_code == 0, result.output
-    assert "logs/runs/1c2d3e: compacted (emergency)" in result.stderr and "logs/chat.jsonl: not compacted" in result.stderr
+    assert "logs/runs/1c2d3e: compacted (emergency)" in result.stderr and "1 compacted, 1 unchanged" in result.stderr
     after = files(logs / "runs" / "1c2d3e")
     assert len(after) == len(before) + 1 and all(after[name] == before[name] for name in before if name != "base_state.json")
     out = runner.invoke(cli, ["prune", "--output-dir", "pruned", "--keep-last", "0", "--hard-clear-after", "1", "logs"],
@@ -447,3 +447,18 @@ def test_a_conversation_without_events_or_with_a_broken_one_is_named(tmp_path):
     # --glob picks a conversation through its base_state.json, as it picks a file.
     only_lines = runner.invoke(cli, ["check", "--glob", "*.jsonl", str(tmp_path)], prog_name="transcompact")
     assert only_lines.exit_code == 3 and "no file matching *.jsonl" in only_lines.stderr
+
+
+def test_a_message_event_in_the_tool_role_is_a_clear_error(tmp_path):
+    """A tool message that answers no call: only an observation's message has that role (it was an
+    internal error in check, repair and prune)."""
+    directory = copy(TOOLS, tmp_path)
+    path = next(p for p in sorted((directory / "events").iterdir()) if json.loads(p.read_text())["kind"] == "MessageEvent"
+                and json.loads(p.read_text())["llm_message"]["role"] == "assistant")
+    value = json.loads(path.read_text())
+    value["llm_message"]["role"] = "tool"
+    path.write_text(json.dumps(value))
+    for command in ("estimate", "check", "repair", "prune"):
+        result = CliRunner().invoke(cli, [command, str(directory)], prog_name="transcompact")
+        assert result.exit_code == 3, (command, result.stderr)
+        assert "a MessageEvent's `llm_message.role` is `tool`" in result.stderr

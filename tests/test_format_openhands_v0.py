@@ -169,6 +169,20 @@ def test_a_file_of_several_runs_says_how_many_and_how_to_pick_one(tmp_path):
     assert run("check", "--messages-path", "1.history", path).exit_code == 0
 
 
+def test_a_resolver_output_gets_the_hint_too(tmp_path):
+    """The resolver's output.jsonl: an issue a line, its history among other fields, some of its
+    entries not events the reader knows (issue 26)."""
+    run_of = json.loads(OUTPUT.read_bytes())
+    issue = {"issue": {"number": 7}, "issue_type": "issue", "git_patch": "", "success": False,
+             "history": [*run_of["history"], {"id": 99, "timestamp": "2025-01-01T00:00:00", "message": "done"}]}
+    path = tmp_path / "output.jsonl"
+    path.write_bytes((json.dumps(issue) + "\n").encode() * 2)
+    result = run("check", path)
+    assert result.exit_code == ExitCode.INPUT and result.stderr.splitlines()[1] == (
+        "hint: this holds 2 OpenHands runs, each a legacy (V0) event stream under 'history': "
+        "read one with --messages-path 0.history (runs 0 to 1)")
+
+
 @needs_corpus
 def test_the_corpus_trajectory_reads():
     transcript = read(BASIC_GUI)

@@ -116,6 +116,26 @@ def test_the_command_line_resolves_from_its_environment(api, monkeypatch):
     assert api.requests[-1].body["model"] == "llama3"  # the flag beats its variable
 
 
+@pytest.mark.parametrize("model, limit", [("gpt-5-mini", "max_completion_tokens"), (settings.MODELS["openai"], "max_completion_tokens"),
+                                          ("o4-mini", "max_completion_tokens"), ("llama3", "max_tokens")])
+def test_each_model_family_gets_the_limit_it_takes(api, monkeypatch, model, limit):
+    """GPT-5 and the o-series refuse `max_tokens` (the loopback refuses it as OpenAI does); a local
+    server may know only `max_tokens`."""
+    monkeypatch.setenv("OPENAI_BASE_URL", api.url + "/v1")
+    result = run("--provider", "openai", "--model", model)
+    assert result.exit_code == 0, result.stderr
+    body = api.requests[-1].body
+    assert limit in body and ({"max_tokens", "max_completion_tokens"} - {limit}).isdisjoint(body)
+
+
+def test_the_loopback_refuses_max_tokens_as_openai_does(api):
+    import openai
+
+    client = openai.OpenAI(api_key="sk-test", base_url=api.url + "/v1", max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="max_completion_tokens"):
+        client.chat.completions.create(model="gpt-5-mini", max_tokens=10, messages=[{"role": "user", "content": "hi"}])
+
+
 # --- what the SDKs retry, and what reaches us ----------------------------------------------
 
 

@@ -298,3 +298,29 @@ def test_repair_that_would_add_an_error_writes_nothing(monkeypatch, tmp_path):
     assert result.stderr.splitlines()[0] == ("transcompact: error: <stdin>: repair would add A7 at message 0: "
                                              "the first message is assistant, not user; nothing written")
     assert not target.exists()
+
+
+def test_a_call_answered_twice_is_flagged_and_repair_keeps_the_first_answer():
+    """validity.md O1 (one tool message per tool_call_id), and the Anthropic API's single result
+    for each tool_use: never flagged before (issue 26), and `--to openai` wrote both."""
+    call = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}
+    anthropic = {"model": "claude-sonnet-4-5", "messages": [
+        {"role": "user", "content": "list"}, {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"},
+                                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"}]},
+        {"role": "assistant", "content": "One file."}]}
+    openai = {"model": "gpt-5", "messages": [
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                                                                "function": {"name": "bash", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"},
+        {"role": "assistant", "content": "One file."}]}
+    for body, rule, said in ((anthropic, "A1", "tool_result toolu_1 answers a tool_use already answered"),
+                             (openai, "O1", "tool call call_1 is answered by a second tool message")):
+        transcript = loads(json.dumps(body).encode(), "t.json")
+        assert [(v.rule, v.text) for v in errors(check(transcript))] == [(rule, said)]
+        repaired, report = repair(transcript)
+        assert [f.rule for f in report.fixes] == [rule] and errors(check(repaired)) == []
+        assert json.loads(dumps(repaired))["messages"][2] == body["messages"][2] | (
+            {"content": body["messages"][2]["content"][:1]} if rule == "A1" else {})

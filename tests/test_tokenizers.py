@@ -160,7 +160,7 @@ def test_anthropic_takes_off_the_stub_tools_a_log_needs(api: Loopback):
     path = FIXTURES / "claude-code/broken-session.jsonl"
     result = run("estimate", "--json", "--tokenizer", "anthropic", "--model", "claude-sonnet-4-5", str(path))
     assert result.exit_code == 0, result.output
-    with_stubs, probe_with, probe_without = api.requests
+    probe_with, probe_without, with_stubs = api.requests
     assert {t["name"] for t in with_stubs.body["tools"]} == {"Bash", "Grep"}
     assert probe_with.body["tools"] == with_stubs.body["tools"] and "tools" not in probe_without.body
     assert all(r.body["model"] == "claude-sonnet-4-5" for r in api.requests)
@@ -229,3 +229,17 @@ def test_compact_asks_count_tokens_only_for_before_and_after(api: Loopback, mode
     assert report["tokens_before"] == count_tokens_of(counts[0].body)
     assert report["tokens_after"] == count_tokens_of(counts[1].body)
     assert report["counted_by"].startswith("Anthropic count_tokens")
+
+
+def test_a_log_without_tool_definitions_costs_at_most_four_requests(api: Loopback, tmp_path, monkeypatch):
+    """The stubs' cost is probed once a run: the output's tools are among the input's (6 requests before)."""
+    from transcompact.providers import anthropic as provider
+
+    monkeypatch.setattr(provider, "_STUB_COSTS", {})
+    log = FIXTURES / "claude-code/broken-session.jsonl"
+    result = run("compact", "--emergency", "--force", "--tokenizer", "anthropic", "--keep-recent-tokens", "200",
+                 "-o", str(tmp_path / "out.jsonl"), str(log))
+    assert result.exit_code == 0, result.output
+    counts = [r for r in api.requests if r.path == "/v1/messages/count_tokens"]
+    assert 2 <= len(counts) <= 4
+    assert all("tools" in r.body for r in counts if r.body["messages"] != provider._PROBE)

@@ -29,12 +29,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import click
 
-from .errors import ExitCode, InputError, Location, TranscompactError
+from .errors import ExitCode, InputError, Location, TranscompactError, option, variable_of, without_credentials
 from . import settings
 from .files import STDIN, make_directory, read_input, streamed, write_stdout
 from .formats.openhands_store import write_output
 from .inputs import Source, discover, output_paths, several
-from .jsondata import Lines, same_bytes
+from .jsondata import Lines, is_blank, same_bytes
 
 STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
 SCHEDULER = "transcompact.scheduler"  # where --scheduler leaves its address: a key of click's context `meta`
@@ -42,7 +42,7 @@ SCHEDULER = "transcompact.scheduler"  # where --scheduler leaves its address: a 
 # Worst last: a finding (1) is better than a file that could not be used (3), which is better than
 # a provider that failed (4), an output that could not be written (5), and a run cut short (130).
 SEVERITY = (ExitCode.OK, ExitCode.VIOLATIONS, ExitCode.USAGE, ExitCode.INPUT, ExitCode.PROVIDER, ExitCode.OUTPUT,
-            ExitCode.INTERRUPTED)
+            ExitCode.INTERNAL, ExitCode.INTERRUPTED)
 
 
 def worst(codes: Iterable[int]) -> int:
@@ -99,6 +99,8 @@ class Task:
     dry_run: bool = False
     data: bytes | None = None  # stdin's bytes, read by the parent (a worker has no stdin)
     traceback: bool = False  # --traceback: an error is raised, not reported
+    from_environment: frozenset[str] = frozenset()  # the settings a variable gave: an error names the variable
+    rewrites: bool = False  # a rewriting command: an empty input has nothing to rewrite (as jq, it is no error)
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class Outcome:
     error: str | None = None  # the error line, as the command line prints it
     hint: str | None = None
     error_names_file: bool = False  # a provider's or a setting's error does not
+    left: bool = False  # a file the walk named and left (a link out of its tree): no result to yield
 
     @property
     def failed(self) -> bool:
@@ -150,8 +153,14 @@ def process(task: Task) -> Outcome:
             raise KeyboardInterrupt
         if source.problem:
             raise InputError(source.problem, location=Location(source.path))
+        if source.left:
+            return Outcome(name, None, ExitCode.OK, Result(stderr=(f"{name}: {source.left}",), report={"left": True}),
+                           left=True)
         data = task.data if task.data is not None else read_input(source.path)[1]
-        result = task.work(name, data, task.settings)
+        if task.rewrites and is_blank(data):
+            result = Result(output=data, report={"empty": True}, stderr=(f"{name}: the input is empty: nothing to do",))
+        else:
+            result = task.work(name, data, task.settings)
         changed = result.output is not None and not same_bytes(result.output, data)
         written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
         if result.output is not None and (task.target is not None or task.dry_run):
@@ -167,9 +176,17 @@ def process(task: Task) -> Outcome:
     except TranscompactError as error:
         if task.traceback:
             raise
-        line, hint = error.for_command_line()
+        line, hint = error.for_command_line(variable_of(task.from_environment))
         names_the_file = error.location is not None or line.startswith(f"{name}:")
         return Outcome(name, task.target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as error:  # a bug, met on this file: the batch goes on, each input gets its outcome
+        if task.traceback:
+            raise
+        line, hint = TranscompactError(f"internal error: {type(error).__name__}: {error}",
+                                       hint=f"run again with {option('traceback')} and report it").for_command_line()
+        return Outcome(name, task.target, ExitCode.INTERNAL, error=line, hint=hint)
     finally:
         _busy = False
         gc.enable()
@@ -177,11 +194,12 @@ def process(task: Task) -> Outcome:
 
 def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Any], Result], settings: Any, *,
           output: str | None = None, in_place: bool = False, output_dir: str | None = None,
-          output_suffix: str | None = None, dry_run: bool = False) -> Iterator[Task]:
+          output_suffix: str | None = None, dry_run: bool = False, rewrites: bool = False) -> Iterator[Task]:
     """A task per source, with the target its output flag gives it (none: stdout, or nothing to
     write). With --output-dir every target is known before the first task: a clash writes nothing;
     `output_suffix` is their extension, for an output in another format than its input (--to)."""
-    traceback = getattr(click.get_current_context().find_root().command, "show_traceback", False)
+    root = click.get_current_context().find_root().command
+    traceback, from_environment = getattr(root, "show_traceback", False), getattr(root, "from_environment", frozenset())
     if output_dir:
         planned: Iterable[tuple[Source, str | None]] = output_paths(sources, output_dir, output_suffix)
     else:
@@ -189,7 +207,7 @@ def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Any], Result], 
                    for source in sources)
     for source, target in planned:
         data = sys.stdin.buffer.read() if source.path == STDIN else None
-        yield Task(source, work, settings, target, bool(output_dir), dry_run, data, traceback)
+        yield Task(source, work, settings, target, bool(output_dir), dry_run, data, traceback, from_environment, rewrites)
 
 
 def default_jobs() -> int:
@@ -387,11 +405,12 @@ class Batch:
     summary of a rewriting command, and the exit status, the worst seen."""
 
     def __init__(self, command: str, files: Sequence[str], patterns: Sequence[str] = (), *, quiet: bool = False,
-                 verb: str | None = None, dry_run: bool = False, report_file: str | None = None,
+                 verbose: bool = False, verb: str | None = None, dry_run: bool = False, report_file: str | None = None,
                  prints_as_it_goes: bool = False, diff: str | None = None, ours: Sequence[str] = (),
                  events_file: str | None = None):
         """`verb` (compacted, pruned, …) marks a rewriting command: it gets the closing summary.
         `prints_as_it_goes`: the command prints each file's report on stdout as it comes.
+        `verbose`: a batch's unchanged files get their lines too (else the closing summary counts them).
         `diff` ("text" or "json"): stdout gets what each file's rewrite changes instead of the
         rewrite, and nothing is written, as `git diff` writes nothing. `ours`: the files the run
         reads or writes besides its inputs (an archive), which a directory walk leaves out, as it
@@ -399,6 +418,7 @@ class Batch:
         self.command, self.files, self.patterns = command, files, patterns
         self.several = several(files)
         self.quiet, self.verb, self.dry_run, self.report_file = quiet, verb, dry_run or diff is not None, report_file
+        self.verbose = verbose
         self.diff = diff
         self.events_file = events_file
         self.ours = (*ours, *[path for path in (report_file, events_file) if path and path != STDIN])
@@ -426,7 +446,7 @@ class Batch:
         tally = Tally()
         diffs: list[tuple[str, dict]] = []  # --diff --json: one report of every file, at the end
         planned = tasks(discover(self.files, self.patterns, ours=self.ours), work, settings, output=output, in_place=in_place,
-                        output_dir=output_dir, output_suffix=output_suffix, dry_run=self.dry_run)
+                        output_dir=output_dir, output_suffix=output_suffix, dry_run=self.dry_run, rewrites=self.verb is not None)
         jobs = (jobs or default_jobs()) if self.several else 1
         # No bar is drawn over a report that goes to the same terminal as it comes.
         progress = _Progress(self.command, shown=self.several and not self.quiet,
@@ -457,7 +477,7 @@ class Batch:
                 if self.diff == "json" and not outcome.failed:
                     diffs.append((outcome.name, render.diff_fields(outcome.result.changes)))
                 progress.advance(outcome)
-                if not outcome.failed:
+                if not (outcome.failed or outcome.left):
                     yield outcome
         if self.diff == "json":
             write_stdout(render.report_json(self.command, diffs))
@@ -473,7 +493,7 @@ class Batch:
         found = (failure_event(outcome.name, outcome.error, outcome.exit, time.time()),) if outcome.failed \
             else outcome.result.events
         for event in found:
-            line = orjson.dumps(event).decode()
+            line = without_credentials(orjson.dumps(event).decode())
             if add is None:  # `--events -`: among the other lines on stderr
                 progress.echo(line)
             else:
@@ -486,13 +506,18 @@ class Batch:
             if outcome.hint:
                 progress.echo(f"hint: {outcome.hint}")
             return
-        for line in outcome.result.stderr:
+        # A batch of a thousand small logs says "nothing to compact" once, in its closing summary.
+        said = self.verbose or outcome.left or not (self.several and self.verb and outcome.status == "unchanged")
+        for line in outcome.result.stderr if said else ():
             progress.echo(line)
         # With --diff and no -o, -i or --output-dir, the diff on stdout stands in for the transcript.
-        if self.dry_run and not self.quiet and (self.diff is None or outcome.target is not None):
+        if self.dry_run and not self.quiet and said and (self.diff is None or outcome.target is not None):
             left = not outcome.changed and outcome.target == outcome.name
+            # Several inputs with nowhere to go (a dry run needs no -i): what would change, not where.
+            where = outcome.target or ("stdout" if not self.several else None)
             progress.echo(f"{outcome.name}: dry run: " + ("unchanged, would be left as it is" if left else
-                                                           f"would write {outcome.target or 'stdout'}"))
+                                                           f"would write {where}" if where else
+                                                           "would change" if outcome.changed else "unchanged"))
         if self.diff == "text":
             from . import render
 
@@ -540,6 +565,7 @@ class _Progress:
             self.bar.update(self.bar_task, total=total)
 
     def echo(self, line: str) -> None:
+        line = without_credentials(line)  # a file named by a URL with its user-info, an error quoting one
         if self.bar is not None:
             self.bar.console.out(line, highlight=False)  # above the bar
         else:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterator
 
-from .formats import hook
+from .formats import adapter, hook
 from .model import (
     ASSISTANT,
     USER,
@@ -35,7 +35,7 @@ ERROR = "error"
 WARNING = "warning"
 
 RULES = {
-    "A1": "every tool_result answers a tool_use of the assistant message just before it",
+    "A1": "every tool_result answers a tool_use of the assistant message just before it, and one answers each",
     "A2": "every tool_use is answered in the next message, a user message, results first",
     "A3": "server tool calls and their results stay together in one assistant message",
     "A4": "thinking blocks are signed; a message with thinking starts with it and does not end with it",
@@ -46,7 +46,7 @@ RULES = {
     "A9": "at most 4 cache_control breakpoints across tools, system and messages",
     "A10": "blocks are well formed and sit in the right role",
     "A11": "at most 100,000 messages",
-    "O1": "an assistant message's tool_calls have distinct ids, each answered by a tool message after it",
+    "O1": "an assistant message's tool_calls have distinct ids, each answered by one tool message after it",
     "O2": "a tool message answers a tool call of the assistant message before its run",
     "O3": "assistant content is null only beside tool_calls or function_call",
     "O4": "legacy function_call is answered by a function message and not mixed with tool_calls",
@@ -129,8 +129,11 @@ def _at(messages: tuple[Message, ...], index: int, block: Block | None = None) -
 # --- Anthropic ------------------------------------------------------------------------------
 
 
-def orphan_results(messages: tuple[Message, ...], all_turns: list[Turn] | None = None) -> list[tuple[int, ToolResult]]:
-    """Tool results with no tool call in the assistant turn just before their (merged) user turn."""
+def orphan_results(messages: tuple[Message, ...], all_turns: list[Turn] | None = None,
+                   twice: bool = False) -> list[tuple[int, ToolResult]]:
+    """Tool results with no tool call in the assistant turn just before their (merged) user turn,
+    and a second result for a call already answered (the API takes one), unless `twice`: the
+    agent sends each result twice itself (results_twice)."""
     out = []
     all_turns = turns(messages) if all_turns is None else all_turns
     for k, turn in enumerate(all_turns):
@@ -138,8 +141,19 @@ def orphan_results(messages: tuple[Message, ...], all_turns: list[Turn] | None =
             continue
         before = all_turns[k - 1] if k > 0 and all_turns[k - 1].role == ASSISTANT else None
         ids = {b.id for _, b in before.blocks(messages) if isinstance(b, ToolCall)} if before else set()
-        out += [(i, b) for i, b in turn.blocks(messages) if isinstance(b, ToolResult) and b.tool_call_id not in ids]
+        answered: set[str] = set()
+        for i, b in turn.blocks(messages):
+            if isinstance(b, ToolResult):
+                if b.tool_call_id not in ids or (b.tool_call_id in answered and not twice):
+                    out.append((i, b))
+                answered.add(b.tool_call_id)
     return out
+
+
+def results_twice(transcript: Transcript) -> bool:
+    """Whether the agent that wrote the transcript sends each tool result twice itself (Gemini CLI
+    0.61): its own copy is then no second answer to correct."""
+    return getattr(adapter(transcript), "RESULTS_TWICE", False)
 
 
 def unanswered_calls(messages: tuple[Message, ...], all_turns: list[Turn] | None = None) -> list[tuple[int, ToolCall]]:
@@ -190,8 +204,10 @@ def _anthropic(t: Transcript) -> list[Violation]:
         add(Violation("A11", ERROR, f"{len(messages)} messages, more than the 100,000 the API takes"))
 
     all_turns = turns(messages)
-    for i, b in orphan_results(messages, all_turns):
-        add(Violation("A1", ERROR, f"tool_result {b.tool_call_id} has no tool_use in the previous assistant message", **_at(messages, i, b)))
+    for i, b in orphan_results(messages, all_turns, results_twice(t)):
+        why = "answers a tool_use already answered" if b.tool_call_id in called_before(messages, i) else \
+            "has no tool_use in the previous assistant message"
+        add(Violation("A1", ERROR, f"tool_result {b.tool_call_id} {why}", **_at(messages, i, b)))
     for i, b in unanswered_calls(messages, all_turns):
         where = "the transcript ends on it" if i == last else "the next message does not answer it"
         add(Violation("A2", ERROR, f"tool_use {b.id} ({b.name}) has no tool_result: {where}", **_at(messages, i, b)))
@@ -336,12 +352,25 @@ def tool_runs(messages: tuple[Message, ...]) -> list[tuple[int | None, list[int]
 
 
 def openai_orphans(messages: tuple[Message, ...]) -> list[int]:
-    """Tool messages that answer no tool call of the assistant message before their run."""
+    """Tool messages that answer no tool call of the assistant message before their run, or a call
+    a tool message before them in the run answered already (one per `tool_call_id`)."""
     out = []
     for owner, run in tool_runs(messages):
         ids = {c.id for c in messages[owner].tool_calls} if owner is not None else set()
-        out += [i for i in run if messages[i].blocks and messages[i].blocks[0].tool_call_id not in ids]
+        answered: set[str] = set()
+        for i in run:
+            if messages[i].blocks and (messages[i].blocks[0].tool_call_id not in ids
+                                       or messages[i].blocks[0].tool_call_id in answered):
+                out.append(i)
+            if messages[i].blocks:
+                answered.add(messages[i].blocks[0].tool_call_id)
     return out
+
+
+def called_before(messages: tuple[Message, ...], index: int) -> set[str]:
+    """The calls of the assistant message just before `index` (to tell a second answer from an orphan)."""
+    before = next((m for m in reversed(messages[:index]) if m.role == ASSISTANT), None)
+    return {c.id for c in before.tool_calls} if before is not None else set()
 
 
 def openai_unanswered(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall]]:
@@ -385,7 +414,10 @@ def _openai(t: Transcript) -> list[Violation]:
         add(Violation("O1", ERROR, f"tool call {c.id or '(no id)'} ({c.name}) has no tool message after it", **_at(messages, i)))
     for i in openai_orphans(messages):
         call_id = messages[i].blocks[0].tool_call_id
-        add(Violation("O2", ERROR, f"tool message {call_id or '(no id)'} answers no tool call of the assistant message before it", **_at(messages, i)))
+        if call_id in called_before(messages, i):
+            add(Violation("O1", ERROR, f"tool call {call_id} is answered by a second tool message", **_at(messages, i)))
+        else:
+            add(Violation("O2", ERROR, f"tool message {call_id or '(no id)'} answers no tool call of the assistant message before it", **_at(messages, i)))
     for i, m in enumerate(messages):
         legacy = [c for c in m.tool_calls if c.id == "<function_call>"]
         if m.role not in OPENAI_ROLES:

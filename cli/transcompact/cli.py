@@ -14,7 +14,7 @@ import click
 
 from . import settings
 from . import __version__
-from .errors import ExitCode, TranscompactError, UsageError
+from .errors import ENVIRONMENT_PREFIX, ExitCode, TranscompactError, UsageError, option, variable_of
 from .files import STDIN
 
 # formats.NAMES, spelled out so that parsing flags does not import every format (a test keeps them equal)
@@ -63,6 +63,7 @@ class Group(click.Group):
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
         self.show_traceback = False  # set by --traceback (`_traceback`), read when an error ends the run
+        self.from_environment: frozenset[str] = frozenset()  # the settings a TRANSCOMPACT_* variable gave (`_checked`)
         with _termination_interrupts():
             code = self._exit_status(*args, **kwargs)
         sys.exit(code or 0)
@@ -86,7 +87,8 @@ class Group(click.Group):
         except TranscompactError as error:
             if self.show_traceback:
                 raise
-            line, hint = error.for_command_line()  # the settings a message names, as their flags
+            # The settings a message names, as their flags, or as the variables that gave their values.
+            line, hint = error.for_command_line(variable_of(self.from_environment))
             click.echo(f"transcompact: error: {line}", err=True)
             if hint:
                 click.echo(f"hint: {hint}", err=True)
@@ -99,7 +101,7 @@ class Group(click.Group):
                 raise
             click.echo(f"transcompact: error: internal error: {type(error).__name__}: {error}", err=True)
             click.echo("hint: run again with --traceback and report it", err=True)
-            code = 70
+            code = ExitCode.INTERNAL
         return code
 
 
@@ -196,10 +198,18 @@ def output_options(fn: Callable) -> Callable:
     return click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Write to FILE (atomically).")(fn)
 
 
+def verbose_option(fn: Callable) -> Callable:
+    """-v (the rewriting commands): a line for every file of a batch, the unchanged ones too."""
+    return click.option("-v", "--verbose", is_flag=True,
+                        help="Report every file of a batch on stderr, the unchanged ones too (they are otherwise only "
+                             "counted in the closing summary), and what the summary kept of each kind of fact.")(fn)
+
+
 def check_output_flags(files: tuple[str, ...], output: str | None, in_place: bool, output_dir: str | None, *,
-                       diff: bool = False) -> None:
+                       diff: bool = False, dry_run: bool = False, report_file: str | None = None) -> None:
     """At most one of -o, -i, --output-dir; and with several inputs (or a directory), -i or
-    --output-dir, unless a `diff` takes their place: stdout never carries several transcripts."""
+    --output-dir, unless a `diff` or a dry run takes their place: stdout never carries several
+    transcripts, nor a transcript and the report."""
     from .inputs import several
 
     chosen = [flag for flag, on in (("-o", output), ("-i", in_place), ("--output-dir", output_dir)) if on]
@@ -207,9 +217,13 @@ def check_output_flags(files: tuple[str, ...], output: str | None, in_place: boo
         raise UsageError(f"{' and '.join(chosen)} cannot be used together")
     if in_place and (not files or STDIN in files):
         raise UsageError("-i rewrites files; stdin cannot be rewritten in place")
-    if several(files) and not (in_place or output_dir or diff):
+    if several(files) and not (in_place or output_dir or diff or dry_run):
         directory = len(files) == 1  # several only because it is a directory
         raise UsageError("several inputs need -i or --output-dir", hint="a directory counts as several" if directory else None)
+    to_stdout = not (in_place or output_dir or diff or dry_run or (output and output != STDIN))
+    if report_file == STDIN and to_stdout:
+        raise UsageError("--report - and the transcript would both go to stdout",
+                         hint="give --report a file, or write the transcript with -o FILE, -i or --output-dir")
 
 
 def conversion_option(fn: Callable) -> Callable:
@@ -296,7 +310,8 @@ def cli() -> None:
 
 
 def env_name(name: str) -> str:
-    return f"TRANSCOMPACT_{name}"
+    return f"{ENVIRONMENT_PREFIX}{name}"
+
 
 
 # The largest count a flag takes (tokens, characters, messages): far beyond any real window, and
@@ -350,8 +365,8 @@ BUDGET_CHECKED_BY_COMMAND = frozenset({"estimate"})
 
 def check_budget(window: int, max_output: int) -> None:
     if max_output >= window:
-        raise UsageError(f"--max-output ({max_output:,}) must be below --window ({window:,})",
-                         hint="the input budget is --window − --max-output")
+        raise UsageError(f"{option('max_output')} ({max_output:,}) must be below {option('window')} ({window:,})",
+                         hint="the input budget is the window less the max output")
 
 
 def _checked(command: click.Command) -> click.Command:
@@ -365,15 +380,19 @@ def _checked(command: click.Command) -> click.Command:
         if isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)) and not isinstance(param.type, Number):
             param.type = Number.like(param.type)
     names = {param.name for param in command.params}
-    if {"window", "max_output"} <= names and command.name not in BUDGET_CHECKED_BY_COMMAND:
-        callback = command.callback
+    budget = {"window", "max_output"} <= names and command.name not in BUDGET_CHECKED_BY_COMMAND
+    callback = command.callback
 
-        @functools.wraps(callback)
-        def checked(*args, **kwargs):
+    @functools.wraps(callback)
+    def checked(*args, **kwargs):
+        ctx = click.get_current_context()
+        ctx.find_root().command.from_environment = frozenset(
+            name for name in names if ctx.get_parameter_source(name) is click.core.ParameterSource.ENVIRONMENT)
+        if budget:
             check_budget(kwargs["window"], kwargs["max_output"])
-            return callback(*args, **kwargs)
+        return callback(*args, **kwargs)
 
-        command.callback = checked
+    command.callback = checked
     command._transcompact_checked = True
     return command
 
@@ -428,7 +447,7 @@ def _tool_kinds(ctx, param, values) -> tuple[tuple[str, str], ...]:
 def prune_options(fn: Callable) -> Callable:
     """The flags of `prune`, which `compact` shares; some speak the names of Anthropic's context
     editing (`clear_tool_uses_20250919`, `clear_thinking_20251015`: docs/prune.md)."""
-    for option in reversed([
+    for flag in reversed([
         number_option("soft-trim-chars", settings.SOFT_TRIM_CHARS, "Soft-trim an unprotected tool result longer than this many characters."),
         number_option("head", settings.HEAD, "Characters a soft-trimmed result keeps at its start."),
         number_option("tail", settings.TAIL, "Characters a soft-trimmed result keeps at its end."),
@@ -454,7 +473,7 @@ def prune_options(fn: Callable) -> Callable:
         click.option("--keep-thinking-turns", type=Number(1), metavar="N", envvar=env_name("KEEP_THINKING_TURNS"), show_envvar=True,
                      help="The API's thinking_turns: remove thinking but in the last N turns (implies --clear-thinking; 1: its own)."),
     ]):
-        fn = option(fn)
+        fn = flag(fn)
     return fn
 
 

@@ -329,14 +329,14 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
     before = counter.reported(transcript)
     count = len(transcript.messages)
     near_the_window = before >= EMERGENCY_FRACTION * options.budget
-    if before <= options.threshold_tokens and not (options.force or options.emergency or near_the_window):
+    if before <= options.threshold_tokens and not (options.force or near_the_window):
         return None, CompactReport("none", before, before, count, count, counted_by=counter.method,
                                    notes=(f"under the threshold of {options.threshold_tokens:,} tokens; --force compacts anyway",))
 
     pruned, prune_report = prune(transcript, options.pruning, counter)
     pruned_tokens = counter.tokens(pruned) if pruned != transcript else before
     prune_only = (Rebuilt(pruned, "", pruned.messages, None), pruned_tokens)
-    if pruned_tokens <= target(options) and not (options.force or options.emergency):
+    if pruned_tokens <= target(options) and not options.force:
         return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, counter)
     emergency_reason = None
     if options.emergency:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 
 class ExitCode(enum.IntEnum):
@@ -39,6 +39,7 @@ class ExitCode(enum.IntEnum):
     INPUT = 3
     PROVIDER = 4
     OUTPUT = 5
+    INTERNAL = 70  # a bug in transcompact (sysexits' EX_SOFTWARE)
     INTERRUPTED = 130  # 128 + SIGINT
 
 
@@ -73,13 +74,16 @@ def option(name: str, value: object = None) -> str:
     return f"{_OPEN}{name}{given}{_CLOSE}"
 
 
-def _named(text: str | None, *, flags: bool) -> str | None:
-    """`text` with each `option(...)` in it spelled for a library caller, or as a flag."""
+def _named(text: str | None, *, flags: bool, variable: Callable[[str], str | None] = lambda name: None) -> str | None:
+    """`text` with each `option(...)` in it spelled for a library caller, or as a flag (as the
+    environment variable that gave its value, when `variable` names one)."""
     if text is None or _OPEN not in text:
         return text
 
     def spell(found: re.Match) -> str:
         name, value = found[1], found[2]
+        if flags and (given := variable(name)) is not None:
+            return given if value is None else f"{given}={value}"
         if flags:
             flag = "--" + name.replace("_", "-")
             return flag if value is None else f"{flag} {value}"
@@ -88,12 +92,30 @@ def _named(text: str | None, *, flags: bool) -> str | None:
     return _OPTION.sub(spell, text)
 
 
+# A URL's user-info (`user:secret@`), which no message, report or event shows.
+_USER_INFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+
+
+def without_credentials(text: str) -> str:
+    """`text` with every URL in it shown without its user-info (`http://user:secret@host` → `http://host`)."""
+    return _USER_INFO.sub(r"\1", text) if "@" in text else text
+
+
+ENVIRONMENT_PREFIX = "TRANSCOMPACT_"  # every setting's variable: TRANSCOMPACT_ and its name in capitals
+
+
+def variable_of(from_environment: frozenset[str]) -> Callable[[str], str | None]:
+    """For a setting an error names: the environment variable that gave its value, if one did."""
+    return lambda name: f"{ENVIRONMENT_PREFIX}{name.upper()}" if name in from_environment else None
+
+
 class TranscompactError(Exception):
     """An error shown to the user as one line (and a hint), never as a traceback."""
 
     exit_code = ExitCode.INPUT
 
     def __init__(self, message: str, *, hint: str | None = None, location: Location | None = None):
+        message, hint = without_credentials(message), hint and without_credentials(hint)
         self.message = _named(message, flags=False)
         super().__init__(self.message)
         self.hint = _named(hint, flags=False)
@@ -105,9 +127,10 @@ class TranscompactError(Exception):
             return self.message
         return f"{self.location}: {self.message}"
 
-    def for_command_line(self) -> tuple[str, str | None]:
-        """The line (location and message) and the hint, each setting named as its flag."""
-        message, hint = (_named(text, flags=True) for text in self._as_written)
+    def for_command_line(self, variable: Callable[[str], str | None] = lambda name: None) -> tuple[str, str | None]:
+        """The line (location and message) and the hint, each setting named as its flag, or as the
+        environment variable `variable` says its value came from."""
+        message, hint = (_named(text, flags=True, variable=variable) for text in self._as_written)
         return (message if self.location is None else f"{self.location}: {message}"), hint
 
 

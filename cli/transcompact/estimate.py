@@ -153,7 +153,7 @@ def model_limits(name: str) -> tuple[int, int]:
     if family not in MODELS:
         raise UsageError(
             f"unknown model {name!r}: not in the table of docs/counting.md#models",
-            hint=f"give {option('window')} and {option('max_output')} for a model not in the table",
+            hint=f"give {option('window')} (and {option('max_output')}) for a model not in the table",
         )
     return MODELS[family]
 

@@ -29,17 +29,20 @@ VCS_DIRECTORIES = frozenset({"CVS", "_darcs"})
 class Source:
     """One input: the file to read, and its path under the argument that named it (what
     `--output-dir` mirrors). `problem` is why an argument gave no file to read (a directory that
-    cannot be listed, or holds no matching file): the input is reported as failed."""
+    cannot be listed, or holds no matching file): the input is reported as failed. `left` is why
+    a walk names a file it does not touch."""
 
     path: str
     relative: str
     problem: str | None = None
+    left: str | None = None  # why a walk leaves this file alone (a link out of the tree): named, never read
 
 
 def several(arguments: Sequence[str]) -> bool:
     """Whether the arguments may name several inputs: more than one, or a directory (known only
     once walked). Decided before any file is read, so that flags are checked first."""
-    return len(arguments) > 1 or any(_is_directory(argument) for argument in arguments)
+    named = {a if a == STDIN or urls.is_url(a) else os.path.realpath(a) for a in arguments}  # a file named twice is one
+    return len(named) > 1 or any(_is_directory(argument) for argument in arguments)
 
 
 def _is_directory(argument: str) -> bool:
@@ -72,7 +75,8 @@ def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Se
 def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]) -> Iterator[tuple[Source, str]]:
     """(each file under `top`, the real path that tells it from another name of the same file)."""
     found = False
-    for source in _files_under(top, top if urls.is_url(top) else os.path.realpath(top), "", matches):
+    real = top if urls.is_url(top) else os.path.realpath(top)
+    for source in _files_under(top, real, "", matches, real):
         found = True
         yield source
     if not found:
@@ -80,10 +84,12 @@ def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]
         yield Source(top, "", problem=problem), top
 
 
-def _files_under(directory: str, real: str, relative: str, matches: Callable[[str, str], bool]) -> Iterator[tuple[Source, str]]:
+def _files_under(directory: str, real: str, relative: str, matches: Callable[[str, str], bool],
+                 top: str) -> Iterator[tuple[Source, str]]:
     """The files under `directory` (whose real path is `real`, its path under the argument
     `relative`): paths made by joining names, a link alone resolved (a tree of thousands of files
-    costs no system call per file)."""
+    costs no system call per file). A link to a file outside `top` (the argument's real path)
+    is named and left, as `find`, `tar` and `rsync` leave it: a walk stays in its tree."""
     try:
         with urls.scandir(directory) if urls.is_url(directory) else os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
@@ -101,11 +107,15 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
                 yield Source(entry.path, path), key
             continue
         if entry.is_dir(follow_symlinks=False):
-            yield from _files_under(entry.path, key, f"{path}/", matches)
+            yield from _files_under(entry.path, key, f"{path}/", matches, top)
             continue
         if entry.is_file() and matches(path, entry.name):
             linked = entry.is_symlink() and not urls.is_url(entry.path)  # a link to a file named elsewhere too
-            yield Source(entry.path, path), os.path.realpath(entry.path) if linked else key
+            target = os.path.realpath(entry.path) if linked else key
+            if linked and not target.startswith(top.rstrip(os.sep) + os.sep):
+                yield Source(entry.path, path, left=f"a link to {target}, outside the directory: left as it is"), key
+                continue
+            yield Source(entry.path, path), target
 
 
 def _matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:

@@ -141,6 +141,12 @@ def parse_written(lines: Lines, name: str, bom: bool) -> Parsed:
     return Parsed(name, b"", records=records, bom=bom)
 
 
+def is_blank(data: bytes) -> bool:
+    """An input with nothing in it: no byte, or only white space (after a byte-order mark)."""
+    text = data[len(BOM):] if data.startswith(BOM) else data
+    return not text or text.isspace()
+
+
 def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = (),
           trim: Callable[[Any], Any] | None = None) -> Parsed:
     """`known`: lines read before (a rewrite's input) whose values are taken again for the same
@@ -149,7 +155,7 @@ def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = (),
     line is), for the lines whose bytes say all a rewrite needs of them."""
     bom = data.startswith(BOM)
     text = data[len(BOM):] if bom else data
-    if not text or text.isspace():
+    if is_blank(data):
         raise ParseError("the input is empty", location=Location(name))
     if _first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
         return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim), bom=bom)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import orjson
 
+from .errors import without_credentials
+
 if TYPE_CHECKING:
     from .batch import Outcome, Tally
     from .diff import BlockChange, MessageChange
@@ -50,7 +52,7 @@ def report_line(command: str, outcome: Outcome) -> bytes:
     }
     if outcome.result is not None:
         fields.update(outcome.result.report)
-    return orjson.dumps(fields) + b"\n"
+    return without_credentials(orjson.dumps(fields).decode()).encode() + b"\n"
 
 
 def batch_summary(tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str:
@@ -159,6 +161,12 @@ def breakdown(e: Estimate) -> list[Section]:
     # Shares of what the transcript holds: a negative overhead (recorded usage below the content)
     # would put them above 100 %.
     whole = max(e.tokens, sum(t for t in e.by_kind.values() if t > 0), sum(e.by_role.values()))
+    # What no message holds has its rows, so that the shares add up: the system prompt and the
+    # tools, and the overhead (the 4 tokens of each message the API adds, or what a log's recorded
+    # usage counted that the log never shows).
+    outside = e.by_kind.get("system", 0) + e.by_kind.get("tool_schemas", 0)
+    overhead = e.tokens - sum(e.by_role.values()) - outside
+    roles += [(name, t) for name, t in (("system and tools", outside), ("overhead", overhead)) if t > 0]
     sections = [
         Section("by role", ("role", "tokens", "share"),
                 tuple((role, _n(t), _pct(t, whole)) for role, t in roles), (False, True, True)),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from .check import (
     ID_PATTERN,
     OPENAI_ROLES,
+    called_before,
     check,
     empty_text,
     errors,
@@ -24,6 +25,7 @@ from .check import (
     openai_orphans,
     openai_unanswered,
     orphan_results,
+    results_twice,
     turns,
     unanswered_calls,
 )
@@ -277,12 +279,19 @@ def _remove_orphan_results(t: Transcript, fixes: list[Fix]) -> Transcript:
     if t.dialect == "openai":
         orphans = set(openai_orphans(t.messages))
         for i in sorted(orphans):
-            fixes.append(Fix("O2", f"removed tool message {t.messages[i].blocks[0].tool_call_id or '(no id)'} that answers no call", i, t.messages[i].line))
+            call_id = t.messages[i].blocks[0].tool_call_id
+            if call_id in called_before(t.messages, i):
+                fixes.append(Fix("O1", f"removed a second tool message for tool call {call_id}", i, t.messages[i].line))
+            else:
+                fixes.append(Fix("O2", f"removed tool message {call_id or '(no id)'} that answers no call", i, t.messages[i].line))
         return t.with_messages(m for i, m in enumerate(messages) if i not in orphans)
     by_message: dict[int, set[int]] = {}
-    for i, block in orphan_results(t.messages):
+    for i, block in orphan_results(t.messages, twice=results_twice(t)):
         by_message.setdefault(i, set()).add(id(block))
-        fixes.append(Fix("A1", f"removed tool_result {block.tool_call_id} that answers no tool_use", i, t.messages[i].line))
+        if block.tool_call_id in called_before(t.messages, i):
+            fixes.append(Fix("A1", f"removed a second tool_result for tool_use {block.tool_call_id}", i, t.messages[i].line))
+        else:
+            fixes.append(Fix("A1", f"removed tool_result {block.tool_call_id} that answers no tool_use", i, t.messages[i].line))
     for i, dropped in by_message.items():
         messages[i] = messages[i].with_blocks(tuple(b for b in messages[i].blocks if id(b) not in dropped))
     return t.with_messages(messages)
@@ -351,6 +360,6 @@ _STEPS = (
     _Step(_remove_empty_text, "A5"),
     _Step(_remove_empty_messages, "A5", "O3"),
     _Step(_rename_taken_ids, "A6", "O1"),
-    _Step(_remove_orphan_results, "A1", "O2"),
+    _Step(_remove_orphan_results, "A1", "O1", "O2"),
     _Step(_answer_calls, "A2", "O1"),
 )

@@ -22,6 +22,7 @@ from ..cli import (
     output_options,
     check_conversion_flags,
     check_output_flags,
+    verbose_option,
     conversion_option,
     conversion_suffix,
     diff_view,
@@ -47,7 +48,8 @@ from ..files import read_input
               help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget). Not given: "
                    f"{settings.THRESHOLD:,} of a {settings.WINDOW - settings.MAX_OUTPUT:,} budget, as the same share of this one.")
 @click.option("--force", is_flag=True, help="Compact even under the threshold.")
-@click.option("--emergency", is_flag=True, help="Drop the old part behind a checkpoint built without a model.")
+@click.option("--emergency", is_flag=True, help="Make no model call: drop the old part behind a checkpoint built without one "
+              "(under --threshold the transcript still goes out unchanged; --force compacts it anyway).")
 @click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency.")
 @number_option("keep-user-tokens", settings.KEEP_USER_TOKENS, "The user's own old messages kept verbatim in the summary message (0: none).")
 @number_option("checkpoint-tokens", settings.CHECKPOINT_TOKENS, "The emergency checkpoint's facts (errors, commands, files), newest first.")
@@ -81,10 +83,11 @@ from ..files import read_input
               show_default=True, show_envvar=True,
               help="ci: each file's line as `[transcompact:compacted:summary] 60674 → 7144 tokens (FILE)`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
+@verbose_option
 def compact(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, to, jobs, fail_fast, threshold, force, emergency, no_fallback,
             keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, keep_recent_messages,
             tokenizer, ratio, previous_summary, instructions, style, summary_input_tokens, result_chars, provider, model, base_url, retries,
-            timeout, batch_api, state_file, poll_interval, archive, pre_compact, events_file, log_format, quiet, **flags):
+            timeout, batch_api, state_file, poll_interval, archive, pre_compact, events_file, log_format, quiet, verbose, **flags):
     """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
 
     Under --threshold the transcript goes out unchanged. If the summary fails (no key, an
@@ -103,7 +106,7 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
     from ..providers import resolve
     from ..summarize import SummaryOptions
 
-    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
     check_conversion_flags(to, in_place)
     counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, count=count, window=window, max_output=max_output,
                        anthropic=anthropic_api(tokenizer))
@@ -115,10 +118,10 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
                                counting=counting, instructions=instructions, style=style,
                                previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
         keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
-    batch = Batch("compact", files, patterns, quiet=quiet, verb="compacted", dry_run=dry_run, report_file=report_file,
+    batch = Batch("compact", files, patterns, quiet=quiet, verbose=verbose, verb="compacted", dry_run=dry_run, report_file=report_file,
                   events_file=events_file, diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
     work = Compacting(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
-                      timeout=timeout, retries=retries, emergency=emergency, quiet=quiet,
+                      timeout=timeout, retries=retries, emergency=emergency, quiet=quiet, verbose=verbose,
                       chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=diff, to=to,
                       events=events_file is not None, ci_lines=log_format == "ci", pre_compact=pre_compact,
                       archive=None if batch.dry_run else archive)
@@ -152,6 +155,7 @@ class Compacting:
     retries: int
     emergency: bool  # asked for: the fallback to it is not news
     quiet: bool
+    verbose: bool  # -v: what the summary kept of each kind of fact
     chunks_shown: bool  # "summarizing: chunk k of n" on a terminal, for one input
     answers: Any = None  # batch_api.Answers: with --batch-api, the summaries come from the batches' results
     diff: bool = False  # --diff: the result says what compacting changes
@@ -199,6 +203,8 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
             lines.append(f"{name}: {why}the emergency mode was used: {report.fallback_reason}")
         lines.append(f"{report.ci_line()} ({name})" if how.ci_lines else f"{name}: {report.line()}")
         lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
+        if how.verbose and report.facts:
+            lines.append(f"{name}: the summary kept {report.facts_line()}")
     events, changes = (), None
     if how.events:
         from ..events import compaction_events

@@ -59,17 +59,18 @@ def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs
 
     from .. import render
     from ..batch import Batch, worst
-    from ..estimate import Options, model_limits, of_budget
+    from ..estimate import MODELS, Options, model_family, model_limits, of_budget
 
     if model:
-        model_window, model_output = model_limits(model) if (
-            ctx.get_parameter_source("window") != ParameterSource.COMMANDLINE
-            or ctx.get_parameter_source("max_output") != ParameterSource.COMMANDLINE
-        ) else (window, max_output)
-        if ctx.get_parameter_source("window") != ParameterSource.COMMANDLINE:
-            window = model_window
-        if ctx.get_parameter_source("max_output") != ParameterSource.COMMANDLINE:
-            max_output = model_output
+        # A flag beats the model's entry in the table, which beats a variable.
+        flagged = {name for name in ("window", "max_output") if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
+        if model_family(model) in MODELS or ctx.get_parameter_source("window") is ParameterSource.DEFAULT:
+            model_window, model_output = model_limits(model)  # a model not in the table needs its window
+            window = window if "window" in flagged else model_window
+            max_output = max_output if "max_output" in flagged else model_output
+        elif not quiet:  # a model released after the table: its window as given
+            click.echo(f"transcompact: note: {model} is not in the table of docs/counting.md#models: counted with the "
+                       f"window given ({window:,}) and a max output of {max_output:,}", err=True)
     options = Options(tokenizer=tokenizer, ratio=ratio, count=count, calibrate=calibrate, model=model, window=window,
                       anthropic=anthropic_api(tokenizer),
                       max_output=max_output, threshold=threshold, warn_at=warn_at, top=top)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import click
 
 from ..batch import Result
-from ..cli import batch_options, file_options, output_options, check_output_flags, diff_view, torn_warning
+from ..cli import (batch_options, file_options, output_options, check_output_flags, diff_view, torn_warning,
+                   verbose_option)
 
 
 @click.command()
@@ -19,8 +20,9 @@ from ..cli import batch_options, file_options, output_options, check_output_flag
 @click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="The archive `prune --archive` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
+@verbose_option
 def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, jobs, fail_fast, archive,
-           quiet):
+           quiet, verbose):
     """Put back what `prune --archive` replaced and `compact --archive` dropped.
 
     Only the records written for this very transcript are used: several transcripts can share
@@ -32,12 +34,12 @@ def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as
     """
     from ..batch import Batch
 
-    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
     _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
     found = _read_archive(archive)
     if found.torn_line is not None and not quiet:
         click.echo(torn_warning(archive, found.torn_line), err=True)
-    batch = Batch("expand", files, patterns, quiet=quiet, verb="expanded", dry_run=dry_run, report_file=report_file,
+    batch = Batch("expand", files, patterns, quiet=quiet, verbose=verbose, verb="expanded", dry_run=dry_run, report_file=report_file,
                   diff=diff_view(diff, diff_as_json), ours=[archive])
     sys.exit(batch.run(expand_file, Expanding(archive, quiet, diff), output=output, in_place=in_place, output_dir=output_dir,
                        jobs=jobs, fail_fast=fail_fast))

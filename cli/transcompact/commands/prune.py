@@ -18,6 +18,7 @@ from ..cli import (
     output_options,
     check_conversion_flags,
     check_output_flags,
+    verbose_option,
     conversion_option,
     conversion_suffix,
     diff_view,
@@ -43,8 +44,9 @@ from ..cli import (
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
+@verbose_option
 def prune(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
-          report_file, to, jobs, fail_fast, prune_ui_copy, archive, quiet, tokenizer, ratio, explain, **flags):
+          report_file, to, jobs, fail_fast, prune_ui_copy, archive, quiet, verbose, tokenizer, ratio, explain, **flags):
     """Trim and clear old tool results, without a model.
 
     The last --keep-last tool-result messages are protected; results older than the last
@@ -63,10 +65,10 @@ def prune(files, format_, messages_path, encoding_errors, patterns, output, in_p
         sys.exit(_explain(files, patterns, Reading(format_, messages_path, encoding_errors), prune_options_from(flags),
                           counting, quiet=quiet, report_file=report_file, jobs=jobs, fail_fast=fail_fast,
                           writing=output or in_place or output_dir or archive or diff or to or prune_ui_copy))
-    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
     check_conversion_flags(to, in_place)
     options = prune_options_from(flags, archive=archive is not None)
-    batch = Batch("prune", files, patterns, quiet=quiet, verb="pruned", dry_run=dry_run, report_file=report_file,
+    batch = Batch("prune", files, patterns, quiet=quiet, verbose=verbose, verb="pruned", dry_run=dry_run, report_file=report_file,
                   diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
     start_archive(archive, command="prune", to=to, dry_run=batch.dry_run)
     work = Pruning(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, prune_ui_copy,

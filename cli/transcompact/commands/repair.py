@@ -9,7 +9,7 @@ import click
 
 from ..batch import Reading, Result
 from ..cli import (batch_options, input_options, output_options, check_conversion_flags, check_output_flags,
-                   conversion_option, conversion_suffix, diff_view, where)
+                   conversion_option, conversion_suffix, diff_view, verbose_option, where)
 from ..errors import ExitCode
 
 
@@ -19,8 +19,9 @@ from ..errors import ExitCode
 @conversion_option
 @batch_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
+@verbose_option
 def repair(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
-           report_file, to, jobs, fail_fast, quiet):
+           report_file, to, jobs, fail_fast, quiet, verbose):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 
     A tool call with no result gets an error result "[No result recorded]"; an orphan tool
@@ -34,9 +35,9 @@ def repair(files, format_, messages_path, encoding_errors, patterns, output, in_
     """
     from ..batch import Batch
 
-    check_output_flags(files, output, in_place, output_dir, diff=diff)
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
     check_conversion_flags(to, in_place)
-    batch = Batch("repair", files, patterns, quiet=quiet, verb="repaired", dry_run=dry_run, report_file=report_file,
+    batch = Batch("repair", files, patterns, quiet=quiet, verbose=verbose, verb="repaired", dry_run=dry_run, report_file=report_file,
                   diff=diff_view(diff, diff_as_json))
     work = Repairing(Reading(format_, messages_path, encoding_errors, writes_back=to is None), quiet, diff, to)
     sys.exit(batch.run(repair_file, work, output=output, in_place=in_place, output_dir=output_dir,

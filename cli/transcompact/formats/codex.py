@@ -158,7 +158,10 @@ def is_codex_summary(text: str) -> bool:
 
 
 def is_sent(item: dict) -> bool:
-    return item.get("type") not in NOT_SENT and not (item.get("type") == "message" and item.get("role") == "system")
+    """Whether Codex sends the item: not one it keeps for itself, nor one it cannot parse (a `type`
+    that is not a string: Codex skips such a malformed line when it resumes)."""
+    kind = item.get("type")
+    return isinstance(kind, str) and kind not in NOT_SENT and not (kind == "message" and item.get("role") == "system")
 
 
 def user_item(text: str) -> dict:

@@ -42,6 +42,9 @@ from ..model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCa
 NAME = "gemini"
 DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
 LINES = True  # in the JSON Lines log a line is what a rewrite changes or keeps; not in a legacy document
+# Gemini CLI 0.61 records each tool result twice and sends both (the agents' issue): check and
+# repair do not count its own copy as a second answer (check.results_twice).
+RESULTS_TWICE = True
 
 MESSAGE_TYPES = ("user", "gemini")
 IGNORED_USER_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")  # sessionUtils.ts isIgnoredUserContent

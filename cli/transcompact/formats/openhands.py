@@ -376,6 +376,11 @@ def _check_ids(records: list[tuple[bytes, Any]], branch: tuple[int, ...], name: 
             if not isinstance(value.get(key), str):
                 raise ShapeError(f"the `{key}` of a {value['kind']} must be a string, not {kind_of(value.get(key))}",
                                  location=Location(name, index + 1))
+        message = value.get("llm_message")
+        if value["kind"] == "MessageEvent" and isinstance(message, dict) and message.get("role") == TOOL:
+            # The agent would send a tool message that answers no call: only an observation is one.
+            raise ShapeError("a MessageEvent's `llm_message.role` is `tool`, which only an observation's message has",
+                             location=Location(name, index + 1))
 
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:

@@ -127,7 +127,10 @@ def find_events(parsed: Parsed, messages_path: str | None) -> list[dict] | None:
             node = node[key]
         except (KeyError, IndexError, TypeError):
             return None  # not this format: the formats after it say what is missing
-    return node if _is_event_list(node) else None
+    # Asked for by path: a history may hold entries besides events (a resolver's notes); the events are read.
+    if isinstance(node, list) and all(isinstance(v, dict) for v in node) and any(is_event(v) for v in node):
+        return [v for v in node if is_event(v)]
+    return None
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -135,12 +138,17 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
 
 
 def runs_hint(parsed: Parsed) -> str | None:
-    """For a list of evaluation outputs (several runs, none chosen): how many, and how to pick one."""
+    """For a list of OpenHands outputs (an evaluation's runs, a resolver's issues; none chosen, or
+    one whose history holds more than events): how many, and how to pick one."""
     runs = _runs(parsed)
-    if not isinstance(runs, list) or len(runs) < 2:
+    if not isinstance(runs, list) or not runs:
         return None
-    if not any(isinstance(run, dict) and _is_event_list(run.get(HISTORY)) for run in runs[:50]):
+    if not any(isinstance(run, dict) and isinstance(run.get(HISTORY), list) and any(is_event(v) for v in run[HISTORY])
+               for run in runs[:50]):
         return None
+    if len(runs) == 1:
+        return (f"this holds an OpenHands run, a legacy (V0) event stream under 'history': "
+                f"read it with {option('messages_path', '0.history')}")
     return (f"this holds {len(runs):,} OpenHands runs, each a legacy (V0) event stream under 'history': "
             f"read one with {option('messages_path', '0.history')} (runs 0 to {len(runs) - 1:,})")
 

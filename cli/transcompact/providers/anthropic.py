@@ -127,14 +127,28 @@ def count_tokens(transcript: Transcript, api: Resolved | None, model: str | None
         return _count(api, transcript, request, model)
 
 
+# What a set of stub definitions costs, per API and model: measured once a run (compact counts its
+# input and its output, whose tools are among the input's), so a file costs at most four requests.
+_STUB_COSTS: dict[tuple[str, str], tuple[frozenset[str], int]] = {}
+
+
 def _count(api, transcript: Transcript, request: dict, model: str) -> ExactCount:
     if transcript.tools:
         return ExactCount(_call(api, tools=list(transcript.tools), **request), model)
-    names = sorted({call.name for m in transcript.messages for call in m.tool_calls})
+    names = frozenset(call.name for m in transcript.messages for call in m.tool_calls)
     if not names:
         return ExactCount(_call(api, **request), model)
-    stubs = [{"name": name, "input_schema": {"type": "object"}} for name in names]
-    with_stubs = _call(api, tools=stubs, **request)
-    stub_cost = _call(api, model=model, messages=_PROBE, tools=stubs) - _call(api, model=model, messages=_PROBE)
+    key = (str(api.base_url), model)
+    known, stub_cost = _STUB_COSTS.get(key, (frozenset(), 0))
+    if not names <= known:  # stubs of every tool seen so far: a later transcript's are among them
+        known = names | known
+        stubs = _stubs(known)
+        stub_cost = _call(api, model=model, messages=_PROBE, tools=stubs) - _call(api, model=model, messages=_PROBE)
+        _STUB_COSTS[key] = (known, stub_cost)
+    with_stubs = _call(api, tools=_stubs(known), **request)
     return ExactCount(with_stubs - stub_cost, model,
-                      (f"sent with stub definitions of {len(names)} tools; their {stub_cost} tokens are taken off",))
+                      (f"sent with stub definitions of {len(known)} tools; their {stub_cost} tokens are taken off",))
+
+
+def _stubs(names: frozenset[str]) -> list[dict]:
+    return [{"name": name, "input_schema": {"type": "object"}} for name in sorted(names)]

@@ -3,6 +3,8 @@ a local model server (vLLM, llama.cpp, Ollama), through the official `openai` SD
 
 from __future__ import annotations
 
+import re
+
 from .. import settings
 from ..errors import ProviderError
 from . import Completion, Resolved, sdk_error
@@ -11,9 +13,15 @@ from . import Completion, Resolved, sdk_error
 NO_KEY = "no-key"
 
 
+# OpenAI's reasoning models (GPT-5 on, the o-series) refuse `max_tokens` (`unsupported_parameter`):
+# they take `max_completion_tokens`, which a local server may not know, so the others keep `max_tokens`.
+_COMPLETION_TOKENS = re.compile(r"^(?:openai/)?(?:gpt-[5-9]|o\d)")
+
+
 def params(model: str, system: str, prompt: str, max_tokens: int) -> dict:
     """The Chat Completions request of one summary (the batch API sends the same one)."""
-    return {"model": model, "max_tokens": max_tokens,
+    limit = "max_completion_tokens" if _COMPLETION_TOKENS.match(model) else "max_tokens"
+    return {"model": model, limit: max_tokens,
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]}
 
 
