@@ -368,7 +368,13 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
         def log_message(self, *args):  # keep pytest's output clean
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    return state, started(Handler, state)
+
+
+def started(handler: type[BaseHTTPRequestHandler], state: Any) -> Callable[[], None]:
+    """Serve `handler` on a free port of 127.0.0.1 in a thread (the stand-ins of each agent's API
+    too), `state.url` its address; the function that stops it."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
@@ -378,4 +384,16 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
         server.shutdown()
         server.server_close()
 
-    return state, stop
+    return stop
+
+
+def answered(handler: BaseHTTPRequestHandler, status: int, content_type: str, data: bytes) -> None:
+    """Send one whole answer, unless the client gave up waiting."""
+    try:
+        handler.send_response(status)
+        handler.send_header("content-type", content_type)
+        handler.send_header("content-length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass

@@ -15,11 +15,12 @@ Anything else is recorded and answered 404.
 from __future__ import annotations
 
 import json
-import threading
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
+
+from .loopback import answered, started
 
 
 @dataclass
@@ -119,26 +120,9 @@ def serve() -> tuple[Standin, Callable[[], None]]:
         def respond(self, request: Request):
             state.requests.append(request)
             status, kind, data = state.answer(request)
-            try:
-                self.send_response(status)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            answered(self, status, kind, data)
 
         def log_message(self, *args):  # keep pytest's output clean
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-
-    def stop():
-        server.shutdown()
-        server.server_close()
-
-    return state, stop
+    return state, started(Handler, state)

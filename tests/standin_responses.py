@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import answered, started
 
 ROUTE = "/v1/responses"
 ID_PREFIXES = {"message": "msg", "function_call": "fc", "reasoning": "rs"}  # as the API's item ids begin
@@ -151,26 +152,9 @@ def serve() -> tuple[Responses, Callable[[], None]]:
             self.respond(404, "application/json", b'{"error":{"message":"not found"}}')
 
         def respond(self, status: int, content_type: str, data: bytes) -> None:
-            try:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            answered(self, status, content_type, data)
 
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-
-    def stop():
-        server.shutdown()
-        server.server_close()
-
-    return state, stop
+    return state, started(Handler, state)

@@ -16,10 +16,11 @@ from transcompact.cli import cli
 from transcompact.expand import expand
 from transcompact.formats import claude_code, claude_code_rewrites, dumps, loads, rewrites_lines
 from transcompact.compact import CompactOptions, compact
+from transcompact.errors import InputError
 from transcompact.prune import PruneOptions, prune
 from transcompact.summarize import SummaryOptions
 
-from .conftest import supported_corpus_files
+from .conftest import FIXTURES, supported_corpus_files
 from .test_prune import session
 
 ALL_OPTIONS = PruneOptions(archive=True, clear_tool_inputs=True, clear_thinking=True)
@@ -253,6 +254,98 @@ def test_a_torn_last_record_from_an_interrupted_write_is_left_out_with_a_warning
     assert run("prune", "-q", "--archive", "originals.jsonl", "b.jsonl").exit_code == 0
     assert Path("originals.jsonl").read_bytes().startswith(good)
     assert archive.read("originals.jsonl").torn_line is None
+
+
+LONG_SESSION = FIXTURES / "anthropic" / "long-session.json"
+
+
+def pruned_long_session() -> tuple[bytes, list[bytes]]:
+    """The long session with every result cleared (one record each, toolu_00 to toolu_13), and its archive's lines."""
+    result = run("prune", "-q", "--archive", "originals.jsonl", "--hard-clear-after", "0", "--keep-last", "0",
+                 "-o", "pruned.json", str(LONG_SESSION))
+    assert result.exit_code == 0, result.stderr
+    lines = Path("originals.jsonl").read_bytes().splitlines(keepends=True)
+    assert [json.loads(line)["tool_call_ids"] for line in lines] == [[f"toolu_{i:02d}"] for i in range(14)]
+    return Path("pruned.json").read_bytes(), lines
+
+
+@pytest.mark.parametrize("cut", ["mid-record", "whole records"])
+def test_an_archive_cut_short_gives_nothing_back_and_names_the_results_that_stay_pruned(cut):
+    """A crash while records were appended: expand restored the records still there, left the rest
+    pruned without a word and exited 0. It is exit 3 now, naming each result that would stay
+    pruned, and the transcript is left as prune wrote it, so that a whole archive still applies."""
+    pruned, lines = pruned_long_session()
+    kept = b"".join(lines[:6]) + (lines[6][:len(lines[6]) // 2] if cut == "mid-record" else b"")
+    Path("originals.jsonl").write_bytes(kept)
+    result = run("expand", "--archive", "originals.jsonl", "--report", "report.jsonl", "-i", "pruned.json")
+    assert result.exit_code == 3
+    stays = ("8 results would stay pruned: toolu_06 (message 14), toolu_07 (message 18), toolu_08 (message 20), "
+             "toolu_09 (message 22), toolu_10 (message 24), toolu_11 (message 26), toolu_12 (message 28), "
+             "toolu_13 (message 30)")
+    why = " (its last record, cut short, was one)" if cut == "mid-record" else ""
+    error = f"pruned.json: the archive cannot give it back whole: records of the run that wrote it are missing{why}; {stays}"
+    assert result.stderr.splitlines()[-2:] == [
+        f"transcompact: error: {error}",
+        "hint: expand it with the whole archive that run wrote: it is left as it is, so that it still can"]
+    report = json.loads(Path("report.jsonl").read_text())
+    assert (report["status"], report["exit"], report["written"], report["error"]) == ("failed", 3, False, error)
+    assert Path("pruned.json").read_bytes() == pruned
+    # The whole archive still gives it back.
+    Path("originals.jsonl").write_bytes(b"".join(lines))
+    assert run("expand", "-q", "--archive", "originals.jsonl", "-i", "pruned.json").exit_code == 0
+    assert Path("pruned.json").read_bytes() == LONG_SESSION.read_bytes()
+
+
+def test_a_log_whose_archive_was_cut_short_is_named_as_such_not_as_changed():
+    Path("a.jsonl").write_bytes(claude_log())
+    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    lines = Path("originals.jsonl").read_bytes().splitlines(keepends=True)
+    last = json.loads(lines[-1])
+    assert last["tool_call_ids"] == ["toolu_05"] and last["kind"] == "line"
+    Path("originals.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][:300])
+    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    assert result.exit_code == 3 and result.stdout == ""
+    assert ("a.jsonl: the archive cannot give it back whole: records of the run that wrote it are missing (its last "
+            "record, cut short, was one); 1 result would stay pruned: toolu_05 (message 12)") in result.stderr
+
+
+def test_a_compaction_whose_record_was_cut_short_is_not_taken_for_another_transcript():
+    Path("session.jsonl").write_bytes(claude_log(rounds=12))
+    assert run("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", "1000", "-i",
+               "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+    record = Path("originals.jsonl").read_bytes()
+    assert record.count(b"\n") == 1 and b'"compaction"' in record
+    Path("originals.jsonl").write_bytes(record[:400])  # the one record of the run, cut short
+    result = run("expand", "--archive", "originals.jsonl", "session.jsonl")
+    assert result.exit_code == 3
+    assert ("session.jsonl: the archive cannot give it back whole: records of the run that wrote it are missing "
+            "(its last record, cut short, was one)\n") in result.stderr
+    Path("originals.jsonl").write_bytes(record[:40])  # cut before it says what it applies to: no telling
+    assert run("expand", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+
+
+def test_a_pruned_transcript_the_archive_has_no_record_for_is_not_given_back():
+    """Its results name the archive they went to; this one has none of them (another archive's, or lost)."""
+    pruned, lines = pruned_long_session()
+    Path("other.jsonl").write_bytes(claude_log())
+    assert run("prune", "-q", "-i", "--archive", "elsewhere.jsonl", "other.jsonl").exit_code == 0
+    result = run("expand", "--archive", "elsewhere.jsonl", "pruned.json")
+    assert result.exit_code == 3
+    assert ("pruned.json: the archive cannot give it back whole: it holds no record of the run that wrote it (they "
+            "were lost, or written into another archive, or the transcript was changed since); 14 results would stay "
+            "pruned: toolu_00 (message 2), ") in result.stderr and ", and 4 more\n" in result.stderr
+
+
+def test_a_torn_record_says_what_it_applied_to_when_it_got_that_far():
+    _, lines = pruned_long_session()
+    whole = archive.parse(b"".join(lines), "originals.jsonl")
+    run_of_it = whole.records[0].run
+    for size, told in ((60, False), (len(lines[-1]) // 2, True)):
+        torn = archive.parse(b"".join(lines[:-1]) + lines[-1][:size], "originals.jsonl")
+        assert torn.torn_line == 14 and torn.records == whole.records[:-1]
+        assert torn.torn_pruned == ((run_of_it.pruned_sha256, run_of_it.pruned_bytes) if told else None)
+    with pytest.raises(InputError, match="records of the run that wrote it are missing .its last record, cut short"):
+        expand(Path("pruned.json").read_bytes(), torn.records, "pruned.json", torn=torn.torn_pruned)
 
 
 @pytest.mark.parametrize("field, value, message", [

@@ -492,3 +492,22 @@ def test_a_compaction_after_claudes_own_stays_within_its_budget(name):
         transcript = loads(bytes(dumps(compacted)), name)
     summary = text_of(next(m for m in transcript.messages if is_summary_message(m)))
     assert summary.count("[… ") >= 1 and "Earlier summary" in summary  # Claude's summary, by its start and end
+
+
+@pytest.mark.parametrize("name", ["entire-cli-session-839b35f7-microcompact-and-compact.jsonl",
+                                  "spotter-subagent-session.jsonl"])
+def test_a_compacted_log_counts_read_back_what_compact_reported(name):
+    """The overhead the usage recorded before the compaction showed (system prompt, tools) still
+    holds after it: `estimate --fail-over` after compacting sees what the agent will send (issue
+    26: 106,061 → 67,192 reported, 5,864 read back)."""
+    from transcompact.estimate import estimate
+
+    path = CORPUS / "claude-code" / name
+    if not path.is_file():
+        pytest.skip("the shared corpus is not here")
+    compacted, report = compact(loads(path.read_bytes(), name), CompactOptions(
+        force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000)))
+    assert report.strategy == "emergency"
+    read_back = estimate(loads(bytes(dumps(compacted)), name))
+    assert abs(read_back.tokens - report.tokens_after) <= 0.05 * report.tokens_after, (read_back.tokens, report.tokens_after)
+    assert "before the compaction" in read_back.method

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
-from transcompact import check, dumps, load, loads, repair
+from transcompact import PruneOptions, check, dumps, estimate, load, loads, prune, repair
 from transcompact.calibrate import recorded_usage, usage_tokens
 from transcompact.check import errors
 from transcompact.cli import cli
@@ -137,7 +137,7 @@ def test_a_compaction_without_history_is_rebuilt_and_a_rollback_drops_the_last_t
 # --- writing -----------------------------------------------------------------------------------
 
 
-def test_a_changed_result_rewrites_its_line_only():
+def test_a_changed_result_rewrites_its_line_and_the_usage_counted_after_it():
     data = TOOL_LOOP.read_bytes()
     transcript = read(TOOL_LOOP)
     messages = list(transcript.messages)
@@ -147,7 +147,9 @@ def test_a_changed_result_rewrites_its_line_only():
     before, after = data.split(b"\n"), out.split(b"\n")
     assert len(before) == len(after)
     changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
-    assert changed == [9]
+    # Its line, and the token counts of the three responses sent it (`restated_usage`).
+    assert changed[0] == 9 and all(json.loads(after[i])["payload"]["type"] == "token_count" for i in changed[1:])
+    assert len(changed) == 4
     line = json.loads(after[9])
     assert line["type"] == "response_item" and line["payload"] == {
         "type": "function_call_output", "call_id": "call_shell_01", "output": "[cleared]"}
@@ -161,7 +163,7 @@ def test_a_changed_item_of_a_replacement_history_rewrites_the_compacted_line():
     messages[1] = messages[1].with_blocks((Text("Add a test for an empty cart, please."),))
     out = dumps(transcript.with_messages(messages))
     changed = [i for i, (a, b) in enumerate(zip(data.split(b"\n"), out.split(b"\n"))) if a != b]
-    assert changed == [9]
+    assert changed == [9, 14]  # and the token count of the response after it, which was sent the old text
     history = json.loads(out.split(b"\n")[9])["payload"]["replacement_history"]
     assert history[1]["content"] == [{"type": "input_text", "text": "Add a test for an empty cart, please."}]
     assert texts(loads(out, "x").messages[1]) == "Add a test for an empty cart, please."
@@ -214,6 +216,35 @@ def test_a_token_usage_record_is_the_usage_of_the_response_before_it():
     transcript = loads(ndjson(values), "usage.jsonl")
     assert [usage_tokens(m) for m in transcript.messages] == [usage_tokens(m) for m in read(TOOL_LOOP).messages]
     assert recorded_usage(transcript.messages).tokens == 5301
+
+
+@pytest.mark.parametrize("usage_lines", ["token_count", "token_usage_record"])
+def test_a_prune_restates_the_usage_of_the_responses_after_what_it_cleared(usage_lines):
+    """Codex resumes with the last recorded usage as the size of its context (it compacts before the
+    turn when that is over its limit): each count after a cleared output counts it less, by Codex's
+    4 characters a token; the session's running totals stay. `estimate` then says what prune said."""
+    values = lines(TOOL_LOOP.read_bytes())
+    if usage_lines == "token_usage_record":  # as Codex 0.171 writes them (with its token_count events too)
+        values = [v for value in values for v in ([{"timestamp": value["timestamp"], "type": "token_usage_record",
+                                                    "payload": {"response_id": "resp_1", "usage": value["payload"]["info"]["last_token_usage"]}},
+                                                   value] if value["payload"].get("type") == "token_count" else [value])]
+    data = ndjson(values)
+    pruned, report = prune(loads(data, "r.jsonl"), PruneOptions(keep_last=1, hard_clear_after=1))
+    out = dumps(pruned)
+    assert (report.cleared, report.tokens_before, report.tokens_after) == (3, 5367, 5302)
+    assert estimate(loads(out, "r.jsonl")).tokens == report.tokens_after
+    # The first response came before any cleared output, the second after one (51 tokens), the others after two.
+    restated = [(old, new) for old, new in zip(values, lines(out)) if old != new and old["type"] != "response_item"]
+    for old, new in restated:
+        if old["type"] == "token_usage_record":
+            assert {k: v for k, v in new["payload"].items() if k != "usage"} == \
+                {k: v for k, v in old["payload"].items() if k != "usage"}
+        else:
+            assert new["payload"]["info"]["total_token_usage"] == old["payload"]["info"]["total_token_usage"]
+    used = [(usage_tokens(a), usage_tokens(b)) for a, b in zip(read(TOOL_LOOP).messages, loads(out, "r.jsonl").messages)
+            if usage_tokens(a)]
+    assert used == [(4210, 4210), (4896, 4845), (5120, 5055), (5301, 5236)]
+    assert len(restated) == 3 * (2 if usage_lines == "token_usage_record" else 1)
 
 
 # --- compaction --------------------------------------------------------------------------------
@@ -518,3 +549,15 @@ def test_an_item_whose_type_is_not_a_string_is_not_sent(tmp_path):
     for command in (["estimate"], ["check"], ["repair"], ["prune"], ["compact", "--emergency", "--force"]):
         result = CliRunner().invoke(cli, [*command, str(path)], prog_name="transcompact")
         assert result.exit_code in (0, 1) and "internal error" not in result.stderr, (command, result.stderr)
+
+
+def test_compaction_keeps_every_line_before_it_blank_ones_too(tmp_path):
+    """An append-only log changes nothing before what it appends (issue 26: blank lines were dropped,
+    so every later line moved)."""
+    lines = TOOL_LOOP.read_text().splitlines()
+    path = tmp_path / TOOL_LOOP.name
+    path.write_text("\n".join([*lines[:3], "", *lines[3:6], "", *lines[6:]]) + "\n")
+    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "-q", "--keep-recent-tokens", "100", str(path)],
+                                prog_name="transcompact")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes.startswith(path.read_bytes()) and len(result.stdout_bytes) > len(path.read_bytes())

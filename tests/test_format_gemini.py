@@ -8,10 +8,12 @@ from dataclasses import replace
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from transcompact import archive, check, dumps, loads
 from transcompact.calibrate import recorded_usage
 from transcompact.check import errors
+from transcompact.cli import cli
 from transcompact.compact import CompactOptions, compact
 from transcompact.convert import convert
 from transcompact.estimate import PER_MESSAGE, Options, estimate
@@ -494,3 +496,19 @@ def test_results_recorded_twice_stay_paired_after_every_rewrite(resumed):
         answers = Counter(b.tool_call_id for m in converted.messages for b in m.tool_results)
         assert set(answers.values()) == {1} and set(answers) == {c.id for m in t.messages for c in m.tool_calls}, to
         assert errors(check(converted)) == []
+
+
+def test_a_call_id_that_is_no_string_is_a_clear_error(tmp_path):
+    """A `functionCall.id` or a `toolCalls[].id` that is a list or an object: exit 3 naming the line
+    (it was an internal error in repair and prune, or a repair that read back otherwise)."""
+    path = FIXTURES / "gemini" / "session-2026-01-16T09-00-3b1c2d4e.jsonl"
+    lines = path.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"functionCall"' in line)
+    lines[at] = lines[at].replace('"functionCall":{"id":"', '"functionCall":{"id":["', 1).replace(
+        '","name":"run_shell_command","args"', '"],"name":"run_shell_command","args"', 1)
+    broken = tmp_path / path.name
+    broken.write_text("\n".join(lines) + "\n")
+    for command in ("estimate", "check", "repair", "prune"):
+        result = CliRunner().invoke(cli, [command, str(broken)], prog_name="transcompact")
+        assert result.exit_code == 3, (command, result.stderr)
+        assert f"{broken}:{at + 1}: a tool call's `id` must be a string, not an array" in result.stderr

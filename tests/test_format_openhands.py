@@ -449,6 +449,70 @@ def test_a_conversation_without_events_or_with_a_broken_one_is_named(tmp_path):
     assert only_lines.exit_code == 3 and "no file matching *.jsonl" in only_lines.stderr
 
 
+def gapped(directory: Path, index: int) -> Path:
+    """The conversation with event `index`'s file gone."""
+    next((directory / "events").glob(f"event-{index:05d}-*.json")).unlink()
+    return directory
+
+
+def doubled(directory: Path, index: int) -> Path:
+    """The conversation with a second file holding event `index` (another id, the same event)."""
+    held = next((directory / "events").glob(f"event-{index:05d}-*.json"))
+    shutil.copy(held, directory / "events" / f"event-{index:05d}-aaaaaaaa-0000-4000-8000-000000000fff.json")
+    return directory
+
+
+@pytest.mark.parametrize("broken", ["gap", "gap at 0", "two files"])
+def test_a_conversation_whose_indices_are_not_what_the_agent_loads_is_refused_and_left_as_it_is(tmp_path, broken):
+    """The agent loads a directory only up to its first missing index, and of two files holding one
+    index whichever the file system lists last: compact -i wrote its Condensation into the gap (the
+    events after it entered the agent's view), -o DIR left the later files out. Each command now
+    refuses it, naming the directory and the index, and writes nothing."""
+    directory = conversation(tmp_path / "logs" / "3e4f5a", 6)
+    {"gap": lambda: gapped(directory, 13), "gap at 0": lambda: gapped(directory, 0),
+     "two files": lambda: doubled(directory, 13)}[broken]()
+    said = {"gap": "event 13 is missing (no events/event-00013-<id>.json) and 41 later event files follow: "
+                   "OpenHands loads only events 0 to 12",
+            "gap at 0": "event 0 is missing (no events/event-00000-<id>.json) and 54 later event files follow: "
+                        "OpenHands loads none of its events",
+            "two files": "event 13 is held by 2 files (event-00013-"}[broken]
+    (tmp_path / "archive.jsonl").write_text("")
+    before = files(tmp_path)
+    runner = CliRunner()
+    for command in (["estimate"], ["check"], ["repair", "-i"], ["prune", "--keep-last", "0", "-o", str(tmp_path / "out")],
+                    ["compact", "--emergency", "--force", "--keep-recent-tokens", "300", "-i"],
+                    ["compact", "--emergency", "--force", "--keep-recent-tokens", "300", "--output-dir", str(tmp_path / "out")],
+                    ["expand", "--archive", str(tmp_path / "archive.jsonl"), "-o", str(tmp_path / "out")]):
+        result = runner.invoke(cli, [*command, str(directory)], prog_name="transcompact")
+        assert result.exit_code == 3, (command, result.output)
+        assert f"{directory}: {said}" in result.stderr, (command, result.stderr)
+    batch = runner.invoke(cli, ["compact", "--emergency", "--force", "-i", "--jobs", "1", str(tmp_path / "logs")],
+                          prog_name="transcompact")
+    assert batch.exit_code == 3 and said in batch.stderr
+    assert files(tmp_path) == before
+
+
+def test_a_directory_already_holding_events_the_output_has_not_is_not_written_into(tmp_path):
+    """What is written stays one conversation: an event file the output does not hold (a stale
+    compaction of an earlier run, another conversation's events) would be loaded with it."""
+    directory = conversation(tmp_path / "6a7b8c", 6)
+    out = tmp_path / "out" / directory.name
+    runner = CliRunner()
+    compacting = ["compact", "--emergency", "--force", "--keep-recent-tokens", "300", "--output-dir", str(out.parent),
+                  str(directory)]
+    assert runner.invoke(cli, compacting, prog_name="transcompact").exit_code == 0
+    compacted_files = files(out)
+    pruned = runner.invoke(cli, ["prune", "--keep-last", "0", "--output-dir", str(out.parent), str(directory)],
+                           prog_name="transcompact")
+    assert pruned.exit_code == 5
+    assert f"{out}/events: already holds event 55 as event-00055-" in pruned.stderr
+    assert "past this conversation's 55 events; nothing written" in pruned.stderr
+    assert files(out) == compacted_files
+    doubled(out, 3)
+    again = runner.invoke(cli, compacting, prog_name="transcompact")
+    assert again.exit_code == 5 and "already holds event 3 as event-00003-" in again.stderr
+
+
 def test_a_message_event_in_the_tool_role_is_a_clear_error(tmp_path):
     """A tool message that answers no call: only an observation's message has that role (it was an
     internal error in check, repair and prune)."""

@@ -10,16 +10,20 @@ import json
 from dataclasses import replace
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from transcompact import check, compact, convert, dumps, loads, repair
+from transcompact import PruneOptions, check, compact, convert, dumps, estimate, loads, prune, repair
 from transcompact.calibrate import recorded_usage, usage_tokens
 from transcompact.check import errors
+from transcompact.cli import cli
 from transcompact.compact import CompactOptions
+from transcompact.errors import PostConditionError, ShapeError
 from transcompact.estimate import Options as EstimateOptions
 from transcompact.formats import detect, pi
 from transcompact.jsondata import parse
 from transcompact.model import RedactedThinking, Text, ToolCall, ToolResult
+from transcompact.postcondition import verified
 from transcompact.summarize import SummaryOptions
 from transcompact.summary_message import SUMMARY_PREFIX, is_summary_message
 
@@ -118,7 +122,7 @@ def test_version_2_hook_messages_are_sent_as_user_text():
 # --- writing -----------------------------------------------------------------------------------
 
 
-def test_a_changed_result_rewrites_its_line_only():
+def test_a_changed_result_rewrites_its_line_and_the_context_size_of_the_replies_after_it():
     data = TOOLS.read_bytes()
     transcript = loads(data, TOOLS.name)
     index = next(i for i, m in enumerate(transcript.messages) if m.is_tool_result_message)
@@ -127,11 +131,18 @@ def test_a_changed_result_rewrites_its_line_only():
     out = dumps(transcript.with_messages([*transcript.messages[:index], shorter, *transcript.messages[index + 1:]]))
     before, after = data.split(b"\n"), out.split(b"\n")
     changed = [k for k, (a, b) in enumerate(zip(before, after)) if a != b]
-    assert len(before) == len(after) and changed == [message.line - 1]
+    assert len(before) == len(after) and changed[0] == message.line - 1
     entry = json.loads(after[changed[0]])
     assert entry["message"]["content"] == [{"type": "text", "text": "[cleared]"}]
     assert {k: v for k, v in entry["message"].items() if k != "content"} == \
         {k: v for k, v in json.loads(before[changed[0]])["message"].items() if k != "content"}
+    # Each reply sent after it on the path counted the 23 characters cleared: its totalTokens, by
+    # which pi judges its context, is 6 tokens less; the billed parts stay.
+    replies = [m.line - 1 for m in transcript.messages[index + 1:] if m.role == "assistant"]
+    assert changed[1:] == replies
+    for k in replies:
+        old, new = json.loads(before[k])["message"]["usage"], json.loads(after[k])["message"]["usage"]
+        assert new == {**old, "totalTokens": old["totalTokens"] - 6}
 
 
 def test_an_added_result_is_threaded_into_the_tree():
@@ -163,6 +174,47 @@ def test_usage_is_the_prompt_of_the_last_response():
 def test_usage_kept_from_before_a_compaction_is_not_the_context_now():
     transcript = read(COMPACTED)
     assert [usage_tokens(m) for m in transcript.messages if m.role == "assistant"] == [None, None, 700, 760]
+
+
+def with_usage(data: bytes, overhead: int = 3000) -> bytes:
+    """The session with the usage pi records on each reply: a cached prompt of `overhead` (the system
+    prompt and tools) and a quarter of the characters sent before it, `totalTokens` their sum."""
+    lines, sent = [], 0
+    for line in data.splitlines():
+        entry = json.loads(line)
+        message = entry.get("message", {})
+        if message.get("role") == "assistant":
+            prompt = overhead + sent // 4
+            message["usage"] = {"input": 12, "output": 30, "cacheRead": prompt - 12, "cacheWrite": 0, "totalTokens": prompt + 30,
+                                "cost": {"input": 0.0001, "output": 0.0004, "cacheRead": 0.001, "cacheWrite": 0, "total": 0.0015}}
+        sent += pi.entry_chars(entry)
+        lines.append(json.dumps(entry, separators=(",", ":")).encode())
+    return b"\n".join(lines) + b"\n"
+
+
+def test_a_prune_restates_the_context_size_pi_judges_and_estimate_says_what_prune_said():
+    """pi judges the size of its context by the last reply's `usage.totalTokens` (before it sends, it
+    compacts a context over its window less the reserve): each reply after a cleared result counts it
+    less, by pi's 4 characters a token, and the billed parts (which pi adds up as the session's
+    totals) stay. `estimate` of the output is what prune reported."""
+    data = with_usage(session(12))
+    transcript = loads(data, "s.jsonl")
+    pruned, report = prune(transcript, PruneOptions())
+    out = dumps(pruned)
+    assert report.cleared > 0 and report.tokens_after < report.tokens_before * 0.7
+    counted = estimate(loads(out, "s.jsonl")).tokens
+    assert abs(counted - report.tokens_after) <= report.tokens_after * 0.01
+    old = [json.loads(line) for line in data.splitlines()]
+    new = [json.loads(line) for line in out.splitlines()]
+    first = next(k for k, (a, b) in enumerate(zip(old, new)) if a != b)
+    for a, b in zip(old[first + 1:], new[first + 1:]):
+        if a.get("message", {}).get("role") == "assistant":
+            usage = a["message"]["usage"]
+            assert b["message"]["usage"] == {**usage, "totalTokens": b["message"]["usage"]["totalTokens"]}
+            assert b["message"]["usage"]["totalTokens"] < usage["totalTokens"]
+    # Read back, the prompt is that of totalTokens; pi's own sessions are read as before.
+    assert recorded_usage(loads(out, "s.jsonl").messages).tokens == new[-1]["message"]["usage"]["totalTokens"] - 30
+    assert recorded_usage(transcript.messages).tokens == old[-1]["message"]["usage"]["totalTokens"] - 30
 
 
 # --- compaction --------------------------------------------------------------------------------
@@ -358,6 +410,129 @@ def test_repair_mends_the_tree_and_the_compaction_as_pi_reads_them(case):
         assert entries[1]["parentId"] is None and sent == pi_context(session(3))
 
 
+def unthreaded(data: bytes, fields: tuple[str, ...] = ("id", "parentId"), keep: int | None = None) -> bytes:
+    """The session's header and first `keep` entries, `fields` taken off every entry: a version 1
+    list under a later header, which pi does not migrate."""
+    lines = [json.loads(line) for line in data.splitlines() if line.strip()]
+    entries = [{k: v for k, v in e.items() if k not in fields} for e in lines[1:][:keep]]
+    return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in [lines[0], *entries])
+
+
+@pytest.mark.parametrize("fields", [("id", "parentId"), ("id",), ("parentId",)])
+def test_entries_without_ids_in_version_3_are_p4_and_repair_threads_them_as_pis_migration(fields):
+    data = unthreaded(TOOLS.read_bytes(), fields, keep=5)
+    transcript = loads(data, "s.jsonl")
+    # pi sends the path from the last entry alone (a toolResult, whose call it cannot reach): as we read it.
+    sent = pi_context(data)
+    assert [m["role"] for m in sent] == ["toolResult"] and [m.role for m in transcript.messages] == ["user"]
+    found = errors(check(transcript))
+    assert "P4" in {v.rule for v in found} and next(v.line for v in found if v.rule == "P4") == 2
+    repaired, report = repair(transcript)
+    assert [fix.rule for fix in report.fixes] == ["P4"]
+    out = dumps(repaired)
+    assert errors(check(loads(out, "s.jsonl"))) == []
+    entries = [json.loads(line) for line in out.splitlines()]
+    assert [e["parentId"] for e in entries[2:]] == [e["id"] for e in entries[1:-1]] and entries[1]["parentId"] is None
+    if fields == ("parentId",):  # the ids the entries had stay
+        assert [e["id"] for e in entries[1:]] == [json.loads(line)["id"] for line in TOOLS.read_bytes().splitlines()[1:6]]
+    # pi now sends every entry, in file order, as it would have migrated a version 1 file.
+    sent = assert_pi_sends_what_we_read(out)
+    assert [m["role"] for m in sent] == ["user", "assistant", "toolResult"]
+    assert sent == pi_context(session_of(TOOLS, 5))
+    # The command writes it (its post-condition reads the output back): exit 0, as the fix said.
+    result = CliRunner().invoke(cli, ["repair", "-q", "-"], input=data, prog_name="transcompact")
+    assert result.exit_code == 0 and result.stdout_bytes == out
+
+
+def session_of(path, keep: int) -> bytes:
+    """The header and the first `keep` entries of a session file, as they are."""
+    return b"".join(line + b"\n" for line in path.read_bytes().splitlines()[:keep + 1])
+
+
+def test_a_version_1_compaction_under_a_later_header_is_threaded_with_its_first_kept_entry():
+    data = unthreaded(session(4), keep=None)
+    lines = data.splitlines()
+    compaction = {"type": "compaction", "timestamp": "2026-02-01T09:00:00.000Z", "summary": "Tidied modules 0 and 1.",
+                  "firstKeptEntryIndex": 13, "tokensBefore": 100}  # the line of turn 2's request
+    data = b"\n".join([*lines[:19], json.dumps(compaction, separators=(",", ":")).encode(), *lines[19:]]) + b"\n"
+    assert "P4" in {v.rule for v in errors(check(loads(data, "s.jsonl")))}
+    repaired, report = repair(loads(data, "s.jsonl"))
+    out = dumps(repaired)
+    assert [fix.rule for fix in report.fixes] == ["P4"] and errors(check(loads(out, "s.jsonl"))) == []
+    entry = next(json.loads(line) for line in out.splitlines() if b'"compaction"' in line)
+    assert "firstKeptEntryIndex" not in entry and entry["firstKeptEntryId"] == json.loads(out.splitlines()[13])["id"]
+    sent = assert_pi_sends_what_we_read(out)
+    assert sent[1]["content"][0]["text"] == "Step 2: tidy module2.py."
+    # The same lines as a version 1 file: pi's own migration gives the same messages.
+    version_1 = json.dumps({k: v for k, v in json.loads(lines[0]).items() if k != "version"}).encode()
+    assert sent == pi_context(b"\n".join([version_1, *data.splitlines()[1:]]) + b"\n")
+
+
+def test_entries_that_threaded_break_what_repair_cannot_fix_are_refused():
+    """The compacted session with the id of the compaction's first kept entry gone, and the last
+    entry's id and parent: threaded, the compaction keeps an entry no longer on the path (P1)."""
+    lines = [json.loads(line) for line in COMPACTED.read_bytes().splitlines()]
+    kept = next(e for e in lines if e.get("id") == lines[9]["firstKeptEntryId"])
+    del kept["id"], lines[-1]["id"], lines[-1]["parentId"]
+    data = b"".join(json.dumps(e).encode() + b"\n" for e in lines)
+    assert {v.rule for v in errors(check(loads(data, "s.jsonl")))} == {"A7", "P4"}
+    with pytest.raises(ShapeError, match=r"\(P4\).* breaks P1, which repair cannot fix"):
+        repair(loads(data, "s.jsonl"))
+
+
+def test_a_placeholder_for_the_roots_message_hangs_from_no_entry():
+    """A session cut before a result (its parent gone): made the root (P3), the result answers no
+    call and goes, and the placeholder that keeps the first message a user's takes its place."""
+    lines = TOOLS.read_bytes().splitlines(keepends=True)
+    data = lines[0] + b"".join(lines[5:])
+    repaired, report = repair(loads(data, "s.jsonl"))
+    out = dumps(repaired)
+    assert [fix.rule for fix in report.fixes] == ["P3", "A1", "A5"] and errors(check(loads(out, "s.jsonl"))) == []
+    placeholder = json.loads(out.splitlines()[1])
+    assert placeholder["parentId"] is None and placeholder["message"]["content"] == [{"type": "text", "text": "(no content)"}]
+    assert pi_context(out)[0] == placeholder["message"] and texts(loads(out, "s.jsonl"))[0] == "(no content)"
+
+
+def test_in_version_3_a_compaction_keeps_from_its_first_kept_entry_id_alone():
+    data = session(3)
+    leaf = json.loads(data.splitlines()[-1])["id"]
+    compaction = {"type": "compaction", "id": "c0ffee00", "parentId": leaf, "timestamp": "2026-02-01T09:00:00.000Z",
+                  "summary": "s", "firstKeptEntryIndex": 7, "tokensBefore": 10}
+    data += json.dumps(compaction, separators=(",", ":")).encode() + b"\n"
+    assert len(assert_pi_sends_what_we_read(data)) == 1  # the summary alone: pi does not read the index in version 3
+    assert "P1" in {v.rule for v in errors(check(loads(data, "s.jsonl")))}
+
+
+def test_the_post_condition_reads_back_an_output_left_with_no_message():
+    """What repair wrote before P4 of the session above: the orphan result pi's path is made of
+    removed, its line with it, which brings back the entry before it as the leaf, with errors the
+    input did not have. The post-condition reads back an output with no message too."""
+    data = unthreaded(TOOLS.read_bytes(), keep=5)
+    transcript = loads(data, "s.jsonl")
+    without_the_leaf = b"".join(line + b"\n" for line in data.splitlines()[:-1])
+    with pytest.raises(PostConditionError, match="reads back as other messages"):
+        verified(transcript, transcript.with_messages([]), without_the_leaf, operation="repair", same_messages=False)
+
+
+def test_a_rewrite_that_drops_the_leaf_onto_another_path_is_refused():
+    """A result whose call is not there, hanging from no entry, as the last line: repair removes it,
+    and the line before it would be pi's leaf, the whole session behind it that pi did not send."""
+    orphan = {"type": "message", "id": "0a0b0c0d", "parentId": "gone0000", "timestamp": "2026-01-10T09:01:00.000Z",
+              "message": {"role": "toolResult", "toolCallId": "toolu_gone", "toolName": "read",
+                          "content": [{"type": "text", "text": "x"}], "isError": False}}
+    data = TOOLS.read_bytes() + json.dumps(orphan).encode() + b"\n"
+    assert len(pi_context(data)) == 1
+    repaired, _ = repair(loads(data, "s.jsonl"))
+    with pytest.raises(ShapeError, match="pi's leaf, would be dropped"):
+        dumps(repaired)
+    # The same result hanging from the entry before it: what replaces it is on the path.
+    data = TOOLS.read_bytes() + json.dumps({**orphan, "parentId": json.loads(TOOLS.read_bytes().splitlines()[-1])["id"]}).encode() + b"\n"
+    repaired, report = repair(loads(data, "s.jsonl"))
+    out = dumps(repaired)
+    assert [fix.rule for fix in report.fixes] == ["A1", "A5"] and out.startswith(TOOLS.read_bytes())
+    assert errors(check(loads(out, "s.jsonl"))) == []
+
+
 # --- pi resumes what we write ------------------------------------------------------------------
 
 COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
@@ -381,7 +556,7 @@ def pi_context(data: bytes) -> list[dict]:
     for entry in entries[1:]:  # migrateV2ToV3
         if entry["type"] == "message" and entry["message"].get("role") == "hookMessage":
             entry["message"]["role"] = "custom"
-    by_id = {e["id"]: e for e in entries[1:]}
+    by_id = {e.get("id"): e for e in entries[1:]}  # version 2 and 3 are not migrated: an entry may have no id
     path, current = [], entries[-1]
     while current:
         path.insert(0, current)
@@ -402,7 +577,7 @@ def pi_context(data: bytes) -> list[dict]:
         at = path.index(compaction)
         found = False
         for entry in path[:at]:
-            found = found or entry["id"] == compaction["firstKeptEntryId"]
+            found = found or entry.get("id") == compaction.get("firstKeptEntryId")
             if found:
                 append(entry)
         for entry in path[at + 1:]:

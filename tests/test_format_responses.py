@@ -211,3 +211,16 @@ def test_the_commands_run_on_a_request_body(tmp_path):
     result = runner.invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", "600", "-i", str(path)])
     assert result.exit_code == 0, result.output
     assert sum(map(is_summary_message, loads(path.read_bytes(), path.name).messages)) == 1
+
+
+def test_an_item_whose_type_is_not_a_string_is_kept_and_named_as_no_kind(tmp_path):
+    """It was an internal error in every command (an unhashable `type`)."""
+    from .conftest import FIXTURES
+
+    body = json.loads((FIXTURES / "responses" / "tool-loop.json").read_bytes())
+    body["input"][1]["type"] = [body["input"][1].get("type", "message")]
+    path = tmp_path / "tool-loop.json"
+    path.write_text(json.dumps(body))
+    for command in (["estimate"], ["check"], ["repair"], ["prune"]):
+        result = CliRunner().invoke(cli, [*command, str(path)], prog_name="transcompact")
+        assert result.exit_code in (0, 1) and "internal error" not in result.stderr, (command, result.stderr)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
@@ -44,7 +45,7 @@ from .jsondata import BOM, kind_of, parse_value
 from .model import Transcript
 
 KINDS = ("line", "removed-line", "message", "compaction")
-_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
+CHANGED_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
 
 
 class Run(NamedTuple):
@@ -87,10 +88,18 @@ class Record:
         return out
 
 
+class Pruned(NamedTuple):
+    """The bytes a run wrote, as its records name them: the first `size` bytes of a transcript."""
+
+    sha256: str
+    size: int
+
+
 @dataclass(frozen=True)
 class Archive:
     records: tuple[Record, ...]
     torn_line: int | None = None  # a last line cut short (an interrupted write): left out
+    torn_pruned: Pruned | None = None  # what that line's record applied to, when it got that far
 
 
 def sha256(data: bytes) -> str:
@@ -291,7 +300,9 @@ def parse(data: bytes, name: str) -> Archive:
     """The records of an archive; InputError names the line of one that is malformed or changed.
 
     A last line without its newline that does not read is a write that was cut short (by an older
-    transcompact, or a full disk): it is left out, and `torn_line` says so.
+    transcompact, or a full disk): it is left out, and `torn_line` says so; `torn_pruned`, what
+    its record applied to, when the line holds that much (the fields come first), tells whether
+    it was a transcript's.
     """
     lines = data.split(b"\n")
     found = []
@@ -302,26 +313,37 @@ def parse(data: bytes, name: str) -> Archive:
             found.append(_record(parse_value(line, name, number), Location(name, number)))
         except InputError:
             if number == len(lines):  # no newline after it
-                return Archive(tuple(found), torn_line=number)
+                return Archive(tuple(found), torn_line=number, torn_pruned=_pruned_of_torn(line))
             raise
     return Archive(tuple(found))
 
 
+_TORN_SHA256 = re.compile(rb'"pruned_sha256"\s*:\s*"([0-9a-f]{64})"')
+_TORN_BYTES = re.compile(rb'"pruned_bytes"\s*:\s*(\d+)\s*[,}]')  # the number whole: a comma or brace after it
+
+
+def _pruned_of_torn(line: bytes) -> Pruned | None:
+    digest, size = _TORN_SHA256.search(line), _TORN_BYTES.search(line)
+    return Pruned(digest[1].decode(), int(size[1])) if digest and size else None
+
+
 def _record(value: Any, where: Location) -> Record:
     if not isinstance(value, dict):
-        raise InputError(f"an archive record must be an object, not {kind_of(value)}", location=where, hint=_HINT)
+        raise InputError(f"an archive record must be an object, not {kind_of(value)}", location=where,
+                         hint=CHANGED_HINT)
 
     def field(key: str, expected: str, ok) -> Any:
         if key not in value:
-            raise InputError(f"archive record: `{key}` is missing", location=where, hint=_HINT)
+            raise InputError(f"archive record: `{key}` is missing", location=where, hint=CHANGED_HINT)
         if not ok(value[key]):
             raise InputError(f"archive record: `{key}` must be {expected}, not {kind_of(value[key])}",
-                             location=where, hint=_HINT)
+                             location=where, hint=CHANGED_HINT)
         return value[key]
 
     kind = field("kind", "a string", _is(str))
     if kind not in KINDS:  # "result" and "input": an archive of an older transcompact, which expand cannot use
-        raise InputError(f"archive record: `kind` must be one of {', '.join(KINDS)}, not {kind!r}", location=where, hint=_HINT)
+        raise InputError(f"archive record: `kind` must be one of {', '.join(KINDS)}, not {kind!r}", location=where,
+                         hint=CHANGED_HINT)
     common = dict(
         file=field("file", "a string", _is(str)),
         pruned_sha256=field("pruned_sha256", "a SHA-256 in hex", _is_sha256),
@@ -360,16 +382,17 @@ def _is_sha256(value: Any) -> bool:
 # --- putting it back -------------------------------------------------------------------------
 
 
-def undo(data: bytes, run: Sequence[Record], name: str) -> bytes:
-    """The bytes a prune run read, from the bytes it wrote (and whatever was added after them)."""
+def undo(data: bytes, run: Sequence[Record], name: str) -> tuple[bytes, bool]:
+    """The bytes a prune run read, from the bytes it wrote (and whatever was added after them),
+    and whether they are those it read, byte for byte. They are not when a record of the run is
+    missing or was changed, or, for a document, when it is written again in another layout than
+    the one it was read in (expand gives back equal JSON there)."""
     if run[0].kind == "message":
-        return _undo_messages(data, run, name)
+        restored = _undo_messages(data, run, name)
+        return restored, sha256(restored) == run[0].original_sha256
     pruned, added = data[: run[0].pruned_bytes], data[run[0].pruned_bytes:]
     restored = run[0].original.encode() if run[0].kind == "compaction" else _undo_lines(pruned, run, name)
-    if sha256(restored) != run[0].original_sha256:
-        raise InputError("the archive's records for it do not give back what prune read: the archive was changed",
-                         location=Location(name), hint=_HINT)
-    return restored + added
+    return restored + added, sha256(restored) == run[0].original_sha256
 
 
 def _undo_lines(data: bytes, run: Sequence[Record], name: str) -> bytes:
@@ -381,7 +404,7 @@ def _undo_lines(data: bytes, run: Sequence[Record], name: str) -> bytes:
             removed.setdefault(r.line, []).append(r.original.encode())
     if any(n > len(lines) for n in replaced) or any(n > len(lines) + 1 for n in removed):
         raise InputError("an archive record names a line it does not have: the archive was changed",
-                         location=Location(name), hint=_HINT)
+                         location=Location(name), hint=CHANGED_HINT)
     out: list[bytes] = []
     for number, line in enumerate(lines, start=1):
         out.extend(removed.pop(number, ()))
@@ -404,7 +427,7 @@ def _undo_messages(data: bytes, run: Sequence[Record], name: str) -> bytes:
             messages[record.message] = record.original
     except (KeyError, IndexError, TypeError):
         raise InputError("an archive record names a message it does not have: the archive was changed",
-                         location=Location(name), hint=_HINT) from None
+                         location=Location(name), hint=CHANGED_HINT) from None
     return Layout.of(data).dumps(document)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 import orjson
@@ -518,13 +518,28 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
                  "and a positive fit; counted without it",)
     # count_tokens is exact for what the transcript holds; the anchor corrects an estimate.
     if options.count != "usage" or options.tokenizer == "anthropic":
-        recorded = None
-    if recorded is None:
         return Basis(method, notes=notes)
+    if recorded is None:
+        return _carried(transcript, options, method, notes)
     covered = counted.head + sum(t for i, t in enumerate(counted.messages[: recorded.message + 1]) if i not in left_out)
     after = len(transcript.messages) - recorded.message - 1
     return Basis(f"recorded usage at message {recorded.message} + {method} of {after} message{'s' * (after != 1)} after",
                  overhead=recorded.context - covered, anchor=recorded.message, notes=notes)
+
+
+def _carried(transcript: Transcript, options: Options, method: str, notes: tuple[str, ...]) -> Basis:
+    """A compacted log with no response since its compaction: the overhead the usage recorded
+    before it showed (the system prompt and tools the agent sends, which the log never shows) still
+    holds, so that a log counts as much read back as `compact` reported."""
+    before = hook(transcript, "view_before_compaction")
+    previous = before(transcript) if before is not None else None
+    if previous is None:
+        return Basis(method, notes=notes)
+    basis = TokenCounter(previous, replace(options, calibrate=False)).basis
+    if basis.anchor is None and not basis.overhead:
+        return Basis(method, notes=notes)
+    return Basis(f"{method} + the overhead the usage recorded before the compaction showed ({basis.overhead:,})",
+                 overhead=basis.overhead, notes=notes)
 
 
 def _once(known: dict[int, tuple[Any, Any]], value: Any, compute: Callable[[Any], Any]) -> Any:

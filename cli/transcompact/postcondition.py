@@ -26,20 +26,21 @@ def verified(before: Transcript, after: Transcript, written: bytes, *, operation
     again as the format and dialect they were written in, must give back the messages of `after`,
     and are judged as a reader will find them. With `same_messages` (prune) an error is new unless the same rule failed at the same message;
     without (repair, compact, which remove messages) unless the same rule failed anywhere.
-    Returns the transcript read back (`after` itself when it has no message left to read back,
-    like a JSON Lines file repair emptied).
+    Returns the transcript read back (`after` itself when it has no message left and the output
+    does not read back, like a JSON Lines file repair emptied). An output with no message is read
+    back too: what a rewrite dropped can bring back what it hid (a pi entry before the leaf).
     """
     hint = f"this is a bug in transcompact: run again with {option('traceback')} and report it"
-    as_written = after
-    if after.messages:
-        try:
-            as_written = reload(written, after, messages_path)
-        except InputError as error:
+    try:
+        as_written = reload(written, after, messages_path)
+    except InputError as error:
+        if after.messages:
             raise PostConditionError(f"{after.name}: {operation} would write output that does not read back as "
                                      f"{after.format}: {error.message}; nothing written", hint=hint) from None
-        if not _same_turns(as_written, after):
-            raise PostConditionError(f"{after.name}: {operation} would write output that reads back as other "
-                                     "messages than it made; nothing written", hint=hint)
+        as_written = after
+    if not _same_turns(as_written, after):
+        raise PostConditionError(f"{after.name}: {operation} would write output that reads back as other "
+                                 "messages than it made; nothing written", hint=hint)
     new = added_errors(before, as_written, same_messages=same_messages)
     if new:
         v = new[0]

@@ -100,6 +100,11 @@ def _remove_bad_roles(t: Transcript, fixes: list[Fix]) -> Transcript:
     allowed = OPENAI_ROLES if t.dialect == "openai" else {USER, ASSISTANT, "system"}
     rule = "O5" if t.dialect == "openai" else "A8"
     bad = {i: (rule, f"a message with role {m.role!r}") for i, m in enumerate(t.messages) if m.role not in allowed}
+    for i in list(bad):  # the answers to its calls go with it: nothing is left for them to answer
+        j = i + 1
+        while t.messages[i].tool_calls and j < len(t.messages) and t.messages[j].role in ("tool", "function"):
+            bad.setdefault(j, (rule, f"the answer to a call of the message with role {t.messages[i].role!r}"))
+            j += 1
     return _remove_messages(t, bad, fixes)
 
 

@@ -58,8 +58,9 @@ def expand_file(name: str, data: bytes, how: Expanding) -> Result:
     """Expand one file (`batch.process` runs it, here or in a worker)."""
     from ..expand import expand as run_expand
 
-    records = _read_archive(how.archive).records
-    expanded = run_expand(data, records, name)
+    found = _read_archive(how.archive)
+    records = found.records
+    expanded = run_expand(data, records, name, torn=found.torn_pruned)
     lines = []
     if not how.quiet:
         lines.append(f"{name}: restored {expanded.restored} originals from {how.archive}")

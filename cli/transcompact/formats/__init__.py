@@ -18,6 +18,8 @@ transcompact only reads sets WRITES = False, and a command that would write it s
   archive);
 - `injected_context(message) -> [(name, value)] | None`: what a user message the agent wrote
   itself (its environment) says, None for the user's own (compact's checkpoint);
+- `view_before_compaction(transcript) -> Transcript | None`: the log as the agent read it before
+  its newest compaction, whose recorded usage still measures the system prompt and tools (estimate);
 - `agent_lines(transcript) -> frozenset[int]`: the lines (a block's `line`) the agent wrote in
   the user's turn itself, never the user's words (compact's checkpoint);
 - `summary_wording(summary: SummaryText) -> str`: the summary as the agent words its own

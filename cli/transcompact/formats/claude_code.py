@@ -272,7 +272,9 @@ def linking_fields(value: Any) -> Any:
     if type(value) is dict and LINKING_ONLY.get(line_type(value)) in value:
         for item in value.values():
             if type(item) is dict or type(item) is list:
-                return {k: v for k, v in value.items() if type(v) is not dict and type(v) is not list}
+                # Its links are kept whatever they hold: a `uuid` that is no string is refused as on any line.
+                return {k: v for k, v in value.items() if (type(v) is not dict and type(v) is not list)
+                        or k in ("uuid", "parentUuid")}
     return value
 
 
@@ -475,4 +477,5 @@ HOOKS = {
     "append_compaction": "claude_code_rewrites",
     "replace_ui_copies": "claude_code_rewrites",
     "agent_lines": "claude_code_rewrites",
+    "view_before_compaction": "claude_code_rewrites",
 }

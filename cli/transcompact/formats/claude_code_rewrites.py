@@ -14,6 +14,17 @@ from ..jsondata import BLANK, Parsed, dumps
 from ..model import ASSISTANT, USER, Message, ToolResult, Transcript, result_text
 from .claude_code import EPOCH, LogSource, _Origin, _timestamp, read
 
+def view_before_compaction(transcript: Transcript) -> Transcript | None:
+    """The log as `claude --resume` read it before its newest compaction (the lines before the
+    boundary), None when it was never compacted: its recorded usage measured the system prompt and
+    tools, which the compaction did not change."""
+    source: LogSource = transcript.source
+    if source.root is None or source.root == 0:
+        return None
+    earlier = Parsed(transcript.name, b"", records=source.records[:source.root], bom=source.bom)
+    return read(earlier)
+
+
 def agent_lines(transcript: Transcript) -> frozenset[int]:
     """The lines Claude Code wrote in the user's turn itself (`isMeta`: a skill's body, a command's
     expansion, a reminder): sent as user text, never the user's words."""

@@ -30,7 +30,16 @@ then the summary) reads as transcompact's summary message, so that compacting ag
 `token_usage_record` line (Codex 0.171 writes one per response) and the `last_token_usage` of an
 `event_msg` `token_count` are recorded usage: put as `usage` on the raw of the assistant message
 of the response they count (its `input_tokens` includes cached input), where calibrate's
-`usage_tokens` finds it.
+`usage_tokens` finds it. Codex resumes with the last `token_count` as the size of its context
+(`last_token_info_from_rollout`; before a turn it compacts a context over its limit): left as it
+was, a count after a rewrite that shrank the history would make it compact a pruned rollout it no
+longer needs to, and anchor `estimate` on content that is gone; cleared (as the Gemini writer
+clears its records' `tokens`), Codex would count only what follows its last reply and not compact
+one it needs to, and `estimate` would lose what the log never shows (the base instructions and
+tools). So a write restates each usage line after a change, the prompt (`input_tokens`,
+`total_tokens`) of its response less what the change took out before it (more what it added), by
+Codex's own estimate of 4 characters a token; the running totals (`total_token_usage`,
+`turn_token_usage`) stay as the API billed them.
 
 A paginated rollout (`session_meta.history_mode: "paginated"`, what Codex 0.171 writes) numbers
 its lines with a top-level `ordinal`, and Codex refuses one whose last line has none (rollout
@@ -131,10 +140,13 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
         v["type"] in LINE_TYPES for v in values)
 
 
-def item_kind(item: dict) -> Any:
-    """An item's `type`; a message may leave it out (the Responses API's `EasyInputMessage`)."""
+def item_kind(item: dict) -> str | None:
+    """An item's `type`; a message may leave it out (the Responses API's `EasyInputMessage`). A
+    `type` that is not a string names no kind (None: an item nobody parses, kept as it is)."""
     kind = item.get("type")
-    return "message" if kind is None and "role" in item else kind
+    if kind is None and "role" in item:
+        return "message"
+    return kind if isinstance(kind, str) else None
 
 
 def _text(part: Any) -> str | None:
@@ -172,12 +184,12 @@ def assistant_item(text: str) -> dict:
     return {"type": "message", "role": ASSISTANT, "content": [{"type": "output_text", "text": text}]}
 
 
-def active_items(records: list[tuple[bytes, Any]], first: int = 0) -> tuple[list[Item], dict[tuple[int, int | None], dict]]:
-    """The items Codex sends after the last line, and the usage recorded for each response (by the
-    place of its last assistant item); `first` is the index of the first record (a fork's parents'
-    lines come first, below 0)."""
+def active_items(records: list[tuple[bytes, Any]], first: int = 0) -> tuple[list[Item], dict[int, Item]]:
+    """The items Codex sends after the last line, and the lines that recorded usage, each with the
+    last assistant item of the response it counts; `first` is the index of the first record (a
+    fork's parents' lines come first, below 0)."""
     items: list[Item] = []
-    usage: dict[tuple[int, int | None], dict] = {}
+    counted: dict[int, Item] = {}
     for index, (_, value) in enumerate(records, first):
         payload = value.get("payload") if type(value) is dict else None
         if not isinstance(payload, dict):
@@ -193,14 +205,24 @@ def active_items(records: list[tuple[bytes, Any]], first: int = 0) -> tuple[list
                 items = _rebuilt(items, payload.get("message"), index)
         elif kind == "event_msg" and payload.get("type") == "thread_rolled_back":
             items = _rolled_back(items, payload.get("num_turns"))
-        elif (kind == "event_msg" and payload.get("type") == "token_count") or kind == "token_usage_record":
-            info = payload.get("info")
-            last = payload.get("usage") if kind == "token_usage_record" else (
-                info.get("last_token_usage") if isinstance(info, dict) else None)
-            counted = _last_response_item(items)
-            if isinstance(last, dict) and counted is not None:
-                usage[(counted.record, counted.slot)] = last
-    return items, usage
+        elif line_usage(value) is not None and (response := _last_response_item(items)) is not None:
+            counted[index] = response
+    return items, counted
+
+
+def line_usage(value: Any) -> dict | None:
+    """The usage a line recorded of one response: a `token_usage_record`'s `usage`, an `event_msg`
+    `token_count`'s `info.last_token_usage` (its `total_token_usage` is the session's running total)."""
+    payload = value.get("payload") if type(value) is dict else None
+    if not isinstance(payload, dict):
+        return None
+    if value.get("type") == "token_usage_record":
+        usage = payload.get("usage")
+    elif value.get("type") == "event_msg" and payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
+        usage = payload["info"].get("last_token_usage")
+    else:
+        return None
+    return usage if isinstance(usage, dict) else None
 
 
 def _last_response_item(items: list[Item]) -> Item | None:
@@ -330,7 +352,9 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
 
 def rollout(records: list[tuple[bytes, Any]], name: str, bom: bool, inherited: tuple[tuple[bytes, Any], ...]) -> Transcript:
     """The transcript of a rollout's lines, after the lines its history starts with (a fork's parents')."""
-    items, usage = active_items([*inherited, *records], -len(inherited))
+    lines = [*inherited, *records]
+    items, counted = active_items(lines, -len(inherited))
+    usage = {(item.record, item.slot): line_usage(lines[record + len(inherited)][1]) for record, item in counted.items()}
     messages: list[Message] = []
     for role, indices in turns([item.value for item in items]):
         blocks = tuple(b for i in indices for b in item_blocks(items[i].value, i))
@@ -584,15 +608,76 @@ def write(transcript: Transcript) -> bytes:
         raise ShapeError("this forked rollout's history starts in its parent rollout, which transcompact does not "
                          "write: the change would be there", location=Location(transcript.name),
                          hint="compact it instead: a compaction is appended to this file and replaces that history")
-    written = b"\n".join(line for line, _ in rewritten(source, changed, kept, after))
+    restated = restated_usage(source, changed, kept, after)
+    written = b"\n".join(line for line, _ in rewritten(source, changed, kept, after, restated))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
+def item_chars(item: dict) -> int:
+    """The characters of what the model reads in an item: its text, a call's name and input, an output."""
+    kind = item_kind(item)
+    if kind == "message" or kind in OUTPUT_TYPES:
+        content = item.get("content" if kind == "message" else "output")
+        if isinstance(content, str):
+            return len(content)
+        return sum(len(text) for part in content if (text := _text(part)) is not None) if isinstance(content, list) else 0
+    if kind in CALL_TYPES:
+        given = item.get("arguments", item.get("input", item.get("action")))
+        return len(_string(item.get("name"))) + len(given if isinstance(given, str) else orjson.dumps(given).decode())
+    return 0
+
+
+def restated_usage(source: RolloutSource, changed: dict[int, dict], kept: set[int],
+                   after: dict[int, list[dict]]) -> dict[int, dict]:
+    """The usage lines of this file whose response was sent the history a rewrite changed, each with
+    the prompt it counted less what the change took out of it (by Codex's own estimate, 4
+    characters a token): Codex resumes with the last one as the size of its context, and would
+    compact a pruned rollout it no longer needs to, and `estimate` anchors on it."""
+    items = source.items
+
+    def taken(i: int) -> int:
+        """The characters the rewrite took out at item i and the new items after it (below 0: added)."""
+        old = item_chars(items[i].value) if i >= 0 else 0
+        new = item_chars(changed[i]) if i in changed else old if i in kept else 0
+        return old - new - sum(item_chars(value) for value in after.get(i, ()))
+
+    taken_before = [taken(-1)]  # at k: the characters taken out before item k
+    for i in range(len(items)):
+        taken_before.append(taken_before[-1] + taken(i))
+    if not any(taken_before):
+        return {}
+    start = {i: indices[0] for _, indices in turns([item.value for item in items]) for i in indices}
+    position = {(item.record, item.slot): i for i, item in enumerate(items)}
+    _, counted = active_items([*source.inherited, *source.records], -len(source.inherited))
+    restated = {}
+    for record, response in counted.items():
+        at = position.get((response.record, response.slot))
+        tokens = round(taken_before[start[at]] / CHARS_PER_TOKEN) if record >= 0 and at is not None else 0
+        if tokens:
+            restated[record] = _with_usage(source.records[record][1], tokens)
+    return restated
+
+
+def _with_usage(value: dict, tokens: int) -> dict:
+    """A usage line with its response's prompt `tokens` smaller (the session's running totals stay)."""
+    usage = dict(line_usage(value))
+    for key in ("input_tokens", "total_tokens"):
+        if isinstance(usage.get(key), int):
+            usage[key] = max(0, usage[key] - tokens)
+    for key in ("cached_input_tokens", "cache_write_input_tokens"):  # parts of the input
+        if isinstance(usage.get(key), int) and isinstance(usage.get("input_tokens"), int):
+            usage[key] = min(usage[key], usage["input_tokens"])
+    payload = value["payload"]
+    if value["type"] == "token_usage_record":
+        return {**value, "payload": {**payload, "usage": usage}}
+    return {**value, "payload": {**payload, "info": {**payload["info"], "last_token_usage": usage}}}
+
+
 def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
-              after: dict[int, list[dict]]) -> list[tuple[bytes, Any]]:
-    """The file's lines with the items changed, dropped (not in `kept`) and added. In a paginated
-    rollout a line added takes the ordinal after the line before it, and the lines after it (after
-    a line dropped) move up (down) by one."""
+              after: dict[int, list[dict]], restated: dict[int, dict]) -> list[tuple[bytes, Any]]:
+    """The file's lines with the items changed, dropped (not in `kept`) and added, and the usage
+    lines `restated`. In a paginated rollout a line added takes the ordinal after the line before
+    it, and the lines after it (after a line dropped) move up (down) by one."""
     records, items = source.records, source.items
     by_record: dict[int, list[int]] = {}
     for index, item in enumerate(items):
@@ -621,6 +706,9 @@ def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
 
     for record, (line, value) in enumerate(records):
         indices = by_record.get(record)
+        if record in restated:
+            keep(dumps(restated[record], indent=False), restated[record])
+            continue
         if not indices or not touched(indices):
             keep(line, value)
             continue
@@ -669,4 +757,5 @@ def _history(payload: dict, held: list[Item], indices: list[int], changed: dict[
 
 
 # The operations' Codex parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {"append_compaction": "codex_rewrites", "injected_context": "codex_rewrites"}
+HOOKS = {"append_compaction": "codex_rewrites", "injected_context": "codex_rewrites",
+         "view_before_compaction": "codex_rewrites"}

@@ -49,6 +49,17 @@ def _element_value(value: str) -> str:
     return ", ".join(_element_value(v) for _, v in items) if items else " ".join(value.split())
 
 
+def view_before_compaction(transcript: Transcript) -> Transcript | None:
+    """The rollout as Codex read it before its newest `compacted` line, None when it has none: its
+    recorded usage measured the instructions and tools, which the compaction did not change."""
+    source: RolloutSource = transcript.source
+    at = next((i for i in range(len(source.records) - 1, -1, -1)
+               if isinstance(v := source.records[i][1], dict) and v.get("type") == "compacted"), None)
+    if not at:
+        return None
+    return rollout(source.records[:at], transcript.name, source.bom, source.inherited)
+
+
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
                       *, drop_history: bool = False) -> Transcript:
     """After the original lines, what Codex writes when it compacts, then the recent window; read
@@ -81,7 +92,9 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     users = [user_item(words) for words in reversed(parts.words)]
     history = [*users[:-1], *_context_items(transcript.messages[:first], source), *users[-1:], user_item(text)]
     window = [item for message in recent for _, item in message_items(message, source.items)]
-    records = [r for r in source.records if r[1] is not BLANK]
+    records = list(source.records)  # an append-only log: every line before ours stays, blank ones too
+    while records and records[-1][1] is BLANK:  # but the end: the new lines follow the last
+        records.pop()
     if drop_history:
         records = [r for r in records if isinstance(r[1], dict) and r[1].get("type") in SESSION_LINES]
     every = [*source.inherited, *source.records]  # what the history stands on: a fork's parents' lines too

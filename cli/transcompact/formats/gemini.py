@@ -36,7 +36,8 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsondata import BLANK, BOM, Layout, Parsed, dumps
+from ..errors import Location, ShapeError
+from ..jsondata import BLANK, BOM, Layout, Parsed, dumps, kind_of
 from ..model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
 
 NAME = "gemini"
@@ -337,10 +338,31 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
         records, document, layout = None, parsed.document, Layout.of(parsed.data)
         # The agent's fallback for a legacy file takes its `messages` as they are.
         active = tuple(Entry(m, None, i) for i, m in enumerate(document["messages"]) if isinstance(m, dict))
+    _check_call_ids(active, parsed.name)
     messages = tuple(messages_of(active))
     source = ChatSource(records, document, layout, parsed.data, active,
                         frozenset(m.origin.entry for m in messages), parsed.bom)
     return Transcript(format=NAME, dialect="anthropic", messages=messages, name=parsed.name, source=source)
+
+
+def _check_call_ids(active: tuple[Entry, ...], name: str) -> None:
+    """`toolCalls` is a list, and a call's or a response's `id` is a string when it is there: the API pairs them by it, and
+    no reading of an object or a list as an id would send what the agent sends."""
+    for entry in active:
+        record = entry.record
+        calls = record.get("toolCalls")
+        where = f"message {entry.position}: " if entry.position is not None else ""
+        line = entry.line + 1 if entry.line is not None else None
+        if calls is not None and not isinstance(calls, list):  # the agent maps over it
+            raise ShapeError(f"{where}`toolCalls` must be a list, not {kind_of(calls)}", location=Location(name, line))
+        found = [c for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict)]
+        for part in parts(record.get("content") or None):
+            if isinstance(part, dict):
+                found += [v for k in ("functionCall", "functionResponse") if isinstance(v := part.get(k), dict)]
+        for call in found:
+            if "id" in call and not isinstance(call["id"], str) and call["id"] is not None:
+                raise ShapeError(f"{where}a tool call's `id` must be a string, not {kind_of(call['id'])}",
+                                 location=Location(name, line))
 
 
 # --- write --------------------------------------------------------------------------------------

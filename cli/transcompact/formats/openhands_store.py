@@ -2,12 +2,15 @@
 `event_store.py`): `base_state.json` and `events/event-NNNNN-<id>.json`, one event per file.
 
 Reading and writing go through bytes like every other input, so a directory is read as its
-**bundle**: JSON Lines of `base_state.json`, then each event file in index order (the events the
-agent loads: from index 0 up to the first gap). An event file as OpenHands writes it is one line
-of JSON (`model_dump_json`), taken as it is; one laid out over several lines is taken compacted.
-Writing a bundle back to a directory writes only what differs: an event file (or the state)
-whose JSON is unchanged is left as it is, byte for byte, and a new event gets the file name
-OpenHands gives it. The bundle is also what goes to stdout, and reads back as the same
+**bundle**: JSON Lines of `base_state.json`, then each event file in index order. The indices
+must run from 0 without a gap, each held by one file: the agent's `EventLog` loads only up to
+the first missing index (and numbers its next event by the count of files, over the later
+ones), and of two files with one index it loads whichever the directory lists last, so such a
+directory is refused rather than read as part of itself. An event file as OpenHands writes it is
+one line of JSON (`model_dump_json`), taken as it is; one laid out over several lines is taken
+compacted. Writing a bundle back to a directory writes only what differs: an event file (or the
+state) whose JSON is unchanged is left as it is, byte for byte, and a new event gets the file
+name OpenHands gives it. The bundle is also what goes to stdout, and reads back as the same
 conversation.
 """
 
@@ -36,14 +39,40 @@ def event_file_name(index: int, event_id: str) -> str:
     return f"event-{index:05d}-{event_id}.json"
 
 
-def _event_files(path: str) -> dict[int, str]:
-    """The event files by index, as the agent's scan finds them (other names are not events)."""
+def _event_files(path: str) -> dict[int, list[str]]:
+    """The event files by index, as the agent's scan finds them (other names are not events), each
+    index with every file that names it."""
     directory = os.path.join(path, EVENTS_DIR)
     try:
-        names = os.listdir(directory)
+        names = sorted(os.listdir(directory))
     except OSError as error:
         raise InputError(f"cannot list the events: {error.strerror}", location=Location(directory)) from None
-    return {int(found["idx"]): name for name in names if (found := EVENT_NAME.match(name))}
+    files: dict[int, list[str]] = {}
+    for name in names:
+        if found := EVENT_NAME.match(name):
+            files.setdefault(int(found["idx"]), []).append(name)
+    return files
+
+
+def _loaded_events(path: str) -> list[str]:
+    """The event files in index order, when they are what the agent loads: every index from 0 to
+    the last, each in one file."""
+    files = _event_files(path)
+    for index, names in sorted(files.items()):
+        if len(names) > 1:
+            raise InputError(f"event {index} is held by {len(names)} files ({', '.join(names)}): which one OpenHands "
+                             "loads depends on the order the file system lists them", location=Location(path),
+                             hint="keep the one that belongs to this conversation and move the other out of events/")
+    missing = next(index for index in range(len(files) + 1) if index not in files)
+    if missing < len(files):
+        later = len(files) - missing  # every index before the gap is there
+        loaded = {0: "none of its events", 1: "only event 0"}.get(missing, f"only events 0 to {missing - 1}")
+        raise InputError(f"event {missing} is missing (no events/{event_file_name(missing, '<id>')}) and {later} later "
+                         f"event file{'s' if later > 1 else ''} follow{'' if later > 1 else 's'}: OpenHands loads "
+                         f"{loaded}, and numbers its next event as if the gap were not there", location=Location(path),
+                         hint=f"put event {missing} back, or renumber the later files so that the indices run "
+                              "from 0 without a gap")
+    return [files[index][0] for index in range(len(files))]
 
 
 def _line(path: str) -> bytes:
@@ -62,15 +91,12 @@ def _line(path: str) -> bytes:
 
 def read_conversation(path: str) -> bytes:
     """The bundle of the conversation directory at `path`."""
-    files = _event_files(path)
-    if 0 not in files:
+    names = _loaded_events(path)
+    if not names:
         raise InputError("the conversation has no events yet (no events/event-00000-<id>.json): nothing to read",
                          location=Location(path))
     lines = [_line(os.path.join(path, BASE_STATE))]
-    index = 0
-    while index in files:  # the agent stops at the first missing index
-        lines.append(_line(os.path.join(path, EVENTS_DIR, files[index])))
-        index += 1
+    lines += [_line(os.path.join(path, EVENTS_DIR, name)) for name in names]
     return b"\n".join(lines) + b"\n"
 
 
@@ -88,12 +114,14 @@ def write_conversation(path: str | os.PathLike, data: bytes) -> None:
         os.makedirs(directory, exist_ok=True)
     except OSError as error:
         raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(directory)) from None
-    existing = _event_files(path)
-    for index, (line, value) in enumerate(events):
-        name = event_file_name(index, value["id"])
-        if index in existing and existing[index] != name:
-            raise OutputError(f"already holds event {index} as {existing[index]}, not {name}; nothing more written",
+    names = [event_file_name(index, value["id"]) for index, (_, value) in enumerate(events)]
+    # An event file the bundle does not hold would stay beside it, and the agent would load it too.
+    for index, held in sorted(_event_files(path).items()):
+        if held != names[index:index + 1]:
+            ours = f", not {names[index]}" if index < len(names) else f", past this conversation's {len(names)} events"
+            raise OutputError(f"already holds event {index} as {', '.join(held)}{ours}; nothing written",
                               location=Location(directory))
+    for name, (line, _) in zip(names, events):
         _write_if_changed(os.path.join(directory, name), line)
     _write_if_changed(os.path.join(path, BASE_STATE), state_line)
 

@@ -2,7 +2,9 @@
 
 A session header line (`type: session`, `version` 3; 1 and 2 are migrated on read as pi does),
 then entries that form a tree by `id` / `parentId` (version 1: a list, each entry the child of
-the one before). The messages of the model are those pi sends (`buildSessionContext` then
+the one before; pi threads entries only in that migration, so in a later version an entry
+without an `id` is on no path unless it is the leaf, and one without a `parentId` is a root).
+The messages of the model are those pi sends (`buildSessionContext` then
 `convertToLlm`, upstream `session-manager.ts` and `messages.ts`): the path from the leaf (the
 last entry) to the root; after the newest `compaction` on it, its summary, the entries from
 `firstKeptEntryId` up to it (an older compaction among them is no message), then the entries
@@ -30,7 +32,17 @@ lists too, a few tokens more.
 
 Recorded usage: an assistant message's `usage` (`input + cacheRead + cacheWrite` is its prompt;
 calibrate.usage_tokens reads those names). An assistant message kept from before the active
-compaction is read without it: it counted a context that no longer exists.
+compaction is read without it: it counted a context that no longer exists. pi judges the size of
+its context by the last reply's `totalTokens` (compaction.ts `calculateContextTokens`: before it
+sends, it compacts a context over its window less the reserve) and adds up the other parts as the
+session's billed totals (its footer and stats, which fail on a reply without `usage`). So a write
+that changes what a reply was sent keeps its `usage` and the billed parts, and restates its
+`totalTokens` less what the change took out before it (more what it added), by pi's own estimate
+of 4 characters a token: pi does not compact a pruned session it no longer needs to, nor miss one
+it does, and the reader reads a `totalTokens` below the sum of the parts as the prompt, less the
+output, so that `estimate` of the output says what the rewrite reported. Clearing the stale
+usage, as the Gemini writer does, would break pi, and leave `estimate` no anchor for what the
+log never shows (the system prompt and tools).
 """
 
 from __future__ import annotations
@@ -74,6 +86,7 @@ COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
 # part after the history's, then the files the summarized part read and changed (utils.ts
 # `formatFileOperations`).
 SPLIT_TURN = "\n\n---\n\n**Turn Context (split turn):**"
+CHARS_PER_TOKEN = 4  # pi's own estimate (compaction.ts `estimateTokens`)
 FILE_LISTS = re.compile(r"(?:\n\n<read-files>\n.*?\n</read-files>)?(?:\n\n<modified-files>\n.*?\n</modified-files>)?\Z",
                         re.S)
 
@@ -140,24 +153,25 @@ def find_path(records: list[tuple[bytes, Any]], version: int) -> tuple[int, ...]
     return tuple(path)
 
 
-def first_kept(records: list[tuple[bytes, Any]], path: tuple[int, ...], at: int) -> int | None:
+def first_kept(records: list[tuple[bytes, Any]], path: tuple[int, ...], at: int, version: int) -> int | None:
     """The position in `path` of the compaction at `path[at]`'s first kept entry, None when it is not before it.
 
-    Version 1 names it by `firstKeptEntryIndex`, an index into the file's non-blank lines (the header is 0).
+    Version 1 names it by `firstKeptEntryIndex`, an index into the file's non-blank lines (the header is 0),
+    which pi's migration turns into the id; in a later version pi reads the id alone.
     """
     entry = records[path[at]][1]
     if isinstance(entry.get("firstKeptEntryId"), str):
         target = entry["firstKeptEntryId"]
         return next((k for k in range(at) if records[path[k]][1].get("id") == target), None)
     index = entry.get("firstKeptEntryIndex")
-    if type(index) is int and index >= 0:
+    if version < 2 and type(index) is int and index >= 0:
         lines = [i for i, (_, v) in enumerate(records) if v is not BLANK]
         if index < len(lines):
             return next((k for k in range(at) if path[k] == lines[index]), None)
     return None
 
 
-def active_entries(records: list[tuple[bytes, Any]], path: tuple[int, ...]) -> tuple[list[int], int | None]:
+def active_entries(records: list[tuple[bytes, Any]], path: tuple[int, ...], version: int) -> tuple[list[int], int | None]:
     """(the entry records pi sends, in order, the summary's compaction first; that compaction's record).
 
     Only the newest compaction on the path is a summary: an older one inside the kept range sends
@@ -166,7 +180,7 @@ def active_entries(records: list[tuple[bytes, Any]], path: tuple[int, ...]) -> t
     at = max((k for k, i in enumerate(path) if _entry_type(records[i][1]) == "compaction"), default=None)
     if at is None:
         return list(path), None
-    start = first_kept(records, path, at)
+    start = first_kept(records, path, at, version)
     kept = [i for i in path[start:at] if _entry_type(records[i][1]) != "compaction"] if start is not None else []
     return [path[at], *kept, *path[at + 1:]], path[at]
 
@@ -298,7 +312,9 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> M
             if isinstance(message.get("stopReason"), str) and message["stopReason"] in UNSENT_STOP_REASONS:
                 return None
             blocks, items, string = _content(message.get("content", []), where)
-            raw = message if compaction is None or index > compaction else {k: v for k, v in message.items() if k != "usage"}
+            # Usage kept from before the active compaction counted a context that no longer exists.
+            stale = compaction is not None and index < compaction
+            raw = {k: v for k, v in message.items() if k != "usage"} if stale else judged_usage(message)
             return Message(ASSISTANT, blocks, raw=raw, line=index + 1, origin=_Origin(index, blocks, items, string, True))
         if role in ("user", "custom", "hookMessage"):  # hookMessage: version 2's name for custom
             blocks, items, string = _content(message.get("content"), where)
@@ -330,7 +346,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
     version = version_of(records)
     path = find_path(records, version)
-    order, compaction = active_entries(records, path)
+    order, compaction = active_entries(records, path, version)
     messages = []
     for index in order:
         message = _read_entry(index, records[index][1], compaction, parsed.name)
@@ -413,8 +429,102 @@ def write(transcript: Transcript) -> bytes:
     if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
             and all(is_unchanged(m) for m in transcript.messages)):
         return b"\n".join(line for line, _ in source.records)  # the first line holds the byte-order mark, if any
-    written = b"\n".join(line for line, _, _ in rewritten_records(transcript))
+    written = b"\n".join(line for line, _, _ in with_usage_restated(rewritten_records(transcript), source))
     return BOM + written if source.bom and not written.startswith(BOM) else written
+
+
+def entry_chars(value: Any) -> int:
+    """The characters of what pi sends of an entry: text, thinking, a call's name and arguments, a
+    command run, a summary (what compaction.ts `estimateTokens` counts, images aside)."""
+    kind = _entry_type(value)
+    if kind in ("compaction", "branch_summary"):
+        return len(value["summary"]) if isinstance(value.get("summary"), str) else 0
+    if kind == "custom_message":
+        return _content_chars(value.get("content"))
+    message = value.get("message") if kind == "message" else None
+    if not isinstance(message, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
+        return 0
+    role = message.get("role")
+    if role == "bashExecution":
+        fields = () if message.get("excludeFromContext") else ("command", "output")
+        return sum(len(message[k]) for k in fields if isinstance(message.get(k), str))
+    if role in ("branchSummary", "compactionSummary"):
+        return len(message["summary"]) if isinstance(message.get("summary"), str) else 0
+    return _content_chars(message.get("content"))
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    total = 0
+    for block in content if isinstance(content, list) else ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking") and isinstance(block.get(kind), str):
+            total += len(block[kind])
+        elif kind == "toolCall":
+            total += len(_string(block.get("name"))) + len(dumps(block.get("arguments", {}), indent=False))
+    return total
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def with_usage_restated(out: list[tuple[bytes, Any, int | None]], source: SessionSource) -> list[tuple[bytes, Any, int | None]]:
+    """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
+    `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
+    before it sends and in its footer), less what the change took out before it, by pi's own
+    estimate of 4 characters a token. The billed parts (`input`, `cacheRead`, … and `cost`, which pi
+    adds up as the session's totals) stay as the API reported them."""
+    before = _chars_before(source.records, source.path, source.version)
+    lines = [(line, value) for line, value, _ in out]
+    now = _chars_before(lines, find_path(lines, source.version), source.version)
+    restated = list(out)
+    for k, (_, value, read_from) in enumerate(out):
+        if k in now and read_from in before:
+            tokens = round((before[read_from] - now[k]) / CHARS_PER_TOKEN)
+            if tokens and (new := _usage_less(value, tokens)) is not None:
+                restated[k] = (dumps(new, indent=False), new, read_from)
+    return restated
+
+
+def _chars_before(records: list[tuple[bytes, Any]], path: tuple[int, ...], version: int) -> dict[int, int]:
+    """For each assistant message pi sends after the active compaction (or with none), the
+    characters it sends before it."""
+    order, compaction = active_entries(records, path, version)
+    after = set(path[path.index(compaction) + 1:] if compaction is not None else path)
+    out, sent = {}, 0
+    for index in order:
+        value = records[index][1]
+        if index in after and isinstance(value.get("message"), dict) and value["message"].get("role") == "assistant":
+            out[index] = sent
+        sent += entry_chars(value)
+    return out
+
+
+def _usage_less(value: dict, tokens: int) -> dict | None:
+    """An assistant entry whose `usage.totalTokens` counts a prompt `tokens` smaller (None: no usage to restate)."""
+    message = value.get("message")
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
+        return None
+    parts = [usage[k] for k in ("input", "output", "cacheRead", "cacheWrite") if type(usage.get(k)) is int]
+    total = usage.get("totalTokens") if type(usage.get("totalTokens")) is int and usage["totalTokens"] > 0 else sum(parts)
+    output = usage["output"] if type(usage.get("output")) is int else 0
+    new = max(output, total - tokens)
+    return {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}} if new != total else None
+
+
+def judged_usage(message: dict) -> dict:
+    """`message` with the prompt pi judges by as its recorded usage: a `totalTokens` below the sum
+    of the parts was restated by a rewrite (`with_usage_restated`), and is read less the output."""
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or type(usage.get("totalTokens")) is not int:
+        return message
+    parts = {k: usage[k] if type(usage.get(k)) is int else 0 for k in ("input", "output", "cacheRead", "cacheWrite")}
+    if usage["totalTokens"] >= sum(parts.values()):
+        return message
+    return {**message, "usage": {**usage, "input": max(0, usage["totalTokens"] - parts["output"]), "cacheRead": 0, "cacheWrite": 0}}
 
 
 def rewritten_records(transcript: Transcript) -> list[tuple[bytes, Any, int | None]]:
@@ -477,7 +587,25 @@ def rewritten_records(transcript: Transcript) -> list[tuple[bytes, Any, int | No
                 line = dumps(value, indent=False)
             out.append((line, value, index))
         out.extend((dumps(new, indent=False), new, None) for new in inserted.get(index, ()))
+    if source.version >= 2 and source.path and source.path[-1] in dropped:
+        _keep_the_messages_on_the_leafs_path(out, claimed, source, transcript.name)
     return out
+
+
+def _keep_the_messages_on_the_leafs_path(out: list[tuple[bytes, Any, int | None]], claimed: set[int],
+                                         source: SessionSource, name: str) -> None:
+    """pi's leaf is the last entry: with the leaf dropped, the entry before it in the file takes its
+    place, whose path must be what is left of the old one (not a branch, nor an entry without a parent)."""
+    lines = [(line, value) for line, value, _ in out]
+    path = find_path(lines, source.version)
+    old_path = set(source.path)
+    off = [k for k, (_, _, read_from) in enumerate(out) if (read_from is None or read_from in claimed) and k not in path]
+    off += [k for k in path if out[k][2] is not None and out[k][2] not in old_path]
+    if off:
+        leaf = out[path[-1]][2] if path else None
+        raise ShapeError(f"the last entry, pi's leaf, would be dropped (its message removed), and "
+                         f"{'another entry' if leaf is None else f'line {leaf + 1}'} would become the leaf, on another "
+                         "path than the messages left: nothing written", location=Location(name, source.path[-1] + 1))
 
 
 def new_entry_id(seed: str, taken: set[str]) -> str:
@@ -517,16 +645,22 @@ def _relink(source: SessionSource, dropped: set[int], inserted: dict[int, list[d
     # A dropped entry's children hang from its parent (or from what was inserted before it).
     skip = {records[i][1]["id"]: parents.get(i, records[i][1].get("parentId"))
             for i in dropped if isinstance(records[i][1].get("id"), str)}
+
+    def kept(parent: Any) -> Any:
+        seen = set()
+        while isinstance(parent, str) and parent in skip and parent not in seen:
+            seen.add(parent)
+            parent = skip[parent]
+        return parent
+
     for index, (_, value) in enumerate(records):
         if index in dropped or not isinstance(value, dict) or "parentId" not in value:
             continue
-        parent = new = parents.get(index, value["parentId"])
-        seen = set()
-        while isinstance(new, str) and new in skip and new not in seen:
-            seen.add(new)
-            new = skip[new]
+        new = kept(parents.get(index, value["parentId"]))
         if new != value["parentId"]:
             parents[index] = new
+    for new_entries in inserted.values():  # what replaces a dropped entry follows it, so hangs from its parent
+        new_entries[0]["parentId"] = kept(new_entries[0]["parentId"])
     return parents
 
 
@@ -536,4 +670,5 @@ HOOKS = {
     "repair_log": "pi_rules",
     "append_compaction": "pi_rewrites",
     "summary_wording": "pi_rewrites",
+    "view_before_compaction": "pi_rewrites",
 }

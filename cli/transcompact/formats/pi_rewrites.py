@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..checkpoint import find_facts
-from ..errors import ShapeError
+from ..errors import Location, ShapeError
 from ..jsondata import BLANK, Parsed, dumps
 from ..model import Message, ToolCall, Transcript, tool_inputs, tool_names
 from ..summary_message import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
@@ -50,6 +50,15 @@ def _after_every_entry(records) -> str:
     if latest.year < 9999:
         latest += MILLISECOND
     return latest.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def view_before_compaction(transcript: Transcript) -> Transcript | None:
+    """The session as pi read it before its newest compaction (the entries before that compaction's
+    line), None when there is none: its recorded usage measured the system prompt and tools."""
+    source = transcript.source
+    if source.compaction is None or source.compaction == 0:
+        return None
+    return read(Parsed(transcript.name, b"", records=source.records[:source.compaction], bom=source.bom))
 
 
 def summary_wording(summary: SummaryText) -> str:
@@ -113,7 +122,8 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     entry: dict[str, Any] = {"type": "compaction"}
     if source.version >= 2:
         if not isinstance(leaf.get("id"), str):
-            raise ShapeError("the last entry's `id` is not a string: pi cannot hang a compaction (or anything) from it")
+            raise ShapeError("the last entry's `id` is not a string: pi cannot hang a compaction (or anything) from it",
+                             location=Location(transcript.name), hint="repair gives the entries ids, as pi's migration does (P4)")
         entry["id"] = new_entry_id(f"{leaf.get('id')}:compaction:{pre_tokens}", entry_ids(records))
         entry["parentId"] = leaf.get("id")
     entry["timestamp"] = _after_every_entry(records)

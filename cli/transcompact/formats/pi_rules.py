@@ -9,11 +9,18 @@
   API rules' A2: pi sends it with an error result "No result provided" (pi-ai `transformMessages`),
   wherever the compaction is.
 - P3 (error): an entry's `parentId` names no entry: pi's path stops there and loses what came before.
+- P4 (error): in a version 2 or 3 session, entries without an `id` or without a `parentId` (as a
+  version 1 list under a later header has them): pi migrates only version 1, so it reads no tree through
+  them; it sends the path from the last entry alone (without an id, nothing can name it as a
+  parent; without a `parentId`, it is a root), and what it appends hangs from that.
 
 repair fixes P1 when the first kept entry is a result (it moves back to the entry of the call),
-P2 when the result comes after the compaction (the compaction moves after it) and P3 (the entry
-becomes the root); a first kept entry that is not on the path names nothing to move back to, and a
-call with no result at all gets one from the API rules' repair, before the compaction.
+P2 when the result comes after the compaction (the compaction moves after it), P3 (the entry
+becomes the root) and P4 as pi's migration from version 1 would: each such entry gets an id and,
+unless its `parentId` names an entry, the entry before it in the file as its parent, a compaction
+its `firstKeptEntryIndex` as `firstKeptEntryId`. A first kept entry that is not on the path names
+nothing to move back to, and a call with no result at all gets one from the API rules' repair,
+before the compaction. P4 comes first: it decides the path the other fixes work on.
 """
 
 from __future__ import annotations
@@ -21,9 +28,22 @@ from __future__ import annotations
 from typing import Any
 
 from ..check import ERROR, Violation
+from ..errors import Location, ShapeError
 from ..jsondata import BLANK, Parsed, dumps
 from ..model import Transcript
-from .pi import SessionSource, _entry_type, active_entries, find_path, first_kept, read, rewritten_records, version_of
+from .pi import (
+    SessionSource,
+    _entry_type,
+    active_entries,
+    entry_ids,
+    entry_records,
+    find_path,
+    first_kept,
+    new_entry_id,
+    read,
+    rewritten_records,
+    version_of,
+)
 
 
 def _message(value) -> dict:
@@ -37,7 +57,7 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
     out: list[Violation] = []
     if source.compaction is not None:
         at = entries.index(source.compaction)
-        start = first_kept(records, entries, at)
+        start = first_kept(records, entries, at, source.version)
         entry = records[source.compaction][1]
         target = entry.get("firstKeptEntryId", entry.get("firstKeptEntryIndex"))
         if start is None:
@@ -54,7 +74,21 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
         if root.get("parentId"):  # pi walks up while parentId is truthy
             out.append(Violation("P3", ERROR, f"parentId {root['parentId']!r} names no entry: pi loses what came before",
                                  line=entries[0] + 1))
+    unthreaded = unthreaded_entries(records, source.version)
+    if unthreaded:
+        some = f"{len(unthreaded)} entries have" if len(unthreaded) > 1 else "an entry has"
+        out.append(Violation("P4", ERROR, f"{some} no id or no parentId: pi migrates only version 1 sessions, so in this "
+                                          f"version {source.version} one it sends the path from the last entry alone",
+                             line=unthreaded[0] + 1))
     return out
+
+
+def unthreaded_entries(records: list[tuple[bytes, Any]], version: int) -> list[int]:
+    """P4: the entry records of a version 2 or 3 session that have no string `id` or no `parentId`."""
+    if version < 2:
+        return []
+    return [i for i in entry_records(records)
+            if not isinstance(records[i][1].get("id"), str) or "parentId" not in records[i][1]]
 
 
 def _split_calls(records, path: tuple[int, ...], start: int, at: int) -> list[str]:
@@ -74,11 +108,12 @@ def _split_calls(records, path: tuple[int, ...], start: int, at: int) -> list[st
 
 
 def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str, int]]]:
-    """Fix P1, P2 and P3 where pi's tree says how (see above); returns (transcript, [(rule, text, line)]).
+    """Fix P1, P2, P3 and P4 where pi's tree says how (see above); returns (transcript, [(rule, text, line)]).
 
     The view pi sends keeps its order: the first kept entry moves back only over the results of
     the calls before it, and the compaction moves only later on the path, which holds the same
-    entries before and after it.
+    entries before and after it. Threading (P4) brings back the entries pi lost: a session whose
+    entries, threaded, hold an error no repair fixes that the session did not have is refused.
     """
     if not any(v.severity == ERROR for v in check_log(transcript, None)):
         return transcript, []
@@ -86,22 +121,80 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
     records: list[tuple[bytes, Any]] = [(line, value) for line, value, _ in rewritten_records(transcript)]
     version = version_of(records)
     fixes: list[tuple[str, str, int]] = []
+    threaded = _thread_as_migrated(records, version, fixes)
     path = find_path(records, version)
     if version >= 2 and path and records[path[0]][1].get("parentId"):
         parent = records[path[0]][1]["parentId"]
         records[path[0]] = _with(records[path[0]][1], parentId=None)
         fixes.append(("P3", f"made the entry a root: its parent {parent!r} is not in the file", path[0] + 1))
-    _, compaction = active_entries(records, path)
+    _, compaction = active_entries(records, path, version)
     if compaction is not None:
         at = path.index(compaction)
-        start = first_kept(records, path, at)
+        start = first_kept(records, path, at, version)
         if start is not None and _message(records[path[start]][1]).get("role") == "toolResult":
             _keep_from_the_call(records, path, at, start, version, fixes)
         elif start is not None:
             _after_the_results(records, path, at, start, version, fixes)
     if not fixes:
         return transcript, []
-    return read(Parsed(transcript.name, b"", records=records, bom=transcript.source.bom)), fixes
+    repaired = read(Parsed(transcript.name, b"", records=records, bom=transcript.source.bom))
+    if threaded:
+        _refuse_what_threading_breaks(transcript, repaired, fixes[0][2])
+    return repaired, fixes
+
+
+def _refuse_what_threading_breaks(transcript: Transcript, threaded: Transcript, line: int) -> None:
+    """The entries threaded show what pi lost: refused when repair, then, leaves an error of a
+    rule the session did not break (a compaction that keeps an entry whose id is gone, a path
+    that starts at an assistant message); one that writes no such session is left as it is."""
+    from ..check import check, errors
+    from ..repair import repair  # it imports the formats; the session threaded has no P4 to come back here for
+
+    had = {v.rule for v in errors(check(transcript))}
+    new = [v for v in errors(check(repair(threaded)[0])) if v.rule not in had]
+    if new:
+        raise ShapeError(f"entries without an id or a parentId (P4): threaded as pi's migration from version 1 would "
+                         f"thread them, the session breaks {new[0].rule}, which repair cannot fix ({new[0].text}); "
+                         "give them their ids and parents by hand", location=Location(transcript.name, line))
+
+
+def _thread_as_migrated(records: list[tuple[bytes, Any]], version: int, fixes: list) -> bool:
+    """P4: what pi's `migrateV1ToV2` does, to the entries it would have had to: an id for each
+    entry without one, the entry before it in the file as the parent of each whose `parentId`
+    names no entry (a link pi follows stays), and a compaction's `firstKeptEntryIndex` (an index
+    into the file's non-blank lines) turned into its `firstKeptEntryId`."""
+    unthreaded = unthreaded_entries(records, version)
+    if not unthreaded:
+        return False
+    taken = entry_ids(records)
+    named = set(taken)  # the ids a parentId can name as the file stands
+    previous = None
+    for index in entry_records(records):
+        value = records[index][1]
+        if index in unthreaded:
+            entry_id = value.get("id")
+            if not isinstance(entry_id, str):
+                entry_id = new_entry_id(f"{previous}:{bytes(records[index][0]).decode(errors='replace')}", taken)
+                taken.add(entry_id)
+            parent = value["parentId"] if isinstance(value.get("parentId"), str) and value["parentId"] in named else previous
+            # pi's own order: type, id, parentId, then the rest.
+            records[index] = _with({"type": value["type"], "id": entry_id, "parentId": parent, **value},
+                                   id=entry_id, parentId=parent)
+        previous = records[index][1]["id"]
+    lines = [i for i, (_, v) in enumerate(records) if v is not BLANK]
+    for index in unthreaded:
+        value = records[index][1]
+        kept = value.get("firstKeptEntryIndex")
+        if _entry_type(value) == "compaction" and type(kept) is int and not isinstance(value.get("firstKeptEntryId"), str):
+            target = records[lines[kept]][1] if 0 <= kept < len(lines) else None
+            value = {k: v for k, v in value.items() if k != "firstKeptEntryIndex"}
+            if _entry_type(target) not in (None, "session"):
+                value["firstKeptEntryId"] = target["id"]
+            records[index] = _with(value)
+    fixes.append(("P4", f"threaded {len(unthreaded)} entries into pi's tree as its migration from version 1 does: "
+                        "an id where there was none, the entry before as the parent where none was named",
+                  unthreaded[0] + 1))
+    return True
 
 
 def _with(value: dict, **changes: Any) -> tuple[bytes, Any]:
