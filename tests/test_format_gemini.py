@@ -512,3 +512,21 @@ def test_a_call_id_that_is_no_string_is_a_clear_error(tmp_path):
         result = CliRunner().invoke(cli, [command, str(broken)], prog_name="transcompact")
         assert result.exit_code == 3, (command, result.stderr)
         assert f"{broken}:{at + 1}: a tool call's `id` must be a string, not an array" in result.stderr
+
+
+def test_a_null_among_a_legacy_files_messages_stays_where_it_was(tmp_path):
+    """The agent skips it; a rewrite kept every message but it, so prune --archive found another
+    number of messages and stopped with an internal error (issue 26)."""
+    document = json.loads((FIXTURES / "gemini" / "session-2025-12-16T23-47-b4f17607.json").read_bytes())
+    document["messages"][1]["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] = "buy milk\n" * 500
+    document["messages"].insert(1, None)
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps(document, indent=2))
+    pruned, archived = tmp_path / "pruned.json", tmp_path / "archive.jsonl"
+    result = CliRunner().invoke(cli, ["prune", "-q", "--archive", str(archived), "--hard-clear-after", "0", "--keep-last",
+                                      "0", "--soft-trim-chars", "10", "--head", "2", "--tail", "2", "-o", str(pruned),
+                                      str(path)], prog_name="transcompact")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(pruned.read_bytes())["messages"][1] is None and pruned.read_bytes() != path.read_bytes()
+    expanded = CliRunner().invoke(cli, ["expand", "-q", "--archive", str(archived), str(pruned)], prog_name="transcompact")
+    assert expanded.exit_code == 0 and json.loads(expanded.stdout_bytes) == document

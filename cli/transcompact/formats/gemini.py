@@ -480,6 +480,9 @@ def write(transcript: Transcript) -> bytes:
     if source.records is None:
         spans = message_spans(source.data) if same_ids else []
         if len(spans) != len(source.document["messages"]) or not same_ids:
+            if same_ids:  # what is no message (a null) stays where it was: the agent skips it
+                rewritten = iter(new)
+                new = [next(rewritten) if isinstance(m, dict) else m for m in source.document["messages"]]
             return source.layout.dumps({**source.document, "messages": new})
         return _spliced(source, new, spans)
     records = list(source.records)
