@@ -20,24 +20,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
-from .loopback import answered, started
+from .loopback import Request, answered, started
 
 
-@dataclass
-class Request:
-    """One request the stand-in received."""
-
-    path: str
-    body: Any
-    method: str = "POST"
-
-    @property
-    def route(self) -> str:
-        return self.path.split("?", 1)[0]
-
-    @property
-    def is_turn(self) -> bool:
-        return self.route.endswith(":streamGenerateContent")
+def is_turn(request: Request) -> bool:
+    """The request of a turn (the other is the routing side request)."""
+    return request.route.endswith(":streamGenerateContent")
 
 
 @dataclass(frozen=True)
@@ -93,7 +81,7 @@ class Standin:
 
     def answer(self, request: Request) -> tuple[int, str, bytes]:
         model = request.route.rsplit("/", 1)[-1].split(":", 1)[0]
-        if request.is_turn:
+        if is_turn(request):
             response = self.script.popleft() if self.script else Response(self.reply)
             return 200, "text/event-stream", sse(response, request, model)
         if request.route.endswith(":generateContent"):
@@ -112,10 +100,10 @@ def serve() -> tuple[Standin, Callable[[], None]]:
 
         def do_POST(self):
             data = self.rfile.read(int(self.headers.get("content-length") or 0))
-            self.respond(Request(self.path, json.loads(data or b"null")))
+            self.respond(Request(self.path, dict(self.headers), json.loads(data or b"null")))
 
         def do_GET(self):
-            self.respond(Request(self.path, None, "GET"))
+            self.respond(Request(self.path, dict(self.headers), None, "GET"))
 
         def respond(self, request: Request):
             state.requests.append(request)

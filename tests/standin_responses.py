@@ -19,22 +19,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import answered, started
+from .loopback import Request, answered, started
 
 ROUTE = "/v1/responses"
 ID_PREFIXES = {"message": "msg", "function_call": "fc", "reasoning": "rs"}  # as the API's item ids begin
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-    @property
-    def route(self) -> str:
-        return self.path.split("?", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -141,14 +129,14 @@ def serve() -> tuple[Responses, Callable[[], None]]:
                 body = json.loads(data or b"null")
             except ValueError:
                 body = data
-            request = Request("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             state.requests.append(request)
             if request.route != ROUTE or not isinstance(body, dict):
                 return self.respond(404, "application/json", b'{"error":{"message":"not found"}}')
             self.respond(200, "text/event-stream", state.events(request, state.answer(request)))
 
         def do_GET(self):
-            state.requests.append(Request("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None))
+            state.requests.append(Request(self.path, {k.lower(): v for k, v in self.headers.items()}, None, "GET"))
             self.respond(404, "application/json", b'{"error":{"message":"not found"}}')
 
         def respond(self, status: int, content_type: str, data: bytes) -> None:

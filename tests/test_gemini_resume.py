@@ -51,7 +51,7 @@ from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import CORPUS
 from .npm_agent import GEMINI_CLI
-from .standin_gemini import Response, Standin, prompt_tokens, serve
+from .standin_gemini import Response, Standin, is_turn, prompt_tokens, serve
 
 TIMEOUT = 60  # seconds for one `gemini -p` run: about 2 in practice
 PROMPT = "Carry on from where we stopped."
@@ -120,7 +120,7 @@ class Place:
         sent = standin.requests[before:]
         unknown = [r.path for r in sent if not r.route.endswith((":generateContent", ":streamGenerateContent"))]
         assert not unknown, f"Gemini asked for {unknown}"
-        return [r.body for r in sent if r.is_turn]
+        return [r.body for r in sent if is_turn(r)]
 
     def chat(self) -> bytes:
         """The chat the runs recorded. A resume in a later minute than the chat's name says also

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import click
 
-from .errors import ExitCode, InputError, Location, TranscompactError, option, variable_of, without_credentials
+from .errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of, without_credentials
 from . import settings
 from .files import STDIN, make_directory, read_input, streamed, write_stdout
 from .formats.openhands_store import write_output
@@ -184,9 +184,8 @@ def process(task: Task) -> Outcome:
     except Exception as error:  # a bug, met on this file: the batch goes on, each input gets its outcome
         if task.traceback:
             raise
-        line, hint = TranscompactError(f"internal error: {type(error).__name__}: {error}",
-                                       hint=f"run again with {option('traceback')} and report it").for_command_line()
-        return Outcome(name, task.target, ExitCode.INTERNAL, error=line, hint=hint)
+        line, hint = InternalError(error).for_command_line()
+        return Outcome(name, task.target, InternalError.exit_code, error=line, hint=hint)
     finally:
         _busy = False
         gc.enable()

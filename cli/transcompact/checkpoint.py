@@ -30,7 +30,7 @@ from .model import ASSISTANT, USER, Message, ToolCall, ToolResult
 from .output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from .summary_message import is_summary_message, quoted, text_of
 from .work_state import (CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState,
-                         check_key, find_work_state, named_paths, trajectory_runs)
+                         check_key, find_work_state, is_git_commit, named_paths, trajectory_runs)
 
 COMMAND_CHARS = 4000  # a command is kept whole up to this
 HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
@@ -136,17 +136,13 @@ def without_heredoc_bodies(command: str) -> str:
                 break
             body = lines[at:end]
             if len(body) > HEREDOC_LINES:  # a commit message's subject is its first line: keep it
-                subject = [body[0]] if _is_commit(lines[0]) else []
+                subject = [body[0]] if is_git_commit(lines[0]) else []
                 kept += [*subject, f"[… {len(body) - len(subject)} lines of here-document …]"]
             else:
                 kept += body
             kept.append(lines[end])
             at = end + 1
     return "\n".join(kept)
-
-
-def _is_commit(line: str) -> bool:
-    return bool(re.search(r"\bgit\b.*\bcommit\b", line))
 
 
 def clipped_command(command: str) -> str:
@@ -414,7 +410,7 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
     done = f"- [x] {state.compacted} earlier messages were compacted without a model (emergency mode); this checkpoint keeps what they held."
     room.take(done)
     work = state.work
-    tasks = room.fit(_ordered_tasks(work.tasks or ()), "tasks")
+    tasks = room.fit([_task_item(t) for t in work.tasks or ()], "tasks")
     commits = room.fit([_commit_item(c) for c in reversed(work.commits)], "commits")[::-1]
     next_step = room.fit([f"- {clipped(work.next_step, 600)}"] if work.next_step else [], "tasks")
     problem = room.fit([_problem_item(work.problem)] if work.problem else [], "errors")
@@ -458,7 +454,8 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
     if not (facts.errors or facts.commands or facts.files or facts.tools or any(state.pools.values())):
         parts.append("- No tool calls in the compacted part.")
     if counts is not None:
-        _count(counts, facts, tasks, commits, runs, chosen, shown)
+        _count(counts, facts, {"tasks": len(tasks), "commits": len(commits), "runs": len(runs),
+                               **{kind: len(items) for kind, items in chosen.items()}}, shown)
     return "\n".join(parts) + "\n"
 
 
@@ -479,11 +476,6 @@ class _Room:
         kept = [item for item in items if self.take(item)]
         self.omitted[kind] += len(items) - len(kept)
         return kept
-
-
-def _ordered_tasks(tasks: Sequence[Task]) -> list[str]:
-    """The list in its own order; when it does not fit, the tasks not done go in first (`fit` keeps the order)."""
-    return [_task_item(task) for task in tasks]
 
 
 def _section(heading: str, items: list[str]) -> list[str]:
@@ -545,16 +537,13 @@ def _chosen_facts(facts: Facts, state: Merged, room: _Room, shown: set[str]) -> 
     return chosen
 
 
-def _count(counts: Counter, facts: Facts, tasks: list[str], commits: list[str], runs: list[str],
-           chosen: dict[str, list[str]], shown: set[str]) -> None:
-    """How many facts of each kind the dropped part held, and how many of those the checkpoint keeps."""
+def _count(counts: Counter, facts: Facts, kept: dict[str, int], shown: set[str]) -> None:
+    """How many facts of each kind the dropped part held, and how many of those (`kept`, per kind)
+    the summary keeps; `shown`: the commands shown whole as a check's last run."""
     work = facts.work
-    held = {"tasks": len(work.tasks or ()), "commits": len(work.commits), "runs": len(work.runs),
-            "errors": len(set(t for _, t in facts.errors)), "commands": len(set(t for _, t in facts.commands)),
-            "files modified": len(set(work.modified)), "files read": len({p for _, p in facts.files} - set(work.modified))}
-    kept = {"tasks": len(tasks), "commits": len(commits), "runs": len(runs),
-            **{kind: len(chosen[kind]) for kind in FACT_KINDS.values()}}
-    kept["commands"] += len(shown & {t for _, t in facts.commands})  # shown whole as a check's last run
+    held = {**_held(facts), "tasks": len(work.tasks or ()), "commits": len(work.commits), "runs": len(work.runs),
+            "files modified": len(set(work.modified))}  # patch targets too, which name no path key
+    kept = {**kept, "commands": kept["commands"] + len(shown & {t for _, t in facts.commands})}
     for kind in COUNTED:
         counts[f"held {kind}"] += held[kind]
         counts[f"kept {kind}"] += min(held[kind], kept[kind])
@@ -586,7 +575,7 @@ def artifact_trail(facts: Facts, budget_tokens: int, ratio: float, summary: str,
 
     room = _Room(int(budget_tokens / ratio) - 120 if ratio > 0 else 0)
     work = facts.work
-    tasks = room.fit(new(_ordered_tasks(work.tasks or ()), "tasks"), "tasks")
+    tasks = room.fit(new([_task_item(t) for t in work.tasks or ()], "tasks"), "tasks")
     commits = room.fit(new([_commit_item(c) for c in reversed(work.commits)], "commits"), "commits")[::-1]
     problem = room.fit(new([_problem_item(work.problem)] if work.problem else [], "errors"), "errors")
     runs = room.fit(new([_run_item(r) for r in work.runs], "runs"), "runs")
@@ -595,10 +584,12 @@ def artifact_trail(facts: Facts, budget_tokens: int, ratio: float, summary: str,
     unsaid = replace(facts, errors=_unsaid(facts.errors, said), commands=_unsaid(facts.commands, said),
                      files=_unsaid(facts.files, said))
     chosen = _chosen_facts(unsaid, state, room, shown)
-    if counts is not None:
-        _count(counts, facts, tasks + ["-"] * already["tasks"], commits + ["-"] * already["commits"],
-               runs + ["-"] * already["runs"],
-               {kind: [*chosen[kind], *(["-"] * (_held(facts, kind) - _held(unsaid, kind)))] for kind in chosen}, shown)
+    if counts is not None:  # what the summary holds itself is kept too
+        held, held_unsaid = _held(facts), _held(unsaid)
+        _count(counts, facts, {"tasks": len(tasks) + already["tasks"], "commits": len(commits) + already["commits"],
+                               "runs": len(runs) + already["runs"],
+                               **{kind: len(items) + held[kind] - held_unsaid[kind] for kind, items in chosen.items()}},
+               shown)
     parts = (_section(TASKS, tasks) + _section(COMMITS, commits) + _section(PROBLEM, problem) + _section(RUNS, runs)
              + [line for heading, kind in FACT_KINDS.items() for line in _section(heading, chosen[kind])])
     return "\n".join([f"## {TRAIL}", *parts]) + "\n" if parts else ""
@@ -608,11 +599,11 @@ def _unsaid(found: tuple[tuple[int, str], ...], said: str) -> tuple[tuple[int, s
     return tuple((at, text) for at, text in found if " ".join(text.split())[:200] not in said)
 
 
-def _held(facts: Facts, kind: str) -> int:
-    modified = set(facts.work.modified)
-    paths = {p for _, p in facts.files}
+def _held(facts: Facts) -> dict[str, int]:
+    """How many errors, commands and files (modified, only read) the calls of `facts` named."""
+    paths, modified = {p for _, p in facts.files}, set(facts.work.modified)
     return {"errors": len({t for _, t in facts.errors}), "commands": len({t for _, t in facts.commands}),
-            "files modified": len(paths & modified), "files read": len(paths - modified)}[kind]
+            "files modified": len(paths & modified), "files read": len(paths - modified)}
 
 
 def _key_of(item: str) -> str:

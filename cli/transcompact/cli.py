@@ -14,7 +14,7 @@ import click
 
 from . import settings
 from . import __version__
-from .errors import ENVIRONMENT_PREFIX, ExitCode, TranscompactError, UsageError, option, variable_of
+from .errors import ENVIRONMENT_PREFIX, ExitCode, InternalError, TranscompactError, UsageError, option, variable_of
 from .files import STDIN
 
 # formats.NAMES, spelled out so that parsing flags does not import every format (a test keeps them equal)
@@ -99,9 +99,10 @@ class Group(click.Group):
         except Exception as error:  # a bug: say so in one line, unless asked for the traceback
             if self.show_traceback:
                 raise
-            click.echo(f"transcompact: error: internal error: {type(error).__name__}: {error}", err=True)
-            click.echo("hint: run again with --traceback and report it", err=True)
-            code = ExitCode.INTERNAL
+            line, hint = InternalError(error).for_command_line()
+            click.echo(f"transcompact: error: {line}", err=True)
+            click.echo(f"hint: {hint}", err=True)
+            code = InternalError.exit_code
         return code
 
 
@@ -311,7 +312,6 @@ def cli() -> None:
 
 def env_name(name: str) -> str:
     return f"{ENVIRONMENT_PREFIX}{name}"
-
 
 
 # The largest count a flag takes (tokens, characters, messages): far beyond any real window, and

@@ -260,11 +260,15 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     if body is None:
         left = max(0, budget - len(goal) - sum(len(w) + 4 for w in words))
         room = options.checkpoint_tokens + int(left * ratio)
-        body = checkpoint(facts, room, ratio, earlier, goal_chars=goal_chars)
+        kept = Counter()
+        body = checkpoint(facts, room, ratio, earlier, goal_chars=goal_chars, counts=kept)
         # The quotes' marks and the headings are not in either budget: what they take comes off the checkpoint's.
         over = len(compose(SummaryText(body, words, opening))) - int((options.checkpoint_tokens + options.keep_user_tokens) / ratio)
-        body = checkpoint(facts, max(0, room - int(over * ratio) - 1) if over > 0 else room, ratio, earlier,
-                          goal_chars=goal_chars, counts=counts)
+        if over > 0:
+            kept = Counter()
+            body = checkpoint(facts, max(0, room - int(over * ratio) - 1), ratio, earlier, goal_chars=goal_chars, counts=kept)
+        if counts is not None:
+            counts.update(kept)
     return SummaryText(body, words, opening)
 
 

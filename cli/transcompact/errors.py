@@ -134,6 +134,16 @@ class TranscompactError(Exception):
         return (message if self.location is None else f"{self.location}: {message}"), hint
 
 
+class InternalError(TranscompactError):
+    """A bug met while running: said in one line, with how to report it."""
+
+    exit_code = ExitCode.INTERNAL
+
+    def __init__(self, error: Exception):
+        super().__init__(f"internal error: {type(error).__name__}: {error}",
+                         hint=f"run again with {option('traceback')} and report it")
+
+
 class UsageError(TranscompactError, ValueError):
     exit_code = ExitCode.USAGE
 

@@ -15,7 +15,7 @@ An output's error lines are `output_errors`', as the checkpoint reads them.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .model import Message, ToolCall, ToolResult, result_text
@@ -107,7 +107,7 @@ def status_of(value: Any) -> str:
     return _STATUSES.get(text, text or PENDING)
 
 
-def task_list(name: str, arguments: dict) -> tuple[Task, ...] | None:
+def task_list(arguments: dict) -> tuple[Task, ...] | None:
     """The whole list a planning tool wrote, None when the call is not one."""
     for key, text_keys in (("todos", ("content", "description", "task", "title")), ("plan", ("step", "content")),
                            ("task_list", ("title", "description", "content"))):
@@ -122,8 +122,12 @@ def task_list(name: str, arguments: dict) -> tuple[Task, ...] | None:
     return None
 
 
+def is_git_commit(command: str) -> bool:
+    return bool(_COMMIT_COMMAND.search(command))
+
+
 def git_commit(command: str, output: str, failed: bool) -> Commit | None:
-    if not _COMMIT_COMMAND.search(command):
+    if not is_git_commit(command):
         return None
     if match := _COMMIT_LINE.search(output):
         return Commit(match.group(3).strip(), match.group(2))
@@ -170,7 +174,7 @@ def modified_paths(name: str, arguments: Any) -> list[str]:
         return []
     lower = name.lower()
     changes = lower in EDIT_TOOLS or (isinstance(arguments.get("command"), str) and arguments["command"] in EDITOR_WRITES)
-    return [p for p in named_paths(arguments)] if changes else []
+    return named_paths(arguments) if changes else []
 
 
 def named_paths(arguments: Any) -> list[str]:
@@ -185,18 +189,15 @@ class _Tracker:
 
     tasks: tuple[Task, ...] | None = None
     created: dict[str, Task] | None = None  # Claude Code's TaskCreate / TaskUpdate, by task id
-    commits: list[Commit] | None = None
-    modified: dict[str, None] | None = None
-    read: dict[str, None] | None = None
-    runs: dict[str, Run] | None = None
+    commits: list[Commit] = field(default_factory=list)
+    modified: dict[str, None] = field(default_factory=dict)  # ordered sets
+    read: dict[str, None] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict)
     problem: Problem | None = None
-
-    def __post_init__(self) -> None:
-        self.commits, self.modified, self.read, self.runs = [], {}, {}, {}
 
     def call(self, call: ToolCall) -> None:
         arguments = call.input if isinstance(call.input, dict) else {}
-        listed = task_list(call.name, arguments)
+        listed = task_list(arguments)
         if listed is not None:
             self.tasks, self.created = listed, None
         for path in modified_paths(call.name, call.input):
@@ -245,11 +246,10 @@ class _Tracker:
                          tuple(reversed(self.read)), tuple(reversed(self.runs.values())), self.problem)
 
 
-def find_work_state(messages: Sequence[Message], calls: dict[str, ToolCall] | None = None) -> WorkState:
-    """Where the work stands after `messages`; `calls` maps a call id to its call (from the whole
-    transcript, for a result whose call came before `messages`)."""
+def find_work_state(messages: Sequence[Message]) -> WorkState:
+    """Where the work stands after `messages`."""
     tracker = _Tracker()
-    known = dict(calls or {})
+    known: dict[str, ToolCall] = {}
     for message in messages:
         for block in message.blocks:
             if isinstance(block, ToolCall):
