@@ -494,6 +494,20 @@ def test_a_compaction_after_claudes_own_stays_within_its_budget(name):
     assert summary.count("[… ") >= 1 and "Earlier summary" in summary  # Claude's summary, by its start and end
 
 
+def test_a_later_pi_compaction_stays_within_its_budget_as_pi_words_it():
+    """pi words a split turn's request after a rule of its own, which the room left for the
+    checkpoint must count as well (it was 26,014 characters of 26,000)."""
+    path = CORPUS / "trajectories" / "pi-coding-agent-large-session.jsonl"
+    if not path.is_file():
+        pytest.skip("the shared corpus is not here")
+    transcript = loads(path.read_bytes(), path.name)
+    for keep in (5000, 2000):
+        options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=keep))
+        compacted, report = compact(transcript, options)
+        assert report.summary_chars * options.counting.ratio <= options.checkpoint_tokens + options.keep_user_tokens
+        transcript = loads(bytes(dumps(compacted)), path.name)
+
+
 @pytest.mark.parametrize("name", ["entire-cli-session-839b35f7-microcompact-and-compact.jsonl",
                                   "spotter-subagent-session.jsonl"])
 def test_a_compacted_log_counts_read_back_what_compact_reported(name):

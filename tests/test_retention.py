@@ -46,9 +46,9 @@ def test_the_checkpoint_keeps_what_the_next_turn_needs(pooled):
     ours = pooled["compact"]
     for kind in ("user", "paths", "errors"):
         assert ours.recall(kind) >= 0.95, (kind, ours.found, ours.total)
-    # Measured 0.87: the pi session's 86 user messages keep their own budget, and its 148 commands
+    # Measured 0.96: the pi session's 86 user messages keep their own budget, and its 148 commands
     # share --checkpoint-tokens (0.99 without it; docs/compact.md).
-    assert ours.recall("commands") >= 0.85, (ours.found, ours.total)
+    assert ours.recall("commands") >= 0.90, (ours.found, ours.total)
     assert ours.recall("last_state") >= 0.90
 
 

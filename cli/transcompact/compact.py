@@ -260,13 +260,18 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     if body is None:
         left = max(0, budget - len(goal) - sum(len(w) + 4 for w in words))
         room = options.checkpoint_tokens + int(left * ratio)
-        kept = Counter()
-        body = checkpoint(facts, room, ratio, earlier, goal_chars=goal_chars, counts=kept)
-        # The quotes' marks and the headings are not in either budget: what they take comes off the checkpoint's.
-        over = len(compose(SummaryText(body, words, opening))) - int((options.checkpoint_tokens + options.keep_user_tokens) / ratio)
-        if over > 0:
+        # The quotes' marks and the headings (as the agent words them) are not in either budget:
+        # what they take comes off the checkpoint's, again while a line that counts what did not
+        # fit grows as the room shrinks.
+        worded = hook(transcript, "summary_wording") or compose
+        limit = int((options.checkpoint_tokens + options.keep_user_tokens) / ratio)
+        while True:
             kept = Counter()
-            body = checkpoint(facts, max(0, room - int(over * ratio) - 1), ratio, earlier, goal_chars=goal_chars, counts=kept)
+            body = checkpoint(facts, room, ratio, earlier, goal_chars=goal_chars, counts=kept)
+            over = len(worded(SummaryText(body, words, opening))) - limit
+            if over <= 0 or room == 0:
+                break
+            room = max(0, room - int(over * ratio) - 1)
         if counts is not None:
             counts.update(kept)
     return SummaryText(body, words, opening)

@@ -43,7 +43,7 @@ KEEP_RECENT_MESSAGES = 0  # the recent window's least number of messages (seed 0
 
 # compact
 KEEP_USER_TOKENS = 4000
-CHECKPOINT_TOKENS = 2000
+CHECKPOINT_TOKENS = 2500
 
 # summarize
 RESULT_CHARS = 2000
