@@ -129,7 +129,7 @@ def wall_time(command: list[str]) -> Callable[[], float]:
 # writing a file) is left out with start-up, so that only what grows with the file is compared.
 _TIMED_INSIDE = """
 import os, sys, time
-from transcompact.cli import main
+from transcompact.cli.main import main
 
 def run(argv):
     sys.argv = ["transcompact", *argv]
@@ -228,7 +228,7 @@ def speed(workdir: Path) -> list[Row]:
     note(f"speed: a {size / MB:.0f} MB transcript of tool calls and results")
 
     # The same text the o200k count encodes, for the bare tiktoken baseline.
-    from transcompact.estimate import pieces
+    from transcompact.ops.estimate import pieces
     from transcompact.formats import loads
 
     loaded = loads(path.read_bytes(), str(path))
@@ -246,7 +246,7 @@ def speed(workdir: Path) -> list[Row]:
     rows.append(ratio_row(f"floor: start-up + reading, {size / MB:.0f} MB transcript", times["floor"], times["orjson"],
                           None, "orjson load + dump"))
 
-    bare = [PYTHON, "-c", ("import orjson, sys; from transcompact.tokenizers import encoding; "
+    bare = [PYTHON, "-c", ("import orjson, sys; from transcompact.counting.tokenizers import encoding; "
                            "encode = encoding('o200k').encode_ordinary; "
                            "sum(len(encode(t)) for t in orjson.loads(open(sys.argv[1], 'rb').read()))"), str(text_path)]
     times = best({"ours": wall_time([*TRANSCOMPACT, "estimate", "--tokenizer", "o200k", str(path)]),
@@ -268,9 +268,9 @@ def speed(workdir: Path) -> list[Row]:
 # A row for information: no command can be faster than this.
 _FLOOR = """
 import sys
-import transcompact.cli, transcompact.commands.estimate, transcompact.estimate, transcompact.formats
-from transcompact.files import read_input
-from transcompact.jsondata import parse
+import transcompact.cli.main, transcompact.cli.commands.estimate, transcompact.ops.estimate, transcompact.formats
+from transcompact.io.inputs import read_input
+from transcompact.core.jsondata import parse
 
 parse(read_input(sys.argv[1])[1], sys.argv[1])
 """
@@ -404,8 +404,8 @@ def growth_row(shape: Shape, command: str, described: str, measured: list[tuple[
 
 def accuracy(corpus: Path) -> list[Row]:
     """Each way of counting against what the API recorded, on the later half of each log's responses."""
-    from transcompact.calibrate import usage_tokens
-    from transcompact.estimate import Options, estimate
+    from transcompact.counting.calibrate import usage_tokens
+    from transcompact.ops.estimate import Options, estimate
     from transcompact.formats import loads
 
     logs = sorted(corpus.glob("claude-code/*.jsonl"))

@@ -7,10 +7,10 @@ A generated part sits between two markers and is rewritten whole:
     <!-- end generated -->
 
 NAME is one of
-- `commands`: the command list, from `transcompact.cli.COMMANDS` (what `transcompact --help` lists);
+- `commands`: the command list, from `transcompact.cli.main.COMMANDS` (what `transcompact --help` lists);
 - `help COMMAND`: the output of `transcompact COMMAND --help` at 80 columns;
-- `rules`: the table of `transcompact.check.RULES`;
-- `models`: the table of `transcompact.estimate.MODELS`.
+- `rules`: the table of `transcompact.ops.check.RULES`;
+- `models`: the table of `transcompact.ops.estimate.MODELS`.
 
 `python docs/generate.py` rewrites the files; `python docs/generate.py --check` changes nothing
 and exits 1, naming each part that differs from what the code gives (tests/test_docs.py runs it).
@@ -35,7 +35,7 @@ def _cell(text: str) -> str:
 
 
 def commands() -> str:
-    from transcompact.cli import COMMANDS
+    from transcompact.cli.main import COMMANDS
 
     return "".join(f"- [`{name}`](docs/{name}.md): {COMMANDS[name][1]}\n" for name in sorted(COMMANDS))
 
@@ -43,7 +43,7 @@ def commands() -> str:
 def help_text(command: str) -> str:
     from click.testing import CliRunner
 
-    from transcompact.cli import cli
+    from transcompact.cli.main import cli
 
     unset = {name: None for name in os.environ if name.startswith("TRANSCOMPACT_")}
     result = CliRunner(env=unset).invoke(cli, [command, "--help"], prog_name="transcompact", terminal_width=80)
@@ -53,13 +53,13 @@ def help_text(command: str) -> str:
 
 
 def rules() -> str:
-    table = importlib.import_module("transcompact.check").RULES
+    table = importlib.import_module("transcompact.ops.check").RULES
     rows = "".join(f"| {rule} | {_cell(text)} |\n" for rule, text in table.items())
     return "| rule | what must hold |\n| --- | --- |\n" + rows
 
 
 def models() -> str:
-    table = importlib.import_module("transcompact.estimate").MODELS
+    table = importlib.import_module("transcompact.ops.estimate").MODELS
     rows = "".join(f"| `{name}` | {window:,} | {max_output:,} |\n" for name, (window, max_output) in table.items())
     return "| model | window | max output |\n| --- | --- | --- |\n" + rows
 

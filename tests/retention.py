@@ -15,15 +15,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from transcompact.compact import CompactOptions, compact
-from transcompact.estimate import TokenCounter
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.estimate import TokenCounter
 from transcompact.formats import dumps, loads
-from transcompact.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
-from transcompact.prune import PruneOptions, prune
-from transcompact.summarize import SummaryOptions
-from transcompact.summary_message import find_previous, is_summary_message, text_of
-from transcompact.estimate import compact_json
-from transcompact.cut import starts_turn
+from transcompact.core.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
+from transcompact.ops.prune import PruneOptions, prune
+from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.summary_message import find_previous, is_summary_message
+from transcompact.core.summary_text import text_of
+from transcompact.ops.estimate import compact_json
+from transcompact.ops.cut import starts_turn
 
 KINDS = ("user", "paths", "errors", "commands", "last_state")
 PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
@@ -177,7 +178,7 @@ def measure(path, keep: int):
     old = transcript.messages[: report.cut]
     previous = find_previous(old)
     real = [m for i, m in enumerate(old) if not (previous and i in previous.covered)]
-    from transcompact.checkpoint import is_trajectory
+    from transcompact.ops.checkpoint import is_trajectory
 
     wanted = facts(real, is_trajectory(real))
     counting = options.counting

@@ -11,14 +11,15 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact import archive
-from transcompact.cli import cli
-from transcompact.expand import expand
-from transcompact.formats import claude_code, claude_code_rewrites, dumps, loads, rewrites_lines
-from transcompact.compact import CompactOptions, compact
-from transcompact.errors import InputError
-from transcompact.prune import PruneOptions, prune
-from transcompact.summarize import SummaryOptions
+from transcompact.ops import archive
+from transcompact.cli.main import cli
+from transcompact.ops.expand import expand
+from transcompact.formats.claude_code import reader as claude_code, rewrites as claude_code_rewrites
+from transcompact.formats import dumps, loads, rewrites_lines
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.core.errors import InputError
+from transcompact.ops.prune import PruneOptions, prune
+from transcompact.ops.summarize import SummaryOptions
 
 from .conftest import FIXTURES, supported_corpus_files
 from .test_prune import session

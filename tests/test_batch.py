@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact.batch import worst
-from transcompact.cli import cli
-from transcompact.errors import ExitCode
+from transcompact.run.batch import worst
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode
 
 from .conftest import FIXTURES
 
@@ -230,7 +230,7 @@ def test_a_walk_leaves_a_link_out_of_its_tree(tmp_path):
 def test_a_bug_met_on_one_file_ends_only_that_file(tmp_path, monkeypatch, jobs):
     """Every input gets its outcome and its report line, whatever another file does (issue 26:
     with --jobs 1 the report had 4 lines for 8 inputs, with --jobs 2 none)."""
-    module = importlib.import_module("transcompact.prune")  # the package's `prune` is the function
+    module = importlib.import_module("transcompact.ops.prune")  # the package's `prune` is the function
     real = module.prune
 
     def prune(transcript, *args, **kwargs):
@@ -356,7 +356,7 @@ def test_glob_picks_the_files_of_a_directory(tree):
 
 
 def test_progress_is_a_plain_line_when_stderr_is_not_a_terminal(tree, monkeypatch):
-    monkeypatch.setattr("transcompact.batch._Progress.PLAIN_EVERY", 0)
+    monkeypatch.setattr("transcompact.run.batch._Progress.PLAIN_EVERY", 0)
     result = run("estimate", "--jobs", "1", str(tree / "a"), str(tree / "b"))
     lines = result.stderr.splitlines()
     assert lines[0] == "estimate: 1 file done, 0 s"  # how many there are is known once they are all found
@@ -395,8 +395,8 @@ def test_an_interrupt_leaves_every_file_old_or_new_and_exits_130(tmp_path, how):
 
 
 def test_small_files_go_to_a_worker_together_and_a_large_one_alone(tmp_path):
-    from transcompact.batch import HAND_OUT, SMALL, Task, _hand_outs
-    from transcompact.inputs import Source
+    from transcompact.run.batch import HAND_OUT, SMALL, Task, _hand_outs
+    from transcompact.io.inputs import Source
 
     sizes = [10] * (HAND_OUT + 3) + [SMALL + 1] + [SMALL // 2] * 3
     tasks = []
@@ -409,7 +409,7 @@ def test_small_files_go_to_a_worker_together_and_a_large_one_alone(tmp_path):
 
 
 def _slow_work(name: str, data: bytes, settings) -> object:
-    from transcompact.batch import Result
+    from transcompact.run.batch import Result
 
     time.sleep(0.05)
     return Result(output=None)
@@ -418,8 +418,8 @@ def _slow_work(name: str, data: bytes, settings) -> object:
 def test_an_interrupt_while_the_pool_works_is_raised_between_its_waits_and_the_pool_shuts_down(tmp_path):
     """Raised inside the pool's own code, just after it took a lock, an interrupt would leave the
     lock taken and the pool's shutdown waiting for ever (it did, one run in ten)."""
-    from transcompact.batch import SMALL, Task, _in_pool
-    from transcompact.inputs import Source
+    from transcompact.run.batch import SMALL, Task, _in_pool
+    from transcompact.io.inputs import Source
 
     tasks = []
     for i in range(40):

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact.batch_api import AnthropicBatches, OpenAIBatches, custom_id, split
-from transcompact.cli import cli
-from transcompact.errors import ExitCode
-from transcompact.summarize import CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT
+from transcompact.run.batch_api import AnthropicBatches, OpenAIBatches, custom_id, split
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode
+from transcompact.ops.summarize import CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT
 
 from .test_prune import session
 
@@ -315,7 +315,7 @@ def test_an_interrupt_without_a_state_file_cancels_the_batch(provider, api, tmp_
 
 def test_the_library_gathers_the_answers_and_compact_applies_them(api, tmp_path):
     from transcompact import CompactOptions, SummaryOptions, compact, loads
-    from transcompact.batch_api import summarize_in_bulk
+    from transcompact.run.batch_api import summarize_in_bulk
     from transcompact.providers import resolve
 
     files = {project: loads(transcript(project), f"{project}.json") for project in ("alpha", "beta")}

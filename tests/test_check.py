@@ -8,8 +8,9 @@ import time
 import pytest
 
 from transcompact import loads
-from transcompact.check import ERROR, RULES, WARNING, check, errors
-from transcompact.model import USER, Message, Text, Transcript
+from transcompact.ops.check import RULES, check, errors
+from transcompact.core.violation import ERROR, WARNING
+from transcompact.core.model import USER, Message, Text, Transcript
 
 SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import loads
-from transcompact.cli import cli
-from transcompact.errors import ExitCode
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode
 
 from .test_check import growth
 

@@ -34,7 +34,7 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import loads
-from transcompact.cli import cli
+from transcompact.cli.main import cli
 from transcompact.dialects import anthropic as codec
 
 from .conftest import CORPUS

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from transcompact.cli import COMMANDS, cli
+from transcompact.cli.main import COMMANDS, cli
 
 from .conftest import FIXTURES, ROOT, fixture_files
 

@@ -17,8 +17,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
-from transcompact.errors import ExitCode, InputError, TranscompactError
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode, InputError, TranscompactError
 from transcompact.formats import NAMES
 
 from .conftest import FIXTURES
@@ -289,7 +289,7 @@ def bpe_package(monkeypatch, tmp_path):
     """A stand-in for the package that carries the BPE files, and tiktoken with nothing built yet."""
     import tiktoken.registry
 
-    from transcompact import tokenizers
+    from transcompact.counting import tokenizers
 
     package = tmp_path / "site" / "fake_bpe"
     (package / "data").mkdir(parents=True)
@@ -324,7 +324,7 @@ def test_damaged_tokenizer_data_is_an_installation_error_exit_3_with_a_hint(bpe_
 
 
 def test_a_library_error_names_the_setting_and_the_cli_names_the_flag():
-    from transcompact.errors import UsageError
+    from transcompact.core.errors import UsageError
     from transcompact.formats import loads
 
     with pytest.raises(UsageError) as raised:
@@ -336,7 +336,7 @@ def test_a_library_error_names_the_setting_and_the_cli_names_the_flag():
 
 
 def test_the_option_marker_spells_a_setting_for_each_reader():
-    from transcompact.errors import ProviderError, option
+    from transcompact.core.errors import ProviderError, option
 
     error = ProviderError(f"no answer within {option('timeout', 30)} s", hint=f"raise {option('max_output')}")
     assert (str(error), error.message, error.hint) == (
@@ -348,17 +348,17 @@ def test_the_option_marker_spells_a_setting_for_each_reader():
 # Messages that name a flag in the library, left to the refactoring of these modules (issue 13):
 # they should say `option(...)` instead. Remove each pair when its message is changed.
 LEFT = {
-    ("checkpoint.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
+    ("ops/checkpoint.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
     # What a report says of how it was made (its notes, the reason for the emergency mode), which
     # `estimate` and `compact` print as they are:
-    ("compact.py", "--emergency"), ("compact.py", "--force"), ("estimate.py", "--calibrate"),
+    ("ops/compact.py", "--emergency"), ("ops/compact.py", "--force"), ("ops/estimate.py", "--calibrate"),
     # What `compact --batch-api` prints while it watches its batches: a progress line, not an error.
-    ("batch_api.py", "--resume"),
+    ("run/batch_api.py", "--resume"),
 }
 
 
 def test_library_messages_do_not_name_flags():
-    """Every string in the library (not cli.py, not commands/; docstrings aside) that names a flag."""
+    """Every string in the library (not the command line's; docstrings aside) that names a flag."""
     import ast
     import re
 
@@ -367,7 +367,7 @@ def test_library_messages_do_not_name_flags():
     found = set()
     for path in sorted(package.rglob("*.py")):
         module = path.relative_to(package).as_posix()
-        if module == "cli.py" or module.startswith("commands/"):
+        if module.startswith("cli/"):
             continue
         tree = ast.parse(path.read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)

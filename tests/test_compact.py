@@ -9,15 +9,16 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 
-from transcompact.check import check, errors
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions, compact
-from transcompact.estimate import estimate
+from transcompact.ops.check import check, errors
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.estimate import estimate
 from transcompact.formats import dumps, loads
-from transcompact.formats.claude_code_rewrites import COMPACT_PREAMBLE
-from transcompact.model import RedactedThinking, Text, Thinking
-from transcompact.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
-from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, find_previous, is_summary_message, text_of
+from transcompact.formats.claude_code.rewrites import COMPACT_PREAMBLE
+from transcompact.core.model import RedactedThinking, Text, Thinking
+from transcompact.ops.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
+from transcompact.ops.summary_message import find_previous, is_summary_message
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback
@@ -324,8 +325,8 @@ def summaries_in(transcript) -> int:
 
 def compose_k_times(transcript, keeps, **extra) -> list:
     """compact applied once per window size; each output re-read; the properties of every step."""
-    from transcompact.estimate import TokenCounter
-    from transcompact.prune import prune
+    from transcompact.ops.estimate import TokenCounter
+    from transcompact.ops.prune import prune
 
     broken = {v.rule for v in errors(check(transcript))}
     steps, current, previous_tokens = [], transcript, None
@@ -381,7 +382,7 @@ def test_a_second_compaction_merges_into_the_first():
 
 
 def test_the_last_state_and_real_errors_only():
-    from transcompact.checkpoint import error_lines
+    from transcompact.ops.checkpoint import error_lines
 
     source = "def f():\n    raise ValueError('bad')\nclass NotAnError(Exception):\n    pass\n"
     assert error_lines(source, failed=False) == []
@@ -398,7 +399,7 @@ def test_the_last_state_and_real_errors_only():
 
 
 def test_a_here_document_is_kept_as_the_command_that_wrote_it():
-    from transcompact.checkpoint import without_heredoc_bodies
+    from transcompact.ops.checkpoint import without_heredoc_bodies
 
     body = "\n".join(f"line {i}" for i in range(40))
     written = f"cd /testbed && cat > test_fix.py << 'EOF'\n{body}\nEOF\npython test_fix.py"
@@ -514,7 +515,7 @@ def test_a_compacted_log_counts_read_back_what_compact_reported(name):
     """The overhead the usage recorded before the compaction showed (system prompt, tools) still
     holds after it: `estimate --fail-over` after compacting sees what the agent will send (issue
     26: 106,061 → 67,192 reported, 5,864 read back)."""
-    from transcompact.estimate import estimate
+    from transcompact.ops.estimate import estimate
 
     path = CORPUS / "claude-code" / name
     if not path.is_file():

@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from transcompact.context_editing import context_management, differences
+from transcompact.ops.context_editing import context_management, differences
 from transcompact.formats import loads
-from transcompact.model import Thinking, ToolCall
-from transcompact.prune import PLACEHOLDER, PruneOptions, prune
+from transcompact.core.model import Thinking, ToolCall
+from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
 from .test_archive import run
 from .test_prune import results, session, text_of

@@ -10,12 +10,12 @@ import orjson
 import pytest
 from click.testing import CliRunner
 from transcompact import check, convert, dumps, loads
-from transcompact.check import errors
-from transcompact.cli import CONVERSION_TARGETS, cli
-from transcompact.convert import TARGETS
-from transcompact.errors import UsageError
-from transcompact.estimate import server_compaction
-from transcompact.model import ASSISTANT, USER, Text, ToolCall, ToolResult, result_text
+from transcompact.ops.check import errors
+from transcompact.cli.main import CONVERSION_TARGETS, cli
+from transcompact.ops.convert import TARGETS
+from transcompact.core.errors import UsageError
+from transcompact.ops.estimate import server_compaction
+from transcompact.core.model import ASSISTANT, USER, Text, ToolCall, ToolResult, result_text
 
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files, supported_corpus_files
 

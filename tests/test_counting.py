@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import dumps
-from transcompact.cli import cli
-from transcompact.estimate import Options, TokenCounter, estimate
+from transcompact.cli.main import cli
+from transcompact.ops.estimate import Options, TokenCounter, estimate
 from transcompact.formats import loads
 
 from .conftest import CORPUS, FIXTURES

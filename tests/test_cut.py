@@ -9,11 +9,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from transcompact.cli import cli
-from transcompact.cut import after_complete_round, find_cut_point, starts_turn
-from transcompact.estimate import Options, estimate
+from transcompact.cli.main import cli
+from transcompact.ops.cut import after_complete_round, find_cut_point, starts_turn
+from transcompact.ops.estimate import Options, estimate
 from transcompact.formats import loads
-from transcompact.model import ToolCall, ToolResult
+from transcompact.core.model import ToolCall, ToolResult
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .strategies import transcripts

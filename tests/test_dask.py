@@ -22,8 +22,8 @@ import pytest
 from click.testing import CliRunner
 from distributed import LocalCluster
 
-from transcompact.cli import cli
-from transcompact.errors import ExitCode
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode
 
 from .conftest import FIXTURES
 
@@ -92,7 +92,7 @@ def test_a_cluster_of_processes_compacts_file_urls_as_the_pool_compacts_paths(pr
     by_pool = run(*COMPACT, "-i", "--jobs", "2", "--report", str(tmp_path / "pool.jsonl"), str(pooled))
     # Here, nothing is read or written but the report: the workers read and write every file.
     for name in ("read", "write"):
-        monkeypatch.setattr(f"transcompact.urls.{name}", lambda *_: pytest.fail("the client touched a file"))
+        monkeypatch.setattr(f"transcompact.io.urls.{name}", lambda *_: pytest.fail("the client touched a file"))
     by_cluster = run(*COMPACT, "-i", "--scheduler", processes, "--report", str(tmp_path / "cluster.jsonl"), f"file://{tree}")
     assert by_cluster.exit_code == by_pool.exit_code == ExitCode.INPUT  # the worst: bad.json
     assert by_cluster.stdout == ""
@@ -152,7 +152,7 @@ def test_one_input_comes_back_to_stdout_and_the_variable_names_the_scheduler(pro
 
 
 def test_memory_urls_glob_output_dir_and_progress_on_a_cluster_of_threads(threads, memory_tree, monkeypatch):
-    monkeypatch.setattr("transcompact.batch._Progress.PLAIN_EVERY", 0)
+    monkeypatch.setattr("transcompact.run.batch._Progress.PLAIN_EVERY", 0)
     out = f"memory://out-{uuid.uuid4().hex}"
     result = run(*COMPACT, "--scheduler", threads, "--glob", "a/*.json", "--glob", "*.jsonl", "--output-dir", out,
                  "--report", "-", memory_tree)

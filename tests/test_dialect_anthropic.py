@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact.dialects import anthropic as codec
-from transcompact.errors import ShapeError
-from transcompact.model import (
+from transcompact.core.errors import ShapeError
+from transcompact.core.model import (
     Document,
     Image,
     Message,
@@ -227,7 +227,7 @@ def test_a_server_tool_call_whose_name_is_not_a_string_is_kept_as_it_is():
     """A name that is a number (here beyond 64 bits) is not made a string: its text would differ
     from one reading to the next, and a rewrite would read back as other messages."""
     from transcompact.dialects.anthropic import read_block
-    from transcompact.model import Opaque
+    from transcompact.core.model import Opaque
 
     block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": 18446744073709551616, "input": {}}
     assert isinstance(read_block(block, None, "message 0: content/0"), Opaque)

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact.dialects import openai as codec
-from transcompact.errors import ShapeError
-from transcompact.model import Document, Image, Message, Opaque, Text, ToolCall, ToolResult
+from transcompact.core.errors import ShapeError
+from transcompact.core.model import Document, Image, Message, Opaque, Text, ToolCall, ToolResult
 
 
 def read(message: dict, index: int = 0) -> Message:

@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from transcompact import CompactOptions, PruneOptions, SummaryOptions, compact, load, prune
-from transcompact.cli import cli
-from transcompact.diff import EXCERPT_CHARS, diff, excerpt
-from transcompact.errors import ExitCode
-from transcompact.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult, Transcript
+from transcompact.cli.main import cli
+from transcompact.ops.diff import EXCERPT_CHARS, diff, excerpt
+from transcompact.core.errors import ExitCode
+from transcompact.core.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult, Transcript
 
 from .conftest import FIXTURES
 

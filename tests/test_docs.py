@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from transcompact.cli import COMMANDS
+from transcompact.cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

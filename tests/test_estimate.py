@@ -14,11 +14,11 @@ import pytest
 
 from transcompact.dialects import anthropic as anthropic_wire
 from transcompact.dialects import openai as openai_wire
-from transcompact.estimate import KINDS, MODELS, Options, estimate, model_family, model_limits
-from transcompact.errors import UsageError
+from transcompact.ops.estimate import KINDS, MODELS, Options, estimate, model_family, model_limits
+from transcompact.core.errors import UsageError
 from transcompact.formats import loads
-from transcompact.media import image_size, image_tokens, pdf_tokens
-from transcompact.model import Opaque
+from transcompact.core.media import image_size, image_tokens, pdf_tokens
+from transcompact.core.model import Opaque
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
 

@@ -12,8 +12,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
-from transcompact.estimate import Options, estimate
+from transcompact.cli.main import cli
+from transcompact.ops.estimate import Options, estimate
 from transcompact.formats import loads
 
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files
@@ -231,7 +231,7 @@ def test_readme_examples_are_true(command, expected, in_root):
 def test_estimate_imports_no_heavy_module_when_piped():
     done, modules = run_with_importtime("estimate", str(FIXTURES / "claude-code/broken-session.jsonl"))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "transcompact.estimate" in modules
+    assert "transcompact.ops.estimate" in modules
     assert heavy_in(modules) == []
 
 

@@ -7,7 +7,7 @@ import shutil
 
 from click.testing import CliRunner
 
-from transcompact.cli import cli
+from transcompact.cli.main import cli
 
 from .conftest import FIXTURES
 

@@ -36,7 +36,7 @@ def run_with_importtime(*args: str) -> tuple[subprocess.CompletedProcess, set[st
         capture_output=True, text=True, env=env, timeout=60,
     )
     modules = imported_modules(done.stderr)
-    assert "transcompact.cli" in modules  # the parse saw the import log
+    assert "transcompact.cli.main" in modules  # the parse saw the import log
     return done, modules
 
 
@@ -59,7 +59,7 @@ def test_help_imports_no_heavy_module_and_no_command():
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Usage: transcompact" in done.stdout and "compact    Compact transcripts" in done.stdout
     assert heavy_in(modules) == []
-    assert not [m for m in modules if m.startswith("transcompact.commands.")]
+    assert not [m for m in modules if m.startswith("transcompact.cli.commands.")]
     assert "shutil" not in modules and "dataclasses" not in modules  # each a tenth of --help's start-up
 
 
@@ -67,7 +67,7 @@ def test_help_imports_no_heavy_module_and_no_command():
 def test_the_help_width_is_the_one_shutil_would_find(monkeypatch, columns):
     import shutil
 
-    from transcompact.cli import terminal_columns
+    from transcompact.cli.main import terminal_columns
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -82,7 +82,7 @@ def test_offline_check_imports_no_heavy_module(fixture):
     assert path.is_file()
     done, modules = run_with_importtime("check", str(path))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "transcompact.check" in modules  # the command really ran its checks
+    assert "transcompact.ops.check" in modules  # the command really ran its checks
     assert heavy_in(modules) == []
 
 
@@ -90,13 +90,13 @@ def test_offline_check_imports_no_heavy_module(fixture):
 def test_a_plain_rewrite_imports_what_no_flag_of_it_asked_for(command):
     done, modules = run_with_importtime(*command, str(FIXTURES / "anthropic/long-session.json"))
     assert done.returncode == 0, done.stderr[-2000:]
-    flags_only = {"transcompact.archive", "transcompact.batch_api", "transcompact.convert", "transcompact.diff",
-                  "transcompact.events", "transcompact.cluster"}
+    flags_only = {"transcompact.ops.archive", "transcompact.run.batch_api", "transcompact.ops.convert", "transcompact.ops.diff",
+                  "transcompact.ops.events", "transcompact.run.cluster"}
     assert sorted(modules & flags_only) == []
 
 
 def test_the_cli_spells_the_format_names_as_the_formats_do():
-    from transcompact.cli import FORMAT_NAMES
+    from transcompact.cli.main import FORMAT_NAMES
     from transcompact.formats import NAMES
 
     assert FORMAT_NAMES == NAMES
@@ -104,8 +104,8 @@ def test_the_cli_spells_the_format_names_as_the_formats_do():
 
 def test_the_library_exports_resolve_to_functions_not_submodules():
     import transcompact
-    import transcompact.check  # noqa: F401  (the submodule, imported first on purpose)
+    import transcompact.ops.check  # noqa: F401  (the submodule, imported first on purpose)
 
-    assert callable(transcompact.check) and transcompact.check.__module__ == "transcompact.check"
+    assert callable(transcompact.check) and transcompact.check.__module__ == "transcompact.ops.check"
     assert callable(transcompact.estimate) and callable(transcompact.repair) and callable(transcompact.load)
     assert set(transcompact.__all__) <= set(dir(transcompact))

@@ -14,9 +14,9 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.errors import ExitCode, OutputError
-from transcompact.files import write_file
-from transcompact.jsondata import BOM
+from transcompact.core.errors import ExitCode, OutputError
+from transcompact.io.files import write_file
+from transcompact.core.jsondata import BOM
 
 from .test_cli_errors import ORPHAN, env_name
 
@@ -29,7 +29,7 @@ def replace(source, target):
     os.kill(os.getpid(), sent)
     real_replace(source, target)
 os.replace = replace
-from transcompact.cli import main
+from transcompact.cli.main import main
 sys.argv[0] = "transcompact"
 main()
 """
@@ -69,7 +69,7 @@ def test_a_signal_during_a_write_exits_130_and_leaves_no_temporary_file(tmp_path
 def test_only_a_file_rewritten_in_place_waits_for_the_disk(tmp_path, monkeypatch):
     """A power cut must not leave an empty file where the only copy of a transcript was; an
     output made from an input that stays is not worth a wait per file."""
-    from transcompact.cli import cli
+    from transcompact.cli.main import cli
 
     synced = []
     real_fsync = os.fsync
@@ -89,7 +89,7 @@ def test_only_a_file_rewritten_in_place_waits_for_the_disk(tmp_path, monkeypatch
 
 
 def test_the_command_line_gives_back_the_signal_handlers_it_installed():
-    from transcompact.cli import cli
+    from transcompact.cli.main import cli
 
     before = signal.getsignal(signal.SIGTERM)
     CliRunner().invoke(cli, ["check", str(Path(__file__).parent.parent / "fixtures/anthropic/tool-loop.json")])
@@ -119,7 +119,7 @@ def test_a_descriptor_path_writes_at_its_offset_and_truncates_nothing(tmp_path):
 @pytest.mark.parametrize("through", [False, True], ids=["replaced", "written-through"])
 def test_a_log_given_as_its_lines_is_written_joined_by_newlines(tmp_path, through):
     """A rewritten log's lines are joined a block at a time as they are written (more than one block here)."""
-    from transcompact.jsondata import Lines
+    from transcompact.core.jsondata import Lines
 
     lines = Lines([(b"x" * 300_000 + str(i).encode(), None) for i in range(8)] + [(b"", None)])
     target = tmp_path / "out.jsonl"
@@ -135,7 +135,7 @@ def test_a_log_given_as_its_lines_is_written_joined_by_newlines(tmp_path, throug
 
 
 def cli_run(*args: str, input: bytes | None = None):
-    from transcompact.cli import cli
+    from transcompact.cli.main import cli
 
     result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
@@ -181,7 +181,7 @@ def test_encoding_errors_replace_reads_invalid_utf8_as_the_replacement_character
     """--encoding-errors replace: the latin-1 byte becomes U+FFFD, and what is written says so."""
     import json
 
-    from transcompact.cli import cli
+    from transcompact.cli.main import cli
 
     path = tmp_path / "latin.json"
     path.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}, {"role": "assistant", "content": "ok"}]}')
@@ -197,7 +197,7 @@ def test_a_file_that_holds_more_than_its_size_said_is_read_to_its_end(tmp_path):
     being written grows) is read on to its end."""
     import threading
 
-    from transcompact.files import read_input
+    from transcompact.io.inputs import read_input
 
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)

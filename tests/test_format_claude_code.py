@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from transcompact.errors import ShapeError, UnknownFormat
-from transcompact.formats import claude_code, dumps, loads
-from transcompact.jsondata import parse
-from transcompact.model import Message, Text, Thinking, ToolCall, ToolResult
+from transcompact.core.errors import ShapeError, UnknownFormat
+from transcompact.formats.claude_code import reader as claude_code
+from transcompact.formats import dumps, loads
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Message, Text, Thinking, ToolCall, ToolResult
 
 from .conftest import FIXTURES
 

@@ -13,17 +13,18 @@ from dataclasses import replace
 import pytest
 from click.testing import CliRunner
 from transcompact import PruneOptions, check, dumps, estimate, load, loads, prune, repair
-from transcompact.calibrate import recorded_usage, usage_tokens
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions, compact
-from transcompact.errors import InputError, ShapeError, UnknownFormat, UsageError
+from transcompact.counting.calibrate import recorded_usage, usage_tokens
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.core.errors import InputError, ShapeError, UnknownFormat, UsageError
 from transcompact.formats import detect
-from transcompact.formats.codex import CODEX_SUMMARY_PREFIX
-from transcompact.jsondata import parse
-from transcompact.model import Opaque, Text, ToolCall
-from transcompact.summarize import SummaryOptions
-from transcompact.summary_message import SUMMARY_PREFIX, is_summary_message
+from transcompact.formats.codex.reader import CODEX_SUMMARY_PREFIX
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Opaque, Text, ToolCall
+from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.summary_message import is_summary_message
+from transcompact.core.summary_text import SUMMARY_PREFIX
 
 from .conftest import CORPUS, FIXTURES
 

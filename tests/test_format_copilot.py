@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import check, dumps, estimate, loads
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions, compact
-from transcompact.errors import UnknownFormat, UsageError
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.core.errors import UnknownFormat, UsageError
 from transcompact.formats import detect
-from transcompact.jsondata import parse
-from transcompact.model import Text, ToolCall, ToolResult
-from transcompact.summarize import SummaryOptions
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Text, ToolCall, ToolResult
+from transcompact.ops.summarize import SummaryOptions
 
 from .conftest import FIXTURES
 

@@ -9,10 +9,10 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from transcompact.errors import ShapeError, UnknownFormat, UsageError
+from transcompact.core.errors import ShapeError, UnknownFormat, UsageError
 from transcompact.formats import anthropic, dumps, loads, openai
-from transcompact.jsondata import BOM, parse
-from transcompact.model import Message, Text
+from transcompact.core.jsondata import BOM, parse
+from transcompact.core.model import Message, Text
 
 from .conftest import FIXTURES
 

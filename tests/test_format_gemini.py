@@ -10,20 +10,22 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact import archive, check, dumps, loads
-from transcompact.calibrate import recorded_usage
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions, compact
-from transcompact.convert import convert
-from transcompact.estimate import PER_MESSAGE, Options, estimate
-from transcompact.expand import expand
+from transcompact.ops import archive
+from transcompact import check, dumps, loads
+from transcompact.counting.calibrate import recorded_usage
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.convert import convert
+from transcompact.ops.estimate import PER_MESSAGE, Options, estimate
+from transcompact.ops.expand import expand
 from transcompact.formats import hook, rewrites_lines
-from transcompact.model import Text, ToolCall, ToolResult
-from transcompact.prune import prune
-from transcompact.repair import repair
-from transcompact.summarize import SummaryOptions
-from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, is_summary_message
+from transcompact.core.model import Text, ToolCall, ToolResult
+from transcompact.ops.prune import prune
+from transcompact.ops.repair import repair
+from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.summary_message import is_summary_message
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import FIXTURES
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from transcompact.errors import ShapeError, UnknownFormat
+from transcompact.core.errors import ShapeError, UnknownFormat
 from transcompact.formats import dumps, jsonl, loads
-from transcompact.jsondata import parse
-from transcompact.model import Message, Text, ToolResult
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Message, Text, ToolResult
 
 from .conftest import FIXTURES
 
@@ -155,7 +155,7 @@ def test_a_repaired_file_whose_rewritten_lines_are_read_back_as_values(tmp_path)
     back looked at its bytes for a \\r)."""
     from click.testing import CliRunner
 
-    from transcompact.cli import cli
+    from transcompact.cli.main import cli
 
     path = tmp_path / "chat.jsonl"
     path.write_bytes(b'{"role": "user", "content": [{"type": "text", "text": "Hi."}, '

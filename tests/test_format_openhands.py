@@ -16,17 +16,19 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from transcompact import check, compact, dump, dumps, load, loads, prune, repair
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions
-from transcompact.estimate import Options as EstimateOptions
-from transcompact.formats import detect, openhands
-from transcompact.formats.openhands_store import is_conversation, read_conversation
-from transcompact.jsondata import parse
-from transcompact.model import Text, ToolResult
-from transcompact.prune import PruneOptions
-from transcompact.summarize import SummaryOptions
-from transcompact.summary_message import SUMMARY_PREFIX, is_summary_message
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions
+from transcompact.ops.estimate import Options as EstimateOptions
+from transcompact.formats import detect
+from transcompact.formats.openhands import reader as openhands
+from transcompact.io.openhands_store import is_conversation, read_conversation
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Text, ToolResult
+from transcompact.ops.prune import PruneOptions
+from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.summary_message import is_summary_message
+from transcompact.core.summary_text import SUMMARY_PREFIX
 
 from .conftest import FIXTURES
 

@@ -13,15 +13,16 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import check, dumps, estimate, loads, repair
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions, compact
-from transcompact.estimate import Options as EstimateOptions
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.estimate import Options as EstimateOptions
 from transcompact.formats import detect
-from transcompact.jsondata import parse
-from transcompact.model import Image, Opaque, Text, ToolCall
-from transcompact.summarize import SummaryOptions
-from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX, is_summary_message
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Image, Opaque, Text, ToolCall
+from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.summary_message import is_summary_message
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import FIXTURES
 

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from transcompact import check, dialects, dumps, loads, repair
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.errors import ExitCode, InputError
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode, InputError
 from transcompact.formats import adapter, reload, rewrites_lines
-from transcompact.jsondata import is_blank
+from transcompact.core.jsondata import is_blank
 
 from .conftest import CORPUS, FIXTURES
 from .strategies import anthropic_messages, claude_code_lines, conversations, openai_messages, texts
@@ -109,8 +109,8 @@ def test_a_plain_conversation_is_read_in_the_dialect_that_accepts_it(document, d
 
 
 def test_the_post_condition_judges_the_bytes_written():
-    from transcompact.postcondition import verified
-    from transcompact.errors import PostConditionError
+    from transcompact.ops.postcondition import verified
+    from transcompact.core.errors import PostConditionError
 
     before = loads(request_body(model="m", system="s"))
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call

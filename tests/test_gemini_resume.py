@@ -42,12 +42,12 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import check, loads
-from transcompact.check import errors
-from transcompact.cli import cli
-from transcompact.estimate import Options, estimate
-from transcompact.formats.gemini import response_text
-from transcompact.model import ASSISTANT, Text, ToolCall, ToolResult
-from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.ops.check import errors
+from transcompact.cli.main import cli
+from transcompact.ops.estimate import Options, estimate
+from transcompact.formats.gemini.reader import response_text
+from transcompact.core.model import ASSISTANT, Text, ToolCall, ToolResult
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import CORPUS
 from .npm_agent import GEMINI_CLI

@@ -7,8 +7,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
-from transcompact.errors import ExitCode
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode
 
 from .test_prune import session
 

@@ -7,11 +7,11 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
-from transcompact.errors import ExitCode, ParseError
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode, ParseError
 from transcompact.formats import dumps, loads
-from transcompact.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
-from transcompact.jsondata import dumps as dumps_value
+from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
+from transcompact.core.jsondata import dumps as dumps_value
 
 from .test_archive import claude_log
 
@@ -237,7 +237,7 @@ def test_the_layout_of_a_document_is_seen_and_written_again(data, layout):
 
 
 def pruned_log(data: bytes):
-    from transcompact.prune import PruneOptions, prune
+    from transcompact.ops.prune import PruneOptions, prune
 
     transcript = loads(data)
     return transcript, prune(transcript, PruneOptions(keep_last=0, hard_clear_after=0))[0]
@@ -251,7 +251,7 @@ def test_a_log_rewritten_is_its_lines_and_keeps_the_input_records_it_did_not_cha
     import pickle
 
     from transcompact.formats import written
-    from transcompact.jsondata import Lines, same_bytes
+    from transcompact.core.jsondata import Lines, same_bytes
 
     transcript, pruned = pruned_log(data)
     lines = written(pruned)
@@ -267,10 +267,10 @@ def test_a_log_rewritten_is_its_lines_and_keeps_the_input_records_it_did_not_cha
 
 
 def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes():
-    from transcompact.errors import PostConditionError
+    from transcompact.core.errors import PostConditionError
     from transcompact.formats import written
-    from transcompact.jsondata import Lines
-    from transcompact.postcondition import verified
+    from transcompact.core.jsondata import Lines
+    from transcompact.ops.postcondition import verified
 
     transcript, pruned = pruned_log(claude_log())
     lines = written(pruned)

@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cli" / "transcompact"
 # The adapters themselves may know their names; everything else is an operation or a command.
-OPERATIONS = sorted(p for p in PACKAGE.rglob("*.py") if p.parent.name not in ("formats", "dialects"))
+OPERATIONS = sorted(p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).parts[0] not in ("formats", "dialects"))
 
 
 def _names_a_format(node: ast.AST) -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from transcompact import settings
-from transcompact.cli import cli
-from transcompact.errors import ProviderError, UsageError
+from transcompact.core import settings
+from transcompact.cli.main import cli
+from transcompact.core.errors import ProviderError, UsageError
 from transcompact.providers import PromptTooLong, Resolved, provider, resolve
 from transcompact.providers.openai import NO_KEY
 

@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from transcompact.check import check, errors
-from transcompact.cli import cli
+from transcompact.ops.check import check, errors
+from transcompact.cli.main import cli
 from transcompact.formats import dumps, loads
-from transcompact.model import Text, Thinking, ToolCall, ToolResult
-from transcompact.prune import PLACEHOLDER, PruneOptions, prune
+from transcompact.core.model import Text, Thinking, ToolCall, ToolResult
+from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
 from .conftest import FIXTURES, supported_corpus_files
 from .strategies import transcripts
@@ -173,7 +173,7 @@ def untouched(before, after, options):
         if m_before.role == "assistant":
             assert m_before.blocks == m_after.blocks
         assert [b for b in m_before.blocks if isinstance(b, Text)] == [b for b in m_after.blocks if isinstance(b, Text)]
-    from transcompact.prune import tool_result_groups
+    from transcompact.ops.prune import tool_result_groups
 
     groups = tool_result_groups(before)
     for indices in groups[len(groups) - options.keep_last:] if options.keep_last else []:
@@ -209,8 +209,8 @@ def test_properties_on_the_corpus(path):
 
 
 def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
-    from transcompact.postcondition import verified
-    from transcompact.errors import PostConditionError
+    from transcompact.ops.postcondition import verified
+    from transcompact.core.errors import PostConditionError
 
     before = loads(session(rounds=2), "s.json")
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact import dumps, loads, repair
-from transcompact.check import check, errors
-from transcompact.cli import cli
-from transcompact.model import Transcript
+from transcompact.ops.check import check, errors
+from transcompact.cli.main import cli
+from transcompact.core.model import Transcript
 
 from .conftest import CORPUS, supported_corpus_files
 from .strategies import anthropic_messages, claude_code_lines, conversations, encode_document, encode_lines, openai_messages
@@ -290,7 +290,7 @@ def test_repair_that_would_add_an_error_writes_nothing(monkeypatch, tmp_path):
     """The post-condition of every rewrite: were a fix to add an error, nothing is written."""
     import importlib
 
-    module = importlib.import_module("transcompact.repair")
+    module = importlib.import_module("transcompact.ops.repair")
     monkeypatch.setattr(module, "repair", lambda t: (t.with_messages(t.messages[1:]), []))
     target = tmp_path / "out.json"
     result = run("repair", "--format", "anthropic", "-o", str(target), "-", input=dumps(anthropic(user("go"), assistant("ok"), user("more"))))

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import COMMANDS, cli
-from transcompact.render import JSON_VERSION
+from transcompact.cli.main import COMMANDS, cli
+from transcompact.cli.render import JSON_VERSION
 
 from .conftest import FIXTURES
 

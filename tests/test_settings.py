@@ -1,4 +1,4 @@
-"""Every default is defined once, in `transcompact.settings`: no option of the library or the
+"""Every default is defined once, in `transcompact.core.settings`: no option of the library or the
 command line spells a default out as a literal."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from transcompact import settings
-from transcompact.cli import cli
-from transcompact.compact import CompactOptions
-from transcompact.estimate import Options
-from transcompact.prune import PruneOptions
-from transcompact.summarize import SummaryOptions
+from transcompact.core import settings
+from transcompact.cli.main import cli
+from transcompact.ops.compact import CompactOptions
+from transcompact.ops.estimate import Options
+from transcompact.ops.prune import PruneOptions
+from transcompact.ops.summarize import SummaryOptions
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cli" / "transcompact"
 NAMES = {name.lower() for name in vars(settings) if name.isupper()} | {"input_tokens", "model", "provider"}

@@ -8,10 +8,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
+from transcompact.cli.main import cli
 from transcompact.formats import loads
 from transcompact.providers.openai import NO_KEY
-from transcompact.summarize import (
+from transcompact.ops.summarize import (
     CHECKPOINT_SYSTEM_PROMPT,
     NARRATIVE_SYSTEM_PROMPT,
     NARRATIVE_UPDATE_PROMPT,
@@ -21,7 +21,7 @@ from transcompact.summarize import (
     problems,
 )
 
-from transcompact.summary_message import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback, reply, summary_for
@@ -310,7 +310,7 @@ def test_a_claude_code_log_too_large_for_one_call_is_chunked_over_its_summary(ap
 
 def test_progress_counts_the_chunks(api, monkeypatch):
     from transcompact.providers import provider, resolve
-    from transcompact.summarize import SummaryOptions, summarize
+    from transcompact.ops.summarize import SummaryOptions, summarize
 
     seen = []
     transcript = loads(session(rounds=20, size=6000), "s.json")

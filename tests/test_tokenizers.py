@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
-from transcompact.estimate import Options, estimate
+from transcompact.cli.main import cli
+from transcompact.ops.estimate import Options, estimate
 from transcompact.formats import loads
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
@@ -193,7 +193,7 @@ def test_anthropic_refuses_an_openai_transcript(api):
 def test_missing_tokenizer_data_is_an_installation_error(monkeypatch):
     import tiktoken.registry
 
-    from transcompact import tokenizers
+    from transcompact.counting import tokenizers
 
     monkeypatch.setattr(tokenizers, "_DATA_PACKAGE", "no_such_data_package")
     monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # tiktoken keeps what it built, too

@@ -13,12 +13,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from transcompact import archive
-from transcompact.cli import cli
-from transcompact.expand import expand
+from transcompact.ops import archive
+from transcompact.cli.main import cli
+from transcompact.ops.expand import expand
 from transcompact.formats import dumps, loads, rewrites_lines
-from transcompact.prune import PruneOptions, prune
-from transcompact.truncate import CHARS_PER_TOKEN, GAP, KINDS, is_truncated, kind_of, truncate
+from transcompact.ops.prune import PruneOptions, prune
+from transcompact.ops.truncate import CHARS_PER_TOKEN, GAP, KINDS, is_truncated, kind_of, truncate
 
 from .conftest import supported_corpus_files
 from .strategies import transcripts

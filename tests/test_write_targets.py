@@ -17,8 +17,8 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.cli import cli
-from transcompact.errors import ExitCode
+from transcompact.cli.main import cli
+from transcompact.core.errors import ExitCode
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="devices, FIFOs and /dev/fd are POSIX's")
 

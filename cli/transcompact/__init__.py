@@ -10,59 +10,52 @@ that needs only part of the library start fast (a shell pipeline pays the start-
 """
 
 import importlib
-import sys
-import types
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "ExitCode": ("errors", "ExitCode"),
-    "TranscompactError": ("errors", "TranscompactError"),
-    "Message": ("model", "Message"),
-    "Transcript": ("model", "Transcript"),
+    "ExitCode": ("core.errors", "ExitCode"),
+    "TranscompactError": ("core.errors", "TranscompactError"),
+    "Message": ("core.model", "Message"),
+    "Transcript": ("core.model", "Transcript"),
     "load": ("formats", "load"),
     "loads": ("formats", "loads"),
     "dump": ("formats", "dump"),
     "dumps": ("formats", "dumps"),
-    "check": ("check", "check"),
-    "Violation": ("check", "Violation"),
-    "repair": ("repair", "repair"),
-    "Fix": ("repair", "Fix"),
-    "RepairReport": ("repair", "RepairReport"),
-    "estimate": ("estimate", "estimate"),
-    "Estimate": ("estimate", "Estimate"),
-    "EstimateOptions": ("estimate", "Options"),
-    "prune": ("prune", "prune"),
-    "PruneOptions": ("prune", "PruneOptions"),
-    "PruneReport": ("prune", "PruneReport"),
-    "context_management": ("context_editing", "context_management"),
-    "expand": ("expand", "expand"),
-    "find_cut_point": ("cut", "find_cut_point"),
-    "Cut": ("cut", "Cut"),
-    "summarize": ("summarize", "summarize"),
-    "SummaryOptions": ("summarize", "SummaryOptions"),
-    "Summary": ("summarize", "Summary"),
-    "compact": ("compact", "compact"),
-    "CompactOptions": ("compact", "CompactOptions"),
-    "CompactReport": ("compact", "CompactReport"),
-    "convert": ("convert", "convert"),
-    "diff": ("diff", "diff"),
+    "check": ("ops.check", "check"),
+    "Violation": ("core.violation", "Violation"),
+    "repair": ("ops.repair", "repair"),
+    "Fix": ("ops.repair", "Fix"),
+    "RepairReport": ("ops.repair", "RepairReport"),
+    "estimate": ("ops.estimate", "estimate"),
+    "Estimate": ("ops.estimate", "Estimate"),
+    "EstimateOptions": ("ops.estimate", "Options"),
+    "prune": ("ops.prune", "prune"),
+    "PruneOptions": ("ops.prune", "PruneOptions"),
+    "PruneReport": ("ops.prune", "PruneReport"),
+    "context_management": ("ops.context_editing", "context_management"),
+    "expand": ("ops.expand", "expand"),
+    "find_cut_point": ("ops.cut", "find_cut_point"),
+    "Cut": ("ops.cut", "Cut"),
+    "summarize": ("ops.summarize", "summarize"),
+    "SummaryOptions": ("ops.summarize", "SummaryOptions"),
+    "Summary": ("ops.summarize", "Summary"),
+    "compact": ("ops.compact", "compact"),
+    "CompactOptions": ("ops.compact", "CompactOptions"),
+    "CompactReport": ("ops.compact", "CompactReport"),
+    "convert": ("ops.convert", "convert"),
+    "diff": ("ops.diff", "diff"),
 }
 
 __all__ = sorted(_EXPORTS)
 
 
-class _Package(types.ModuleType):
-    # A function named like its module (check, repair, estimate) wins over the submodule, which
-    # the import system also sets as an attribute of the package once it is imported.
-    def __getattribute__(self, name):
-        if name in _EXPORTS:
-            module, attribute = _EXPORTS[name]
-            return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
-        return super().__getattribute__(name)
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(_EXPORTS))
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        module, attribute = _EXPORTS[name]
+        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-sys.modules[__name__].__class__ = _Package
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

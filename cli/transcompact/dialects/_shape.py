@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError
-from ..jsondata import kind_of
+from ..core.errors import ShapeError
+from ..core.jsondata import kind_of
 
 
 def message_role(obj: Any, where: str) -> str:

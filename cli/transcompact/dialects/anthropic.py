@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ShapeError
+from ..core.errors import ShapeError
 from ._shape import message_role
-from ..jsondata import kind_of
-from ..model import (
+from ..core.jsondata import kind_of
+from ..core.model import (
     Block,
     Document,
     Image,

@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from ..errors import ShapeError
+from ..core.errors import ShapeError
 from ._shape import message_role
-from ..jsondata import kind_of, too_deep
-from ..model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
+from ..core.jsondata import kind_of, too_deep
+from ..core.model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
 
 NAME = "openai"
 

@@ -33,10 +33,16 @@ from __future__ import annotations
 import importlib
 import os
 
-from ..errors import Location, UnknownFormat, UsageError, option
-from ..jsondata import Lines, Parsed, parse, parse_written
-from ..model import Transcript
-from . import anthropic, claude_code, codex, copilot, gemini, jsonl, openai, openhands, openhands_v0, pi, responses
+from ..core.errors import Location, UnknownFormat, UsageError, option
+from ..core.jsondata import Lines, Parsed, parse, parse_written
+from ..core.model import Transcript
+from . import anthropic, copilot, jsonl, openai
+from .claude_code import reader as claude_code
+from .codex import reader as codex
+from .gemini import reader as gemini
+from .openhands import reader as openhands, v0 as openhands_v0
+from .pi import reader as pi
+from .responses import reader as responses
 
 FORMATS = (claude_code, codex, gemini, pi, openhands, openhands_v0, copilot, jsonl, responses, anthropic, openai)
 BY_NAME = {f.NAME: f for f in FORMATS}
@@ -153,7 +159,7 @@ def written(transcript: Transcript) -> bytes | Lines:
 
 def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None) -> Transcript:
     """Read a transcript from a file (`-`: standard input)."""
-    from ..files import read_input
+    from ..io.inputs import read_input
 
     name, data = read_input(os.fspath(path))
     return loads(data, name, format=format, messages_path=messages_path)
@@ -162,8 +168,8 @@ def load(path: str | os.PathLike, *, format: str | None = None, messages_path: s
 def dump(transcript: Transcript, path: str | os.PathLike) -> None:
     """Write a transcript to a file, atomically (`-`: standard output); one read from an OpenHands
     conversation directory, to a directory."""
-    from ..files import STDIN, write_stdout
-    from .openhands_store import write_output
+    from ..io.files import STDIN, write_stdout
+    from ..io.outputs import write_output
 
     data = dumps(transcript)
     write_stdout(data) if os.fspath(path) == STDIN else write_output(path, data, transcript.name)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import dialects
-from ..errors import Location, ShapeError, UsageError, option
-from ..jsondata import Layout, Parsed, kind_of
-from ..model import Message, Transcript
+from ..core.errors import Location, ShapeError, UsageError, option
+from ..core.jsondata import Layout, Parsed, kind_of
+from ..core.model import Message, Transcript
 
 # Keys holding the messages of a wrapper, tried in order when no --messages-path is given.
 COMMON_MESSAGE_KEYS = ("messages", "history")

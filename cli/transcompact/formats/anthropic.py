@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..jsondata import Parsed
-from ..model import Message, Transcript
+from ..core.jsondata import Parsed
+from ..core.model import Message, Transcript
 from . import _document
 
 NAME = "anthropic"

@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..jsondata import BLANK, Parsed
-from ..model import ASSISTANT, TOOL, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
+from ..core.jsondata import BLANK, Parsed
+from ..core.model import ASSISTANT, TOOL, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 
 NAME = "copilot"
 DESCRIPTION = "GitHub Copilot CLI session events (JSON Lines of type / id / parentId / data)"

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import dialects
-from ..errors import Location, ShapeError
-from ..jsondata import BLANK, Lines, Parsed, dumps
-from ..model import Transcript
+from ..core.errors import Location, ShapeError
+from ..core.jsondata import BLANK, Lines, Parsed, dumps
+from ..core.model import Transcript
 
 NAME = "jsonl"
 DESCRIPTION = "JSON Lines, one message object per line (either dialect)"

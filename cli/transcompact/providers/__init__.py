@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Mapping, Protocol
 
-from .. import settings
-from ..errors import ProviderError, UsageError, option
+from ..core import settings
+from ..core.errors import ProviderError, UsageError, option
 
 PROVIDERS = ("anthropic", "openai")
 KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .. import settings
-from ..errors import ProviderError, UsageError, option
-from ..model import Text, Transcript
+from ..core import settings
+from ..core.errors import ProviderError, UsageError, option
+from ..core.model import Text, Transcript
 from . import Completion, Resolved, error_message, resolve, sdk_error
 
 _PROBE = [{"role": "user", "content": "."}]
@@ -75,14 +75,14 @@ class AnthropicProvider:
         self.api.close()
 
 
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"  # the header the API's context editing needs
+
 def _call(api, **request) -> int:
     import anthropic
 
     try:
         if "context_management" in request:  # context editing is a beta: its endpoint and its header
-            from ..context_editing import BETA
-
-            return api.beta.messages.count_tokens(**request, betas=[BETA]).input_tokens
+            return api.beta.messages.count_tokens(**request, betas=[CONTEXT_MANAGEMENT_BETA]).input_tokens
         return api.messages.count_tokens(**request).input_tokens
     except anthropic.APIStatusError as error:
         raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {error_message(error)}") from None

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .. import settings
-from ..errors import ProviderError
+from ..core import settings
+from ..core.errors import ProviderError
 from . import Completion, Resolved, sdk_error
 
 # The SDK refuses to start without a key, and a local server needs none (and ignores this one).

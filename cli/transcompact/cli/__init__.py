@@ -1,0 +1,2 @@
+"""The command line: the click group (`main`), its commands, and how results are rendered.
+"""

@@ -1,0 +1,2 @@
+"""One module per command: parse its flags, call the library, render.
+"""

@@ -1,0 +1,84 @@
+"""`transcompact expand`: put back what `prune --archive` replaced."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+
+import click
+
+from ...run.batch import Result
+from ..main import (batch_options, file_options, output_options, check_output_flags, diff_view, torn_warning,
+                   verbose_option)
+
+
+@click.command()
+@file_options
+@output_options
+@batch_options
+@click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+              help="The archive `prune --archive` wrote.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
+@verbose_option
+def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, jobs, fail_fast, archive,
+           quiet, verbose):
+    """Put back what `prune --archive` replaced and `compact --archive` dropped.
+
+    Only the records written for this very transcript are used: several transcripts can share
+    one archive, and a Claude Code log that went on after prune or compact still gets its
+    originals back.
+
+    \b
+    transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
+    """
+    from ...run.batch import Batch
+
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
+    _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
+    found = _read_archive(archive)
+    if found.torn_line is not None and not quiet:
+        click.echo(torn_warning(archive, found.torn_line), err=True)
+    batch = Batch("expand", files, patterns, quiet=quiet, verbose=verbose, verb="expanded", dry_run=dry_run, report_file=report_file,
+                  diff=diff_view(diff, diff_as_json), ours=[archive])
+    sys.exit(batch.run(expand_file, Expanding(archive, quiet, diff), output=output, in_place=in_place, output_dir=output_dir,
+                       jobs=jobs, fail_fast=fail_fast))
+
+
+@dataclass(frozen=True)
+class Expanding:
+    """What `expand_file` needs besides the file: plain values, for a worker process."""
+
+    archive: str
+    quiet: bool
+    diff: bool = False  # --diff: the result says what expanding changes
+
+
+def expand_file(name: str, data: bytes, how: Expanding) -> Result:
+    """Expand one file (`batch.process` runs it, here or in a worker)."""
+    from ...ops.expand import expand as run_expand
+
+    found = _read_archive(how.archive)
+    records = found.records
+    expanded = run_expand(data, records, name, torn=found.torn_pruned)
+    lines = []
+    if not how.quiet:
+        lines.append(f"{name}: restored {expanded.restored} originals from {how.archive}")
+        if not expanded.restored and records:
+            lines.append(f"{name}: note: none of the {len(records)} records is for this transcript: it was "
+                         "changed since prune or compact wrote it, or written into another archive")
+    changes = None
+    if how.diff:  # expand works on the bytes: both sides are read to be compared
+        from ...ops.diff import diff
+        from ...formats import loads
+
+        changes = tuple(diff(loads(data, name), loads(expanded.data, name)))
+    return Result(output=expanded.data, report={"restored": expanded.restored}, stderr=tuple(lines), changes=changes)
+
+
+@functools.lru_cache(maxsize=1)
+def _read_archive(path: str):
+    """The archive, read once per process (a worker forked after the parent read it inherits it)."""
+    from ...ops.archive import read
+
+    return read(path)

@@ -1,0 +1,177 @@
+"""`transcompact prune`: trim and clear old tool results, without a model."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from ...run.batch import Reading, Result
+from ...core.errors import UsageError
+from ..main import (
+    anthropic_api,
+    archived,
+    batch_options,
+    input_options,
+    output_options,
+    check_conversion_flags,
+    check_output_flags,
+    verbose_option,
+    conversion_option,
+    conversion_suffix,
+    diff_view,
+    prune_options,
+    prune_options_from,
+    start_archive,
+    tokenizer_options,
+)
+
+
+@click.command()
+@input_options
+@output_options
+@conversion_option
+@batch_options
+@prune_options
+@tokenizer_options
+@click.option("--explain", is_flag=True,
+              help="Write nothing: print per file (JSON) the context_management object that asks Anthropic's context "
+                   "editing for this pruning; with --tokenizer anthropic, count_tokens's count of what the server "
+                   "would leave beside prune's.")
+@click.option("--prune-ui-copy", is_flag=True, help="Agent logs that keep a copy of each tool result for their UI (Claude Code toolUseResult, Gemini CLI resultDisplay): prune that copy too.")
+@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
+@verbose_option
+def prune(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
+          report_file, to, jobs, fail_fast, prune_ui_copy, archive, quiet, verbose, tokenizer, ratio, explain, **flags):
+    """Trim and clear old tool results, without a model.
+
+    The last --keep-last tool-result messages are protected; results older than the last
+    --hard-clear-after become a placeholder; others longer than --soft-trim-chars keep
+    --head and --tail characters around a marker. User text and assistant blocks stay.
+
+    \b
+    transcompact prune session.jsonl > pruned.jsonl
+    transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
+    """
+    from ...run.batch import Batch
+    from ...ops.estimate import Options
+
+    counting = Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer))
+    if explain:
+        sys.exit(_explain(files, patterns, Reading(format_, messages_path, encoding_errors), prune_options_from(flags),
+                          counting, quiet=quiet, report_file=report_file, jobs=jobs, fail_fast=fail_fast,
+                          writing=output or in_place or output_dir or archive or diff or to or prune_ui_copy))
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
+    check_conversion_flags(to, in_place)
+    options = prune_options_from(flags, archive=archive is not None)
+    batch = Batch("prune", files, patterns, quiet=quiet, verbose=verbose, verb="pruned", dry_run=dry_run, report_file=report_file,
+                  diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
+    start_archive(archive, command="prune", to=to, dry_run=batch.dry_run)
+    work = Pruning(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, prune_ui_copy,
+                   None if batch.dry_run else archive, quiet, diff, to, counting)
+    sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir,
+                       output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """What `prune_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    options: Any  # PruneOptions
+    prune_ui_copy: bool
+    archive: str | None  # where the originals go (none in a dry run)
+    quiet: bool
+    diff: bool = False  # --diff: the result says what pruning changes
+    to: str | None = None  # --to: the output converted to this
+    counting: Any = None  # estimate.Options: how the report counts (--tokenizer, --ratio)
+
+
+def prune_file(name: str, data: bytes, how: Pruning) -> Result:
+    """Prune one file (`batch.process` runs it, here or in a worker)."""
+    from ...ops.estimate import TokenCounter
+    from ...formats import dumps, hook, written
+    from ...ops.postcondition import verified
+    from ...ops.prune import prune as run_prune
+
+    transcript = how.reading.load(data, name)
+    pruned, report = run_prune(transcript, how.options, TokenCounter(transcript, how.counting))
+    if how.prune_ui_copy and (replace_ui_copies := hook(pruned, "replace_ui_copies")) is not None:
+        pruned = replace_ui_copies(pruned)
+    if how.to is None:
+        output = written(pruned)
+        verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
+    else:  # written in the target's format, which convert's own post-condition judges
+        from ...ops.convert import convert
+
+        output = dumps(convert(pruned, how.to))
+    lines = []
+    if how.archive is not None:
+        from ...ops.archive import records
+
+        lines += archived(how.archive, records(data, bytes(output), transcript))
+    if not how.quiet:
+        lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
+                     f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")
+    changes = None
+    if how.diff:
+        from ...ops.diff import diff
+
+        changes = tuple(diff(transcript, pruned))
+    return Result(output=output, report=report.as_dict(), stderr=tuple(lines), changes=changes)
+
+
+# --- --explain ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explaining:
+    """What `explain_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    options: Any  # PruneOptions
+    counting: Any  # estimate.Options: with --tokenizer anthropic, count_tokens compares
+    quiet: bool
+
+
+def _explain(files, patterns, reading: Reading, options, counting, *, quiet: bool, report_file: str | None, jobs: int | None,
+             fail_fast: bool, writing: Any) -> int:
+    from ...run.batch import Batch
+
+    if writing:
+        raise UsageError("--explain writes nothing: it goes with no -o, -i, --output-dir, --archive, --diff, --to or --prune-ui-copy",
+                         hint="the context_management object it prints goes in a Messages API request instead")
+    batch = Batch("prune", files, patterns, quiet=quiet, report_file=report_file)
+    return batch.run(explain_file, Explaining(reading, options, counting, quiet), jobs=jobs, fail_fast=fail_fast)
+
+
+def explain_file(name: str, data: bytes, how: Explaining) -> Result:
+    """The context_management object for one file; with --tokenizer anthropic, what prune leaves
+    and what the server would leave, both by count_tokens."""
+    import orjson
+
+    from ...ops.context_editing import context_management, differences
+    from ...ops.estimate import TokenCounter
+    from ...ops.prune import prune as run_prune
+
+    transcript = how.reading.load(data, name)
+    explained = {"file": name, "context_management": context_management(how.options, transcript),
+                 "differences": differences(how.options)}
+    lines = []
+    if how.counting.tokenizer == "anthropic":
+        from ...providers.anthropic import count_tokens
+
+        counter = TokenCounter(transcript, how.counting)
+        pruned, _ = run_prune(transcript, how.options, counter)
+        server = count_tokens(transcript, how.counting.anthropic, how.counting.model, explained["context_management"])
+        explained["tokens"] = {"input": counter.exact(transcript).tokens, "prune": counter.exact(pruned).tokens,
+                               "server": server.tokens}
+        if not how.quiet:
+            tokens = explained["tokens"]
+            lines.append(f"{name}: {tokens['input']:,} tokens: prune leaves {tokens['prune']:,}, "
+                         f"the server's context editing {tokens['server']:,} (count_tokens)")
+    return Result(stdout=orjson.dumps(explained, option=orjson.OPT_APPEND_NEWLINE), report=explained, stderr=tuple(lines))

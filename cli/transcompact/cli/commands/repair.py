@@ -1,0 +1,85 @@
+"""`transcompact repair`: make an invalid transcript valid with the smallest change."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import click
+
+from ...run.batch import Reading, Result
+from ..main import (batch_options, input_options, output_options, check_conversion_flags, check_output_flags,
+                   conversion_option, conversion_suffix, diff_view, verbose_option, where)
+from ...core.errors import ExitCode
+
+
+@click.command()
+@input_options
+@output_options
+@conversion_option
+@batch_options
+@click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
+@verbose_option
+def repair(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
+           report_file, to, jobs, fail_fast, quiet, verbose):
+    """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
+
+    A tool call with no result gets an error result "[No result recorded]"; an orphan tool
+    result, an empty text block and an empty message are removed; a tool call id used twice
+    is renamed, with its result. A valid transcript is written back unchanged. Exit 1 if
+    errors remain that repair cannot fix.
+
+    \b
+    transcompact repair broken.json > fixed.json
+    transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
+    """
+    from ...run.batch import Batch
+
+    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
+    check_conversion_flags(to, in_place)
+    batch = Batch("repair", files, patterns, quiet=quiet, verbose=verbose, verb="repaired", dry_run=dry_run, report_file=report_file,
+                  diff=diff_view(diff, diff_as_json))
+    work = Repairing(Reading(format_, messages_path, encoding_errors, writes_back=to is None), quiet, diff, to)
+    sys.exit(batch.run(repair_file, work, output=output, in_place=in_place, output_dir=output_dir,
+                       output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
+
+
+@dataclass(frozen=True)
+class Repairing:
+    """What `repair_file` needs besides the file: plain values, for a worker process."""
+
+    reading: Reading
+    quiet: bool
+    diff: bool = False  # --diff: the result says what repairing changes
+    to: str | None = None  # --to: the output converted to this
+
+
+def repair_file(name: str, data: bytes, how: Repairing) -> Result:
+    """Repair one file (`batch.process` runs it, here or in a worker); exit 1 when errors are left."""
+    from ...ops.check import check as run_check, errors
+    from ...formats import dumps, written as written_out
+    from ...ops.postcondition import verified
+    from ...ops.repair import repair as run_repair
+
+    transcript = how.reading.load(data, name)
+    repaired, report = run_repair(transcript)
+    if how.to is None:
+        written = written_out(repaired)
+        # What is left is what `check` says of the output as written (its lines, its indices).
+        as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
+                              same_messages=False)
+    else:  # in the target's format, which convert's own post-condition judges (it leaves no error)
+        from ...ops.convert import convert
+
+        as_written = convert(repaired, how.to)
+        written = dumps(as_written)
+    left = errors(run_check(as_written))
+    lines = [] if how.quiet else [f"{name}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}" for fix in report.fixes]
+    lines += [f"{name}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}" for v in left]
+    changes = None
+    if how.diff:
+        from ...ops.diff import diff
+
+        changes = tuple(diff(transcript, repaired))
+    return Result(output=written, report={**report.as_dict(), "errors_left": [v.as_dict() for v in left]}, stderr=tuple(lines),
+                  exit=ExitCode.VIOLATIONS if left else ExitCode.OK, changes=changes)

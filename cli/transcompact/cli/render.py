@@ -1,0 +1,284 @@
+"""Reports as text: a rich table on a terminal, plain aligned columns when piped, or JSON.
+
+Both text forms are built from the same sections (a title, column headers, rows), so they
+always say the same thing; rich is imported only when a terminal will show it.
+
+Every `--json` report is one object of one shape, whatever the command and however many
+inputs (docs/input-output.md#json-reports):
+
+    {"version": 1, "command": "estimate", "files": [{"file": "a.json", ...}, ...]}
+
+`version` changes only when a key is removed or changes meaning; a command may add keys beside
+`files` (estimate: `total`). A rewriting command's `--report FILE` is JSON Lines instead, one
+object per file as it is done, with `version` and `command` in each (`report_line`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+import orjson
+
+from ..core.errors import without_credentials
+
+if TYPE_CHECKING:
+    from ..run.batch import Outcome, Tally
+    from ..ops.diff import BlockChange, MessageChange
+    from ..ops.estimate import Estimate
+
+JSON_VERSION = 1
+
+
+def report_json(command: str, files: Iterable[tuple[str, Mapping[str, Any]]], **extra: Any) -> bytes:
+    """The JSON report of a run: `version`, `command`, then `files`, one object per input in the
+    order read (its `file` first, then what the command reports of it), then `extra`; indented,
+    one object, a newline at the end."""
+    envelope = {"version": JSON_VERSION, "command": command,
+                "files": [{"file": name, **fields} for name, fields in files], **extra}
+    return orjson.dumps(envelope, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def report_line(command: str, outcome: Outcome) -> bytes:
+    """One file's line of a rewriting command's `--report`: what became of it (`status`: changed,
+    unchanged or failed; `exit`; `output`, where it went, and whether it was `written`; `error`),
+    then what the command reports of it (strategy, tokens and messages before and after, …)."""
+    fields: dict[str, Any] = {
+        "version": JSON_VERSION, "command": command, "file": outcome.name, "status": outcome.status,
+        "exit": int(outcome.exit),
+        "output": outcome.target if outcome.target is not None or outcome.failed else "<stdout>",
+        "written": outcome.written,
+        "error": outcome.error_of_the_file,
+    }
+    if outcome.result is not None:
+        fields.update(outcome.result.report)
+    return without_credentials(orjson.dumps(fields).decode()).encode() + b"\n"
+
+
+def batch_summary(tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str:
+    """The closing line of a batch: `12 files: 9 compacted, 2 unchanged, 1 failed; 1,203,118 →
+    160,442 tokens; 3.1 s`."""
+    files = tally.changed + tally.unchanged + tally.failed
+    text = (f"{files:,} file{'s' if files != 1 else ''}: {tally.changed:,} {'would be ' if dry_run else ''}{verb}, "
+            f"{tally.unchanged:,} unchanged, {tally.failed:,} failed")
+    if tally.counted:
+        text += f"; {tally.tokens_before:,} → {tally.tokens_after:,} tokens"
+    return f"{text}; {seconds:.1f} s"
+
+
+def diff_fields(changes: Sequence[MessageChange]) -> dict[str, Any]:
+    """One file's entry of `--diff --json` (after its `file`): its changes, message by message."""
+    return {"changes": [change.as_dict() for change in changes]}
+
+
+def diff_text(name: str, changes: Sequence[MessageChange], *, color: bool) -> bytes:
+    """`--diff` of one file, unified-diff-like (nothing when nothing changes): `---`/`+++` naming
+    it, then a `-` or `+` line per message removed or added, and for a message changed, an `@@`
+    line and a `-` and/or `+` line per block. Each line: what it is, its tokens, an excerpt
+    (from its first difference, for a block replaced). Colored as git colors a diff, on a terminal."""
+    if not changes:
+        return b""
+
+    def styled(line: str, **style: Any) -> str:
+        import click
+
+        return click.style(line, **style) if color else line
+
+    lines = [styled(f"--- {name}", bold=True), styled(f"+++ {name}", bold=True)]
+    for change in changes:
+        if change.action != "changed":
+            sign, index, tokens = ("-", change.index_before, change.tokens_before) if change.action == "removed" else \
+                ("+", change.index_after, change.tokens_after)
+            side = "excerpt_before" if sign == "-" else "excerpt_after"
+            kinds = ", ".join(_block_name(block) for block in change.blocks)
+            shown = next((getattr(block, side) for block in change.blocks if getattr(block, side)), "")
+            lines.append(styled(_with_excerpt(f"{sign}message {index} {change.role}, {_n(tokens)} tokens: {kinds}", shown),
+                                fg="red" if sign == "-" else "green"))
+            continue
+        moved = f" (now {change.index_after})" if change.index_after != change.index_before else ""
+        lines.append(styled(f"@@ message {change.index_before}{moved} {change.role}: {_n(change.tokens_before)} → "
+                            f"{_n(change.tokens_after)} tokens @@", fg="cyan"))
+        for block in change.blocks:
+            if block.block_before is not None:
+                lines.append(styled(_with_excerpt(f"- block {block.block_before} {_block_name(block)}, "
+                                                  f"{_n(block.tokens_before)} tokens", block.excerpt_before), fg="red"))
+            if block.block_after is not None:
+                lines.append(styled(_with_excerpt(f"+ block {block.block_after} {_block_name(block)}, "
+                                                  f"{_n(block.tokens_after)} tokens", block.excerpt_after), fg="green"))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _with_excerpt(head: str, excerpt: str | None) -> str:
+    return f"{head}: {excerpt}" if excerpt else head
+
+
+def _block_name(block: BlockChange) -> str:
+    """`tool_result bash toolu_01`: the kind, and for a tool's block its tool and call id."""
+    return " ".join(part for part in (block.kind, block.tool, block.tool_call_id) if part)
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    numeric: tuple[bool, ...] = ()  # per column: right-align
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def summary(e: Estimate) -> Section:
+    rows = [
+        ("tokens", f"{_n(e.tokens)} — {_pct(e.tokens, e.budget)} of the input budget"),
+        ("input budget", f"{_n(e.budget)} (window {_n(e.window)} − max output {_n(e.max_output)})"),
+        ("status", f"{e.status} (warning from {_n(e.warning)}, compaction threshold {_n(e.threshold)}, "
+                   "emergency at 95% of the budget)"),
+        ("counted by", e.method),
+    ]
+    if e.recorded:
+        r = e.recorded
+        rows.append(("recorded", f"{_n(r.tokens)} input + {_n(r.output)} output tokens at message {r.message} "
+                                  f"(the last of {r.responses} responses with usage)"))
+    if e.calibration:
+        c = e.calibration
+        error = (f"error {100 * c.error:.1f}% on the later {c.error_samples} responses, fitted on the earlier ones"
+                 if c.error is not None else "too few responses to measure its error")
+        rows.append(("calibration", f"ratio {c.ratio:.4f}, overhead {_n(round(c.overhead))}, {c.samples} responses; {error}"))
+    rows += [("note", note) for note in e.notes]
+    return Section(f"{e.name}: {e.format}, {e.messages} messages", ("", ""), tuple(rows))
+
+
+def breakdown(e: Estimate) -> list[Section]:
+    from ..ops.estimate import KINDS
+
+    roles = sorted(e.by_role.items(), key=lambda kv: -kv[1])
+    # Shares of what the transcript holds: a negative overhead (recorded usage below the content)
+    # would put them above 100 %.
+    whole = max(e.tokens, sum(t for t in e.by_kind.values() if t > 0), sum(e.by_role.values()))
+    # What no message holds has its rows, so that the shares add up: the system prompt and the
+    # tools, and the overhead (the 4 tokens of each message the API adds, or what a log's recorded
+    # usage counted that the log never shows).
+    outside = e.by_kind.get("system", 0) + e.by_kind.get("tool_schemas", 0)
+    overhead = e.tokens - sum(e.by_role.values()) - outside
+    roles += [(name, t) for name, t in (("system and tools", outside), ("overhead", overhead)) if t > 0]
+    sections = [
+        Section("by role", ("role", "tokens", "share"),
+                tuple((role, _n(t), _pct(t, whole)) for role, t in roles), (False, True, True)),
+        Section("by kind", ("kind", "tokens", "share"),
+                tuple((k.replace("_", " "), _n(e.by_kind[k]), _pct(e.by_kind[k], whole)) for k in KINDS if e.by_kind[k]),
+                (False, True, True)),
+    ]
+    if e.top_results:
+        sections.append(Section(
+            f"largest tool results (top {len(e.top_results)})", ("message", "tool", "tool call id", "tokens"),
+            tuple((str(r.index), r.tool or "?", r.tool_call_id, _n(r.tokens)) for r in e.top_results),
+            (True, False, False, True),
+        ))
+    return sections
+
+
+def per_message(e: Estimate) -> Section:
+    with_lines = any(m.line is not None for m in e.per_message)
+    headers = ("message", "line", "role", "tokens", "running") if with_lines else ("message", "role", "tokens", "running")
+    rows = tuple(
+        ((str(m.index), str(m.line or "")) if with_lines else (str(m.index),)) + (m.role, _n(m.tokens), _n(m.running))
+        for m in e.per_message
+    )
+    numeric = (True, True, False, True, True) if with_lines else (True, False, True, True)
+    return Section("per message", headers, rows, numeric)
+
+
+def files(estimates: Sequence[Estimate]) -> Section:
+    rows = tuple(
+        (e.name, e.format, _n(e.messages), _n(e.tokens), _pct(e.tokens, e.budget), e.status) for e in estimates
+    )
+    total = ("total", "", _n(sum(e.messages for e in estimates)), _n(sum(e.tokens for e in estimates)), "", "")
+    return Section(f"{len(estimates)} files", ("file", "format", "messages", "tokens", "budget", "status"),
+                   rows + (total,), (False, False, True, True, True, False))
+
+
+def estimate_sections(estimates: Sequence[Estimate], *, show_messages: bool) -> list[Section]:
+    if len(estimates) > 1:
+        out = [files(estimates)]
+        if show_messages:
+            out += [s for e in estimates for s in (summary(e), per_message(e))]
+        return out
+    e = estimates[0]
+    return [summary(e), *breakdown(e), *([per_message(e)] if show_messages else [])]
+
+
+def plain(sections: Sequence[Section]) -> str:
+    """Aligned columns with two-space gutters; a blank line between sections."""
+    blocks = []
+    for section in sections:
+        lines = [section.title]
+        table = ([section.headers] if any(section.headers) else []) + list(section.rows)
+        widths = [max(len(row[i]) for row in table) for i in range(len(section.headers))]
+        for row in table:
+            cells = []
+            for i, cell in enumerate(row):
+                right = i < len(section.numeric) and section.numeric[i]
+                last = i == len(row) - 1
+                cells.append(cell.rjust(widths[i]) if right else (cell if last else cell.ljust(widths[i])))
+            lines.append(("  " + "  ".join(cells)).rstrip())
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"
+
+
+def rich_print(sections: Sequence[Section]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for section in sections:
+        headed = any(section.headers)
+        table = Table(title=section.title, title_justify="left", show_header=headed, box=box.SIMPLE_HEAD if headed else None,
+                      pad_edge=False, title_style="bold")
+        for i, header in enumerate(section.headers):
+            right = i < len(section.numeric) and section.numeric[i]
+            table.add_column(header, justify="right" if right else "left", style="bold" if not headed and i == 0 else None)
+        for row in section.rows:
+            table.add_row(*row)
+        console.print(table)
+        console.print()
+
+
+def estimate_json(estimates: Sequence[Estimate], *, show_messages: bool) -> bytes:
+    total = {"files": len(estimates), "messages": sum(e.messages for e in estimates),
+             "tokens": sum(e.tokens for e in estimates)}
+    return report_json("estimate", ((e.name, _as_dict(e, show_messages)) for e in estimates), total=total)
+
+
+def _as_dict(e: Estimate, show_messages: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "format": e.format,
+        "dialect": e.dialect,
+        "tokenizer": e.tokenizer,
+        "method": e.method,
+        "ratio": e.ratio,
+        "tokens": e.tokens,
+        "messages": e.messages,
+        "window": e.window,
+        "max_output": e.max_output,
+        "budget": e.budget,
+        "fraction": round(e.fraction, 6),
+        "threshold": e.threshold,
+        "warning": e.warning,
+        "status": e.status,
+        "by_role": e.by_role,
+        "by_kind": e.by_kind,
+        "top_results": [asdict(r) for r in e.top_results],
+        "recorded": asdict(e.recorded) if e.recorded else None,
+        "calibration": asdict(e.calibration) if e.calibration else None,
+        "notes": list(e.notes),
+    }
+    if show_messages:
+        out["per_message"] = [asdict(m) for m in e.per_message]
+    return out

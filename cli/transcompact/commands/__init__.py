@@ -1,1 +1,0 @@
-"""One module per command; `cli.py` imports a command's module only when that command runs."""

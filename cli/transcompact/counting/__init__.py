@@ -1,0 +1,2 @@
+"""Tokens: the tokenizers and the calibration against a log's recorded usage.
+"""

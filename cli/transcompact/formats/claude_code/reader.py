@@ -1,0 +1,481 @@
+"""Claude Code session logs (`~/.claude/projects/*/<session>.jsonl`).
+
+The messages of the model are those `claude --resume` would send: the chain from the newest
+leaf back to a root or a `compact_boundary`, with the lines of one API response (same
+`message.id`, parallel tool results parented to different lines) gathered into one message
+and consecutive user lines into one turn. Every other line (metadata, progress, system
+lines, other branches, history before the boundary) is kept verbatim and in place. A write
+re-serialises only the lines whose content changed, drops a line left with no content
+(re-parenting its children) and threads new lines into the chain.
+
+A `microcompact_boundary` line on the chain lists tool results that Claude Code sent as a
+placeholder from then on: they are read as that placeholder (what the API saw), and written
+back as they were in the file.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ...dialects import anthropic as codec
+from ...core.errors import Location, ShapeError
+from ...core.jsondata import BOM, Lines, Parsed, dumps, kind_of, parse_value
+from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
+
+NAME = "claude-code"
+DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sessionId)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
+
+TRANSCRIPT_TYPES = frozenset({"user", "assistant", "system", "attachment", "progress"})
+MESSAGE_TYPES = frozenset({"user", "assistant"})
+
+# What Claude Code sends instead of a result a microcompact_boundary lists (cli.js 2.1.20, `rG6`;
+# it sends `<persisted-output>` + the path of a copy instead when it could save one, which the
+# log does not record).
+MICROCOMPACT_PLACEHOLDER = "[Old tool result content cleared]"
+PERSISTED_OUTPUT = "<persisted-output>"
+
+
+@dataclass(frozen=True)
+class LogSource:
+    records: list[tuple[bytes, Any]]
+    chain: tuple[int, ...]  # record indices from the root (or boundary) to the leaf, every entry type
+    root: int | None  # the compact_boundary record the chain starts at, if any
+    leaf: int | None
+    message_records: frozenset[int]  # the records read into messages
+    bom: bool = False  # the file began with a byte-order mark: a rewritten first line keeps it
+
+
+NOTHING_CLEARED: Mapping[str, ToolResult] = MappingProxyType({})
+
+
+# One per message of a log, so kept small: slots, tuples, and shared empty values.
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    records: tuple[int, ...]
+    blocks: tuple[Block, ...]
+    string_records: tuple[int, ...]  # the records whose content is a string, not a list of blocks
+    cleared: Mapping[str, ToolResult]  # by tool id: results read as the microcompact placeholder
+
+
+def line_type(value: dict) -> str | None:
+    """A line's `type`, when it is a string (a hand-edited log may hold anything there)."""
+    kind = value.get("type")
+    return kind if isinstance(kind, str) else None
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    if parsed.records is None or messages_path is not None:
+        return False
+    values = parsed.values()
+    return all(isinstance(v, dict) for v in values) and any(
+        "sessionId" in v and isinstance(v.get("uuid"), str) and line_type(v) in TRANSCRIPT_TYPES for v in values
+    )
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MICROSECOND = timedelta(microseconds=1)
+
+
+def _timestamp(value: Any) -> int | None:
+    """A line's `timestamp` in whole microseconds since 1970, None when it is not an ISO date.
+
+    Integers, not float seconds: every date from year 1 to 9999 is exact, so the newest line is
+    always found and a new line can be made strictly newer. One without an offset is read as UTC
+    (Claude Code writes `Z`), which no local clock can push out of range.
+    """
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return (moment - EPOCH) // MICROSECOND
+
+
+def is_boundary(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("type") == "system" and value.get("subtype") == "compact_boundary"
+
+
+def find_chain(records: list[tuple[bytes, Any]], name: str = "<stdin>") -> tuple[tuple[int, ...], int | None, int | None]:
+    """(chain from root to leaf, boundary record or None, leaf record or None), as `claude --resume` picks it.
+
+    The resume point is the newest (by `timestamp`) user or assistant entry that a leaf walks back
+    to. Claude Code never picks one without a timestamp; when no leaf has one, the last in file
+    order is read rather than nothing. A transcript line whose `uuid` is not a string is refused
+    (`name` is the file, for the error): no line can point at it, so where it belongs is a guess.
+    """
+    by_uuid: dict[str, int] = {}
+    parents: set[str] = set()
+    for index, (_, value) in enumerate(records):
+        if type(value) is not dict or line_type(value) not in TRANSCRIPT_TYPES or "uuid" not in value:
+            continue
+        uid = value["uuid"]
+        if not isinstance(uid, str):
+            raise ShapeError(f"`uuid` must be a string, not {kind_of(uid)}", location=Location(name, index + 1))
+        by_uuid[uid] = index
+        parent = value.get("parentUuid")
+        if isinstance(parent, str):
+            parents.add(parent)
+    resume_points: dict[int, Any] = {}
+    best: tuple[bool, bool, int, int] | None = None
+    for uid, index in by_uuid.items():
+        if uid in parents:
+            continue
+        node = _resume_point(index, records, by_uuid, resume_points)
+        if node is None:
+            continue
+        value = records[node][1]
+        stamp = _timestamp(value.get("timestamp"))
+        rank = (stamp is not None, value.get("isSidechain") is not True, stamp or 0, node)
+        if best is None or rank > best:
+            best = rank
+    if best is None:
+        return (), None, None
+    leaf = best[-1]
+    chain, seen, node, root = [], set(), leaf, None
+    while node is not None and node not in seen:
+        seen.add(node)
+        value = records[node][1]
+        if is_boundary(value):
+            root = node
+            break
+        chain.append(node)
+        parent = value.get("parentUuid")
+        node = by_uuid.get(parent) if isinstance(parent, str) else None
+    chain.reverse()
+    return tuple(chain), root, leaf
+
+
+_WALKING = object()  # a record whose resume point is being looked for: meeting it again is a cycle
+
+
+def _resume_point(start: int, records: list[tuple[bytes, Any]], by_uuid: dict[str, int], known: dict[int, Any]) -> int | None:
+    """The nearest user or assistant entry at or above `start`, or None when the walk ends or loops.
+
+    `known` keeps the answer for every record walked, so that leaves sharing a long run of
+    progress lines walk it once: finding every leaf's resume point takes linear time.
+    """
+    path: list[int] = []
+    node: int | None = start
+    while node is not None and node not in known and line_type(records[node][1]) not in MESSAGE_TYPES:
+        known[node] = _WALKING
+        path.append(node)
+        parent = records[node][1].get("parentUuid")
+        node = by_uuid.get(parent) if isinstance(parent, str) else None
+    found = known.get(node, node)
+    if found is _WALKING:
+        found = None
+    for walked in path:
+        known[walked] = found
+    return found
+
+
+def _message_id(value: dict) -> str | None:
+    message = value.get("message")
+    mid = message.get("id") if isinstance(message, dict) else None
+    return mid if isinstance(mid, str) else None
+
+
+def _has_tool_result(value: dict) -> bool:
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: int | None) -> list[int]:
+    """The message lines of the chain in the order the API sees them.
+
+    The lines of one response (same `message.id`) come together even when only some are on the
+    chain, followed by the tool-result lines answering any of them (parallel results are
+    parented to different lines, so the chain alone misses some).
+    """
+    start = -1 if root is None else root
+    groups: dict[str, list[int]] = {}
+    for index in range(start + 1, len(records)):
+        value = records[index][1]
+        if isinstance(value, dict) and value.get("type") == "assistant":
+            mid = _message_id(value)
+            if mid is not None:
+                groups.setdefault(mid, []).append(index)
+    answers: dict[str, list[int]] = {}
+    for index in range(start + 1, len(records)):
+        value = records[index][1]
+        if isinstance(value, dict) and value.get("type") == "user" and isinstance(value.get("parentUuid"), str):
+            if _has_tool_result(value):
+                answers.setdefault(value["parentUuid"], []).append(index)
+    order: list[int] = []
+    emitted: set[int] = set()
+    for index in chain:
+        value = records[index][1]
+        if index in emitted or line_type(value) not in MESSAGE_TYPES:
+            continue
+        mid = _message_id(value) if value.get("type") == "assistant" else None
+        if mid is None:
+            order.append(index)
+            emitted.add(index)
+            continue
+        group = [i for i in groups.get(mid, [index]) if i not in emitted]
+        results = sorted({  # a set: lines of one response may share a uuid, and their answers are read once
+            i for g in group for i in answers.get(records[g][1].get("uuid"), ()) if i not in emitted
+        })
+        for i in group + results:
+            order.append(i)
+            emitted.add(i)
+    return order
+
+
+def microcompacted(records: list[tuple[bytes, Any]], chain: tuple[int, ...]) -> dict[str, int]:
+    """The tool ids that the `microcompact_boundary` lines on the chain list, each with its boundary's record."""
+    cleared: dict[str, int] = {}
+    for index in chain:
+        value = records[index][1]
+        if value.get("type") == "system" and value.get("subtype") == "microcompact_boundary":
+            metadata = value.get("microcompactMetadata")
+            ids = metadata.get("compactedToolIds") if isinstance(metadata, dict) else None
+            for tool_id in ids if isinstance(ids, list) else ():
+                if isinstance(tool_id, str):
+                    cleared.setdefault(tool_id, index)
+    return cleared
+
+
+def _as_sent(block: Block, index: int, cleared: dict[str, int]) -> Block:
+    """A tool result as the API saw it: the placeholder when a later microcompact boundary lists it.
+
+    Like Claude Code, an empty result or one already cleared or persisted is left as it is.
+    """
+    if type(block) is not ToolResult or cleared.get(block.tool_call_id, -1) < index or block.content == "":
+        return block
+    if isinstance(block.content, str) and (block.content == MICROCOMPACT_PLACEHOLDER or PERSISTED_OUTPUT in block.content):
+        return block
+    return replace(block, content=MICROCOMPACT_PLACEHOLDER)
+
+
+# The lines no operation reads whole, by their `type` and a field that marks them as Claude
+# Code's (other agents' logs have types of their own): of these only the plain fields that place
+# them on the chain are kept (`linking_fields`).
+LINKING_ONLY = {"progress": "parentUuid", "file-history-snapshot": "snapshot"}
+
+
+def linking_fields(value: Any) -> Any:
+    """What is kept of a line as it is parsed (`jsondata.parse`'s `trim`): a progress line or a
+    file-history snapshot keeps only its plain fields (uuid, parentUuid, type, timestamp, …), not
+    its nested objects, which a long session would otherwise hold in memory a second time (every
+    tool's streamed output, every file's backup). A rewrite that writes such a line anew reads it
+    again from its bytes (`_whole_value`)."""
+    if type(value) is dict and LINKING_ONLY.get(line_type(value)) in value:
+        for item in value.values():
+            if type(item) is dict or type(item) is list:
+                # Its links are kept whatever they hold: a `uuid` that is no string is refused as on any line.
+                return {k: v for k, v in value.items() if (type(v) is not dict and type(v) is not list)
+                        or k in ("uuid", "parentUuid")}
+    return value
+
+
+def _whole_value(index: int, record: tuple[bytes, Any], name: str) -> Any:
+    line, value = record
+    if line is None or type(value) is not dict or line_type(value) not in LINKING_ONLY:  # None: a line made whole
+        return value
+    text = bytes(line)
+    return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    records = parsed.records or []
+    chain, root, leaf = find_chain(records, parsed.name)
+    cleared_ids = microcompacted(records, chain)
+    messages: list[Message] = []
+    run: list[int] = []
+
+    def close_run() -> None:
+        if not run:
+            return
+        blocks: list[Block] = []
+        string_records: list[int] = []
+        cleared: dict[str, ToolResult] = {}
+        for index in run:
+            value = records[index][1]
+            where = f"message {len(messages)}"
+            if not isinstance(value.get("message"), dict):
+                # Claude Code sends the `message.content` of every user and assistant line on the chain.
+                problem = f"must be an object, not {kind_of(value['message'])}" if "message" in value else "is missing"
+                raise ShapeError(f"{where}: `message` {problem}", location=Location(parsed.name, index + 1))
+            content = value["message"].get("content")
+            if isinstance(content, str):
+                blocks.append(Text(content, raw=content, line=index))
+                string_records.append(index)
+            elif isinstance(content, list):
+                try:
+                    read_blocks = [codec.read_block(b, index, f"{where}: content/{i}") for i, b in enumerate(content)]
+                except ShapeError as error:
+                    raise ShapeError(error.message, location=Location(parsed.name, index + 1)) from None
+                if cleared_ids:
+                    sent = [_as_sent(b, index, cleared_ids) for b in read_blocks]
+                    cleared.update((s.tool_call_id, s) for s, b in zip(sent, read_blocks) if s is not b)
+                    read_blocks = sent
+                blocks.extend(read_blocks)
+            elif content is not None:
+                raise ShapeError(
+                    f"{where}: `message.content` must be a string or a list of blocks, not {kind_of(content)}",
+                    location=Location(parsed.name, index + 1),
+                )
+        first = records[run[0]][1]
+        role = first["type"]  # what Claude Code sends, whatever `message.role` says
+        read_blocks = tuple(blocks)
+        origin = _Origin(tuple(run), read_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
+        messages.append(Message(role, read_blocks, raw=first, line=run[0] + 1, origin=origin))
+        run.clear()
+
+    previous: tuple[str, str | None] | None = None
+    order = api_order(records, chain, root)
+    for index in order:
+        value = records[index][1]
+        key = (value["type"], _message_id(value) if value["type"] == ASSISTANT else None)
+        if previous is not None and key != previous:
+            close_run()
+        run.append(index)
+        previous = key
+    close_run()
+    source = LogSource(records, chain, root, leaf, frozenset(order), parsed.bom)
+    return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def is_unchanged(message: Message) -> bool:
+    origin = message.origin
+    return isinstance(origin, _Origin) and message.blocks == origin.blocks
+
+
+def write(transcript: Transcript) -> bytes:
+    return bytes(write_lines(transcript))
+
+
+def write_lines(transcript: Transcript) -> Lines:
+    source: LogSource = transcript.source
+    records = source.records
+    origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
+    claimed = {i for origin in origins for i in origin.records}
+    if (
+        len(origins) == len(transcript.messages)
+        and claimed == source.message_records
+        and all(is_unchanged(m) for m in transcript.messages)
+    ):
+        return Lines(list(records))  # the first line holds the mark, if any
+
+    string_records = {i for origin in origins for i in origin.string_records}
+    cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
+    contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
+    inserted: dict[int, list[dict]] = {}  # new records to write after a record
+    dropped = set(source.message_records - claimed)
+    last_record: int | None = None
+    for message in transcript.messages:
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            anchor = last_record if last_record is not None else (source.chain[0] if source.chain else None)
+            if anchor is None:
+                raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
+            inserted.setdefault(anchor, []).append(_new_record(records[anchor][1], message))
+            continue
+        if is_unchanged(message):
+            last_record = origin.records[-1]
+            continue
+        # Each block goes back to the line it came from; a new block joins the line before it.
+        per_record: dict[int, list[Block]] = {i: [] for i in origin.records}
+        current = origin.records[0]
+        for block in message.blocks:
+            if block.line in per_record:
+                current = block.line
+            per_record[current].append(block)
+        for index, blocks in per_record.items():
+            if not blocks:
+                dropped.add(index)
+            elif blocks != [b for b in origin.blocks if b.line == index]:
+                contents[index] = blocks
+        # A message added after this one hangs from its last line that stays.
+        last_record = max((i for i in origin.records if i not in dropped), default=last_record)
+
+    parents = _relink(source, dropped, inserted)
+    out: list[tuple[bytes, Any]] = []
+    for index, record in enumerate(records):
+        if index in dropped:
+            continue
+        if index in contents or index in parents:
+            obj = dict(_whole_value(index, record, transcript.name))
+            if index in contents:
+                obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
+            if index in parents:
+                obj["parentUuid"] = parents[index]
+            record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
+        out.append(record)
+        out.extend((None, new) for new in inserted.get(index, ()))
+    return Lines.of(out, bom=source.bom)
+
+
+def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:
+    """A line's content as the file keeps it: a result still reading as the microcompact placeholder
+    keeps its original JSON (the boundary that clears it is still in the file)."""
+    if not cleared or string_content:
+        return codec.write_content(tuple(blocks), string_content)
+    return [b.raw if type(b) is ToolResult and cleared.get(b.tool_call_id) == b else codec.write_block(b) for b in blocks]
+
+
+def _new_record(anchor: dict, message: Message) -> dict:
+    """A line for a message an operation added, in the envelope of the line it follows."""
+    content = codec.write_content(message.blocks, False)
+    seed = f"{anchor.get('uuid')}:{dumps(content, indent=False).decode()}"
+    record = {
+        "parentUuid": anchor.get("uuid"),
+        "isSidechain": anchor.get("isSidechain", False),
+        "userType": anchor.get("userType", "external"),
+        "cwd": anchor.get("cwd"),
+        "sessionId": anchor.get("sessionId"),
+        "version": anchor.get("version"),
+        "gitBranch": anchor.get("gitBranch"),
+        "type": USER if message.role == USER else ASSISTANT,
+        "message": {"role": message.role, "content": content},
+        "uuid": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed)),
+        "timestamp": anchor.get("timestamp"),
+    }
+    return {k: v for k, v in record.items() if v is not None or k == "parentUuid"}
+
+
+def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]]) -> dict[int, Any]:
+    """The new `parentUuid` of each record whose parent was dropped or that now follows inserted lines."""
+    records = source.records
+    skip: dict[Any, Any] = {records[i][1].get("uuid"): records[i][1].get("parentUuid") for i in dropped}
+    parents: dict[int, Any] = {}
+    for anchor, new_records in inserted.items():
+        for before, after in zip(new_records, new_records[1:]):
+            after["parentUuid"] = before["uuid"]
+        anchor_uuid = records[anchor][1].get("uuid")
+        for index in source.chain:
+            if index != anchor and records[index][1].get("parentUuid") == anchor_uuid:
+                parents[index] = new_records[-1]["uuid"]
+    for index, (_, value) in enumerate(records):
+        if index in dropped or index in parents or not isinstance(value, dict):
+            continue
+        parent = new = value.get("parentUuid")
+        seen = set()
+        while isinstance(new, str) and new in skip and new not in seen:  # a parentUuid may be anything
+            seen.add(new)
+            new = skip[new]
+        if new != parent:
+            parents[index] = new
+    return parents
+
+
+# The operations' Claude Code parts (formats/__init__.py `hook`), in modules of their own,
+# imported when an operation asks for one.
+HOOKS = {
+    "check_log": "claude_code.rules",
+    "repair_log": "claude_code.rules",
+    "append_compaction": "claude_code.rewrites",
+    "replace_ui_copies": "claude_code.rewrites",
+    "agent_lines": "claude_code.rewrites",
+    "view_before_compaction": "claude_code.rewrites",
+}

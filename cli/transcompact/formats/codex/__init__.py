@@ -1,0 +1,3 @@
+"""Codex CLI's rollouts (`~/.codex/sessions/**/rollout-*.jsonl`): the reader and writer, and
+its rewrites (compaction, injected context).
+"""

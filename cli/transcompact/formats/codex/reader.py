@@ -1,0 +1,760 @@
+"""Codex CLI rollouts (`~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl`).
+
+Each line is a `RolloutLine` (codex-rs/protocol): `{"timestamp", "type", "payload"}`. The messages
+of the model are the history Codex rebuilds when it resumes (core `reconstruct_history_from_rollout`):
+the `response_item` payloads it sends to the API, in order; a `compacted` line replaces all of
+them with its `replacement_history`, or, without one, with the real user messages (the newest, up
+to 20,000 tokens) and a user message holding its `message`; an `event_msg` `thread_rolled_back`
+drops the last `num_turns` user turns. Every line is kept and written back as read: a write
+re-serialises only the lines holding an item that changed (its `response_item` line, or the
+`compacted` line whose `replacement_history` holds it) and adds a `response_item` line for an
+item an operation added.
+
+Dialect: openai. Codex speaks the Responses API, whose items are Chat Completions messages one
+for one: a `function_call` (`custom_tool_call`, `local_shell_call`) is a tool call of the
+assistant's turn, and the `function_call_output` (`custom_tool_call_output`) answering it by
+`call_id` is a tool message after that turn, which is the pairing check's O rules test. So the
+items of one assistant turn (reasoning, text, calls, other tool items) make one assistant message,
+each output one tool message, and each user or developer message one message.
+
+A block read from an item has `line` = that item's index in `source.items` (not a file line) and,
+except calls and results, no `raw`: check's OpenAI rules would take the Responses part types
+(`input_text`, …) for unknown Chat Completions parts. What a write cannot rebuild from a block
+comes from its item. Reasoning and the tool items Codex runs itself (web search, tool search,
+image generation, `compaction`) are opaque blocks: their text is encrypted or not the model's to
+read, and they go back as they were. The user message Codex makes of a summary (its prefix line,
+then the summary) reads as transcompact's summary message, so that compacting again merges it
+(Codex sends its prefix, some 80 tokens more than ours).
+
+`session_meta.base_instructions` is the system part (read only). The `usage` of a
+`token_usage_record` line (Codex 0.171 writes one per response) and the `last_token_usage` of an
+`event_msg` `token_count` are recorded usage: put as `usage` on the raw of the assistant message
+of the response they count (its `input_tokens` includes cached input), where calibrate's
+`usage_tokens` finds it. Codex resumes with the last `token_count` as the size of its context
+(`last_token_info_from_rollout`; before a turn it compacts a context over its limit): left as it
+was, a count after a rewrite that shrank the history would make it compact a pruned rollout it no
+longer needs to, and anchor `estimate` on content that is gone; cleared (as the Gemini writer
+clears its records' `tokens`), Codex would count only what follows its last reply and not compact
+one it needs to, and `estimate` would lose what the log never shows (the base instructions and
+tools). So a write restates each usage line after a change, the prompt (`input_tokens`,
+`total_tokens`) of its response less what the change took out before it (more what it added), by
+Codex's own estimate of 4 characters a token; the running totals (`total_token_usage`,
+`turn_token_usage`) stay as the API billed them.
+
+A paginated rollout (`session_meta.history_mode: "paginated"`, what Codex 0.171 writes) numbers
+its lines with a top-level `ordinal`, and Codex refuses one whose last line has none (rollout
+ordinal.rs): a line a write adds takes the ordinal after the line before it, and the lines after it
+move up by one (down by one after a line that went), so the numbering stays whole. A forked one
+(`session_meta.history_base`) holds only its own lines: its history starts with its parent
+rollout's lines below `end_ordinal_exclusive`, read from the parent's file as Codex finds it (by
+its id, next to the fork or under the same `sessions` directory). Those lines are read, never
+written: a change to one of their items is refused.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...io import urls
+from ...dialects.openai import decode_arguments
+from ...core.errors import InputError, Location, ShapeError
+from ...core.jsondata import BLANK, BOM, Parsed, dumps, parse
+from ...core.summary_text import SUMMARY_PREFIX
+from ...core.model import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Block,
+    Image,
+    Message,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+NAME = "codex"
+DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
+
+LINE_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg"})
+CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+NOT_SENT = frozenset({"ghost_snapshot", "other"})  # items Codex keeps in the log but never sends (`is_api_message`)
+
+# What Codex leaves out of the user messages it keeps when it rebuilds a history without
+# `replacement_history` (core `collect_user_messages`): context it injected, and earlier summaries.
+CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<turn_aborted>")
+# The first line of the user message Codex makes of a summary (core templates/compact/summary_prefix.md),
+# its summary on the lines after it; older versions worded the end of the line otherwise.
+CODEX_SUMMARY_START = "Another language model started to solve this problem"
+CODEX_SUMMARY_PREFIX = (
+    CODEX_SUMMARY_START + " and produced a summary of its thinking process. You also "
+    "have access to the state of the tools that were used by that language model. Use this to build on the work "
+    "that has already been done and avoid duplicating work. Here is the summary produced by the other language "
+    "model, use the information in this summary to assist with your own analysis:")
+REBUILD_USER_TOKENS = 20_000
+CHARS_PER_TOKEN = 4  # Codex's own approximation (`approx_token_count`)
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A response item of the active view, and where it lives in the file."""
+
+    value: dict
+    record: int  # the line that holds it; below 0: a line of the parent rollouts (`RolloutSource.inherited`)
+    slot: int | None  # its index in that line's `replacement_history`; None: it is the line's payload
+    rebuilt: bool = False  # made by the rebuild of a `compacted` line without `replacement_history`
+
+
+@dataclass(frozen=True)
+class RolloutSource:
+    records: list[tuple[bytes, Any]]  # the file's own lines
+    items: tuple[Item, ...]
+    bom: bool = False
+    inherited: tuple[tuple[bytes, Any], ...] = ()  # a fork's history: its parents' lines, read only
+
+    @property
+    def paginated(self) -> bool:
+        return is_paginated(self.records)
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    items: tuple[int, ...]  # indices into RolloutSource.items
+    blocks: tuple[Block, ...]
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    if parsed.records is None or messages_path is not None:
+        return False
+    values = parsed.values()
+    return all(isinstance(v, dict) and "payload" in v and isinstance(v.get("type"), str) for v in values) and any(
+        v["type"] in LINE_TYPES for v in values)
+
+
+def item_kind(item: dict) -> str | None:
+    """An item's `type`; a message may leave it out (the Responses API's `EasyInputMessage`). A
+    `type` that is not a string names no kind (None: an item nobody parses, kept as it is)."""
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        return "message"
+    return kind if isinstance(kind, str) else None
+
+
+def _text(part: Any) -> str | None:
+    text = part.get("text") if isinstance(part, dict) else None
+    return text if isinstance(text, str) else None
+
+
+def is_user_message(item: dict) -> bool:
+    """A message the user typed: what a user turn starts with (not context Codex injected, not a summary)."""
+    if item.get("type") != "message" or item.get("role") != USER:
+        return False
+    content = item.get("content")
+    first = _text(content[0]) if isinstance(content, list) and content else content if isinstance(content, str) else None
+    first = (first or "").lstrip()
+    return not first.startswith(CONTEXT_PREFIXES) and not is_codex_summary(first)
+
+
+def is_codex_summary(text: str) -> bool:
+    """The text of the user message Codex makes of a summary."""
+    return text.startswith(CODEX_SUMMARY_START)
+
+
+def is_sent(item: dict) -> bool:
+    """Whether Codex sends the item: not one it keeps for itself, nor one it cannot parse (a `type`
+    that is not a string: Codex skips such a malformed line when it resumes)."""
+    kind = item.get("type")
+    return isinstance(kind, str) and kind not in NOT_SENT and not (kind == "message" and item.get("role") == "system")
+
+
+def user_item(text: str) -> dict:
+    return {"type": "message", "role": USER, "content": [{"type": "input_text", "text": text}]}
+
+
+def assistant_item(text: str) -> dict:
+    return {"type": "message", "role": ASSISTANT, "content": [{"type": "output_text", "text": text}]}
+
+
+def active_items(records: list[tuple[bytes, Any]], first: int = 0) -> tuple[list[Item], dict[int, Item]]:
+    """The items Codex sends after the last line, and the lines that recorded usage, each with the
+    last assistant item of the response it counts; `first` is the index of the first record (a
+    fork's parents' lines come first, below 0)."""
+    items: list[Item] = []
+    counted: dict[int, Item] = {}
+    for index, (_, value) in enumerate(records, first):
+        payload = value.get("payload") if type(value) is dict else None
+        if not isinstance(payload, dict):
+            continue
+        kind = value.get("type")
+        if kind == "response_item" and is_sent(payload):
+            items.append(Item(payload, index, None))
+        elif kind == "compacted":
+            history = payload.get("replacement_history")
+            if isinstance(history, list):
+                items = [Item(v, index, slot) for slot, v in enumerate(history) if isinstance(v, dict) and is_sent(v)]
+            else:
+                items = _rebuilt(items, payload.get("message"), index)
+        elif kind == "event_msg" and payload.get("type") == "thread_rolled_back":
+            items = _rolled_back(items, payload.get("num_turns"))
+        elif line_usage(value) is not None and (response := _last_response_item(items)) is not None:
+            counted[index] = response
+    return items, counted
+
+
+def line_usage(value: Any) -> dict | None:
+    """The usage a line recorded of one response: a `token_usage_record`'s `usage`, an `event_msg`
+    `token_count`'s `info.last_token_usage` (its `total_token_usage` is the session's running total)."""
+    payload = value.get("payload") if type(value) is dict else None
+    if not isinstance(payload, dict):
+        return None
+    if value.get("type") == "token_usage_record":
+        usage = payload.get("usage")
+    elif value.get("type") == "event_msg" and payload.get("type") == "token_count" and isinstance(payload.get("info"), dict):
+        usage = payload["info"].get("last_token_usage")
+    else:
+        return None
+    return usage if isinstance(usage, dict) else None
+
+
+def _last_response_item(items: list[Item]) -> Item | None:
+    """The newest assistant item before a token count, not looking past the user's last message."""
+    for item in reversed(items):
+        if item.value.get("type") in OUTPUT_TYPES:
+            continue
+        if item.value.get("type") == "message" and item.value.get("role") != ASSISTANT:
+            return None
+        return item
+    return None
+
+
+def _rebuilt(items: list[Item], message: Any, record: int) -> list[Item]:
+    """What Codex makes of a `compacted` line without `replacement_history` (core compact.rs
+    `build_compacted_history`, less the initial context it takes from its configuration): the
+    newest user messages up to 20,000 tokens, then a user message holding `message`."""
+    texts = ["\n".join(t for p in item.value["content"] if (t := _text(p)) is not None)
+             for item in items if is_user_message(item.value) and isinstance(item.value.get("content"), list)]
+    kept, budget = [], REBUILD_USER_TOKENS * CHARS_PER_TOKEN
+    for text in reversed(texts):
+        if len(text) > budget:
+            break
+        kept.insert(0, text)
+        budget -= len(text)
+    values = [user_item(t) for t in kept] + [user_item(message if isinstance(message, str) else "")]
+    return [Item(v, record, slot, rebuilt=True) for slot, v in enumerate(values)]
+
+
+def _rolled_back(items: list[Item], turns: Any) -> list[Item]:
+    """`thread_rolled_back`: the history before the last `turns` user turns."""
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns <= 0:
+        return items
+    starts = [i for i, item in enumerate(items) if is_user_message(item.value)]
+    if not starts:
+        return items
+    return items[:starts[max(0, len(starts) - turns)]]
+
+
+# --- items ↔ blocks ---------------------------------------------------------------------------
+
+
+def turns(values: list[dict]) -> list[tuple[str, list[int]]]:
+    """The messages a history's items make: (role, the indices of its items). Each user, system or
+    developer message is one, each output one `tool` message, the items of an assistant turn
+    between them (reasoning, text, calls, other tool items) one assistant message."""
+    out: list[tuple[str, list[int]]] = []
+    turn: list[int] = []  # the items of the assistant turn being read
+
+    def end_turn() -> None:
+        if turn:
+            out.append((ASSISTANT, list(turn)))
+            turn.clear()
+
+    for index, value in enumerate(values):
+        kind = item_kind(value)
+        if kind == "message" and value.get("role") != ASSISTANT:
+            end_turn()
+            role = value.get("role")
+            out.append((role if isinstance(role, str) else USER, [index]))
+        elif kind in OUTPUT_TYPES:
+            end_turn()
+            out.append((TOOL, [index]))
+        elif kind == "compaction":  # the API reads nothing before it: a message of its own marks where that is
+            end_turn()
+            out.append((ASSISTANT, [index]))
+        else:
+            turn.append(index)
+    end_turn()
+    return out
+
+
+def _part_block(part: Any, index: int) -> Block:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in ("input_text", "output_text") and (text := _text(part)) is not None:
+        return Text(text, line=index)
+    if kind == "input_image":
+        url = part.get("image_url")
+        if isinstance(url, str) and url.startswith("data:") and ";base64," in url[:200]:
+            head, _, data = url.partition(";base64,")
+            return Image(head[5:] or None, data, None, line=index)
+        return Image(None, None, url if isinstance(url, str) else None, line=index)
+    return Opaque(kind if isinstance(kind, str) else None, line=index)
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
+    kind = item_kind(item)
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, str):
+            blocks: tuple[Block, ...] = (Text(content, line=index),)
+        else:
+            blocks = tuple(_part_block(p, index) for p in content) if isinstance(content, list) else ()
+        if item.get("role") == USER and blocks and isinstance(blocks[0], Text) and is_codex_summary(blocks[0].text.lstrip()):
+            # Codex's summary reads as transcompact's summary message: compacting again merges it.
+            summary = blocks[0].text.lstrip().partition("\n")[2]
+            blocks = (Text(SUMMARY_PREFIX + summary, line=index), *blocks[1:])
+        return blocks
+    if kind == "function_call":
+        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), decode_arguments(item.get("arguments")),
+                         raw=item, line=index),)
+    if kind == "custom_tool_call":
+        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), item.get("input"), raw=item, line=index),)
+    if kind == "local_shell_call":
+        call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
+        return (ToolCall(_string(call_id), "local_shell", item.get("action"), raw=item, line=index),)
+    if kind in OUTPUT_TYPES:
+        output = item.get("output")
+        if isinstance(output, str):
+            content: str | tuple[Block, ...] = output
+        elif isinstance(output, list):
+            content = tuple(_part_block(p, index) for p in output)
+        else:
+            content = (Opaque(None, line=index),)
+        return (ToolResult(_string(item.get("call_id")), content, raw=item, line=index),)
+    return (Opaque(kind if isinstance(kind, str) else None, line=index),)
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    records = parsed.records or []
+    return rollout(records, parsed.name, parsed.bom, inherited_records(records, parsed.name))
+
+
+def rollout(records: list[tuple[bytes, Any]], name: str, bom: bool, inherited: tuple[tuple[bytes, Any], ...]) -> Transcript:
+    """The transcript of a rollout's lines, after the lines its history starts with (a fork's parents')."""
+    lines = [*inherited, *records]
+    items, counted = active_items(lines, -len(inherited))
+    usage = {(item.record, item.slot): line_usage(lines[record + len(inherited)][1]) for record, item in counted.items()}
+    messages: list[Message] = []
+    for role, indices in turns([item.value for item in items]):
+        blocks = tuple(b for i in indices for b in item_blocks(items[i].value, i))
+        raw = items[indices[0]].value
+        recorded = [usage[key] for i in indices if (key := (items[i].record, items[i].slot)) in usage]
+        if recorded:
+            raw = {**raw, "usage": recorded[-1]}
+        record = items[indices[0]].record
+        messages.append(Message(role, blocks, raw=raw, line=record + 1 if record >= 0 else None,
+                                origin=_Origin(tuple(indices), blocks)))
+    return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system([*records, *inherited]),
+                      name=name, source=RolloutSource(records, tuple(items), bom, inherited))
+
+
+def session_meta(records: list[tuple[bytes, Any]] | tuple[tuple[bytes, Any], ...]) -> dict:
+    """The payload of the rollout's first line, its `session_meta` (Codex reads the history mode there)."""
+    value = next((v for _, v in records if v is not BLANK), None)
+    payload = value.get("payload") if isinstance(value, dict) and value.get("type") == "session_meta" else None
+    return payload if isinstance(payload, dict) else {}
+
+
+def is_paginated(records: list[tuple[bytes, Any]]) -> bool:
+    return session_meta(records).get("history_mode") == "paginated"
+
+
+# --- a fork's parents ------------------------------------------------------------------------
+
+
+def inherited_records(records: list[tuple[bytes, Any]], name: str, forks: tuple[str, ...] = ()) -> tuple[tuple[bytes, Any], ...]:
+    """The lines a forked rollout's history starts with: its parent's below `end_ordinal_exclusive`
+    (after the parent's own parents'); none for a rollout that is no fork."""
+    base = session_meta(records).get("history_base")
+    if not isinstance(base, dict):
+        return ()
+    parent, end = base.get("thread_id"), base.get("end_ordinal_exclusive")
+    if not isinstance(parent, str) or not isinstance(end, int) or isinstance(end, bool):
+        raise ShapeError("`session_meta.history_base` names no rollout (`thread_id`) and ordinal (`end_ordinal_exclusive`)",
+                         location=Location(name))
+    found = parent_rollout(name, parent)
+    if found is None:
+        raise InputError(
+            f"a forked rollout: its history starts with the first {end} lines of rollout {parent}, "
+            "and no file of that rollout is next to it or under its sessions directory",
+            location=Location(name), hint=f"put rollout-…-{parent}.jsonl beside it, as Codex keeps it under $CODEX_HOME/sessions")
+    if str(found) in forks:
+        raise ShapeError(f"a forked rollout whose parents come back to {found}", location=Location(name))
+    parsed = parse(found.read_bytes(), str(found))
+    own = [(line, value) for line, value in parsed.records or () if isinstance(value, dict)
+           and isinstance(ordinal := value.get("ordinal"), int) and ordinal < end]
+    if not own or own[-1][1]["ordinal"] != end - 1:
+        raise InputError(f"a forked rollout: its history starts with the first {end} lines of rollout {parent}, "
+                         f"which {found} does not hold", location=Location(name))
+    return (*inherited_records(parsed.records or [], str(found), (*forks, name)), *own)
+
+
+def parent_rollout(name: str, rollout_id: str) -> Path | None:
+    """The file of rollout `rollout_id`, where Codex finds it from a fork (its id ends the file's
+    name): in the fork's directory, else under the `sessions` (or `archived_sessions`) directory of
+    the CODEX_HOME the fork is in."""
+    if name.startswith("<") or urls.is_url(name):
+        return None
+    pattern = f"rollout-*-{rollout_id}.jsonl"
+    here = Path(name).absolute().parent
+    found = sorted(here.glob(pattern))
+    sessions = next((d for d in (here, *here.parents[:3]) if d.name == "sessions"), None)
+    for tree in (sessions, sessions.parent / "archived_sessions") if sessions else ():
+        found = found or sorted(tree.rglob(pattern))
+    return found[0] if found else None
+
+
+def _system(records: list[tuple[bytes, Any]]) -> tuple[Block, ...]:
+    """The session's `base_instructions` (a string, or `{"text": …}` in newer versions)."""
+    for _, value in records:
+        if type(value) is dict and value.get("type") == "session_meta" and isinstance(value.get("payload"), dict):
+            instructions = value["payload"].get("base_instructions")
+            text = instructions if isinstance(instructions, str) else _text(instructions)
+            return (Text(text),) if text else ()
+    return ()
+
+
+def is_unchanged(message: Message) -> bool:
+    origin = message.origin
+    return isinstance(origin, _Origin) and message.blocks == origin.blocks
+
+
+# --- blocks → items ---------------------------------------------------------------------------
+
+
+def message_items(message: Message, items: tuple[Item, ...]) -> list[tuple[int | None, dict]]:
+    """The items a message is written as: (index of the item it was read from, or None for a new
+    one; the item). An unchanged item is the very value read."""
+    origin = message.origin
+    if is_unchanged(message):
+        return [(i, items[i].value) for i in origin.items]
+    mine = set(origin.items) if isinstance(origin, _Origin) else set()
+    groups: list[tuple[int | None, list[Block]]] = []
+    used: set[int] = set()
+    for block in message.blocks:
+        index = block.line if block.line in mine else None
+        if index is not None and groups and groups[-1][0] == index and item_kind(items[index].value) == "message":
+            groups[-1][1].append(block)
+            continue
+        if index is None or index in used:
+            if groups and groups[-1][0] is None:
+                groups[-1][1].append(block)
+            else:
+                groups.append((None, [block]))
+            continue
+        used.add(index)
+        groups.append((index, [block]))
+    out: list[tuple[int | None, dict]] = []
+    for index, blocks in groups:
+        if index is None:
+            out += [(None, value) for value in new_items(message.role, blocks)]
+        else:
+            before = [b for b in origin.blocks if b.line == index]
+            out.append((index, _updated(items[index].value, before, blocks, message.role)))
+    return out
+
+
+def _fresh_part(block: Block, role: str) -> dict | None:
+    if isinstance(block, Text):
+        return {"type": "output_text" if role == ASSISTANT else "input_text", "text": block.text}
+    if isinstance(block, Image):
+        url = block.url if block.data is None else f"data:{block.media_type};base64,{block.data}"
+        return {"type": "input_image", "image_url": url}
+    return block.raw if isinstance(block.raw, dict) else None
+
+
+def _parts(original: Any, before: tuple[Block, ...] | list[Block], blocks, role: str) -> list:
+    """Content parts for `blocks`: the original part of each block that is unchanged, a new one otherwise."""
+    parts = original if isinstance(original, list) and len(original) == len(before) else [None] * len(before)
+    free = list(range(len(before)))
+    out = []
+    for block in blocks:
+        k = next((k for k in free if before[k] == block and parts[k] is not None), None)
+        if k is not None:
+            free.remove(k)
+            out.append(parts[k])
+        elif (part := _fresh_part(block, role)) is not None:
+            out.append(part)
+    return out
+
+
+def _arguments(original: Any, value: Any) -> Any:
+    if decode_arguments(original) == value:
+        return original
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def _updated(item: dict, before: list[Block], blocks: list[Block], role: str) -> dict:
+    """`item` holding `blocks` instead of the `before` it was read as (the same value when equal)."""
+    if blocks == before:
+        return item
+    kind = item_kind(item)
+    block = blocks[0]
+    if kind == "message":
+        content = item.get("content")
+        if isinstance(content, str) and len(blocks) == 1 and isinstance(block, Text):
+            return {**item, "content": block.text}
+        return {**item, "content": _parts(content, before, blocks, role)}
+    if kind in CALL_TYPES and isinstance(block, ToolCall):
+        out = {**item, "call_id": block.id}
+        if kind == "function_call":
+            out.update(name=block.name, arguments=_arguments(item.get("arguments"), block.input))
+        elif kind == "custom_tool_call":
+            out.update(name=block.name, input=block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode())
+        else:
+            out["action"] = block.input
+        return out
+    if kind in OUTPUT_TYPES and isinstance(block, ToolResult):
+        if isinstance(block.content, str):
+            output: Any = block.content
+        else:
+            old = before[0].content if before and isinstance(before[0], ToolResult) else ()
+            output = _parts(item.get("output"), old if isinstance(old, tuple) else (), block.content, TOOL)
+        return {**item, "call_id": block.tool_call_id, "output": output}
+    return item
+
+
+def new_items(role: str, blocks: list[Block]) -> list[dict]:
+    """Items for blocks an operation added, as Codex writes them."""
+    out: list[dict] = []
+    parts: list[dict] = []
+
+    def end_message() -> None:
+        if parts:
+            out.append({"type": "message", "role": role if role != TOOL else USER, "content": list(parts)})
+            parts.clear()
+
+    for block in blocks:
+        if isinstance(block, ToolCall):
+            end_message()
+            out.append({"type": "function_call", "name": block.name, "arguments": _arguments(None, block.input),
+                        "call_id": block.id})
+        elif isinstance(block, ToolResult):
+            end_message()
+            output = block.content if isinstance(block.content, str) else [
+                p for b in block.content if (p := _fresh_part(b, TOOL)) is not None]
+            out.append({"type": "function_call_output", "call_id": block.tool_call_id, "output": output})
+        elif (part := _fresh_part(block, role)) is not None:
+            parts.append(part)
+    end_message()
+    return out
+
+
+def response_line(anchor: Any, item: dict, ordinal: int | None = None) -> tuple[bytes, dict]:
+    """A `response_item` line for a new item, stamped like the line it follows (and numbered, in a
+    paginated rollout)."""
+    value = {"timestamp": anchor["timestamp"]} if isinstance(anchor, dict) and "timestamp" in anchor else {}
+    if ordinal is not None:
+        value["ordinal"] = ordinal
+    value.update(type="response_item", payload=item)
+    return dumps(value, indent=False), value
+
+
+_ORDINAL_HEAD = re.compile(rb'(\{"timestamp":"[^"\\]*","ordinal":)\d+')
+
+
+def renumbered(line: bytes, value: dict, ordinal: int) -> tuple[bytes, dict]:
+    """A line with another `ordinal`, its other bytes as they were when it has Codex's layout."""
+    new = {**value, "ordinal": ordinal}
+    found = _ORDINAL_HEAD.match(bytes(line[:300]))
+    if found is None:
+        return dumps(new, indent=False), new
+    return found[1] + str(ordinal).encode() + bytes(line[found.end():]), new
+
+
+def write(transcript: Transcript) -> bytes:
+    source: RolloutSource = transcript.source
+    records, items = source.records, source.items
+    origins = [m.origin for m in transcript.messages]
+    if (all(isinstance(o, _Origin) for o in origins) and sorted(i for o in origins for i in o.items) == list(range(len(items)))
+            and all(is_unchanged(m) for m in transcript.messages)):
+        return b"\n".join(line for line, _ in records)
+    changed: dict[int, dict] = {}
+    after: dict[int, list[dict]] = {}  # new items after an item (-1: before the first)
+    kept: set[int] = set()
+    last = -1
+    for message in transcript.messages:
+        for index, value in message_items(message, items):
+            if index is None:
+                after.setdefault(last, []).append(value)
+                continue
+            kept.add(index)
+            last = index
+            if value is not items[index].value:
+                changed[index] = value
+    inherited = {i for i, item in enumerate(items) if item.record < 0}
+    if inherited & (set(changed) | set(after) | (inherited - kept)) or (-1 in after and 0 in inherited):
+        raise ShapeError("this forked rollout's history starts in its parent rollout, which transcompact does not "
+                         "write: the change would be there", location=Location(transcript.name),
+                         hint="compact it instead: a compaction is appended to this file and replaces that history")
+    restated = restated_usage(source, changed, kept, after)
+    written = b"\n".join(line for line, _ in rewritten(source, changed, kept, after, restated))
+    return BOM + written if source.bom and not written.startswith(BOM) else written
+
+
+def item_chars(item: dict) -> int:
+    """The characters of what the model reads in an item: its text, a call's name and input, an output."""
+    kind = item_kind(item)
+    if kind == "message" or kind in OUTPUT_TYPES:
+        content = item.get("content" if kind == "message" else "output")
+        if isinstance(content, str):
+            return len(content)
+        return sum(len(text) for part in content if (text := _text(part)) is not None) if isinstance(content, list) else 0
+    if kind in CALL_TYPES:
+        given = item.get("arguments", item.get("input", item.get("action")))
+        return len(_string(item.get("name"))) + len(given if isinstance(given, str) else orjson.dumps(given).decode())
+    return 0
+
+
+def restated_usage(source: RolloutSource, changed: dict[int, dict], kept: set[int],
+                   after: dict[int, list[dict]]) -> dict[int, dict]:
+    """The usage lines of this file whose response was sent the history a rewrite changed, each with
+    the prompt it counted less what the change took out of it (by Codex's own estimate, 4
+    characters a token): Codex resumes with the last one as the size of its context, and would
+    compact a pruned rollout it no longer needs to, and `estimate` anchors on it."""
+    items = source.items
+
+    def taken(i: int) -> int:
+        """The characters the rewrite took out at item i and the new items after it (below 0: added)."""
+        old = item_chars(items[i].value) if i >= 0 else 0
+        new = item_chars(changed[i]) if i in changed else old if i in kept else 0
+        return old - new - sum(item_chars(value) for value in after.get(i, ()))
+
+    taken_before = [taken(-1)]  # at k: the characters taken out before item k
+    for i in range(len(items)):
+        taken_before.append(taken_before[-1] + taken(i))
+    if not any(taken_before):
+        return {}
+    start = {i: indices[0] for _, indices in turns([item.value for item in items]) for i in indices}
+    position = {(item.record, item.slot): i for i, item in enumerate(items)}
+    _, counted = active_items([*source.inherited, *source.records], -len(source.inherited))
+    restated = {}
+    for record, response in counted.items():
+        at = position.get((response.record, response.slot))
+        tokens = round(taken_before[start[at]] / CHARS_PER_TOKEN) if record >= 0 and at is not None else 0
+        if tokens:
+            restated[record] = _with_usage(source.records[record][1], tokens)
+    return restated
+
+
+def _with_usage(value: dict, tokens: int) -> dict:
+    """A usage line with its response's prompt `tokens` smaller (the session's running totals stay)."""
+    usage = dict(line_usage(value))
+    for key in ("input_tokens", "total_tokens"):
+        if isinstance(usage.get(key), int):
+            usage[key] = max(0, usage[key] - tokens)
+    for key in ("cached_input_tokens", "cache_write_input_tokens"):  # parts of the input
+        if isinstance(usage.get(key), int) and isinstance(usage.get("input_tokens"), int):
+            usage[key] = min(usage[key], usage["input_tokens"])
+    payload = value["payload"]
+    if value["type"] == "token_usage_record":
+        return {**value, "payload": {**payload, "usage": usage}}
+    return {**value, "payload": {**payload, "info": {**payload["info"], "last_token_usage": usage}}}
+
+
+def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
+              after: dict[int, list[dict]], restated: dict[int, dict]) -> list[tuple[bytes, Any]]:
+    """The file's lines with the items changed, dropped (not in `kept`) and added, and the usage
+    lines `restated`. In a paginated rollout a line added takes the ordinal after the line before
+    it, and the lines after it (after a line dropped) move up (down) by one."""
+    records, items = source.records, source.items
+    by_record: dict[int, list[int]] = {}
+    for index, item in enumerate(items):
+        by_record.setdefault(item.record, []).append(index)
+    front = after.get(-1, [])
+    paginated = source.paginated
+    out: list[tuple[bytes, Any]] = []
+    shift, ordinal = 0, None  # how far the lines move; the ordinal of the last line out
+
+    def keep(line: bytes, value: Any) -> None:
+        nonlocal ordinal
+        if paginated and isinstance(value, dict) and isinstance(value.get("ordinal"), int):
+            ordinal = value["ordinal"] + shift
+            if shift:
+                line, value = renumbered(line, value, ordinal)
+        out.append((line, value))
+
+    def add(anchor: Any, item: dict) -> None:
+        nonlocal shift, ordinal
+        if paginated and ordinal is not None:
+            ordinal, shift = ordinal + 1, shift + 1
+        out.append(response_line(anchor, item, ordinal if paginated else None))
+
+    def touched(indices: list[int]) -> bool:
+        return any(i not in kept or i in changed or i in after or (i == 0 and front) for i in indices)
+
+    for record, (line, value) in enumerate(records):
+        indices = by_record.get(record)
+        if record in restated:
+            keep(dumps(restated[record], indent=False), restated[record])
+            continue
+        if not indices or not touched(indices):
+            keep(line, value)
+            continue
+        if items[indices[0]].slot is None:  # a response_item line: its payload is the item
+            index = indices[0]
+            for item in front if index == 0 else ():
+                add(value, item)
+            if index in kept:
+                new = {**value, "payload": changed[index]} if index in changed else value
+                keep(dumps(new, indent=False) if index in changed else line, new)
+            elif paginated:
+                shift -= 1
+            for item in after.get(index, ()):
+                add(value, item)
+            continue
+        history = _history(value["payload"], [items[i] for i in indices], indices, changed, kept, after, front)
+        new = {**value, "payload": {**value["payload"], "replacement_history": history}}
+        keep(dumps(new, indent=False), new)
+    if not items and front:  # nothing was active: the new items start the history, at the end of the file
+        tail = [out.pop()] if out and out[-1][1] is BLANK else []
+        anchor = next((v for _, v in reversed(out) if isinstance(v, dict)), None)
+        for item in front:
+            add(anchor, item)
+        out += tail
+    return out
+
+
+def _history(payload: dict, held: list[Item], indices: list[int], changed: dict[int, dict], kept: set[int],
+             after: dict[int, list[dict]], front: list[dict]) -> list:
+    """A `compacted` line's new `replacement_history`; items Codex does not send stay where they were.
+    A rebuilt history (the line had none) is written out whole once anything in it changes."""
+    original = [] if held[0].rebuilt else list(payload.get("replacement_history") or ())
+    at_slot = {item.slot: (index, item) for item, index in zip(held, indices)}
+    out: list = []
+    for slot in range(len(original)) if original else at_slot:
+        if slot not in at_slot:
+            out.append(original[slot])
+            continue
+        index, item = at_slot[slot]
+        if index == 0:
+            out += front
+        if index in kept:
+            out.append(changed.get(index, item.value))
+        out += after.get(index, ())
+    return out
+
+
+# The operations' Codex parts (formats/__init__.py `hook`), imported when an operation asks for one.
+HOOKS = {"append_compaction": "codex.rewrites", "injected_context": "codex.rewrites",
+         "view_before_compaction": "codex.rewrites"}

@@ -1,0 +1,196 @@
+"""Codex's part of `compact`: a compaction appended the way Codex writes its own (core compact.rs),
+and the context Codex puts in user messages told apart from what the user wrote."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from ...core.errors import Location, UsageError, option
+from ...core.jsondata import BLANK, dumps
+from ...core.model import USER, Message, Text, Transcript
+from ...core.summary_text import SUMMARY_PREFIX, SummaryText, compose, parse
+from .reader import (
+    CODEX_SUMMARY_PREFIX,
+    CONTEXT_PREFIXES,
+    RolloutSource,
+    message_items,
+    rollout,
+    session_meta,
+    user_item,
+)
+
+# The lines a resumed session needs when the history before the compaction is dropped.
+SESSION_LINES = frozenset({"session_meta", "turn_context"})
+ENVIRONMENT_OPEN, ENVIRONMENT_CLOSE = "<environment_context>", "</environment_context>"
+_ELEMENT = re.compile(r"<([A-Za-z_][\w-]*)>(.*?)</\1>", re.S)
+
+
+def injected_context(message: Message) -> tuple[tuple[str, str], ...] | None:
+    """What a user message Codex wrote itself says: the fields of `<environment_context>` (cwd,
+    shell, sandbox …) as (name, value), in its order; nothing for the other context it injects
+    (AGENTS.md and user instructions, an aborted turn's note), which is no request of the user's
+    and no setting either. None for a message the user typed."""
+    text = "".join(b.text for b in message.blocks if isinstance(b, Text)).lstrip()
+    if message.role != USER or not text.startswith(CONTEXT_PREFIXES):
+        return None
+    if not text.startswith(ENVIRONMENT_OPEN):
+        return ()
+    body = text[len(ENVIRONMENT_OPEN):].split(ENVIRONMENT_CLOSE, 1)[0]
+    return tuple((name, _element_value(value)) for name, value in _ELEMENT.findall(body))
+
+
+def _element_value(value: str) -> str:
+    """An element's text on one line; a list (`<writable_roots><root>…`) as its items, comma-separated."""
+    items = _ELEMENT.findall(value)
+    return ", ".join(_element_value(v) for _, v in items) if items else " ".join(value.split())
+
+
+def view_before_compaction(transcript: Transcript) -> Transcript | None:
+    """The rollout as Codex read it before its newest `compacted` line, None when it has none: its
+    recorded usage measured the instructions and tools, which the compaction did not change."""
+    source: RolloutSource = transcript.source
+    at = next((i for i in range(len(source.records) - 1, -1, -1)
+               if isinstance(v := source.records[i][1], dict) and v.get("type") == "compacted"), None)
+    if not at:
+        return None
+    return rollout(source.records[:at], transcript.name, source.bom, source.inherited)
+
+
+def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
+                      *, drop_history: bool = False) -> Transcript:
+    """After the original lines, what Codex writes when it compacts, then the recent window; read
+    back as a transcript.
+
+    The `compacted` line's `replacement_history` is Codex's own (compact.rs
+    `build_compacted_history`, `insert_initial_context_before_last_real_user_or_summary`): the
+    user's messages (the words the summary keeps, oldest first) with the context Codex injected
+    (developer messages, `<environment_context>` …) before the last of them, then the summary as a
+    user message after Codex's prefix, also in `message`; no acknowledgement, no tool item. It
+    carries the context window's number and ids where the rollout keeps them. Then the
+    `context_compacted` event, the world state and turn context the history stands on (so that
+    Codex does not inject its context again), and the recent window's items as `response_item`
+    lines, as they are now. A paginated rollout's new lines continue its ordinals.
+
+    `drop_history` keeps only the session's metadata lines before them, in a legacy rollout; a
+    paginated one is an append-only log that Codex indexes by its bytes, and is refused.
+    """
+    source: RolloutSource = transcript.source
+    if drop_history and source.paginated:
+        raise UsageError(
+            f"{option('drop_history')} cannot rewrite a paginated Codex rollout (history_mode \"paginated\"): Codex "
+            "keeps it as an append-only log that its thread index reads by byte offset, and a rollout that loses "
+            "lines fails there on every resume (\"durable rollout shrank before projection\")",
+            location=Location(transcript.name),
+            hint=f"compact it without {option('drop_history')}: Codex reads nothing before the compaction anyway")
+    first = len(transcript.messages) - len(recent)  # the window is the transcript's end (prune keeps indices)
+    parts = parse(summary)
+    text = CODEX_SUMMARY_PREFIX + "\n" + compose(SummaryText(parts.body, (), parts.opening)).removeprefix(SUMMARY_PREFIX)
+    users = [user_item(words) for words in reversed(parts.words)]
+    history = [*users[:-1], *_context_items(transcript.messages[:first], source), *users[-1:], user_item(text)]
+    window = [item for message in recent for _, item in message_items(message, source.items)]
+    records = list(source.records)  # an append-only log: every line before ours stays, blank ones too
+    while records and records[-1][1] is BLANK:  # but the end: the new lines follow the last
+        records.pop()
+    if drop_history:
+        records = [r for r in records if isinstance(r[1], dict) and r[1].get("type") in SESSION_LINES]
+    every = [*source.inherited, *source.records]  # what the history stands on: a fork's parents' lines too
+    window_fields = _next_window(session_meta(source.records), every, text)
+    new: list[dict[str, Any]] = [
+        {"type": "compacted", "payload": {"message": text, "replacement_history": history, **window_fields}},
+        {"type": "event_msg", "payload": {"type": "context_compacted"}},
+    ]
+    state = _world_state(every)
+    if state is not None:
+        new.append({"type": "world_state", "payload": {"full": True, "state": state}})
+    context = next((v["payload"] for _, v in reversed(every) if isinstance(v, dict) and v.get("type") == "turn_context"), None)
+    if context is not None:
+        new.append({"type": "turn_context", "payload": context})
+    new += [{"type": "response_item", "payload": item} for item in window]
+    stamp = next((v["timestamp"] for _, v in reversed(records) if isinstance(v, dict) and "timestamp" in v), None)
+    ordinal = next((v["ordinal"] for _, v in reversed(records) if isinstance(v, dict) and isinstance(v.get("ordinal"), int)), -1)
+    lines = []
+    for number, value in enumerate(new, ordinal + 1):
+        # Codex's layout: timestamp, ordinal, type, payload.
+        value = {**({"timestamp": stamp} if stamp is not None else {}),
+                 **({"ordinal": number} if source.paginated else {}), **value}
+        # The new lines are read back from these values: only they are serialised, nothing is parsed again.
+        lines.append((dumps(value, indent=False), value))
+    return rollout([*records, *lines, (b"", BLANK)], transcript.name, source.bom, source.inherited)
+
+
+def _context_items(messages: tuple[Message, ...], source: RolloutSource) -> list[dict]:
+    """The items of the context Codex injected in `messages` (developer messages, and the user
+    messages `injected_context` tells apart), each text once."""
+    out, seen = [], set()
+    for message in messages:
+        if message.role != "developer" and injected_context(message) is None:
+            continue
+        for _, item in message_items(message, source.items):
+            key = dumps(item, indent=False)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def _next_window(meta: dict, records: list[tuple[bytes, Any]], summary: str) -> dict[str, Any]:
+    """The new context window's number and ids as Codex writes them on a `compacted` line (the one
+    after the newest such line's, else after the session's first window), none when the rollout
+    keeps no window. The new id is a UUIDv7 of the last line's time, its random bits the summary's hash."""
+    window = meta.get("context_window")
+    first = current = window.get("window_id") if isinstance(window, dict) else None
+    number = 0
+    for _, value in records:
+        payload = value.get("payload") if isinstance(value, dict) and value.get("type") == "compacted" else None
+        if isinstance(payload, dict) and isinstance(payload.get("window_number"), int):
+            number, current = payload["window_number"], payload.get("window_id")
+            first = payload.get("first_window_id", first)
+    if not isinstance(current, str) and number == 0:
+        return {}
+    stamp = next((v["timestamp"] for _, v in reversed(records) if isinstance(v, dict) and isinstance(v.get("timestamp"), str)), "")
+    ids = {"first_window_id": first if isinstance(first, str) else current, "previous_window_id": current,
+           "window_id": _uuid7(stamp, f"{meta.get('id')}:{number + 1}:{summary}".encode())}
+    return {"window_number": number + 1, **{key: value for key, value in ids.items() if isinstance(value, str)}}
+
+
+def _uuid7(stamp: str, seed: bytes) -> str:
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        milliseconds = int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp() * 1000)
+    except (ValueError, OverflowError):
+        milliseconds = 0
+    bits = int.from_bytes(hashlib.sha256(seed).digest()[:10], "big")
+    value = ((milliseconds & (1 << 48) - 1) << 80 | 7 << 76 | (bits >> 68 & 0xFFF) << 64
+             | 2 << 62 | bits & (1 << 62) - 1)
+    return str(uuid.UUID(int=value))
+
+
+def _world_state(records: list[tuple[bytes, Any]]) -> dict | None:
+    """The world state the rollout ends in, as Codex rebuilds it (rollout_reconstruction.rs): from
+    the newest full snapshot since the last compaction, each patch after it merged in (RFC 7386)."""
+    state = None
+    for _, value in records:
+        kind = value.get("type") if isinstance(value, dict) else None
+        payload = value.get("payload") if kind else None
+        if kind == "compacted":
+            state = None
+        elif kind == "world_state" and isinstance(payload, dict) and isinstance(payload.get("state"), dict):
+            state = payload["state"] if payload.get("full") is True else (
+                _merged(state, payload["state"]) if state is not None else None)
+    return state
+
+
+def _merged(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = _merged(out.get(key), value)
+    return out

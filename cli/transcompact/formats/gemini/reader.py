@@ -1,0 +1,581 @@
+"""Gemini CLI chats (`~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, legacy `.json`).
+
+The log is the agent's record list (upstream `chatRecordingService.ts`, `loadConversationRecord`):
+a metadata line, then message records upserted by `id` (a later copy replaces the earlier one
+and keeps its place), `{"$set": {"messages": [...]}}` that replaces them all, and
+`{"$rewindTo": id}` that removes that message and every later one. The legacy `.json` file is
+one object holding the same fields and a `messages` array, read as it is (the agent's fallback
+for a file it cannot replay, which needs a `sessionId` but no `projectHash`).
+
+The messages of the model are those the agent sends on resume (`convertSessionToClientHistory`
+in `utils/sessionUtils.ts`): `info`, `error` and `warning` records and user input the agent
+ignores (empty, `/command`, `?`, `<session_context>`) are left out; a `gemini` record gives a
+model turn (its content, then a call per `toolCalls[]` entry, or its content alone when that
+already holds the calls) followed by a user turn holding the results that `toolCalls[].result`
+keeps inside each call. Gemini CLI 0.61 records each result again, as a user record of
+`functionResponse` parts after the call's record, and sends both copies on resume: both are
+read, two user messages answering the same calls (`unrecorded_messages` says which copy no
+recorded usage counted). The thought summaries (`thoughts`) stay in the record, outside the
+messages. Those two turns are exactly the Anthropic pattern (tool_use blocks answered by
+tool_result blocks in the next user message, paired by id), so the transcript is in the
+`anthropic` dialect and `check` applies its pairing rules; writing folds each result back into
+its call.
+
+A write gives back the bytes read when nothing changed, re-serialises the records that changed
+where they are (the line of the copy the agent reads, or the record's place in the legacy
+document, the rest keeping its bytes), clears the recorded `tokens` of the records after the
+first change (they counted the old content), and, when messages were added or removed, appends
+the whole new list as a `$set` the way the agent records a rewritten history
+(`updateMessagesFromHistory`; for the legacy document, its `messages` array is rewritten).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.errors import Location, ShapeError
+from ...core.jsondata import BLANK, BOM, Layout, Parsed, dumps, kind_of
+from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
+
+NAME = "gemini"
+DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
+LINES = True  # in the JSON Lines log a line is what a rewrite changes or keeps; not in a legacy document
+# Gemini CLI 0.61 records each tool result twice and sends both (the agents' issue): check and
+# repair do not count its own copy as a second answer (check.results_twice).
+RESULTS_TWICE = True
+
+MESSAGE_TYPES = ("user", "gemini")
+IGNORED_USER_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")  # sessionUtils.ts isIgnoredUserContent
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A message record the agent holds now, and where it sits: `line` (None in the legacy
+    document) and `position` inside a `messages` list (None for a record on a line of its own)."""
+
+    record: dict
+    line: int | None
+    position: int | None
+
+
+@dataclass(frozen=True)
+class ChatSource:
+    records: list[tuple[bytes, Any]] | None  # the lines of a JSON Lines log; None for the legacy document
+    document: dict | None
+    layout: Layout | None
+    data: bytes
+    active: tuple[Entry, ...]  # in the agent's order
+    read_entries: frozenset[int]  # the entries a message was read from
+    bom: bool = False
+
+    # Where the legacy document holds its messages (prune's archive keeps them by their place there).
+    path = ("messages",)
+
+
+# One per message: which record it came from, which turn of it, and its blocks as read.
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    entry: int  # index into ChatSource.active
+    turn: str  # "content" (a user record or a model turn) or "results" (the turn of a gemini record's results)
+    blocks: tuple[Block, ...]
+
+
+# --- detection ----------------------------------------------------------------------------------
+
+
+def is_metadata(value: Any) -> bool:
+    """The agent's metadata record (`isPartialMetadataRecord`): string sessionId and projectHash."""
+    return isinstance(value, dict) and isinstance(value.get("sessionId"), str) and isinstance(value.get("projectHash"), str)
+
+
+def is_legacy_document(value: Any) -> bool:
+    """The legacy whole-file JSON. The agent's fallback (`parseLegacyRecordFallback`) asks for a
+    `sessionId` only; without a `projectHash`, its messages must be the agent's records (an `id`
+    and a `type` each), or any request body that names a session would be taken for a chat."""
+    if not isinstance(value, dict) or not isinstance(value.get("sessionId"), str) or not isinstance(value.get("messages"), list):
+        return False
+    return is_metadata(value) or bool(value["messages"]) and all(
+        isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("type"), str) for m in value["messages"])
+
+
+def _is_log_record(value: Any) -> bool:
+    return isinstance(value, dict) and (
+        isinstance(value.get("id"), str) or isinstance(value.get("$rewindTo"), str)
+        or isinstance(value.get("$set"), dict) or is_metadata(value))
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    if messages_path is not None:
+        return False
+    if parsed.records is not None and not parsed.is_document:
+        values = parsed.values()
+        return is_metadata(values[0]) and all(_is_log_record(v) for v in values)
+    return is_legacy_document(parsed.document)
+
+
+# --- the agent's active records -----------------------------------------------------------------
+
+
+def active_entries(records: list[tuple[bytes, Any]]) -> tuple[Entry, ...]:
+    """The message records `loadConversationRecord` ends with, replaying upserts, `$set` and `$rewindTo`."""
+    held: dict[str, Entry] = {}  # a dict keeps the first insertion's place, as the agent's Map does
+    for line, (_, value) in enumerate(records):
+        if not isinstance(value, dict):
+            continue
+        if isinstance(value.get("$rewindTo"), str):
+            ids = list(held)
+            if value["$rewindTo"] in held:
+                for removed in ids[ids.index(value["$rewindTo"]):]:
+                    del held[removed]
+            else:
+                held.clear()  # the agent forgets everything when the id is unknown
+        elif isinstance(value.get("id"), str):
+            held[value["id"]] = Entry(value, line, None)
+        elif isinstance(value.get("$set"), dict):
+            if isinstance(value["$set"].get("messages"), list):
+                held.clear()
+                _hold(held, value["$set"]["messages"], line)
+        elif is_metadata(value) and isinstance(value.get("messages"), list):
+            _hold(held, value["messages"], line)
+    return tuple(held.values())
+
+
+def _hold(held: dict[str, Entry], messages: list, line: int | None) -> None:
+    for position, message in enumerate(messages):
+        if isinstance(message, dict) and isinstance(message.get("id"), str):
+            held[message["id"]] = Entry(message, line, position)
+
+
+# --- parts ↔ blocks -----------------------------------------------------------------------------
+
+
+def parts(content: Any) -> list:
+    """`ensurePartArray`: a string is one text part, one part a list of one."""
+    if isinstance(content, list):
+        return [{"text": p} if isinstance(p, str) else p for p in content]
+    if isinstance(content, str):
+        return [{"text": content}]
+    return [] if content is None else [content]
+
+
+def part_text(content: Any) -> str:
+    """`partListUnionToString` (verbose), enough to tell the input the agent ignores."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(part_text(p) for p in content)
+    if not isinstance(content, dict):
+        return ""
+    for key in ("videoMetadata", "thought", "codeExecutionResult", "executableCode", "fileData",
+                "functionCall", "functionResponse", "inlineData"):
+        if content.get(key) is not None:
+            return f"[{key}]"
+    text = content.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def read_part(part: Any) -> Block:
+    if not isinstance(part, dict):
+        return Opaque(None, raw=part)
+    if part.get("thought"):
+        return Opaque("thought", raw=part)
+    call = part.get("functionCall")
+    if isinstance(call, dict):
+        return ToolCall(_string(call.get("id")), _string(call.get("name")), call.get("args", {}), raw=part)
+    response = part.get("functionResponse")
+    if isinstance(response, dict):
+        content, is_error = response_text(response.get("response"))
+        return ToolResult(_string(response.get("id")), content, is_error, raw=part)
+    data = part.get("inlineData")
+    if isinstance(data, dict):
+        return Image(data.get("mimeType"), data.get("data"), raw=part)
+    if isinstance(part.get("text"), str):
+        return Text(part["text"], raw=part)
+    return Opaque(None, raw=part)
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def response_text(response: Any) -> tuple[str, bool | None]:
+    """A function response as text: its `output`, else its `error`, else the whole object as JSON."""
+    if isinstance(response, dict):
+        if isinstance(response.get("output"), str):
+            return response["output"], None
+        if isinstance(response.get("error"), str):
+            return response["error"], True
+    return dumps(response, indent=False).decode(), None
+
+
+def write_part(block: Block) -> Any:
+    """A block as a Gemini part: as it was read when it did not change."""
+    if block.raw is not None and read_part(block.raw) == block:
+        return block.raw
+    if isinstance(block, Text):
+        return {"text": block.text}
+    if isinstance(block, ToolCall):
+        return {"functionCall": {"id": block.id, "name": block.name, "args": block.input}}
+    if isinstance(block, ToolResult):
+        name = block.raw.get("functionResponse", {}).get("name") if isinstance(block.raw, dict) else None
+        return {"functionResponse": {"id": block.tool_call_id, "name": name or "",
+                                     "response": {"error" if block.is_error else "output": _result_string(block)}}}
+    if isinstance(block, Image):
+        return {"inlineData": {"mimeType": block.media_type, "data": block.data}}
+    return block.raw
+
+
+def _result_string(block: ToolResult) -> str:
+    if isinstance(block.content, str):
+        return block.content
+    return "\n".join(b.text for b in block.content if isinstance(b, Text))
+
+
+def call_result(call: dict) -> ToolResult | None:
+    """The result a `toolCalls[]` entry holds, as the agent sends it; None when it holds none."""
+    result = call.get("result")
+    if not result:
+        return None
+    call_id = _string(call.get("id"))
+    if isinstance(result, str):
+        return ToolResult(call_id, result, raw=call)
+    answer = parts(result)
+    responses = [p["functionResponse"] for p in answer if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+    others = tuple(read_part(p) for p in answer if not (isinstance(p, dict) and "functionResponse" in p))
+    text, is_error = response_text(responses[0].get("response")) if responses else ("", None)
+    content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else others
+    return ToolResult(call_id, content, is_error, raw=call)
+
+
+def write_result(block: ToolResult, call: dict) -> Any:
+    """A changed result put back into its call the way the agent records one: a functionResponse
+    part (whose `response.output` takes the new text) and the other parts it had."""
+    text = _result_string(block)
+    old = call.get("result")
+    if isinstance(old, str):
+        return text
+    response = {"id": block.tool_call_id, "name": call.get("name", ""),
+                "response": {"error" if block.is_error else "output": text}}
+    extra = [write_part(b) for b in block.content if not isinstance(b, Text)] if not isinstance(block.content, str) else []
+    return [{"functionResponse": response}, *extra]
+
+
+# --- read ---------------------------------------------------------------------------------------
+
+
+def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
+    """The results read from `toolCalls[].result` that a user record after them repeats. While its
+    calls run, Gemini CLI 0.61 sends each result once, as that user record, and keeps this copy in
+    the call besides: no recorded `tokens` counted it, though a resume sends both (its own `$set`
+    of the history then holds them as two user records, which later usage counts)."""
+    messages = transcript.messages
+    out = []
+    for index, message in enumerate(messages):
+        if not (isinstance(message.origin, _Origin) and message.origin.turn == "results"):
+            continue
+        repeated = set()
+        for later in messages[index + 1:]:
+            if later.role != USER:
+                break
+            repeated |= {b.tool_call_id for b in later.tool_results}
+        if {b.tool_call_id for b in message.tool_results} <= repeated:
+            out.append(index)
+    return frozenset(out)
+
+
+def is_ignored_user(record: dict) -> bool:
+    text = part_text(record.get("content")).strip()
+    return not text or text.startswith(IGNORED_USER_PREFIXES)
+
+
+def model_turn(record: dict) -> tuple[Block, ...]:
+    """A gemini record's model turn: its content alone when that holds calls or thoughts (a
+    newer session), else its content then one call per `toolCalls` entry."""
+    content = tuple(read_part(p) for p in parts(record.get("content") or None))  # "" sends no part
+    if _holds_turn(record):
+        return content
+    calls = record.get("toolCalls")
+    return content + tuple(
+        ToolCall(_string(c.get("id")), _string(c.get("name")), c.get("args", {}), raw=c)
+        for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict))
+
+
+def result_turn(record: dict) -> tuple[Block, ...]:
+    calls = record.get("toolCalls")
+    return tuple(r for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict)
+                 and (r := call_result(c)) is not None)
+
+
+def messages_of(active: tuple[Entry, ...]) -> list[Message]:
+    out: list[Message] = []
+    for index, entry in enumerate(active):
+        record = entry.record
+        line = entry.line + 1 if entry.line is not None else None
+        kind = record.get("type")
+        if kind == "user" and not is_ignored_user(record):
+            blocks = tuple(read_part(p) for p in parts(record.get("content")))
+            out.append(Message(USER, blocks, raw=record, line=line, origin=_Origin(index, "content", blocks)))
+        elif kind == "gemini":
+            blocks = model_turn(record)
+            if not blocks:
+                continue  # the agent sends nothing for it, not even its results
+            out.append(Message(ASSISTANT, blocks, raw=record, line=line, origin=_Origin(index, "content", blocks)))
+            results = result_turn(record)
+            if results:
+                # Its raw is the calls holding the results: the record's `tokens` belong to the model turn.
+                out.append(Message(USER, results, raw=record["toolCalls"], line=line, origin=_Origin(index, "results", results)))
+    return out
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    if parsed.records is not None and not parsed.is_document:
+        records, document, layout = parsed.records, None, None
+        active = active_entries(records)
+    else:
+        records, document, layout = None, parsed.document, Layout.of(parsed.data)
+        # The agent's fallback for a legacy file takes its `messages` as they are.
+        active = tuple(Entry(m, None, i) for i, m in enumerate(document["messages"]) if isinstance(m, dict))
+    _check_call_ids(active, parsed.name)
+    messages = tuple(messages_of(active))
+    source = ChatSource(records, document, layout, parsed.data, active,
+                        frozenset(m.origin.entry for m in messages), parsed.bom)
+    return Transcript(format=NAME, dialect="anthropic", messages=messages, name=parsed.name, source=source)
+
+
+def _check_call_ids(active: tuple[Entry, ...], name: str) -> None:
+    """`toolCalls` is a list, and a call's or a response's `id` is a string when it is there: the API pairs them by it, and
+    no reading of an object or a list as an id would send what the agent sends."""
+    for entry in active:
+        record = entry.record
+        calls = record.get("toolCalls")
+        where = f"message {entry.position}: " if entry.position is not None else ""
+        line = entry.line + 1 if entry.line is not None else None
+        if calls is not None and not isinstance(calls, list):  # the agent maps over it
+            raise ShapeError(f"{where}`toolCalls` must be a list, not {kind_of(calls)}", location=Location(name, line))
+        found = [c for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict)]
+        for part in parts(record.get("content") or None):
+            if isinstance(part, dict):
+                found += [v for k in ("functionCall", "functionResponse") if isinstance(v := part.get(k), dict)]
+        for call in found:
+            if "id" in call and not isinstance(call["id"], str) and call["id"] is not None:
+                raise ShapeError(f"{where}a tool call's `id` must be a string, not {kind_of(call['id'])}",
+                                 location=Location(name, line))
+
+
+# --- write --------------------------------------------------------------------------------------
+
+
+def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_unread: bool = True) -> list[dict]:
+    """The message records for `messages`, in order: a record whose turns did not change is the
+    same object as read; one that changed is a copy with the new content and calls laid over it.
+
+    `keep_unread` keeps the records no message was read from (info, ignored input) in their place.
+    A message an operation added becomes a record of its own, except a user message of tool
+    results only, which goes into the calls it answers (as the agent records results).
+    """
+    turns: dict[int, dict[str, tuple[Block, ...]]] = {}
+    added: dict[int, list[Message]] = {}  # new messages, by the entry of the message before them
+    folded: dict[int, list[ToolResult]] = {}
+    last = -1
+    for message in messages:
+        origin = message.origin
+        if isinstance(origin, _Origin):
+            turns.setdefault(origin.entry, {})[origin.turn] = message.blocks
+            last = origin.entry
+        elif message.role == USER and message.blocks and all(isinstance(b, ToolResult) for b in message.blocks) and last >= 0:
+            folded.setdefault(last, []).extend(message.blocks)
+        else:
+            added.setdefault(last, []).append(message)
+    out: list[dict] = [_new_record(m, None, n) for n, m in enumerate(added.get(-1, ()))]
+    for index, entry in enumerate(source.active):
+        if index in turns:
+            out.append(_rebuilt(entry.record, turns[index], folded.get(index, [])))
+        elif keep_unread and index not in source.read_entries:
+            out.append(entry.record)
+        out.extend(_new_record(m, entry.record, n) for n, m in enumerate(added.get(index, ())))
+    return out
+
+
+def _holds_turn(record: dict) -> bool:
+    """Whether a gemini record's content is its whole model turn (calls and thoughts included)."""
+    return any(isinstance(b, ToolCall) or (isinstance(b, Opaque) and b.type == "thought")
+               for b in map(read_part, parts(record.get("content"))))
+
+
+def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[ToolResult]) -> dict:
+    model = record.get("type") == "gemini"
+    read_content = model_turn(record) if model else tuple(read_part(p) for p in parts(record.get("content")))
+    content = turns.get("content", ())
+    results = turns.get("results", ()) + tuple(folded)
+    if content == read_content and results == result_turn(record):
+        return record
+    new = dict(record)
+    in_content = not model or _holds_turn(record)  # else the calls live in `toolCalls` only
+    content_blocks = [b for b in content if in_content or not isinstance(b, ToolCall)]
+    if content_blocks != [b for b in read_content if in_content or not isinstance(b, ToolCall)]:
+        written = [write_part(b) for b in content_blocks]
+        one_text = len(content_blocks) == 1 and isinstance(content_blocks[0], Text)
+        new["content"] = content_blocks[0].text if one_text and isinstance(record.get("content"), str) else written
+    if model:
+        calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
+        new_calls = _calls(calls, [b for b in content if isinstance(b, ToolCall)],
+                           [b for b in read_content if isinstance(b, ToolCall)], {r.tool_call_id: r for r in results})
+        if new_calls != calls:
+            new["toolCalls"] = new_calls
+    return new
+
+
+def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: dict[str, ToolResult]) -> list:
+    """The `toolCalls` entries for the model turn's calls, each holding its result.
+
+    A call is found by its place while the turn keeps as many calls as its record has (repair
+    renames ids), else by its id; one that no entry holds gets a new entry.
+    """
+    by_id = {c.get("id"): c for c in calls if isinstance(c, dict)}
+    aligned = len(call_blocks) == len(calls) == len(read_blocks)
+    out = []
+    for place, block in enumerate(call_blocks):
+        call = calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
+        if call is None:
+            call = {"id": block.id, "name": block.name, "args": block.input, "status": "success"}
+        new = dict(call)
+        if not (aligned and block == read_blocks[place]):
+            new.update(id=block.id, name=block.name, args=block.input)
+        result, before = results.get(block.id), call_result(call)
+        if result is None:
+            if before is not None:
+                new["result"] = None
+        elif before != result:
+            new["result"] = write_result(result, call)
+        out.append(new if new != call else call)
+    return out
+
+
+def _new_record(message: Message, before: dict | None, n: int) -> dict:
+    """A record for the `n`th message an operation added after `before`, stamped like it; its id
+    is made from them, so that the same rewrite gives the same file."""
+    content = [write_part(b) for b in message.blocks if not isinstance(b, ToolCall)]
+    seed = f"{before.get('id') if before else None}:{n}:{dumps(content, indent=False).decode()}"
+    record: dict[str, Any] = {"id": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))}
+    if before is not None and isinstance(before.get("timestamp"), str):
+        record["timestamp"] = before["timestamp"]
+    record.update(type="user" if message.role == USER else "gemini", content=content)
+    calls = [b for b in message.blocks if isinstance(b, ToolCall)]
+    if calls and message.role == ASSISTANT:
+        record["toolCalls"] = _calls([], calls, [], {})
+    return record
+
+
+def write(transcript: Transcript) -> bytes:
+    source: ChatSource = transcript.source
+    new = rebuilt_records(source, transcript.messages)
+    old = [e.record for e in source.active]
+    if len(new) == len(old) and all(a is b for a, b in zip(new, old)):
+        return source.data
+    new = without_stale_usage(new, old)
+    same_ids = [r.get("id") for r in new] == [r.get("id") for r in old]
+    if source.records is None:
+        spans = message_spans(source.data) if same_ids else []
+        if len(spans) != len(source.document["messages"]) or not same_ids:
+            if same_ids:  # what is no message (a null) stays where it was: the agent skips it
+                rewritten = iter(new)
+                new = [next(rewritten) if isinstance(m, dict) else m for m in source.document["messages"]]
+            return source.layout.dumps({**source.document, "messages": new})
+        return _spliced(source, new, spans)
+    records = list(source.records)
+    if same_ids:
+        for entry, record in zip(source.active, new):
+            if record is not entry.record:
+                _replace_in_line(records, entry, record, source.bom)
+    else:
+        records = append_line(records, {"$set": {"messages": new}})
+    return b"\n".join(line for line, _ in records)
+
+
+# A JSON string (skipped whole) or a bracket: enough to find where each message of a document sits.
+_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def message_spans(data: bytes) -> list[tuple[int, int]]:
+    """The byte range of each object or array in the top-level `messages` array (a string or a
+    number there has none: the caller compares the count with the array's)."""
+    spans: list[tuple[int, int]] = []
+    depth, key, inside, start = 0, None, False, 0
+    for match in _STRING_OR_BRACKET.finditer(data):
+        token = match.group()
+        if token[:1] == b'"':
+            key = token if depth == 1 else key  # at the top level, the last string before `[` is its key
+            continue
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth == 2 and token == b"[" and key == b'"messages"':
+                inside = True
+            elif inside and depth == 3:
+                start = match.start()
+        else:
+            if inside and depth == 3:
+                spans.append((start, match.end()))
+            elif inside and depth == 2:
+                inside = False
+            depth -= 1
+    return spans
+
+
+def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) -> bytes:
+    """The legacy document with each changed message written on one line where it was: the rest
+    keeps its bytes, and the file never gains a line (prune's archive pairs the lines)."""
+    data = source.data
+    out, end = [], 0
+    for entry, record in zip(source.active, new):
+        if record is not entry.record:
+            start, stop = spans[entry.position]
+            out += [data[end:start], dumps(record, indent=False)]
+            end = stop
+    return b"".join(out + [data[end:]])
+
+
+def without_stale_usage(new: list[dict], old: list[dict]) -> list[dict]:
+    """`new` with `tokens` cleared on every record after the first that changed: each counted a
+    prompt that held the old content, and read as usage it would anchor every later count on it."""
+    first = next((i for i, (a, b) in enumerate(zip(new, old)) if a is not b), min(len(new), len(old)))
+    return new[:first + 1] + [{**r, "tokens": None} if isinstance(r.get("tokens"), dict) else r for r in new[first + 1:]]
+
+
+def _replace_in_line(records: list[tuple[bytes, Any]], entry: Entry, record: dict, bom: bool) -> None:
+    """Put a changed record on its line: the line itself, or its place in the line's `messages`."""
+    value = records[entry.line][1]
+    if entry.position is None:
+        value = record
+    elif "$set" in value and isinstance(value["$set"].get("messages"), list):
+        messages = list(value["$set"]["messages"])
+        messages[entry.position] = record
+        value = {**value, "$set": {**value["$set"], "messages": messages}}
+    else:
+        messages = list(value["messages"])
+        messages[entry.position] = record
+        value = {**value, "messages": messages}
+    line = dumps(value, indent=False)
+    if entry.line == 0 and bom:
+        line = BOM + line  # the first line keeps the byte-order mark
+    records[entry.line] = (line, value)
+
+
+def append_line(records: list[tuple[bytes, Any]], value: dict) -> list[tuple[bytes, Any]]:
+    """The records with one more line, before the final newline if the file ends with one."""
+    ends_blank = bool(records) and records[-1][1] is BLANK and not bytes(records[-1][0]).strip()
+    body = records[:-1] if ends_blank else list(records)
+    return body + [(dumps(value, indent=False), value)] + ([(b"", BLANK)] if ends_blank else [])
+
+
+def rewrites_lines(transcript: Transcript) -> bool:
+    """A line of the JSON Lines log; in the legacy document, a message (a changed one shrinks to
+    one line, so the lines of the rest no longer pair with those read)."""
+    return transcript.source.records is not None
+
+
+# The operations' Gemini parts (formats/__init__.py `hook`), imported when an operation asks for one.
+HOOKS = {"append_compaction": "gemini.rewrites", "replace_ui_copies": "gemini.rewrites", "rewrites_lines": "gemini.reader",
+         "unrecorded_messages": "gemini.reader"}

@@ -1,0 +1,671 @@
+"""pi coding-agent sessions (`~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl`).
+
+A session header line (`type: session`, `version` 3; 1 and 2 are migrated on read as pi does),
+then entries that form a tree by `id` / `parentId` (version 1: a list, each entry the child of
+the one before; pi threads entries only in that migration, so in a later version an entry
+without an `id` is on no path unless it is the leaf, and one without a `parentId` is a root).
+The messages of the model are those pi sends (`buildSessionContext` then
+`convertToLlm`, upstream `session-manager.ts` and `messages.ts`): the path from the leaf (the
+last entry) to the root; after the newest `compaction` on it, its summary, the entries from
+`firstKeptEntryId` up to it (an older compaction among them is no message), then the entries
+after it. `bashExecution`, `custom` and branch summaries are sent as user text; an assistant
+message that ended in `error` or `aborted` is not sent (pi-ai `transformMessages`), and neither
+is a `bashExecution` excluded from the context. A call with no result reads as it is (check's
+A2), where pi sends it with an error result "No result provided". Every line is kept verbatim and
+in place; a write re-serialises only the entries whose content changed, drops an entry left with
+no message (its children hang from its parent) and threads new entries into the path.
+
+Dialect: Anthropic. pi's blocks are Anthropic's (thinking with its signature, a redacted one
+holding the API's `data` as its signature with `redacted: true`, which pi-ai sends as
+`redacted_thinking`; a call's `arguments` an object, images as base64 with a media type), and
+pi-ai sends the `toolResult` messages after an assistant message as one user turn of results
+answering the calls of the assistant turn before it: check's A1/A2, which merge consecutive user
+messages as the API does. So a `toolResult` reads as a user message holding one tool result.
+Every block's pi JSON is kept in the origin for the write; thinking and image blocks keep none as
+`raw`, where check and the Anthropic writer would take pi's field names for the API's.
+
+A compaction's summary is read as transcompact's summary message (`[Previous conversation
+summary]` + the summary, its split turn's part as the opening request's section, without the
+file lists pi appends: compact writes them again from `details`), so that compacting again
+merges it instead of quoting it; pi wraps it in its own `<summary>` text and sends the file
+lists too, a few tokens more.
+
+Recorded usage: an assistant message's `usage` (`input + cacheRead + cacheWrite` is its prompt;
+calibrate.usage_tokens reads those names). An assistant message kept from before the active
+compaction is read without it: it counted a context that no longer exists. pi judges the size of
+its context by the last reply's `totalTokens` (compaction.ts `calculateContextTokens`: before it
+sends, it compacts a context over its window less the reserve) and adds up the other parts as the
+session's billed totals (its footer and stats, which fail on a reply without `usage`). So a write
+that changes what a reply was sent keeps its `usage` and the billed parts, and restates its
+`totalTokens` less what the change took out before it (more what it added), by pi's own estimate
+of 4 characters a token: pi does not compact a pruned session it no longer needs to, nor miss one
+it does, and the reader reads a `totalTokens` below the sum of the parts as the prompt, less the
+output, so that `estimate` of the output says what the rewrite reported. Clearing the stale
+usage, as the Gemini writer does, would break pi, and leave `estimate` no anchor for what the
+log never shows (the system prompt and tools).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.errors import Location, ShapeError
+from ...core.jsondata import BLANK, BOM, Parsed, dumps, kind_of
+from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, USER_WORDS_HEADING
+from ...core.model import (
+    ASSISTANT,
+    USER,
+    Block,
+    Image,
+    Message,
+    Opaque,
+    RedactedThinking,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+NAME = "pi"
+DESCRIPTION = "pi coding-agent session (JSON Lines: a `session` header, then entries with id / parentId)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
+
+UNSENT_STOP_REASONS = frozenset({"error", "aborted"})
+REDACTED_THINKING = "[Reasoning redacted]"  # the text pi stores for a redacted_thinking block (pi-ai anthropic.ts)
+# What pi wraps around the other summaries it sends (messages.ts).
+BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
+BRANCH_SUMMARY_SUFFIX = "</summary>"
+COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+# How pi words the parts of its own compaction summary (compaction.ts `compact`): a split turn's
+# part after the history's, then the files the summarized part read and changed (utils.ts
+# `formatFileOperations`).
+SPLIT_TURN = "\n\n---\n\n**Turn Context (split turn):**"
+CHARS_PER_TOKEN = 4  # pi's own estimate (compaction.ts `estimateTokens`)
+FILE_LISTS = re.compile(r"(?:\n\n<read-files>\n.*?\n</read-files>)?(?:\n\n<modified-files>\n.*?\n</modified-files>)?\Z",
+                        re.S)
+
+
+@dataclass(frozen=True)
+class SessionSource:
+    records: list[tuple[bytes, Any]]
+    version: int
+    path: tuple[int, ...]  # entry records from the root to the leaf
+    compaction: int | None  # the record of the newest compaction on the path
+    message_records: frozenset[int]  # the records read into messages
+    bom: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    record: int
+    blocks: tuple[Block, ...]
+    items: tuple[Any, ...]  # the pi JSON of each block
+    string_content: bool  # `content` was a string
+    writable: bool  # a message entry whose content a write can change (not a summary, a bashExecution …)
+
+
+def _entry_type(value: Any) -> str | None:
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
+    """A header first (`type: session` and a string `id`, what pi checks), then typed entries."""
+    if parsed.records is None or messages_path is not None:
+        return False
+    values = parsed.values()
+    return (bool(values) and _entry_type(values[0]) == "session" and isinstance(values[0].get("id"), str)
+            and all(_entry_type(v) is not None for v in values[1:]))
+
+
+def version_of(records: list[tuple[bytes, Any]]) -> int:
+    header = next((v for _, v in records if v is not BLANK), None)
+    version = header.get("version") if isinstance(header, dict) else None
+    return version if type(version) is int else 1
+
+
+def entry_records(records: list[tuple[bytes, Any]]) -> list[int]:
+    """The records of the entries: every line but blank ones and the header."""
+    return [i for i, (_, v) in enumerate(records) if v is not BLANK and _entry_type(v) != "session"]
+
+
+def find_path(records: list[tuple[bytes, Any]], version: int) -> tuple[int, ...]:
+    """The entry records from the root to the leaf (the last entry), as pi walks them."""
+    entries = entry_records(records)
+    if not entries:
+        return ()
+    if version < 2:  # migrated as pi does: each entry the child of the one before
+        return tuple(entries)
+    by_id = {records[i][1]["id"]: i for i in entries if isinstance(records[i][1].get("id"), str)}
+    path, seen, node = [], set(), entries[-1]
+    while node is not None and node not in seen:
+        seen.add(node)
+        path.append(node)
+        parent = records[node][1].get("parentId")
+        node = by_id.get(parent) if isinstance(parent, str) else None
+    path.reverse()
+    return tuple(path)
+
+
+def first_kept(records: list[tuple[bytes, Any]], path: tuple[int, ...], at: int, version: int) -> int | None:
+    """The position in `path` of the compaction at `path[at]`'s first kept entry, None when it is not before it.
+
+    Version 1 names it by `firstKeptEntryIndex`, an index into the file's non-blank lines (the header is 0),
+    which pi's migration turns into the id; in a later version pi reads the id alone.
+    """
+    entry = records[path[at]][1]
+    if isinstance(entry.get("firstKeptEntryId"), str):
+        target = entry["firstKeptEntryId"]
+        return next((k for k in range(at) if records[path[k]][1].get("id") == target), None)
+    index = entry.get("firstKeptEntryIndex")
+    if version < 2 and type(index) is int and index >= 0:
+        lines = [i for i, (_, v) in enumerate(records) if v is not BLANK]
+        if index < len(lines):
+            return next((k for k in range(at) if path[k] == lines[index]), None)
+    return None
+
+
+def active_entries(records: list[tuple[bytes, Any]], path: tuple[int, ...], version: int) -> tuple[list[int], int | None]:
+    """(the entry records pi sends, in order, the summary's compaction first; that compaction's record).
+
+    Only the newest compaction on the path is a summary: an older one inside the kept range sends
+    nothing (`buildSessionContext` appends messages, custom messages and branch summaries only).
+    """
+    at = max((k for k, i in enumerate(path) if _entry_type(records[i][1]) == "compaction"), default=None)
+    if at is None:
+        return list(path), None
+    start = first_kept(records, path, at, version)
+    kept = [i for i in path[start:at] if _entry_type(records[i][1]) != "compaction"] if start is not None else []
+    return [path[at], *kept, *path[at + 1:]], path[at]
+
+
+# --- blocks ----------------------------------------------------------------------------------
+
+
+def read_block(item: Any, where: str) -> Block:
+    if not isinstance(item, dict):
+        raise ShapeError(f"{where}: a content block must be an object, not {kind_of(item)}")
+    kind = item.get("type")
+    if kind == "text" and isinstance(item.get("text"), str):
+        return Text(item["text"], raw=item)
+    if kind == "thinking" and item.get("redacted") is True and isinstance(item.get("thinkingSignature"), str):
+        # pi keeps the API's redacted_thinking `data` as the signature and sends it back as one.
+        return RedactedThinking(item["thinkingSignature"])
+    if kind == "thinking" and isinstance(item.get("thinking"), str):
+        signature = item.get("thinkingSignature")
+        return Thinking(item["thinking"], signature if isinstance(signature, str) else None)
+    if kind == "toolCall" and isinstance(item.get("id"), str) and isinstance(item.get("name"), str):
+        return ToolCall(item["id"], item["name"], item.get("arguments", {}), raw=item)
+    if kind == "image" and isinstance(item.get("data"), str):
+        media_type = item.get("mimeType")
+        return Image(media_type if isinstance(media_type, str) else None, item["data"])
+    return Opaque(kind if isinstance(kind, str) else None, raw=item)
+
+
+def write_block(block: Block) -> Any:
+    raw = block.raw if isinstance(block.raw, dict) else {}
+    if type(block) is Text:
+        return {**raw, "type": "text", "text": block.text}
+    if type(block) is Thinking:
+        out = {"type": "thinking", "thinking": block.thinking}
+        return {**out, "thinkingSignature": block.signature} if block.signature else out
+    if type(block) is RedactedThinking:
+        return {"type": "thinking", "thinking": REDACTED_THINKING, "thinkingSignature": block.data, "redacted": True}
+    if type(block) is ToolCall:
+        return {**raw, "type": "toolCall", "id": block.id, "name": block.name, "arguments": block.input}
+    if type(block) is Image and block.data is not None:
+        return {"type": "image", "data": block.data, "mimeType": block.media_type or "image/png"}
+    if type(block) is Opaque and block.raw is not None:
+        return block.raw
+    raise ShapeError(f"a pi session cannot hold a {type(block).__name__} block")
+
+
+def _items(blocks, origin: _Origin | None) -> list[Any]:
+    """The pi JSON of `blocks`: a block equal to one read keeps the JSON it was read from."""
+    unused = list(zip(origin.blocks, origin.items)) if origin is not None else []
+    out = []
+    for block in blocks:
+        found = next((k for k, (b, _) in enumerate(unused) if b == block), None)
+        out.append(unused.pop(found)[1] if found is not None else write_block(block))
+    return out
+
+
+def _content(value: Any, where: str) -> tuple[tuple[Block, ...], tuple[Any, ...], bool]:
+    """(blocks, their JSON, whether it was a string) of a pi `content`."""
+    if isinstance(value, str):
+        return (Text(value),), (value,), True
+    if not isinstance(value, list):
+        raise ShapeError(f"{where}: `content` must be a string or a list of blocks, not {kind_of(value)}")
+    blocks = tuple(read_block(item, f"{where}: content/{k}") for k, item in enumerate(value))
+    return blocks, tuple(value), False
+
+
+# --- messages --------------------------------------------------------------------------------
+
+
+def as_summary_message(summary: str) -> str:
+    """A compaction's summary worded as transcompact's summary message (`summary_text.compose`,
+    less its prefix): the split turn's part becomes the opening request's section, the file lists
+    are left out."""
+    summary = FILE_LISTS.sub("", summary, count=1)
+    # After the user's words, if any: quoted, they hold no rule of pi's.
+    at = summary.find(SPLIT_TURN, max(summary.find(USER_WORDS_HEADING), 0))
+    if at < 0:
+        return summary
+    turn = summary[at + len(SPLIT_TURN):].removeprefix("\n\n").removeprefix(OPENING_HEADING).removeprefix("\n\n")
+    return summary[:at] + "\n\n" + OPENING_HEADING + "\n\n" + turn
+
+
+def bash_execution_text(message: dict) -> str:
+    """What pi sends for a `!command` run (messages.ts `bashExecutionToText`)."""
+    output = message.get("output")
+    text = f"Ran `{message.get('command')}`\n"
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif isinstance(exit_code, int) and exit_code != 0:
+        text += f"\n\nCommand exited with code {exit_code}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
+
+
+def _derived(role: str, text: str, raw: Any, record: int) -> Message:
+    """A message pi makes from an entry (a summary, a command run): read-only."""
+    block = Text(text)
+    return Message(role, (block,), raw=raw, line=record + 1, origin=_Origin(record, (block,), (text,), True, False))
+
+
+def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> Message | None:
+    kind = _entry_type(value)
+    where = f"line {index + 1}"
+    if kind == "compaction":
+        summary = value.get("summary")
+        text = as_summary_message(summary) if isinstance(summary, str) else ""
+        return _derived(USER, SUMMARY_PREFIX + text, value, index)
+    if kind == "branch_summary":
+        summary = value.get("summary")
+        if not isinstance(summary, str) or not summary:
+            return None
+        return _derived(USER, BRANCH_SUMMARY_PREFIX + summary + BRANCH_SUMMARY_SUFFIX, value, index)
+    if kind == "custom_message":
+        blocks, items, string = _content(value.get("content"), where)
+        return Message(USER, blocks, raw=value, line=index + 1, origin=_Origin(index, blocks, items, string, False))
+    if kind != "message":
+        return None
+    message = value.get("message")
+    if not isinstance(message, dict):
+        raise ShapeError(f"a message entry's `message` must be an object, not {kind_of(message)}",
+                         location=Location(name, index + 1))
+    role = message.get("role")
+    try:
+        if role == "assistant":
+            if isinstance(message.get("stopReason"), str) and message["stopReason"] in UNSENT_STOP_REASONS:
+                return None
+            blocks, items, string = _content(message.get("content", []), where)
+            # Usage kept from before the active compaction counted a context that no longer exists.
+            stale = compaction is not None and index < compaction
+            raw = {k: v for k, v in message.items() if k != "usage"} if stale else judged_usage(message)
+            return Message(ASSISTANT, blocks, raw=raw, line=index + 1, origin=_Origin(index, blocks, items, string, True))
+        if role in ("user", "custom", "hookMessage"):  # hookMessage: version 2's name for custom
+            blocks, items, string = _content(message.get("content"), where)
+            return Message(USER, blocks, raw=message, line=index + 1, origin=_Origin(index, blocks, items, string, True))
+        if role == "toolResult":
+            call_id = message.get("toolCallId")
+            if not isinstance(call_id, str):
+                raise ShapeError(f"{where}: a toolResult's `toolCallId` must be a string, not {kind_of(call_id)}")
+            blocks, items, string = _content(message.get("content", []), where)
+            is_error = message.get("isError")
+            # One text block reads as a string, as a result an operation makes is: they compare equal.
+            text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is Text else None
+            # `isError: false` reads as no flag, as the results operations make have: pi writes it on every result.
+            result = ToolResult(call_id, blocks if text is None else text, True if is_error is True else None)
+            return Message(USER, (result,), raw=message, line=index + 1,
+                           origin=_Origin(index, (result,), items, string, True))
+    except ShapeError as error:
+        raise ShapeError(error.message, location=Location(name, index + 1)) from None
+    if role == "bashExecution":
+        return None if message.get("excludeFromContext") else _derived(USER, bash_execution_text(message), message, index)
+    if role == "branchSummary" and isinstance(message.get("summary"), str):
+        return _derived(USER, BRANCH_SUMMARY_PREFIX + message["summary"] + BRANCH_SUMMARY_SUFFIX, message, index)
+    if role == "compactionSummary" and isinstance(message.get("summary"), str):
+        return _derived(USER, COMPACTION_SUMMARY_PREFIX + message["summary"] + COMPACTION_SUMMARY_SUFFIX, message, index)
+    return None  # a role pi does not send
+
+
+def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    records = parsed.records or []
+    version = version_of(records)
+    path = find_path(records, version)
+    order, compaction = active_entries(records, path, version)
+    messages = []
+    for index in order:
+        message = _read_entry(index, records[index][1], compaction, parsed.name)
+        if message is not None:
+            messages.append(message)
+    source = SessionSource(records, version, path, compaction, frozenset(m.origin.record for m in messages), parsed.bom)
+    return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def is_unchanged(message: Message) -> bool:
+    origin = message.origin
+    return isinstance(origin, _Origin) and message.blocks == origin.blocks
+
+
+def pieces(blocks: tuple[Block, ...]) -> list[tuple[Block, ...]]:
+    """A message's blocks as pi's entries hold them: each tool result alone, the other blocks in runs."""
+    out: list[tuple[Block, ...]] = []
+    for block in blocks:
+        if isinstance(block, ToolResult) or not out or isinstance(out[-1][0], ToolResult):
+            out.append((block,))
+        else:
+            out[-1] += (block,)
+    return out
+
+
+def _own_piece(message: Message, parts: list[tuple[Block, ...]]) -> int | None:
+    """Which piece of a changed message goes back into the entry it was read from."""
+    origin: _Origin = message.origin
+    read_as = origin.blocks[0] if len(origin.blocks) == 1 and isinstance(origin.blocks[0], ToolResult) else None
+    for k, part in enumerate(parts):
+        if read_as is not None and isinstance(part[0], ToolResult) and part[0].tool_call_id == read_as.tool_call_id:
+            return k
+        if read_as is None and not isinstance(part[0], ToolResult):
+            return k
+    return None
+
+
+def _written_entry(blocks: tuple[Block, ...], value: dict, origin: _Origin | None) -> dict:
+    """A message entry holding `blocks` (one piece), in the envelope of `value` (its own, or a template)."""
+    pi_message = dict(value["message"])
+    result = blocks[0]
+    if isinstance(result, ToolResult):
+        content = (Text(result.content),) if isinstance(result.content, str) else result.content
+        read_blocks = origin.blocks[0].content if origin is not None and isinstance(origin.blocks[0], ToolResult) else ()
+        matching = _Origin(0, tuple(read_blocks), origin.items, False, True) if read_blocks and not isinstance(read_blocks, str) else None
+        pi_message["content"] = _items(content, matching)
+        if result.is_error is not None:
+            pi_message["isError"] = result.is_error
+    elif origin is not None and origin.string_content and len(blocks) == 1 and type(blocks[0]) is Text:
+        pi_message["content"] = blocks[0].text
+    else:
+        pi_message["content"] = _items(blocks, origin)
+    return {**value, "message": pi_message}
+
+
+def _new_entry(blocks: tuple[Block, ...], role: str, anchor: dict, names: dict[str, str]) -> dict:
+    """An entry for a piece an operation added (a stand-in result, a placeholder), in pi's shape."""
+    moment = anchor.get("message", {}).get("timestamp") if isinstance(anchor.get("message"), dict) else None
+    result = blocks[0]
+    if isinstance(result, ToolResult):
+        body = {"role": "toolResult", "toolCallId": result.tool_call_id, "toolName": names.get(result.tool_call_id, ""),
+                "content": [], "isError": bool(result.is_error)}
+    elif role in (USER, ASSISTANT):
+        body = {"role": role, "content": []}
+    else:
+        raise ShapeError(f"a pi session cannot hold a {role} message")
+    if moment is not None:
+        body["timestamp"] = moment
+    entry = {"type": "message", "id": None, "parentId": None, "timestamp": anchor.get("timestamp"), "message": body}
+    entry = {k: v for k, v in entry.items() if v is not None or k in ("id", "parentId")}
+    return _written_entry(blocks, entry, None)
+
+
+def write(transcript: Transcript) -> bytes:
+    source: SessionSource = transcript.source
+    origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
+    if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
+            and all(is_unchanged(m) for m in transcript.messages)):
+        return b"\n".join(line for line, _ in source.records)  # the first line holds the byte-order mark, if any
+    written = b"\n".join(line for line, _, _ in with_usage_restated(rewritten_records(transcript), source))
+    return BOM + written if source.bom and not written.startswith(BOM) else written
+
+
+def entry_chars(value: Any) -> int:
+    """The characters of what pi sends of an entry: text, thinking, a call's name and arguments, a
+    command run, a summary (what compaction.ts `estimateTokens` counts, images aside)."""
+    kind = _entry_type(value)
+    if kind in ("compaction", "branch_summary"):
+        return len(value["summary"]) if isinstance(value.get("summary"), str) else 0
+    if kind == "custom_message":
+        return _content_chars(value.get("content"))
+    message = value.get("message") if kind == "message" else None
+    if not isinstance(message, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
+        return 0
+    role = message.get("role")
+    if role == "bashExecution":
+        fields = () if message.get("excludeFromContext") else ("command", "output")
+        return sum(len(message[k]) for k in fields if isinstance(message.get(k), str))
+    if role in ("branchSummary", "compactionSummary"):
+        return len(message["summary"]) if isinstance(message.get("summary"), str) else 0
+    return _content_chars(message.get("content"))
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    total = 0
+    for block in content if isinstance(content, list) else ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking") and isinstance(block.get(kind), str):
+            total += len(block[kind])
+        elif kind == "toolCall":
+            total += len(_string(block.get("name"))) + len(dumps(block.get("arguments", {}), indent=False))
+    return total
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def with_usage_restated(out: list[tuple[bytes, Any, int | None]], source: SessionSource) -> list[tuple[bytes, Any, int | None]]:
+    """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
+    `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
+    before it sends and in its footer), less what the change took out before it, by pi's own
+    estimate of 4 characters a token. The billed parts (`input`, `cacheRead`, … and `cost`, which pi
+    adds up as the session's totals) stay as the API reported them."""
+    before = _chars_before(source.records, source.path, source.version)
+    lines = [(line, value) for line, value, _ in out]
+    now = _chars_before(lines, find_path(lines, source.version), source.version)
+    restated = list(out)
+    for k, (_, value, read_from) in enumerate(out):
+        if k in now and read_from in before:
+            tokens = round((before[read_from] - now[k]) / CHARS_PER_TOKEN)
+            if tokens and (new := _usage_less(value, tokens)) is not None:
+                restated[k] = (dumps(new, indent=False), new, read_from)
+    return restated
+
+
+def _chars_before(records: list[tuple[bytes, Any]], path: tuple[int, ...], version: int) -> dict[int, int]:
+    """For each assistant message pi sends after the active compaction (or with none), the
+    characters it sends before it."""
+    order, compaction = active_entries(records, path, version)
+    after = set(path[path.index(compaction) + 1:] if compaction is not None else path)
+    out, sent = {}, 0
+    for index in order:
+        value = records[index][1]
+        if index in after and isinstance(value.get("message"), dict) and value["message"].get("role") == "assistant":
+            out[index] = sent
+        sent += entry_chars(value)
+    return out
+
+
+def _usage_less(value: dict, tokens: int) -> dict | None:
+    """An assistant entry whose `usage.totalTokens` counts a prompt `tokens` smaller (None: no usage to restate)."""
+    message = value.get("message")
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
+        return None
+    parts = [usage[k] for k in ("input", "output", "cacheRead", "cacheWrite") if type(usage.get(k)) is int]
+    total = usage.get("totalTokens") if type(usage.get("totalTokens")) is int and usage["totalTokens"] > 0 else sum(parts)
+    output = usage["output"] if type(usage.get("output")) is int else 0
+    new = max(output, total - tokens)
+    return {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}} if new != total else None
+
+
+def judged_usage(message: dict) -> dict:
+    """`message` with the prompt pi judges by as its recorded usage: a `totalTokens` below the sum
+    of the parts was restated by a rewrite (`with_usage_restated`), and is read less the output."""
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or type(usage.get("totalTokens")) is not int:
+        return message
+    parts = {k: usage[k] if type(usage.get(k)) is int else 0 for k in ("input", "output", "cacheRead", "cacheWrite")}
+    if usage["totalTokens"] >= sum(parts.values()):
+        return message
+    return {**message, "usage": {**usage, "input": max(0, usage["totalTokens"] - parts["output"]), "cacheRead": 0, "cacheWrite": 0}}
+
+
+def rewritten_records(transcript: Transcript) -> list[tuple[bytes, Any, int | None]]:
+    """The file's lines with `transcript`'s changes, each with the record it was read from (None: a new entry).
+
+    A changed message goes back into its entry; what it gained that one pi entry cannot hold
+    (another tool result, text beside a result) becomes entries of its own, before or after it.
+    """
+    source: SessionSource = transcript.source
+    records = source.records
+    names = {b.id: b.name for m in transcript.messages for b in m.tool_calls}
+    contents: dict[int, dict] = {}
+    inserted: dict[int, list[dict]] = {}
+    claimed: set[int] = set()
+    last_record = source.path[0] if source.path else None
+
+    def insert_after(anchor: int | None, parts: list[tuple[Block, ...]], role: str) -> None:
+        if not parts:
+            return
+        if anchor is None:
+            raise ShapeError("cannot add a message to a pi session that holds no entry")
+        inserted.setdefault(anchor, []).extend(_new_entry(part, role, records[anchor][1], names) for part in parts)
+
+    for message in transcript.messages:
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            insert_after(last_record, pieces(message.blocks), message.role)
+            continue
+        if is_unchanged(message):
+            claimed.add(origin.record)
+            last_record = origin.record
+            continue
+        parts = pieces(message.blocks)
+        own = _own_piece(message, parts)
+        kept_as_read = own is not None and parts[own] == origin.blocks
+        if not origin.writable and not kept_as_read:
+            raise ShapeError(f"line {origin.record + 1}: pi makes this {message.role} message from its entry; it cannot be rewritten")
+        if own is None:  # the entry's own content is gone: it is dropped, what is left goes in its place
+            insert_after(last_record, parts, message.role)
+            continue
+        insert_after(last_record, parts[:own], message.role)
+        claimed.add(origin.record)
+        if not kept_as_read:
+            contents[origin.record] = _written_entry(parts[own], records[origin.record][1], origin)
+        insert_after(origin.record, parts[own + 1:], message.role)
+        last_record = origin.record
+    dropped = set(source.message_records - claimed)
+    for index in dropped:
+        if not (_entry_type(records[index][1]) == "message" and isinstance(records[index][1].get("message"), dict)):
+            raise ShapeError(f"line {index + 1}: pi makes this message from its entry; it cannot be dropped")
+
+    parents = _relink(source, dropped, inserted)
+    out: list[tuple[bytes, Any, int | None]] = []
+    for index, (line, value) in enumerate(records):
+        if index not in dropped:
+            if index in contents or index in parents:
+                value = contents.get(index, value)
+                if index in parents:
+                    value = {**value, "parentId": parents[index]}
+                line = dumps(value, indent=False)
+            out.append((line, value, index))
+        out.extend((dumps(new, indent=False), new, None) for new in inserted.get(index, ()))
+    if source.version >= 2 and source.path and source.path[-1] in dropped:
+        _keep_the_messages_on_the_leafs_path(out, claimed, source, transcript.name)
+    return out
+
+
+def _keep_the_messages_on_the_leafs_path(out: list[tuple[bytes, Any, int | None]], claimed: set[int],
+                                         source: SessionSource, name: str) -> None:
+    """pi's leaf is the last entry: with the leaf dropped, the entry before it in the file takes its
+    place, whose path must be what is left of the old one (not a branch, nor an entry without a parent)."""
+    lines = [(line, value) for line, value, _ in out]
+    path = find_path(lines, source.version)
+    old_path = set(source.path)
+    off = [k for k, (_, _, read_from) in enumerate(out) if (read_from is None or read_from in claimed) and k not in path]
+    off += [k for k in path if out[k][2] is not None and out[k][2] not in old_path]
+    if off:
+        leaf = out[path[-1]][2] if path else None
+        raise ShapeError(f"the last entry, pi's leaf, would be dropped (its message removed), and "
+                         f"{'another entry' if leaf is None else f'line {leaf + 1}'} would become the leaf, on another "
+                         "path than the messages left: nothing written", location=Location(name, source.path[-1] + 1))
+
+
+def new_entry_id(seed: str, taken: set[str]) -> str:
+    """An 8-hex-digit id as pi makes them, from `seed` so that a rewrite is repeatable, unused in the file."""
+    for attempt in range(100):
+        candidate = uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{seed}:{attempt}").hex[:8]
+        if candidate not in taken:
+            return candidate
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))
+
+
+def entry_ids(records: list[tuple[bytes, Any]]) -> set[str]:
+    return {v["id"] for _, v in records if isinstance(v, dict) and isinstance(v.get("id"), str)}
+
+
+def _relink(source: SessionSource, dropped: set[int], inserted: dict[int, list[dict]]) -> dict[int, Any]:
+    """Ids for the new entries, and the new `parentId` of each entry whose parent was dropped or
+    that now follows new entries (version 1 has no ids: the order of the lines is the tree)."""
+    records = source.records
+    if source.version < 2:
+        for new_entries in inserted.values():
+            for entry in new_entries:
+                del entry["id"], entry["parentId"]
+        return {}
+    taken = entry_ids(records)
+    parents: dict[int, Any] = {}
+    for anchor, new_entries in inserted.items():
+        anchor_id = parent = records[anchor][1].get("id")
+        for entry in new_entries:
+            entry["id"] = new_entry_id(f"{parent}:{dumps(entry['message'], indent=False).decode()}", taken)
+            taken.add(entry["id"])
+            entry["parentId"] = parent
+            parent = entry["id"]
+        for index in source.path:
+            if index != anchor and records[index][1].get("parentId") == anchor_id:
+                parents[index] = parent
+    # A dropped entry's children hang from its parent (or from what was inserted before it).
+    skip = {records[i][1]["id"]: parents.get(i, records[i][1].get("parentId"))
+            for i in dropped if isinstance(records[i][1].get("id"), str)}
+
+    def kept(parent: Any) -> Any:
+        seen = set()
+        while isinstance(parent, str) and parent in skip and parent not in seen:
+            seen.add(parent)
+            parent = skip[parent]
+        return parent
+
+    for index, (_, value) in enumerate(records):
+        if index in dropped or not isinstance(value, dict) or "parentId" not in value:
+            continue
+        new = kept(parents.get(index, value["parentId"]))
+        if new != value["parentId"]:
+            parents[index] = new
+    for new_entries in inserted.values():  # what replaces a dropped entry follows it, so hangs from its parent
+        new_entries[0]["parentId"] = kept(new_entries[0]["parentId"])
+    return parents
+
+
+# The operations' pi parts (formats/__init__.py `hook`), imported when an operation asks for one.
+HOOKS = {
+    "check_log": "pi.rules",
+    "repair_log": "pi.rules",
+    "append_compaction": "pi.rewrites",
+    "summary_wording": "pi.rewrites",
+    "view_before_compaction": "pi.rewrites",
+}

@@ -1,0 +1,2 @@
+"""OpenAI Responses API request bodies (`input` items): the reader and writer, and its rewrites.
+"""

@@ -1,0 +1,446 @@
+"""Validity against the providers' rules (`reference/validity.md` §5), with stable rule ids.
+
+A… are the Anthropic Messages rules (§5.1, numbered as there), O… the OpenAI Chat Completions
+rules (§5.2), C… the rules `claude --resume` needs of a Claude Code log (§5.4). Anthropic rules
+are checked after merging consecutive same-role messages, as the API does. Rules that only
+matter for a request about to be sent are warnings unless `strict`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..core.violation import ERROR, WARNING, Violation
+from ..formats import adapter, hook
+from ..core.model import (
+    ASSISTANT,
+    USER,
+    Block,
+    Document,
+    Image,
+    Message,
+    Opaque,
+    RedactedThinking,
+    ServerToolCall,
+    ServerToolResult,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+
+RULES = {
+    "A1": "every tool_result answers a tool_use of the assistant message just before it, and one answers each",
+    "A2": "every tool_use is answered in the next message, a user message, results first",
+    "A3": "server tool calls and their results stay together in one assistant message",
+    "A4": "thinking blocks are signed; a message with thinking starts with it and does not end with it",
+    "A5": "no empty messages (but a final assistant one), no empty or whitespace-only text blocks",
+    "A6": "tool_use ids are unique and match ^[a-zA-Z0-9_-]+$",
+    "A7": "the first message is a user message; the last is a user message (warning)",
+    "A8": "roles are user and assistant (system in messages is model-gated: warning)",
+    "A9": "at most 4 cache_control breakpoints across tools, system and messages",
+    "A10": "blocks are well formed and sit in the right role",
+    "A11": "at most 100,000 messages",
+    "O1": "an assistant message's tool_calls have distinct ids, each answered by one tool message after it",
+    "O2": "a tool message answers a tool call of the assistant message before its run",
+    "O3": "assistant content is null only beside tool_calls or function_call",
+    "O4": "legacy function_call is answered by a function message and not mixed with tool_calls",
+    "O5": "roles and content part types are ones the API accepts",
+    "C1": "the file is named <session uuid>.jsonl",
+    "C2": "transcript lines have uuid, type, timestamp, sessionId, parentUuid; uuids are unique",
+    "C3": "the chain from the newest leaf reaches a root or a compact boundary",
+    "C5": "a compact boundary is followed by its isCompactSummary message",
+    "C6": "no isSidechain:true or teamName in the first 64 KB (the session would be hidden)",
+}
+
+ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")  # used with fullmatch: "$" would let a final newline through
+RESULT_CONTENT_TYPES = (Text, Image, Document)
+RESULT_CONTENT_OPAQUE = frozenset({"search_result", "tool_reference"})
+OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+OPENAI_PART_TYPES = {
+    "user": frozenset({"text", "image_url", "input_audio", "file"}),
+    "assistant": frozenset({"text", "refusal"}),
+    "system": frozenset({"text"}),
+    "developer": frozenset({"text"}),
+    "tool": frozenset({"text"}),
+    "function": frozenset({"text"}),
+}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Consecutive messages of one role, as the Anthropic API merges them."""
+
+    role: str
+    indices: tuple[int, ...]
+
+    def blocks(self, messages: tuple[Message, ...]) -> Iterator[tuple[int, Block]]:
+        for i in self.indices:
+            for block in messages[i].blocks:
+                yield i, block
+
+
+def turns(messages: tuple[Message, ...]) -> list[Turn]:
+    roles = [m.role for m in messages]
+    starts = [i for i in range(len(roles)) if i == 0 or roles[i] != roles[i - 1]]
+    return [Turn(roles[start], tuple(range(start, end))) for start, end in zip(starts, [*starts[1:], len(roles)])]
+
+
+def check(transcript: Transcript, *, strict: bool = False, path: str | None = None) -> list[Violation]:
+    """Every violation of the rules of the transcript's dialect (and format), in message order."""
+    found: list[Violation] = []
+    if transcript.dialect == "anthropic":
+        found += _anthropic(transcript)
+    else:
+        found += _openai(transcript)
+    if (check_log := hook(transcript, "check_log")) is not None:
+        found += check_log(transcript, path)
+    if strict:
+        found = [Violation(v.rule, ERROR, v.text, v.index, v.line) for v in found]
+    return found
+
+
+def errors(violations: list[Violation]) -> list[Violation]:
+    return [v for v in violations if v.severity == ERROR]
+
+
+def _at(messages: tuple[Message, ...], index: int, block: Block | None = None) -> dict:
+    line = block.line + 1 if block is not None and block.line is not None else messages[index].line
+    return {"index": index, "line": line}
+
+
+# --- Anthropic ------------------------------------------------------------------------------
+
+
+def orphan_results(messages: tuple[Message, ...], all_turns: list[Turn] | None = None,
+                   twice: bool = False) -> list[tuple[int, ToolResult]]:
+    """Tool results with no tool call in the assistant turn just before their (merged) user turn,
+    and a second result for a call already answered (the API takes one), unless `twice`: the
+    agent sends each result twice itself (results_twice)."""
+    out = []
+    all_turns = turns(messages) if all_turns is None else all_turns
+    for k, turn in enumerate(all_turns):
+        if turn.role != USER:
+            continue
+        before = all_turns[k - 1] if k > 0 and all_turns[k - 1].role == ASSISTANT else None
+        ids = {b.id for _, b in before.blocks(messages) if isinstance(b, ToolCall)} if before else set()
+        answered: set[str] = set()
+        for i, b in turn.blocks(messages):
+            if isinstance(b, ToolResult):
+                if b.tool_call_id not in ids or (b.tool_call_id in answered and not twice):
+                    out.append((i, b))
+                answered.add(b.tool_call_id)
+    return out
+
+
+def results_twice(transcript: Transcript) -> bool:
+    """Whether the agent that wrote the transcript sends each tool result twice itself (Gemini CLI
+    0.61): its own copy is then no second answer to correct."""
+    return getattr(adapter(transcript), "RESULTS_TWICE", False)
+
+
+def unanswered_calls(messages: tuple[Message, ...], all_turns: list[Turn] | None = None) -> list[tuple[int, ToolCall]]:
+    """Tool calls whose result is not in the user turn right after their assistant turn."""
+    out = []
+    all_turns = turns(messages) if all_turns is None else all_turns
+    for k, turn in enumerate(all_turns):
+        if turn.role != ASSISTANT:
+            continue
+        after = all_turns[k + 1] if k + 1 < len(all_turns) and all_turns[k + 1].role == USER else None
+        answered = {b.tool_call_id for _, b in after.blocks(messages) if isinstance(b, ToolResult)} if after else set()
+        out += [(i, b) for i, b in turn.blocks(messages) if isinstance(b, ToolCall) and b.id not in answered]
+    return out
+
+
+def empty_text(block: Block) -> bool:
+    return isinstance(block, Text) and not block.text.strip()
+
+
+def is_thinking(block: Block) -> bool:
+    return isinstance(block, (Thinking, RedactedThinking))
+
+
+def misplaced_thinking(message: Message) -> list[tuple[Block, str]]:
+    """(block, what is wrong) where a message with thinking does not start with it or ends with it.
+
+    Thinking between other blocks is valid: with interleaved thinking the model thinks again
+    after each server tool result, within the same message.
+    """
+    blocks = message.blocks
+    first = next((b for b in blocks if is_thinking(b)), None)
+    if first is None:
+        return []
+    out = []
+    if not is_thinking(blocks[0]):
+        out.append((first, "a message with thinking must start with a thinking block"))
+    if is_thinking(blocks[-1]):
+        out.append((blocks[-1], "a thinking block cannot end its message"))
+    return out
+
+
+def _anthropic(t: Transcript) -> list[Violation]:
+    messages = t.messages
+    out: list[Violation] = []
+    add = out.append
+    last = len(messages) - 1
+    if len(messages) > 100_000:
+        add(Violation("A11", ERROR, f"{len(messages)} messages, more than the 100,000 the API takes"))
+
+    all_turns = turns(messages)
+    for i, b in orphan_results(messages, all_turns, results_twice(t)):
+        why = "answers a tool_use already answered" if b.tool_call_id in called_before(messages, i) else \
+            "has no tool_use in the previous assistant message"
+        add(Violation("A1", ERROR, f"tool_result {b.tool_call_id} {why}", **_at(messages, i, b)))
+    for i, b in unanswered_calls(messages, all_turns):
+        where = "the transcript ends on it" if i == last else "the next message does not answer it"
+        add(Violation("A2", ERROR, f"tool_use {b.id} ({b.name}) has no tool_result: {where}", **_at(messages, i, b)))
+    for turn in all_turns:
+        if turn.role != USER:
+            continue
+        seen_other = False
+        for i, b in turn.blocks(messages):
+            if isinstance(b, ToolResult) and seen_other:
+                add(Violation("A2", WARNING, f"tool_result {b.tool_call_id} comes after other content in its user turn", **_at(messages, i, b)))
+                break
+            seen_other = seen_other or not isinstance(b, ToolResult)
+
+    ids: dict[str, int] = {}
+    cache_controls = sum(1 for b in t.system if isinstance(b.raw, dict) and "cache_control" in b.raw)
+    cache_controls += sum(1 for tool in t.tools if isinstance(tool, dict) and "cache_control" in tool)
+    for i, m in enumerate(messages):
+        if m.role not in (USER, ASSISTANT):
+            if m.role == "system":
+                add(Violation("A8", WARNING, "role system inside messages is accepted by some models only", **_at(messages, i)))
+            else:
+                add(Violation("A8", ERROR, f"role {m.role!r} is not one the Messages API accepts", **_at(messages, i)))
+        if not m.blocks and not (i == last and m.role == ASSISTANT):
+            add(Violation("A5", ERROR, "message has no content", **_at(messages, i)))
+        server_calls: dict[str, list[int]] = {}  # calls and results of each server tool call id
+        for b in m.blocks:
+            if isinstance(b.raw, dict) and "cache_control" in b.raw:
+                cache_controls += 1
+            # The two commonest blocks, when the rest of the loop could find nothing wrong with them.
+            if (type(b) is Text and b.text.strip()) or (type(b) is ToolResult and type(b.content) is str and m.role == USER):
+                continue
+            if empty_text(b):
+                kind = "empty" if not b.text else "whitespace-only"
+                add(Violation("A5", ERROR, f"{kind} text block", **_at(messages, i, b)))
+            elif isinstance(b, (ToolCall, ServerToolCall)):
+                if b.id in ids:
+                    add(Violation("A6", ERROR, f"tool_use id {b.id} is used twice (first in message {ids[b.id]})", **_at(messages, i, b)))
+                ids.setdefault(b.id, i)
+                if not ID_PATTERN.fullmatch(b.id):
+                    add(Violation("A6", ERROR, f"tool_use id {b.id!r} does not match ^[a-zA-Z0-9_-]+$", **_at(messages, i, b)))
+            if isinstance(b, ServerToolCall):
+                server_calls.setdefault(b.id, [0, 0])[0] += 1
+            elif isinstance(b, ServerToolResult):
+                if b.tool_call_id not in server_calls:
+                    add(Violation("A3", ERROR, f"{b.type} {b.tool_call_id} has no server_tool_use before it in its message", **_at(messages, i, b)))
+                else:
+                    server_calls[b.tool_call_id][1] += 1
+            out += _malformed(m, i, b, messages)
+        if m.role == ASSISTANT:
+            for call_id, (calls, answers) in server_calls.items():
+                if answers != calls and not (answers == 0 and i == last):
+                    called = "" if calls == 1 else f" (called {calls} times)"
+                    add(Violation("A3", ERROR, f"server tool call {call_id}{called} has {answers} results in its message", **_at(messages, i)))
+            for b in m.blocks:
+                if isinstance(b, Thinking) and not b.signature:
+                    add(Violation("A4", ERROR, "thinking block without a signature", **_at(messages, i, b)))
+                elif isinstance(b, RedactedThinking) and not b.data:
+                    add(Violation("A4", ERROR, "redacted_thinking block without data", **_at(messages, i, b)))
+            for b, wrong in misplaced_thinking(m):
+                add(Violation("A4", ERROR, wrong, **_at(messages, i, b)))
+        for cache_in_result in (x for b in m.blocks if isinstance(b, ToolResult) and not isinstance(b.content, str) for x in b.content):
+            if isinstance(cache_in_result.raw, dict) and "cache_control" in cache_in_result.raw:
+                cache_controls += 1
+    out += _thinking_config(t)
+    if cache_controls > 4:
+        add(Violation("A9", ERROR, f"{cache_controls} cache_control breakpoints, more than 4"))
+    if messages:
+        if messages[0].role != USER:
+            add(Violation("A7", ERROR, f"the first message is {messages[0].role}, not user", **_at(messages, 0)))
+        if messages[-1].role != USER:
+            add(Violation("A7", WARNING, f"the last message is {messages[-1].role}: models without prefill need a user message last", **_at(messages, last)))
+            tail = messages[-1].blocks[-1] if messages[-1].blocks else None
+            if isinstance(tail, Text) and tail.text != tail.text.rstrip():
+                add(Violation("A7", WARNING, "a final assistant message cannot end in whitespace", **_at(messages, last, tail)))
+    return sorted(out, key=lambda v: (v.index if v.index is not None else -1))
+
+
+def _thinking_config(t: Transcript) -> list[Violation]:
+    """Rules that depend on whether the request enables thinking (known for request bodies only)."""
+    if "model" not in t.request or not t.messages:
+        return []
+    config = t.request.get("thinking")
+    enabled = isinstance(config, dict) and config.get("type") in ("enabled", "adaptive")
+    final = max((i for i, m in enumerate(t.messages) if m.role == ASSISTANT), default=None)
+    if final is None:
+        return []
+    message = t.messages[final]
+    has_thinking = any(is_thinking(b) for b in message.blocks)
+    if not enabled and has_thinking and final == len(t.messages) - 1:
+        return [Violation("A4", ERROR, "thinking is disabled but the final assistant message holds thinking", **_at(t.messages, final))]
+    # The last assistant message with tool calls is in the current tool loop whether or not its
+    # results are there yet: the caller appends them and sends it again.
+    if enabled and message.tool_calls and not is_thinking(message.blocks[0]):
+        return [Violation("A4", ERROR, "thinking is enabled: the assistant message of the current tool loop must start with thinking", **_at(t.messages, final))]
+    return []
+
+
+def _malformed(m: Message, i: int, b: Block, messages) -> list[Violation]:
+    out = []
+    if isinstance(b, ToolCall) and not isinstance(b.input, dict):
+        out.append(Violation("A10", ERROR, f"tool_use {b.id} input is not an object", **_at(messages, i, b)))
+    if isinstance(b, (ToolCall, ServerToolCall, ServerToolResult, Thinking, RedactedThinking)) and m.role != ASSISTANT:
+        out.append(Violation("A10", ERROR, f"a {_type(b)} block in a {m.role} message", **_at(messages, i, b)))
+    if isinstance(b, ToolResult):
+        if m.role != USER:
+            out.append(Violation("A10", ERROR, f"a tool_result block in a {m.role} message", **_at(messages, i, b)))
+        if not isinstance(b.content, str):
+            for inner in b.content:
+                if not (isinstance(inner, RESULT_CONTENT_TYPES) or (isinstance(inner, Opaque) and inner.type in RESULT_CONTENT_OPAQUE)):
+                    out.append(Violation("A10", ERROR, f"tool_result {b.tool_call_id} holds a {_type(inner)} block", **_at(messages, i, b)))
+    if isinstance(b, (Image, Document)) and isinstance(b.raw, dict):
+        source = b.raw.get("source")
+        kind = source.get("type") if isinstance(source, dict) else None
+        if kind not in ("base64", "url", "text", "content", "file"):
+            out.append(Violation("A10", ERROR, f"{_type(b)} source type {kind!r} is not one the API knows", **_at(messages, i, b)))
+        elif kind == "base64" and not b.media_type:
+            out.append(Violation("A10", ERROR, f"base64 {_type(b)} without media_type", **_at(messages, i, b)))
+    return out
+
+
+def _type(block: Block) -> str:
+    if isinstance(block.raw, dict) and isinstance(block.raw.get("type"), str):
+        return block.raw["type"]
+    return type(block).__name__
+
+
+# --- OpenAI ---------------------------------------------------------------------------------
+
+
+def tool_runs(messages: tuple[Message, ...]) -> list[tuple[int | None, list[int]]]:
+    """Each run of `tool` messages with the assistant message that precedes it (None if there is none)."""
+    runs: list[tuple[int | None, list[int]]] = []
+    for i, m in enumerate(messages):
+        if m.role != "tool":
+            continue
+        if runs and runs[-1][1][-1] == i - 1:
+            runs[-1][1].append(i)
+        else:
+            owner = i - 1 if i > 0 and messages[i - 1].role == ASSISTANT else None
+            runs.append((owner, [i]))
+    return runs
+
+
+def openai_orphans(messages: tuple[Message, ...]) -> list[int]:
+    """Tool messages that answer no tool call of the assistant message before their run, or a call
+    a tool message before them in the run answered already (one per `tool_call_id`)."""
+    out = []
+    for owner, run in tool_runs(messages):
+        ids = {c.id for c in messages[owner].tool_calls} if owner is not None else set()
+        answered: set[str] = set()
+        for i in run:
+            if messages[i].blocks and (messages[i].blocks[0].tool_call_id not in ids
+                                       or messages[i].blocks[0].tool_call_id in answered):
+                out.append(i)
+            if messages[i].blocks:
+                answered.add(messages[i].blocks[0].tool_call_id)
+    return out
+
+
+def called_before(messages: tuple[Message, ...], index: int) -> set[str]:
+    """The calls of the assistant message just before `index` (to tell a second answer from an orphan)."""
+    before = next((m for m in reversed(messages[:index]) if m.role == ASSISTANT), None)
+    return {c.id for c in before.tool_calls} if before is not None else set()
+
+
+def openai_unanswered(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall]]:
+    out = []
+    for i, m in enumerate(messages):
+        calls = [c for c in m.tool_calls if c.id != "<function_call>"]
+        if m.role != ASSISTANT or not calls:
+            continue
+        answered, j = set(), i + 1
+        while j < len(messages) and messages[j].role == "tool":
+            answered.update(b.tool_call_id for b in messages[j].blocks if isinstance(b, ToolResult))
+            j += 1
+        out += [(i, c) for c in calls if c.id not in answered]
+    return out
+
+
+def openai_duplicate_calls(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall]]:
+    """Tool calls whose id an earlier call of the same message has: no tool message can tell them apart.
+
+    Only within one message: the same id in a later assistant message is answered by its own run.
+    """
+    out = []
+    for i, m in enumerate(messages):
+        seen: set[str] = set()
+        for c in m.tool_calls:
+            if c.id == "<function_call>":
+                continue
+            if c.id in seen:
+                out.append((i, c))
+            seen.add(c.id)
+    return out
+
+
+def _openai(t: Transcript) -> list[Violation]:
+    messages = t.messages
+    out: list[Violation] = []
+    add = out.append
+    for i, c in openai_duplicate_calls(messages):
+        add(Violation("O1", ERROR, f"tool call id {c.id or '(no id)'} ({c.name}) is used twice in its message", **_at(messages, i)))
+    for i, c in openai_unanswered(messages):
+        add(Violation("O1", ERROR, f"tool call {c.id or '(no id)'} ({c.name}) has no tool message after it", **_at(messages, i)))
+    for i in openai_orphans(messages):
+        call_id = messages[i].blocks[0].tool_call_id
+        if call_id in called_before(messages, i):
+            add(Violation("O1", ERROR, f"tool call {call_id} is answered by a second tool message", **_at(messages, i)))
+        else:
+            add(Violation("O2", ERROR, f"tool message {call_id or '(no id)'} answers no tool call of the assistant message before it", **_at(messages, i)))
+    for i, m in enumerate(messages):
+        legacy = [c for c in m.tool_calls if c.id == "<function_call>"]
+        if m.role not in OPENAI_ROLES:
+            add(Violation("O5", ERROR, f"role {m.role!r} is not one the Chat Completions API accepts", **_at(messages, i)))
+            continue
+        if m.role == ASSISTANT and not m.blocks:
+            add(Violation("O3", ERROR, "assistant content is null without tool_calls", **_at(messages, i)))
+        if legacy and len(m.tool_calls) > len(legacy):
+            add(Violation("O4", ERROR, "function_call mixed with tool_calls in one message", **_at(messages, i)))
+        if legacy and not (i + 1 < len(messages) and messages[i + 1].role == "function"):
+            add(Violation("O4", ERROR, "function_call has no function message after it", **_at(messages, i)))
+        if m.role == "function" and not (i > 0 and any(c.id == "<function_call>" for c in messages[i - 1].tool_calls)):
+            add(Violation("O4", ERROR, "function message answers no function_call", **_at(messages, i)))
+        allowed = OPENAI_PART_TYPES[m.role]
+        parts = m.blocks[0].content if m.role in ("tool", "function") and m.blocks and not isinstance(m.blocks[0].content, str) else m.blocks
+        for b in parts:
+            if isinstance(b, (ToolCall, ToolResult)) or (isinstance(b, Opaque) and b.type == "compaction"):
+                continue  # a compaction is an item of a Responses history (a message of its own), not a part
+            kind = _type(b) if isinstance(b.raw, dict) else "text"
+            if kind not in allowed:
+                add(Violation("O5", ERROR, f"a {kind} part in a {m.role} message", **_at(messages, i)))
+    return sorted(out, key=lambda v: (v.index if v.index is not None else -1))
+
+
+def added_errors(before: Transcript, after: Transcript, *, same_messages: bool = True) -> list[Violation]:
+    """The errors `after` has that `before` did not: the post-condition of every rewrite (design.md §5).
+
+    With `same_messages` (a rewrite that keeps every message in place, like prune) an error is
+    new unless the same rule failed at the same message; otherwise (compact) unless the same
+    rule failed anywhere in the input.
+    """
+    found = errors(check(after))
+    if not found:
+        return []
+    had = errors(check(before))
+    if same_messages:
+        old = {(v.rule, v.index) for v in had}
+        return [v for v in found if (v.rule, v.index) not in old]
+    rules = {v.rule for v in had}
+    return [v for v in found if v.rule not in rules]

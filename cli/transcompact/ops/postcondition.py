@@ -1,0 +1,88 @@
+"""The post-condition of every rewrite (`design.md` §5), on the bytes about to be written: they
+read back, as the format and dialect they were written in, as the messages the rewrite made, and
+hold no `check` error the input did not have. Every command that rewrites runs it before it
+writes; a library caller runs it on what `dumps` gave.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Iterator
+
+import orjson
+
+from .check import added_errors
+from ..core.errors import InputError, PostConditionError, option
+from ..formats import reload
+from ..core.model import Transcript
+
+
+def verified(before: Transcript, after: Transcript, written: bytes, *, operation: str, messages_path: str | None = None,
+             same_messages: bool = True) -> Transcript:
+    """A rewrite may not add a `check` error its input did not have (`design.md` §5).
+
+    `after` is the rewritten transcript and `written` the bytes `dumps` made of it: they are read
+    again as the format and dialect they were written in, must give back the messages of `after`,
+    and are judged as a reader will find them. With `same_messages` (prune) an error is new unless the same rule failed at the same message;
+    without (repair, compact, which remove messages) unless the same rule failed anywhere.
+    Returns the transcript read back (`after` itself when it has no message left and the output
+    does not read back, like a JSON Lines file repair emptied). An output with no message is read
+    back too: what a rewrite dropped can bring back what it hid (a pi entry before the leaf).
+    """
+    hint = f"this is a bug in transcompact: run again with {option('traceback')} and report it"
+    try:
+        as_written = reload(written, after, messages_path)
+    except InputError as error:
+        if after.messages:
+            raise PostConditionError(f"{after.name}: {operation} would write output that does not read back as "
+                                     f"{after.format}: {error.message}; nothing written", hint=hint) from None
+        as_written = after
+    if not _same_turns(as_written, after):
+        raise PostConditionError(f"{after.name}: {operation} would write output that reads back as other "
+                                 "messages than it made; nothing written", hint=hint)
+    new = added_errors(before, as_written, same_messages=same_messages)
+    if new:
+        v = new[0]
+        raise PostConditionError(f"{after.name}: {operation} would add {v.rule} at message {v.index}: {v.text}; "
+                                 "nothing written", hint=hint)
+    return as_written
+
+
+def _same_turns(one, other) -> bool:
+    """Whether two transcripts hold the same turns, one at a time (a large log is not copied)."""
+    missing = (None, ())
+    return all(_same_turn(a, b) for a, b in itertools.zip_longest(_turns(one), _turns(other), fillvalue=missing))
+
+
+def _same_turn(one: tuple[str | None, list], other: tuple[str | None, list]) -> bool:
+    (role, blocks), (other_role, other_blocks) = one, other
+    return role == other_role and len(blocks) == len(other_blocks) and all(
+        a == b or comparable(a) == comparable(b) for a, b in zip(blocks, other_blocks))
+
+
+def _turns(transcript) -> Iterator[tuple[str, list]]:
+    """Role and blocks of each run of messages of one role: what a reader gets, however a format
+    splits a turn into messages (a Claude Code log reads consecutive user lines as one). Blocks
+    compare as values; `comparable` settles only the ones that differ (a number kept as written)."""
+    role, blocks = None, []
+    for message in transcript.messages:
+        if message.role != role and role is not None:
+            yield role, blocks
+            blocks = []
+        role = message.role
+        blocks += message.blocks
+    if role is not None:
+        yield role, blocks
+
+
+def comparable(value):
+    """A block or value as two readings of the same JSON give it equal: JSON objects and arrays as
+    their text, since a number kept as written (`orjson.Fragment`) equals only itself."""
+    if isinstance(value, (dict, list, orjson.Fragment)):
+        return orjson.dumps(value)
+    if isinstance(value, tuple):
+        return tuple(comparable(v) for v in value)
+    if dataclasses.is_dataclass(value):
+        return type(value).__name__, tuple(comparable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.compare)
+    return value

@@ -1,0 +1,62 @@
+"""Every earlier summary compact finds again in a transcript (its text: `core.summary_text`), so
+that the next compaction merges into the summary instead of quoting it: one summary, however
+often it runs.
+
+A previous summary is one of: our summary pair, a Claude Code compact summary (its preamble
+taken off), or an Anthropic `compaction` block (the API ignores everything before it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..core.model import ASSISTANT, USER, Message, Opaque
+from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, parse, text_of
+from ..formats.claude_code.rewrites import COMPACT_PREAMBLE
+
+
+@dataclass(frozen=True)
+class Previous:
+    """An earlier summary found in a transcript, and the messages it stands for."""
+
+    summary: SummaryText
+    covered: frozenset[int]  # its own messages, and for a compaction block every message before it
+    kind: str  # "pair", "claude-code" or "compaction"
+
+
+def is_summary_message(message: Message) -> bool:
+    """A message that holds a summary rather than the user's words."""
+    if message.role == USER and text_of(message).startswith(SUMMARY_PREFIX):
+        return True
+    return isinstance(message.raw, dict) and message.raw.get("isCompactSummary") is True
+
+
+def compaction_text(message: Message) -> str | None:
+    """The readable summary of the last Anthropic `compaction` block of a message, if it has one (an
+    OpenAI `compaction` item has no `content`, only `encrypted_content`: nothing to merge into)."""
+    found = None
+    for block in message.blocks:
+        if isinstance(block, Opaque) and block.type == "compaction" and isinstance(block.raw, dict) and "content" in block.raw:
+            content = block.raw.get("content")
+            found = content if isinstance(content, str) else ""
+    return found
+
+
+def find_previous(messages: Sequence[Message]) -> Previous | None:
+    """The newest earlier summary among `messages`, or None."""
+    found = None
+    for index, message in enumerate(messages):
+        text = text_of(message)
+        if message.role == USER and text.startswith(SUMMARY_PREFIX):
+            covered = {index}
+            if index + 1 < len(messages) and messages[index + 1].role == ASSISTANT and text_of(messages[index + 1]).strip() == SUMMARY_ACK:
+                covered.add(index + 1)
+            found = Previous(parse(text), frozenset(covered), "pair")
+        elif isinstance(message.raw, dict) and message.raw.get("isCompactSummary") is True:
+            body = text[len(COMPACT_PREAMBLE):] if text.startswith(COMPACT_PREAMBLE) else text
+            found = Previous(parse(body), frozenset({index}), "claude-code")
+        elif message.role == ASSISTANT and (content := compaction_text(message)) is not None:
+            # Everything before the block is what the API no longer reads; the block's own message stays.
+            found = Previous(parse(content), frozenset(range(index)), "compaction")
+    return found

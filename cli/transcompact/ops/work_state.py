@@ -1,0 +1,273 @@
+"""Where the work stands, from the agent's own signals in a stretch of messages (newest wins).
+
+- The task list: the last list a planning tool wrote (Claude Code `TodoWrite`, Codex
+  `update_plan`, Gemini `write_todos`, OpenHands `task_tracker`), or the tasks Claude Code's
+  newer tools made and updated (`TaskCreate`, `TaskUpdate`), each with its status.
+- Commits: `git commit` runs that git answered with `[branch hash] subject`.
+- Files modified (edit, write and patch targets), apart from the files only read.
+- The last run of each test, build or lint command, with its result line ("12 passed, 1 failed").
+- The open problem: the last failing command and its error, when nothing later succeeded at it.
+- The next step: the first task not done (one in progress before one pending).
+
+An output's error lines are `output_errors`', as the checkpoint reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ..core.model import Message, ToolCall, ToolResult, named_paths, result_text
+from .output_errors import command_of, error_lines, exit_failed, is_placeholder
+
+DONE, IN_PROGRESS, PENDING, CANCELLED = "done", "in progress", "pending", "cancelled"
+_STATUSES = {"completed": DONE, "complete": DONE, "done": DONE, "finished": DONE, "in_progress": IN_PROGRESS,
+             "in-progress": IN_PROGRESS, "active": IN_PROGRESS, "pending": PENDING, "todo": PENDING,
+             "not_started": PENDING, "cancelled": CANCELLED, "canceled": CANCELLED}
+# Tools that change the file they name; an editor tool's `command` says whether it views or changes.
+EDIT_TOOLS = frozenset({"edit", "multiedit", "write", "notebookedit", "write_file", "replace", "edit_file",
+                        "create_file", "str_replace", "insert", "apply_patch", "patch", "write_to_file", "search_replace"})
+EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "edit"})
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.M)
+_COMMIT_COMMAND = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+)*[^|;&\n]*?\bcommit\b")
+_COMMIT_LINE = re.compile(r"^\[([^\]\s]+)(?: \([^)]*\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
+_COMMIT_MESSAGE = re.compile(r"""-(?:[a-z]*m|-message)[ =](?:"((?:[^"\\]|\\.)+)"|'([^']+)')""")
+_HEREDOC_FIRST = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\)?\"?\s*\n\s*(.+)")
+# Commands whose last run says where the work stands: tests, builds, type checks, linters.
+_CHECK_COMMAND = re.compile(
+    r"(?:^|[\s;&|(/])(?:pytest|py\.test|tox|nox|unittest|jest|vitest|mocha|rspec|ctest|tsc|mypy|pyright|ruff|eslint|"
+    r"flake8|pylint|golangci-lint|phpunit|"
+    r"go (?:test|build|vet)|cargo (?:test|build|check|clippy|nextest)|(?:npm|pnpm|yarn|bun) (?:test|run \S+|build)|"
+    r"npx \S+|make(?: [\w.-]+)?|mise run \S+|just \S+|mvn \S+|gradle \S+|\./gradlew \S+|mix (?:test|compile)|"
+    r"dotnet (?:test|build)|swift (?:test|build)|bazel (?:test|build)|cmake\s--build|python3? -m (?:pytest|unittest|mypy))"
+    r"(?=$|[\s;&|)])")
+# A line that sums up a test, build or lint run.
+_RESULT_LINE = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|error\(s\)|tests?|passing|failing|pending|skipped|problems?|warnings?|examples?|"
+    r"failures?|issues?)\b|^(?:ok|FAIL|PASS|FAILED|PASSED)\b|test result:|^Tests?:|BUILD (?:SUCCESS|FAILED)|"
+    r"Build succeeded|Build FAILED|Success: no issues|All checks passed|no issues found|Finished `?\w+`? ", re.I)
+_REDIRECTS = re.compile(r"\s+\d?>&\d|\s+2>/dev/null")
+
+
+@dataclass(frozen=True)
+class Task:
+    text: str
+    status: str  # DONE, IN_PROGRESS, PENDING, CANCELLED, or what the tool said
+
+
+@dataclass(frozen=True)
+class Commit:
+    subject: str
+    hash: str | None  # as git printed it; None when the output did not show it
+
+
+@dataclass(frozen=True)
+class Run:
+    """The last run of a test, build or lint command."""
+
+    command: str  # as it was run, when it is one line; else the line that ran the check
+    result: str  # its result line, or the error that ended it
+    failed: bool
+
+    @property
+    def key(self) -> str:
+        """What makes two runs runs of the same check."""
+        return check_key(self.command) or self.command
+
+
+@dataclass(frozen=True)
+class Problem:
+    command: str
+    error: str
+
+
+@dataclass(frozen=True)
+class WorkState:
+    tasks: tuple[Task, ...] | None = None  # None: no task list in these messages
+    commits: tuple[Commit, ...] = ()  # oldest first
+    modified: tuple[str, ...] = ()  # newest first
+    read: tuple[str, ...] = ()  # files only read, newest first
+    runs: tuple[Run, ...] = ()  # newest first
+    problem: Problem | None = None
+
+    @property
+    def next_step(self) -> str | None:
+        """The first task not done: one in progress, else the first pending."""
+        for wanted in (IN_PROGRESS, PENDING):
+            task = next((t for t in self.tasks or () if t.status == wanted), None)
+            if task is not None:
+                return task.text
+        return None
+
+
+def status_of(value: Any) -> str:
+    text = str(value).strip().lower() if value is not None else ""
+    return _STATUSES.get(text, text or PENDING)
+
+
+def task_list(arguments: dict) -> tuple[Task, ...] | None:
+    """The whole list a planning tool wrote, None when the call is not one."""
+    for key, text_keys in (("todos", ("content", "description", "task", "title")), ("plan", ("step", "content")),
+                           ("task_list", ("title", "description", "content"))):
+        items = arguments.get(key)
+        if isinstance(items, list) and items and all(isinstance(i, dict) for i in items):
+            tasks = []
+            for item in items:
+                text = next((item[k] for k in text_keys if isinstance(item.get(k), str) and item[k].strip()), None)
+                if text is not None:
+                    tasks.append(Task(" ".join(text.split()), status_of(item.get("status"))))
+            return tuple(tasks)
+    return None
+
+
+def is_git_commit(command: str) -> bool:
+    return bool(_COMMIT_COMMAND.search(command))
+
+
+def git_commit(command: str, output: str, failed: bool) -> Commit | None:
+    if not is_git_commit(command):
+        return None
+    if match := _COMMIT_LINE.search(output):
+        return Commit(match.group(3).strip(), match.group(2))
+    if failed or "nothing to commit" in output or "no changes added" in output:
+        return None
+    if match := _COMMIT_MESSAGE.search(command):
+        subject = (match.group(1) or match.group(2)).replace('\\"', '"').strip().split("\n")[0]
+        if not subject.startswith("$("):
+            return Commit(subject, None)
+    if match := _HEREDOC_FIRST.search(command):
+        return Commit(match.group(2).strip(), None)
+    return None
+
+
+def check_key(command: str) -> str | None:
+    """The command as a run of a test, build or lint command (its pipes and redirections aside), or None."""
+    first = _REDIRECTS.sub("", command.split("\n")[0].split(" | ")[0]).strip()
+    return " ".join(first.split()) if _CHECK_COMMAND.search(first) else None
+
+
+def result_line(output: str, failed: bool) -> str:
+    """The line that sums up a run: the last that looks like a summary, else its error, else `ok`."""
+    lines = [line.strip().strip("=").strip() for line in output.splitlines()]
+    summary = next((line for line in reversed(lines) if line and _RESULT_LINE.search(line)), None)
+    if summary is not None:
+        return summary[:300]
+    if failed:
+        found = error_lines(output, True)
+        if found:
+            return found[-1]
+        return next((line[:300] for line in reversed(lines) if line), "failed, with no output")
+    return "ok"
+
+
+def modified_paths(name: str, arguments: Any) -> list[str]:
+    """The files a call changes: an edit or write tool's path, an editor's write command, a patch's files."""
+    patch = next((v for v in (arguments.get("input"), arguments.get("patch")) if isinstance(v, str)), None) \
+        if isinstance(arguments, dict) else arguments if isinstance(arguments, str) else None
+    if patch is None and isinstance(arguments, dict) and isinstance(arguments.get("command"), list):
+        patch = next((v for v in arguments["command"] if isinstance(v, str) and "*** Begin Patch" in v), None)
+    if patch is not None and "*** " in patch:
+        return [m.strip() for m in _PATCH_FILE.findall(patch)]
+    if not isinstance(arguments, dict):
+        return []
+    lower = name.lower()
+    changes = lower in EDIT_TOOLS or (isinstance(arguments.get("command"), str) and arguments["command"] in EDITOR_WRITES)
+    return named_paths(arguments) if changes else []
+
+
+@dataclass
+class _Tracker:
+    """The signals as the messages go by."""
+
+    tasks: tuple[Task, ...] | None = None
+    created: dict[str, Task] | None = None  # Claude Code's TaskCreate / TaskUpdate, by task id
+    commits: list[Commit] = field(default_factory=list)
+    modified: dict[str, None] = field(default_factory=dict)  # ordered sets
+    read: dict[str, None] = field(default_factory=dict)
+    runs: dict[str, Run] = field(default_factory=dict)
+    problem: Problem | None = None
+
+    def call(self, call: ToolCall) -> None:
+        arguments = call.input if isinstance(call.input, dict) else {}
+        listed = task_list(arguments)
+        if listed is not None:
+            self.tasks, self.created = listed, None
+        for path in modified_paths(call.name, call.input):
+            self.modified.pop(path, None)
+            self.modified[path] = None
+        for path in named_paths(arguments):
+            if path not in self.modified:
+                self.read.pop(path, None)
+                self.read[path] = None
+
+    def task_tool(self, call: ToolCall, output: str) -> None:
+        """Claude Code's `TaskCreate` (the id is in its result) and `TaskUpdate`."""
+        arguments = call.input if isinstance(call.input, dict) else {}
+        if self.created is None:
+            self.created = {}
+        if call.name == "TaskCreate" and isinstance(arguments.get("subject"), str):
+            match = re.search(r"#(\w+)", output)
+            task_id = match.group(1) if match else str(len(self.created) + 1)
+            self.created[task_id] = Task(" ".join(arguments["subject"].split()), PENDING)
+        elif call.name == "TaskUpdate" and str(arguments.get("taskId")) in self.created:
+            task_id = str(arguments["taskId"])
+            task = self.created[task_id]
+            if arguments.get("status") == "deleted":
+                del self.created[task_id]
+            else:
+                subject = arguments.get("subject")
+                self.created[task_id] = Task(" ".join(subject.split()) if isinstance(subject, str) else task.text,
+                                             status_of(arguments["status"]) if "status" in arguments else task.status)
+        self.tasks = tuple(self.created.values())
+
+    def ran(self, command: str, output: str, failed: bool) -> None:
+        if commit := git_commit(command, output, failed):
+            self.commits.append(commit)
+        key = check_key(command)
+        if key is not None:
+            self.runs.pop(key, None)
+            self.runs[key] = Run(command if "\n" not in command else key, result_line(output, failed), failed)
+        if failed:
+            found = error_lines(output, True)
+            self.problem = Problem(command, found[-1] if found else result_line(output, True)) if found or output.strip() else None
+        elif self.problem is not None and (key or command) == (check_key(self.problem.command) or self.problem.command):
+            self.problem = None  # the same command succeeded since
+
+    def state(self) -> WorkState:
+        return WorkState(self.tasks, tuple(dict.fromkeys(self.commits)), tuple(reversed(self.modified)),
+                         tuple(reversed(self.read)), tuple(reversed(self.runs.values())), self.problem)
+
+
+def find_work_state(messages: Sequence[Message]) -> WorkState:
+    """Where the work stands after `messages`."""
+    tracker = _Tracker()
+    known: dict[str, ToolCall] = {}
+    for message in messages:
+        for block in message.blocks:
+            if isinstance(block, ToolCall):
+                known[block.id] = block
+                tracker.call(block)
+            elif isinstance(block, ToolResult) and (call := known.get(block.tool_call_id)) is not None:
+                _result(tracker, call, block)
+    return tracker.state()
+
+
+def _result(tracker: _Tracker, call: ToolCall, result: ToolResult) -> None:
+    output = result_text(result)
+    if is_placeholder(output):
+        return
+    if call.name in ("TaskCreate", "TaskUpdate"):
+        tracker.task_tool(call, output)
+        return
+    command = command_of(call.input)
+    if command is not None:
+        tracker.ran(command, output, bool(result.is_error) or exit_failed(output))
+
+
+def trajectory_runs(pairs: Iterable[tuple[str, str]]) -> WorkState:
+    """Where the work stands in a trajectory: (command, what it printed) in order."""
+    tracker = _Tracker()
+    for command, output in pairs:
+        tracker.ran(command, output, exit_failed(output))
+    return tracker.state()

@@ -1,0 +1,604 @@
+"""A command over many files: one function per file (`process`), mapped over the inputs in
+order, in a pool of processes with `--jobs` > 1, or on a Dask cluster with `--scheduler` (`cluster`)
+(docs/input-output.md#batches).
+
+- A file's work is a top-level function of its command (`work(name, data, settings) -> Result`),
+  carried with plain values in a `Task`, so that a task pickles to a worker process as it is.
+- A file that fails is an `Outcome` with its error, not an exception: the batch goes on, and the
+  exit status is the worst one seen (`SEVERITY`); `--fail-fast` stops at the first.
+- The worker writes its file itself: the output never travels back through the pool (a large
+  transcript is not pickled twice), and the same task runs where the storage is. The parent gets
+  each outcome back in input order, prints its lines, and keeps the score.
+- An interrupt (Ctrl-C, SIGTERM) stops every worker: a file being written loses its temporary
+  file (`files.write_file`), so every file is the old one or the new one, and the exit is 130.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import gc
+import itertools
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+import click
+
+from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of, without_credentials
+from ..core import settings
+from ..io.files import STDIN, make_directory, streamed, write_stdout
+from ..io.inputs import read_input
+from ..io.outputs import write_output
+from ..io.inputs import Source, discover, output_paths, several
+from ..core.jsondata import Lines, is_blank, same_bytes
+
+STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
+SCHEDULER = "transcompact.scheduler"  # where --scheduler leaves its address: a key of click's context `meta`
+
+# Worst last: a finding (1) is better than a file that could not be used (3), which is better than
+# a provider that failed (4), an output that could not be written (5), and a run cut short (130).
+SEVERITY = (ExitCode.OK, ExitCode.VIOLATIONS, ExitCode.USAGE, ExitCode.INPUT, ExitCode.PROVIDER, ExitCode.OUTPUT,
+            ExitCode.INTERNAL, ExitCode.INTERRUPTED)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The worst exit status of several, by `SEVERITY` (0 when there is none)."""
+    return max(codes, key=SEVERITY.index, default=ExitCode.OK)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a command's work made of one file."""
+
+    output: bytes | Lines | None = None  # the file rewritten (prune, compact, repair, expand)
+    report: Mapping[str, Any] = field(default_factory=dict)  # what --json and --report say of it
+    stdout: bytes = b""  # its lines on stdout (check's violations, cut-point's index)
+    changes: tuple | None = None  # --diff: what the rewrite changes (diff.MessageChange), when asked for
+    stderr: tuple[str, ...] = ()  # its lines on stderr (the report line, fixes, notes)
+    exit: int = ExitCode.OK  # VIOLATIONS when check or repair found errors
+    value: Any = None  # estimate's count, for the table of every file
+    events: tuple[dict, ...] = ()  # compact --events: what happened to the file, as events
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a file's bytes become a transcript: --format, --messages-path, --encoding-errors."""
+
+    format: str | None = None
+    messages_path: str | None = None
+    encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
+    writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
+
+    def load(self, data: bytes, name: str):
+        from ..formats import ensure_writable, loads
+
+        if self.encoding_errors == "replace":
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "replace").encode("utf-8")
+        transcript = loads(data, name, format=self.format, messages_path=self.messages_path)
+        if self.writes_back:
+            ensure_writable(transcript)
+        return transcript
+
+
+@dataclass(frozen=True)
+class Task:
+    """One file's work, in plain values: it crosses to a worker process."""
+
+    source: Source
+    work: Callable[[str, bytes, Any], Result]  # a top-level function, so that it pickles by name
+    settings: Any  # the command's options: frozen dataclasses of plain values
+    target: str | None = None  # the file the output goes to; None: back to the caller (stdout)
+    makes_directories: bool = False  # --output-dir: the target's directories are made
+    dry_run: bool = False
+    data: bytes | None = None  # stdin's bytes, read by the parent (a worker has no stdin)
+    traceback: bool = False  # --traceback: an error is raised, not reported
+    from_environment: frozenset[str] = frozenset()  # the settings a variable gave: an error names the variable
+    rewrites: bool = False  # a rewriting command: an empty input has nothing to rewrite (as jq, it is no error)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str  # the input as reports name it (STDIN_NAME for stdin)
+    target: str | None
+    exit: int
+    result: Result | None = None  # None: the file failed
+    changed: bool = False  # the output is not the input, byte for byte
+    written: bool = False
+    error: str | None = None  # the error line, as the command line prints it
+    hint: str | None = None
+    error_names_file: bool = False  # a provider's or a setting's error does not
+    left: bool = False  # a file the walk named and left (a link out of its tree): no result to yield
+
+    @property
+    def failed(self) -> bool:
+        return self.result is None
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.failed else "changed" if self.changed else "unchanged"
+
+    @property
+    def error_of_the_file(self) -> str | None:
+        """The error line, the file's name in front where the error does not say it."""
+        return self.error if self.error is None or self.error_names_file else f"{self.name}: {self.error}"
+
+
+# A worker's state for SIGTERM: whether it is inside `process` (the file it stops), and whether
+# it was told to stop (it starts no other file: tasks queued to it already cannot be cancelled).
+_busy = False
+_stopped = False
+
+
+def process(task: Task) -> Outcome:
+    """One file, start to end: read it, run the command's work, write the output where it goes
+    (not a file left unchanged in place, nor anything in a dry run). A worker runs this, and the
+    parent too with one job. An error of the file's is its outcome."""
+    global _busy
+    _busy = True
+    # The cyclic collector would walk every value of the parsed file again each time the model's
+    # objects pile up (a third of prune's time on a 50 MB file); one file's work makes no cycles
+    # worth finding before it ends, and the collector runs again between files.
+    gc.disable()
+    source = task.source
+    name = STDIN_NAME if source.path == STDIN else source.path
+    try:
+        if _stopped:
+            raise KeyboardInterrupt
+        if source.problem:
+            raise InputError(source.problem, location=Location(source.path))
+        if source.left:
+            return Outcome(name, None, ExitCode.OK, Result(stderr=(f"{name}: {source.left}",), report={"left": True}),
+                           left=True)
+        data = task.data if task.data is not None else read_input(source.path)[1]
+        if task.rewrites and is_blank(data):
+            result = Result(output=data, report={"empty": True}, stderr=(f"{name}: the input is empty: nothing to do",))
+        else:
+            result = task.work(name, data, task.settings)
+        changed = result.output is not None and not same_bytes(result.output, data)
+        written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
+        if result.output is not None and (task.target is not None or task.dry_run):
+            if task.target is not None and not task.dry_run and (changed or task.target != source.path):
+                if task.makes_directories:
+                    make_directory(os.path.dirname(task.target) or ".")
+                # A conversation directory stays one. Only a file rewritten in place waits for the
+                # disk: elsewhere the input is still there if a power cut loses the output.
+                write_output(task.target, result.output, source.path, durable=task.target == source.path)
+                written = True
+            result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
+        return Outcome(name, task.target, result.exit, result, changed, written)
+    except TranscompactError as error:
+        if task.traceback:
+            raise
+        line, hint = error.for_command_line(variable_of(task.from_environment))
+        names_the_file = error.location is not None or line.startswith(f"{name}:")
+        return Outcome(name, task.target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as error:  # a bug, met on this file: the batch goes on, each input gets its outcome
+        if task.traceback:
+            raise
+        line, hint = InternalError(error).for_command_line()
+        return Outcome(name, task.target, InternalError.exit_code, error=line, hint=hint)
+    finally:
+        _busy = False
+        gc.enable()
+
+
+def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Any], Result], settings: Any, *,
+          output: str | None = None, in_place: bool = False, output_dir: str | None = None,
+          output_suffix: str | None = None, dry_run: bool = False, rewrites: bool = False) -> Iterator[Task]:
+    """A task per source, with the target its output flag gives it (none: stdout, or nothing to
+    write). With --output-dir every target is known before the first task: a clash writes nothing;
+    `output_suffix` is their extension, for an output in another format than its input (--to)."""
+    root = click.get_current_context().find_root().command
+    traceback, from_environment = getattr(root, "show_traceback", False), getattr(root, "from_environment", frozenset())
+    if output_dir:
+        planned: Iterable[tuple[Source, str | None]] = output_paths(sources, output_dir, output_suffix)
+    else:
+        planned = ((source, source.path if in_place else output if output and output != STDIN else None)
+                   for source in sources)
+    for source, target in planned:
+        data = sys.stdin.buffer.read() if source.path == STDIN else None
+        yield Task(source, work, settings, target, bool(output_dir), dry_run, data, traceback, from_environment, rewrites)
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False,
+             scheduler: str | None = None) -> Iterator[Outcome]:
+    """Each task's outcome, in the order of the tasks: on the Dask cluster at `scheduler`
+    (`cluster`), else here with one job (or one task), else in a pool of up to `jobs` processes.
+    With `fail_fast`, no task is handed out after one failed (those a worker has already been
+    given cannot be taken back: they finish)."""
+    tasks = iter(tasks)
+    if scheduler:
+        from .cluster import outcomes_on_cluster
+
+        yield from outcomes_on_cluster(tasks, scheduler, fail_fast)
+        return
+    first = list(itertools.islice(tasks, jobs))
+    if len(first) > 1:
+        yield from _in_pool(itertools.chain(first, tasks), len(first), fail_fast)
+        return
+    tasks = itertools.chain(first, tasks)
+    task = next(tasks, None)
+    while task is not None:
+        following = next(tasks, None)  # found before this file is worked on: the count is known sooner
+        outcome = process(task)
+        yield outcome
+        if fail_fast and outcome.failed:
+            return
+        task = following
+
+
+# How far the pool may run ahead of the oldest outcome not yet given back, in hand-outs per worker:
+# enough to keep every worker busy past a slow file, few enough to hold little in memory.
+AHEAD = 4
+# Files handed to a worker at once while many small ones wait: a round trip through the pool costs
+# the parent and the worker each about a third of what a small file's work does (a 2 KB one takes
+# 0.3 ms), so small files go together, up to SMALL bytes in all and HAND_OUT files. Large files go
+# one at a time (a slow one holds back no others).
+HAND_OUT = 64
+SMALL = 64 * 1024
+
+
+def _process_all(tasks: Sequence[Task]) -> list[Outcome]:
+    """`process` over every task of a worker's hand-out, in order."""
+    return [process(task) for task in tasks]
+
+
+def _hand_outs(tasks: Iterator[Task]) -> Iterator[list[Task]]:
+    """The tasks in hand-outs: small files together (SMALL bytes, HAND_OUT files at most), a large one on its own."""
+    waiting: list[Task] = []
+    size = 0
+    for task in tasks:
+        task_size = _size(task)
+        if waiting and (task_size > SMALL or size + task_size > SMALL or len(waiting) == HAND_OUT):
+            yield waiting
+            waiting, size = [], 0
+        if task_size > SMALL:
+            yield [task]
+            continue
+        waiting.append(task)
+        size += task_size
+    if waiting:
+        yield waiting
+
+
+def _size(task: Task) -> int:
+    if task.data is not None:
+        return len(task.data)
+    try:
+        return os.stat(task.source.path).st_size
+    except (OSError, ValueError):  # no such file, a URL: its error or its size is the worker's
+        return SMALL + 1
+
+
+# Seconds between two looks for an interrupt while the oldest hand-out is worked on.
+INTERRUPT_POLL = 0.1
+
+
+def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[Outcome]:
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    def failed(future) -> bool:
+        return future.done() and not future.cancelled() and any(outcome.failed for outcome in future.result())
+
+    # With --fail-fast one file at a time, so that no file is done after the first failure is known.
+    hand_outs = ([task] for task in tasks) if fail_fast else _hand_outs(tasks)
+    with interrupts_noted() as interrupted, ProcessPoolExecutor(workers, initializer=_worker_signals) as pool:
+        window: collections.deque = collections.deque()  # futures in task order
+        stopped = False
+        try:
+            while True:
+                while not stopped and len(window) < AHEAD * workers and (hand_out := next(hand_outs, None)) is not None:
+                    window.append(pool.submit(_process_all, hand_out))
+                if not window:
+                    return
+                future = window.popleft()
+                while not interrupted and not wait([future], timeout=INTERRUPT_POLL).done:
+                    pass  # the outcomes come in task order
+                if interrupted:
+                    raise KeyboardInterrupt
+                if future.cancelled():
+                    continue
+                for outcome in future.result():
+                    if fail_fast and not stopped and (outcome.failed or any(map(failed, window))):
+                        stopped = True
+                        for waiting in window:
+                            waiting.cancel()  # those not started; the running ones finish
+                    yield outcome
+        except BaseException:  # an interrupt, or the caller stopped reading
+            for future in window:
+                future.cancel()
+            _stop_workers(pool)
+            raise
+
+
+@contextlib.contextmanager
+def interrupts_noted() -> Iterator[list[int]]:
+    """While the pool (or a Dask cluster) runs, Ctrl-C, SIGTERM and SIGHUP are noted, not raised:
+    raised inside the pool's own code, just after it took a lock, an interrupt would leave the
+    lock taken and the pool's shutdown waiting for ever (and Dask's client lost some). The loop
+    looks at the note between its waits and raises KeyboardInterrupt itself; one noted after its
+    last look is raised at the end."""
+    noted: list[int] = []
+    previous = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        try:
+            if number is not None and signal.getsignal(number) not in (signal.SIG_IGN, None):
+                previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
+        except ValueError:  # not the main thread: no signal is handled here
+            break
+    try:
+        yield noted
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if noted:
+        raise KeyboardInterrupt
+
+
+def _worker_signals() -> None:
+    """A worker leaves Ctrl-C (sent to the whole process group) to the parent, which decides and
+    then sends SIGTERM: that stops the file being worked on (its temporary file is removed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop_the_file)
+
+
+def _stop_the_file(signum, frame) -> None:
+    global _stopped
+    _stopped = True
+    if _busy:  # an idle worker goes on to the shutdown the parent sends it
+        raise KeyboardInterrupt
+
+
+def _stop_workers(pool) -> None:
+    # ProcessPoolExecutor has no public way to signal its workers before Python 3.14's terminate_workers().
+    for worker in list((pool._processes or {}).values()):
+        with contextlib.suppress(OSError):
+            worker.terminate()
+
+
+# --- the command line's view of a batch ---------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What a batch did, for its closing summary."""
+
+    changed: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    tokens_before: int = 0  # of the files that did not fail, when the command counts tokens
+    tokens_after: int = 0
+    counted: bool = False  # whether the command counts tokens (prune, compact)
+
+    def add(self, outcome: Outcome) -> None:
+        setattr(self, outcome.status, getattr(self, outcome.status) + 1)
+        report = outcome.result.report if outcome.result is not None else {}
+        if "tokens_before" in report:
+            self.counted = True
+            self.tokens_before += report["tokens_before"]
+            self.tokens_after += report["tokens_after"]
+
+
+class Batch:
+    """A command's run over its inputs as the command line shows it: each file's lines and errors
+    on stderr in input order, progress while several run, a `--report` line per file, the closing
+    summary of a rewriting command, and the exit status, the worst seen."""
+
+    def __init__(self, command: str, files: Sequence[str], patterns: Sequence[str] = (), *, quiet: bool = False,
+                 verbose: bool = False, verb: str | None = None, dry_run: bool = False, report_file: str | None = None,
+                 prints_as_it_goes: bool = False, diff: str | None = None, ours: Sequence[str] = (),
+                 events_file: str | None = None):
+        """`verb` (compacted, pruned, …) marks a rewriting command: it gets the closing summary.
+        `prints_as_it_goes`: the command prints each file's report on stdout as it comes.
+        `verbose`: a batch's unchanged files get their lines too (else the closing summary counts them).
+        `diff` ("text" or "json"): stdout gets what each file's rewrite changes instead of the
+        rewrite, and nothing is written, as `git diff` writes nothing. `ours`: the files the run
+        reads or writes besides its inputs (an archive), which a directory walk leaves out, as it
+        does the report. `events_file`: each file's `Result.events` as JSON Lines (`-`: stderr)."""
+        self.command, self.files, self.patterns = command, files, patterns
+        self.several = several(files)
+        self.quiet, self.verb, self.dry_run, self.report_file = quiet, verb, dry_run or diff is not None, report_file
+        self.verbose = verbose
+        self.diff = diff
+        self.events_file = events_file
+        self.ours = (*ours, *[path for path in (report_file, events_file) if path and path != STDIN])
+        self.prints_as_it_goes = prints_as_it_goes or diff == "text"
+        self.exit = ExitCode.OK
+
+    def run(self, work: Callable[[str, bytes, Any], Result], settings: Any, **options: Any) -> int:
+        """Run a rewriting command over every input; its exit status."""
+        for _ in self.outcomes(work, settings, **options):
+            pass
+        return self.exit
+
+    def reports(self, work: Callable[[str, bytes, Any], Result], settings: Any, **options: Any) -> list[tuple[str, Any]]:
+        """(file, report) of every input that did not fail: what `--json` prints."""
+        return [(outcome.name, outcome.result.report) for outcome in self.outcomes(work, settings, **options)]
+
+    def outcomes(self, work: Callable[[str, bytes, Any], Result], settings: Any, *, output: str | None = None,
+                 in_place: bool = False, output_dir: str | None = None, output_suffix: str | None = None,
+                 jobs: int | None = None, fail_fast: bool = False) -> Iterator[Outcome]:
+        """Run `work` over every input (in `jobs` processes: by default the CPUs, 1 for one input);
+        yield each outcome that did not fail, in input order, once its lines are out."""
+        from ..cli import render
+
+        started = time.monotonic()
+        tally = Tally()
+        diffs: list[tuple[str, dict]] = []  # --diff --json: one report of every file, at the end
+        planned = tasks(discover(self.files, self.patterns, ours=self.ours), work, settings, output=output, in_place=in_place,
+                        output_dir=output_dir, output_suffix=output_suffix, dry_run=self.dry_run, rewrites=self.verb is not None)
+        jobs = (jobs or default_jobs()) if self.several else 1
+        # No bar is drawn over a report that goes to the same terminal as it comes.
+        progress = _Progress(self.command, shown=self.several and not self.quiet,
+                             bar=not (self.prints_as_it_goes and sys.stdout.isatty()))
+        if progress.use_bar:  # someone watches: the names are counted first, for the bar's end and its ETA
+            progress.found(sum(1 for _ in discover(self.files, self.patterns, ours=self.ours)))
+        scheduler = click.get_current_context().meta.get(SCHEDULER)
+        # The report is made now and gets each file's line once the file is shown: a run cut short
+        # leaves the lines of the files it did.
+        report = streamed(self.report_file) if self.report_file else contextlib.nullcontext()
+        events = streamed(self.events_file) if self.events_file not in (None, STDIN) else contextlib.nullcontext()
+        with progress, report as add_to_report, events as add_to_events, contextlib.closing(outcomes(
+                _counted(planned, progress), jobs, fail_fast=fail_fast, scheduler=scheduler)) as stream:
+            for outcome in stream:
+                self.exit = worst((self.exit, outcome.exit))
+                tally.add(outcome)
+                # The file's report line is in the report before its lines are shown, so that
+                # whoever reads them (a script that stops the run) finds it there; on stdout
+                # (`--report -`) it follows the transcript, as a last line.
+                line = render.report_line(self.command, outcome) if add_to_report is not None else None
+                if line is not None and self.report_file != STDIN:
+                    add_to_report(line)
+                self._show(outcome, progress)
+                if line is not None and self.report_file == STDIN:
+                    add_to_report(line)
+                if self.events_file is not None:
+                    self._events(outcome, progress, add_to_events)
+                if self.diff == "json" and not outcome.failed:
+                    diffs.append((outcome.name, render.diff_fields(outcome.result.changes)))
+                progress.advance(outcome)
+                if not (outcome.failed or outcome.left):
+                    yield outcome
+        if self.diff == "json":
+            write_stdout(render.report_json(self.command, diffs))
+        if self.verb and self.several and not self.quiet:
+            click.echo(render.batch_summary(tally, self.verb, dry_run=self.dry_run, seconds=time.monotonic() - started),
+                       err=True)
+
+    def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
+        import orjson
+
+        from ..ops.events import failure_event
+
+        found = (failure_event(outcome.name, outcome.error, outcome.exit, time.time()),) if outcome.failed \
+            else outcome.result.events
+        for event in found:
+            line = without_credentials(orjson.dumps(event).decode())
+            if add is None:  # `--events -`: among the other lines on stderr
+                progress.echo(line)
+            else:
+                add(line.encode() + b"\n")
+
+    def _show(self, outcome: Outcome, progress: _Progress) -> None:
+        if outcome.failed:
+            # As grep names the file only when there are several, a one-input error is as it has always been.
+            progress.echo(f"transcompact: error: {outcome.error_of_the_file if self.several else outcome.error}")
+            if outcome.hint:
+                progress.echo(f"hint: {outcome.hint}")
+            return
+        # A batch of a thousand small logs says "nothing to compact" once, in its closing summary.
+        said = self.verbose or outcome.left or not (self.several and self.verb and outcome.status == "unchanged")
+        for line in outcome.result.stderr if said else ():
+            progress.echo(line)
+        # With --diff and no -o, -i or --output-dir, the diff on stdout stands in for the transcript.
+        if self.dry_run and not self.quiet and said and (self.diff is None or outcome.target is not None):
+            left = not outcome.changed and outcome.target == outcome.name
+            # Several inputs with nowhere to go (a dry run needs no -i): what would change, not where.
+            where = outcome.target or ("stdout" if not self.several else None)
+            progress.echo(f"{outcome.name}: dry run: " + ("unchanged, would be left as it is" if left else
+                                                           f"would write {where}" if where else
+                                                           "would change" if outcome.changed else "unchanged"))
+        if self.diff == "text":
+            from ..cli import render
+
+            color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org
+            write_stdout(render.diff_text(outcome.name, outcome.result.changes, color=color))
+        if outcome.result.output is not None:  # the one transcript, to stdout
+            write_stdout(outcome.result.output)
+        if outcome.result.stdout:
+            write_stdout(outcome.result.stdout)
+
+
+def _counted(tasks: Iterable[Task], progress: _Progress) -> Iterator[Task]:
+    """The tasks, telling `progress` how many there are once the last has been found."""
+    count = 0
+    for task in tasks:
+        count += 1
+        yield task
+    progress.found(count)
+
+
+class _Progress:
+    """Files done while a batch runs, on stderr: a rich bar on a terminal, a plain line every
+    `PLAIN_EVERY` seconds otherwise (a CI log), nothing for one input or with -q."""
+
+    PLAIN_EVERY = 10.0
+
+    def __init__(self, command: str, *, shown: bool, bar: bool):
+        self.command, self.shown = command, shown
+        self.use_bar = shown and bar and sys.stderr.isatty()
+        self.bar: Any = None  # rich's Progress, once started
+        self.total: int | None = None
+        self.done = self.failed = self.saved = 0
+        self.started = self.printed = time.monotonic()
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def found(self, total: int) -> None:
+        self.total = total
+        if self.bar is not None:
+            self.bar.update(self.bar_task, total=total)
+
+    def echo(self, line: str) -> None:
+        line = without_credentials(line)  # a file named by a URL with its user-info, an error quoting one
+        if self.bar is not None:
+            self.bar.console.out(line, highlight=False)  # above the bar
+        else:
+            click.echo(line, err=True)
+
+    def advance(self, outcome: Outcome) -> None:
+        self.done += 1
+        self.failed += outcome.failed
+        if outcome.result is not None and "tokens_before" in outcome.result.report:
+            self.saved += outcome.result.report["tokens_before"] - outcome.result.report["tokens_after"]
+        if self.use_bar:
+            if self.bar is None:
+                self._start_bar()
+            self.bar.update(self.bar_task, completed=self.done, saved=self._saved())
+        elif self.shown and time.monotonic() - self.printed >= self.PLAIN_EVERY:
+            self.printed = time.monotonic()
+            of = f" of {self.total:,}" if self.total is not None else ""
+            files = "file" if (self.total or self.done) == 1 else "files"
+            failed = f", {self.failed:,} failed" if self.failed else ""
+            click.echo(f"{self.command}: {self.done:,}{of} {files} done{failed}{self._saved(', ')}, "
+                       f"{self.printed - self.started:.0f} s", err=True)
+
+    def _saved(self, before: str = "") -> str:
+        return f"{before}{self.saved:,} tokens saved" if self.saved else ""
+
+    def _start_bar(self) -> None:
+        """Started at the first outcome, not before: the pool's workers are forked by then, and
+        must not inherit the bar's refresh thread."""
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TextColumn("{task.fields[saved]}"), TimeRemainingColumn(),
+                            console=Console(stderr=True), transient=True)
+        self.bar_task = self.bar.add_task(self.command, total=self.total, saved="")
+        self.bar.start()
