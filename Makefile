@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test run bench snapshots docs agents clean
+.PHONY: test lint run bench snapshots docs agents clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,9 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-## Run the whole test suite (corpus tests run when ../shared/corpus is present).
+## Run the whole test suite, a test process per core (corpus tests run when ../shared/corpus is present).
 test: $(STAMP)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
+
+## Lint, types, and the package's layers (import-linter's contracts in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check cli tests bench docs
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 ## The main job on a shipped example, with no API key and no network: compact falls back to the
 ## emergency mode (no model call), then the output is checked; then a broken Claude Code log is repaired.

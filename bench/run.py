@@ -228,7 +228,7 @@ def speed(workdir: Path) -> list[Row]:
     note(f"speed: a {size / MB:.0f} MB transcript of tool calls and results")
 
     # The same text the o200k count encodes, for the bare tiktoken baseline.
-    from transcompact.ops.estimate import pieces
+    from transcompact.counting.counter import pieces
     from transcompact.formats import loads
 
     loaded = loads(path.read_bytes(), str(path))
@@ -405,7 +405,8 @@ def growth_row(shape: Shape, command: str, described: str, measured: list[tuple[
 def accuracy(corpus: Path) -> list[Row]:
     """Each way of counting against what the API recorded, on the later half of each log's responses."""
     from transcompact.counting.calibrate import usage_tokens
-    from transcompact.ops.estimate import Options, estimate
+    from transcompact.counting.counter import Options
+    from transcompact.ops.estimate import estimate
     from transcompact.formats import loads
 
     logs = sorted(corpus.glob("claude-code/*.jsonl"))

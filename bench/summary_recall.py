@@ -200,10 +200,9 @@ def ours(part, size_tokens: int) -> str:
 
 
 def agent_lines(part) -> frozenset[int]:
-    from transcompact.formats import hook
+    from transcompact.formats import adapter
 
-    lines = hook(part, "agent_lines")
-    return lines(part) if lines is not None else frozenset()
+    return adapter(part).agent_lines(part)
 
 
 def measure(corpus: Path) -> tuple[Recall, Recall, int]:

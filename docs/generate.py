@@ -10,7 +10,7 @@ NAME is one of
 - `commands`: the command list, from `transcompact.cli.main.COMMANDS` (what `transcompact --help` lists);
 - `help COMMAND`: the output of `transcompact COMMAND --help` at 80 columns;
 - `rules`: the table of `transcompact.ops.check.RULES`;
-- `models`: the table of `transcompact.ops.estimate.MODELS`.
+- `models`: the table of `transcompact.counting.models.MODELS`.
 
 `python docs/generate.py` rewrites the files; `python docs/generate.py --check` changes nothing
 and exits 1, naming each part that differs from what the code gives (tests/test_docs.py runs it).
@@ -59,7 +59,7 @@ def rules() -> str:
 
 
 def models() -> str:
-    table = importlib.import_module("transcompact.ops.estimate").MODELS
+    table = importlib.import_module("transcompact.counting.models").MODELS
     rows = "".join(f"| `{name}` | {window:,} | {max_output:,} |\n" for name, (window, max_output) in table.items())
     return "| model | window | max output |\n| --- | --- | --- |\n" + rows
 

@@ -64,10 +64,18 @@ class NpmAgent:
         return [str(entry)] if os.access(entry, os.X_OK) else None
 
     def install(self) -> list[str]:
-        """Install the pinned release with npm; the command that runs it."""
+        """Install the pinned release with npm; the command that runs it. The test processes
+        (`pytest -n`) take turns: the first installs, the others find it installed."""
+        import fcntl
+
         self.prefix.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(self.npm_install(), capture_output=True, text=True, timeout=900, check=False)
-        command = self.installed()
+        with open(self.prefix / ".installing", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            command = self.installed()
+            if command is not None:
+                return command
+            done = subprocess.run(self.npm_install(), capture_output=True, text=True, timeout=900, check=False)
+            command = self.installed()
         if done.returncode != 0 or command is None:
             raise RuntimeError(f"npm could not install {self.package}@{self.version}:\n{done.stdout[-1000:]}{done.stderr[-2000:]}")
         return command

@@ -16,14 +16,14 @@ import re
 from dataclasses import dataclass, field
 
 from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.estimate import TokenCounter
+from transcompact.counting.counter import TokenCounter
 from transcompact.formats import dumps, loads
 from transcompact.core.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
 from transcompact.ops.prune import PruneOptions, prune
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import find_previous, is_summary_message
 from transcompact.core.summary_text import text_of
-from transcompact.ops.estimate import compact_json
+from transcompact.counting.counter import compact_json
 from transcompact.ops.cut import starts_turn
 
 KINDS = ("user", "paths", "errors", "commands", "last_state")

@@ -207,6 +207,14 @@ def test_an_empty_log_has_nothing_to_compact(tmp_path):
     assert run("check", str(logs / "empty.jsonl")).exit_code == ExitCode.INPUT
 
 
+def test_an_empty_input_has_no_changes_to_show(tmp_path):
+    """--diff --json of an empty input: an entry with no changes (it was an internal error)."""
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    result = run("prune", "--diff", "--json", str(tmp_path / "empty.jsonl"))
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["files"] == [{"file": str(tmp_path / "empty.jsonl"), "changes": []}]
+
+
 def test_a_walk_leaves_a_link_out_of_its_tree(tmp_path):
     """`compact -i logs/` where logs/link.json points at ../elsewhere/x.json: named and left, as find,
     tar and rsync leave it; the same link named as an argument is the user's choice, and followed."""
@@ -395,7 +403,8 @@ def test_an_interrupt_leaves_every_file_old_or_new_and_exits_130(tmp_path, how):
 
 
 def test_small_files_go_to_a_worker_together_and_a_large_one_alone(tmp_path):
-    from transcompact.run.batch import HAND_OUT, SMALL, Task, _hand_outs
+    from transcompact.run.batch import HAND_OUT, SMALL, _hand_outs
+    from transcompact.run.tasks import Task
     from transcompact.io.inputs import Source
 
     sizes = [10] * (HAND_OUT + 3) + [SMALL + 1] + [SMALL // 2] * 3
@@ -409,7 +418,7 @@ def test_small_files_go_to_a_worker_together_and_a_large_one_alone(tmp_path):
 
 
 def _slow_work(name: str, data: bytes, settings) -> object:
-    from transcompact.run.batch import Result
+    from transcompact.run.tasks import Result
 
     time.sleep(0.05)
     return Result(output=None)
@@ -418,7 +427,8 @@ def _slow_work(name: str, data: bytes, settings) -> object:
 def test_an_interrupt_while_the_pool_works_is_raised_between_its_waits_and_the_pool_shuts_down(tmp_path):
     """Raised inside the pool's own code, just after it took a lock, an interrupt would leave the
     lock taken and the pool's shutdown waiting for ever (it did, one run in ten)."""
-    from transcompact.run.batch import SMALL, Task, _in_pool
+    from transcompact.run.batch import SMALL, _in_pool
+    from transcompact.run.tasks import Task
     from transcompact.io.inputs import Source
 
     tasks = []

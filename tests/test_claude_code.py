@@ -12,7 +12,8 @@ import pytest
 from transcompact import dumps, loads
 from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.cut import find_cut_point
-from transcompact.ops.estimate import Options, estimate
+from transcompact.counting.counter import Options
+from transcompact.ops.estimate import estimate
 from transcompact.formats.claude_code.reader import MICROCOMPACT_PLACEHOLDER
 from transcompact.formats.claude_code.rewrites import append_compaction
 from transcompact.core.model import ToolResult

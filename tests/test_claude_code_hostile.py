@@ -14,7 +14,7 @@ from transcompact import loads
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 
-from .test_check import growth
+from .test_check import LINEAR, growth
 
 SESSION = "5b0e8a1c-2f4d-4c6e-9a7b-3d1f0e2c4b6a"
 NAME = f"{SESSION}.jsonl"  # a session file name, so that check has nothing to say about it
@@ -248,7 +248,7 @@ def test_a_progress_chain_with_many_leaves_is_read_in_linear_time():
     small, large = many_leaves(8_000), many_leaves(32_000)
     assert [m.raw["uuid"] for m in loads(large, NAME).messages] == ["u", "a"]
     ratio = growth(lambda data: loads(data, NAME), small, large)
-    assert ratio <= 6, ratio
+    assert ratio <= LINEAR, ratio
 
 
 def test_a_result_added_after_a_line_that_repair_empties_is_written():

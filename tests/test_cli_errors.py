@@ -351,7 +351,7 @@ LEFT = {
     ("ops/checkpoint.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
     # What a report says of how it was made (its notes, the reason for the emergency mode), which
     # `estimate` and `compact` print as they are:
-    ("ops/compact.py", "--emergency"), ("ops/compact.py", "--force"), ("ops/estimate.py", "--calibrate"),
+    ("ops/compact.py", "--emergency"), ("ops/compact.py", "--force"), ("counting/counter.py", "--calibrate"),
     # What `compact --batch-api` prints while it watches its batches: a progress line, not an error.
     ("run/batch_api.py", "--resume"),
 }

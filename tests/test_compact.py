@@ -325,7 +325,7 @@ def summaries_in(transcript) -> int:
 
 def compose_k_times(transcript, keeps, **extra) -> list:
     """compact applied once per window size; each output re-read; the properties of every step."""
-    from transcompact.ops.estimate import TokenCounter
+    from transcompact.counting.counter import TokenCounter
     from transcompact.ops.prune import prune
 
     broken = {v.rule for v in errors(check(transcript))}

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 from transcompact import dumps
 from transcompact.cli.main import cli
-from transcompact.ops.estimate import Options, TokenCounter, estimate
+from transcompact.counting.counter import Options, TokenCounter
+from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
 
 from .conftest import CORPUS, FIXTURES

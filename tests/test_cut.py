@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from transcompact.cli.main import cli
 from transcompact.ops.cut import after_complete_round, find_cut_point, starts_turn
-from transcompact.ops.estimate import Options, estimate
+from transcompact.counting.counter import Options
+from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
 from transcompact.core.model import ToolCall, ToolResult
 

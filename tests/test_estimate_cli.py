@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact.cli.main import cli
-from transcompact.ops.estimate import Options, estimate
+from transcompact.counting.counter import Options
+from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
 
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files

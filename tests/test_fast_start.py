@@ -61,6 +61,7 @@ def test_help_imports_no_heavy_module_and_no_command():
     assert heavy_in(modules) == []
     assert not [m for m in modules if m.startswith("transcompact.cli.commands.")]
     assert "shutil" not in modules and "dataclasses" not in modules  # each a tenth of --help's start-up
+    assert not [m for m in modules if m.startswith("transcompact.formats")]  # the --format choices: core.format_names
 
 
 @pytest.mark.parametrize("columns", [None, "60", "junk", "0"])
@@ -95,11 +96,22 @@ def test_a_plain_rewrite_imports_what_no_flag_of_it_asked_for(command):
     assert sorted(modules & flags_only) == []
 
 
-def test_the_cli_spells_the_format_names_as_the_formats_do():
-    from transcompact.cli.main import FORMAT_NAMES
-    from transcompact.formats import NAMES
+def test_the_light_format_names_are_the_registry_s():
+    """--format takes core.format_names (test_cli_errors checks its choices), which the registry
+    checks as it is imported."""
+    from transcompact.core.format_names import FORMAT_NAMES
+    from transcompact.formats import BY_NAME, NAMES
 
-    assert FORMAT_NAMES == NAMES
+    assert NAMES == FORMAT_NAMES == tuple(BY_NAME)
+
+
+def test_the_registry_imports_no_format_rules_or_rewrites():
+    """A format's rules and rewrites are imported when an operation first calls one of its hooks."""
+    done = subprocess.run([sys.executable, "-c", "import sys, transcompact.formats; "
+                           "print(sorted(m for m in sys.modules if m.endswith(('.rules', '.rewrites'))))"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_library_exports_resolve_to_functions_not_submodules():

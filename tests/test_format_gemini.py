@@ -17,9 +17,10 @@ from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.convert import convert
-from transcompact.ops.estimate import PER_MESSAGE, Options, estimate
+from transcompact.counting.counter import PER_MESSAGE, Options
+from transcompact.ops.estimate import estimate
 from transcompact.ops.expand import expand
-from transcompact.formats import hook, rewrites_lines
+from transcompact.formats import adapter, rewrites_lines
 from transcompact.core.model import Text, ToolCall, ToolResult
 from transcompact.ops.prune import prune
 from transcompact.ops.repair import repair
@@ -228,7 +229,7 @@ def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
 
 def test_the_ui_copy_of_a_pruned_result_is_pruned_too():
     pruned = cleared(read(UPSERTS))
-    out = dumps(hook(pruned, "replace_ui_copies")(pruned))
+    out = dumps(adapter(pruned).replace_ui_copies(pruned))
     call = orjson.loads(out.split(b"\n")[5])["toolCalls"][0]
     assert call["resultDisplay"] == "[cleared]" and call["result"][0]["functionResponse"]["response"]["output"] == "[cleared]"
 
@@ -289,7 +290,7 @@ def test_compaction_appends_one_set_and_reads_back_with_one_summary():
     data = long_chat()
     t = loads(data, "session.jsonl")
     recent = t.messages[-4:]
-    compacted = hook(t, "append_compaction")(t, "What happened before.", recent, 30000)
+    compacted = adapter(t).append_compaction(t, "What happened before.", recent, 30000)
     out = dumps(compacted)
     assert out.startswith(data) and out.count(b"\n") == data.count(b"\n") + 1  # appended, nothing rewritten
     marker = orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])
@@ -323,7 +324,7 @@ def test_compacting_twice_keeps_one_summary_and_the_agent_resumes_it():
 
 def test_the_legacy_document_gets_its_messages_array_rewritten():
     t = read(LEGACY)
-    compacted = hook(t, "append_compaction")(t, "Notes were read.", t.messages[-2:], 5000)
+    compacted = adapter(t).append_compaction(t, "Notes were read.", t.messages[-2:], 5000)
     document = json.loads(dumps(compacted))
     assert [m["type"] for m in document["messages"]] == ["user", "gemini", "gemini", "user"]
     assert {k: v for k, v in document.items() if k != "messages"} == {k: v for k, v in t.source.document.items() if k != "messages"}
@@ -356,7 +357,7 @@ def test_a_legacy_document_without_a_project_hash_is_read_as_the_agent_falls_bac
     assert dumps(t) == data and errors(check(t)) == []
     history = client_history(agent_records(data))
     assert [turn["role"] for turn in history] == ["model" if m.role == "assistant" else "user" for m in t.messages]
-    compacted = json.loads(dumps(hook(t, "append_compaction")(t, "Notes were read.", t.messages[-2:], 5000)))
+    compacted = json.loads(dumps(adapter(t).append_compaction(t, "Notes were read.", t.messages[-2:], 5000)))
     assert "projectHash" not in compacted and compacted["messages"][0]["content"][0]["text"] == SUMMARY_PREFIX + "Notes were read."
 
 
@@ -459,10 +460,10 @@ def test_results_recorded_twice_are_counted_as_sent():
     copies = estimate(single, Options(count="content")).by_kind["tool_results"]
     assert estimate(twice, Options(count="content")).by_kind["tool_results"] == pytest.approx(2 * copies, abs=4)
     in_calls = {i for i, m in enumerate(twice.messages) if isinstance(m.raw, list)}  # read from `toolCalls[].result`
-    assert hook(twice, "unrecorded_messages")(twice) == in_calls and len(in_calls) == 4
+    assert adapter(twice).unrecorded_messages(twice) == in_calls and len(in_calls) == 4
     assert estimate(twice).tokens - estimate(single).tokens == pytest.approx(copies + PER_MESSAGE * len(in_calls), abs=4)
     resumed = loads(recorded_twice(resumed=True), "session.jsonl")
-    assert hook(resumed, "unrecorded_messages")(resumed) == frozenset()  # both copies are user records, both sent
+    assert adapter(resumed).unrecorded_messages(resumed) == frozenset()  # both copies are user records, both sent
 
 
 @pytest.mark.parametrize("resumed", [False, True], ids=["recorded", "resumed"])

@@ -19,7 +19,7 @@ from transcompact import check, compact, dump, dumps, load, loads, prune, repair
 from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.ops.compact import CompactOptions
-from transcompact.ops.estimate import Options as EstimateOptions
+from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.openhands import reader as openhands
 from transcompact.io.openhands_store import is_conversation, read_conversation

@@ -19,7 +19,7 @@ from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.ops.compact import CompactOptions
 from transcompact.core.errors import PostConditionError, ShapeError
-from transcompact.ops.estimate import Options as EstimateOptions
+from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.pi import reader as pi
 from transcompact.core.jsondata import parse

@@ -16,7 +16,7 @@ from transcompact import check, dumps, estimate, loads, repair
 from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.estimate import Options as EstimateOptions
+from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Image, Opaque, Text, ToolCall

@@ -508,7 +508,7 @@ def exercise(data: bytes) -> None:
         for command in (["estimate"], ["estimate", "--json", "--per-message"], ["cut-point", "--keep-recent-tokens", "50"]):
             result = run(*command, source)
             assert result.exit_code == (3 if transcript is None else 0), (command, result.stderr)
-        if transcript is not None and not getattr(adapter(transcript), "WRITES", True):
+        if transcript is not None and not adapter(transcript).writes:
             # A format transcompact only reads: every rewrite is refused before it writes anything.
             assert all(run(*command, source).exit_code == ExitCode.USAGE for command in REWRITES.values())
             return

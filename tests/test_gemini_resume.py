@@ -44,7 +44,8 @@ from click.testing import CliRunner
 from transcompact import check, loads
 from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.ops.estimate import Options, estimate
+from transcompact.counting.counter import Options
+from transcompact.ops.estimate import estimate
 from transcompact.formats.gemini.reader import response_text
 from transcompact.core.model import ASSISTANT, Text, ToolCall, ToolResult
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX

@@ -19,6 +19,7 @@ from transcompact.core.model import Transcript
 from .conftest import CORPUS, supported_corpus_files
 from .strategies import anthropic_messages, claude_code_lines, conversations, encode_document, encode_lines, openai_messages
 from .test_check import (
+    LINEAR,
     SESSION,
     THINKING_OFF,
     anthropic,
@@ -283,7 +284,7 @@ def test_repair_takes_linear_time_in_the_number_of_calls(make, size):
     small, large = make(size), make(4 * size)
     assert errors(check(repair(large)[0])) == []
     ratio = growth(repair, small, large)
-    assert ratio <= 6, ratio
+    assert ratio <= LINEAR, ratio
 
 
 def test_repair_that_would_add_an_error_writes_nothing(monkeypatch, tmp_path):

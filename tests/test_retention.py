@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transcompact.ops.estimate import Options, TokenCounter
+from transcompact.counting.counter import Options, TokenCounter
 from transcompact.formats import loads
 
 from .conftest import supported_corpus_files

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from transcompact.core import settings
 from transcompact.cli.main import cli
 from transcompact.ops.compact import CompactOptions
-from transcompact.ops.estimate import Options
+from transcompact.counting.counter import Options
 from transcompact.ops.prune import PruneOptions
 from transcompact.ops.summarize import SummaryOptions
 

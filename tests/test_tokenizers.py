@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact.cli.main import cli
-from transcompact.ops.estimate import Options, estimate
+from transcompact.counting.counter import Options
+from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
@@ -130,6 +131,59 @@ def test_the_proxy_does_catch_a_download(proxy, tmp_path):
     )
     assert done.returncode != 0
     assert proxy.connections >= 1
+
+
+def test_building_an_encoding_changes_nothing_process_wide(monkeypatch, tmp_path):
+    """No environment variable, tiktoken function or tiktoken registry is set, even for a while:
+    tiktoken's readers would fail if called, and its cache directory is not created."""
+    import tiktoken.load
+    import tiktoken.registry
+
+    from transcompact.counting import tokenizers
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tiktoken's reader was called")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", refuse)
+    monkeypatch.setattr(tiktoken.load, "read_file_cached", refuse)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    environ, registry = dict(os.environ), dict(tiktoken.registry.ENCODINGS)
+    tokenizers.encoding.cache_clear()
+    try:
+        counts = {name: tokenizers.counter(name)("hello world") for name in tokenizers.ENCODINGS}
+    finally:
+        tokenizers.encoding.cache_clear()
+    assert counts == {"o200k": 2, "cl100k": 2}
+    assert dict(os.environ) == environ
+    assert tiktoken.load.read_file is refuse and tiktoken.load.read_file_cached is refuse
+    assert dict(tiktoken.registry.ENCODINGS) == registry
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_encoding_has_tiktokens_own_parameters(name, monkeypatch):
+    """The name, pattern, special tokens (and no explicit_n_vocab) and pinned sha256 are
+    tiktoken_ext.openai_public's, read from it with its loader stubbed."""
+    from tiktoken_ext import openai_public
+
+    from transcompact.counting import tokenizers
+
+    pinned = []
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda url, expected_hash: pinned.append(expected_hash) or {})
+    theirs = getattr(openai_public, name)()
+    ours = tokenizers.PARAMETERS[name]
+    assert pinned == [ours["sha256"]] == [PINNED[name]]
+    assert {key: value for key, value in theirs.items() if key != "mergeable_ranks"} == {
+        "name": name, "pat_str": ours["pat_str"], "special_tokens": ours["special_tokens"]}
+
+
+@pytest.mark.parametrize("tokenizer", ["o200k", "cl100k"])
+def test_the_encoding_equals_tiktokens(tokenizer, tiktoken_encodings):
+    from transcompact.counting import tokenizers
+
+    ours, theirs = tokenizers.encoding(tokenizer), tiktoken_encodings[tokenizer]
+    assert (ours.name, ours.n_vocab, ours.special_tokens_set) == (theirs.name, theirs.n_vocab, theirs.special_tokens_set)
+    assert ours._mergeable_ranks == theirs._mergeable_ranks and ours._pat_str == theirs._pat_str
 
 
 # --- Anthropic count_tokens against a loopback server --------------------------------------

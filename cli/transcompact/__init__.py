@@ -29,7 +29,7 @@ _EXPORTS = {
     "RepairReport": ("ops.repair", "RepairReport"),
     "estimate": ("ops.estimate", "estimate"),
     "Estimate": ("ops.estimate", "Estimate"),
-    "EstimateOptions": ("ops.estimate", "Options"),
+    "EstimateOptions": ("counting.counter", "Options"),
     "prune": ("ops.prune", "prune"),
     "PruneOptions": ("ops.prune", "PruneOptions"),
     "PruneReport": ("ops.prune", "PruneReport"),

@@ -23,7 +23,8 @@ import orjson
 from ..core.errors import without_credentials
 
 if TYPE_CHECKING:
-    from ..run.batch import Outcome, Tally
+    from ..run.batch import Tally
+    from ..run.tasks import Outcome
     from ..ops.diff import BlockChange, MessageChange
     from ..ops.estimate import Estimate
 
@@ -53,6 +54,17 @@ def report_line(command: str, outcome: Outcome) -> bytes:
     if outcome.result is not None:
         fields.update(outcome.result.report)
     return without_credentials(orjson.dumps(fields).decode()).encode() + b"\n"
+
+
+def where(index: int | None, line: int | None) -> str:
+    """The part of a report line between the file name and the rule: `:12: message 3: `."""
+    if line is not None and index is not None:
+        return f":{line}: message {index}: "
+    if line is not None:
+        return f":{line}: "
+    if index is not None:
+        return f": message {index}: "
+    return ": "
 
 
 def batch_summary(tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str:
@@ -155,7 +167,7 @@ def summary(e: Estimate) -> Section:
 
 
 def breakdown(e: Estimate) -> list[Section]:
-    from ..ops.estimate import KINDS
+    from ..counting.counter import KINDS
 
     roles = sorted(e.by_role.items(), key=lambda kv: -kv[1])
     # Shares of what the transcript holds: a negative overhead (recorded usage below the content)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, overload
 
 
 class ExitCode(enum.IntEnum):
@@ -74,6 +74,10 @@ def option(name: str, value: object = None) -> str:
     return f"{_OPEN}{name}{given}{_CLOSE}"
 
 
+@overload
+def _named(text: str, *, flags: bool, variable: Callable[[str], str | None] = ...) -> str: ...
+@overload
+def _named(text: None, *, flags: bool, variable: Callable[[str], str | None] = ...) -> None: ...
 def _named(text: str | None, *, flags: bool, variable: Callable[[str], str | None] = lambda name: None) -> str | None:
     """`text` with each `option(...)` in it spelled for a library caller, or as a flag (as the
     environment variable that gave its value, when `variable` names one)."""
@@ -130,7 +134,9 @@ class TranscompactError(Exception):
     def for_command_line(self, variable: Callable[[str], str | None] = lambda name: None) -> tuple[str, str | None]:
         """The line (location and message) and the hint, each setting named as its flag, or as the
         environment variable `variable` says its value came from."""
-        message, hint = (_named(text, flags=True, variable=variable) for text in self._as_written)
+        written, hint = self._as_written
+        message = _named(written, flags=True, variable=variable)
+        hint = _named(hint, flags=True, variable=variable)
         return (message if self.location is None else f"{self.location}: {message}"), hint
 
 

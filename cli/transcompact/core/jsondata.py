@@ -23,6 +23,9 @@ import orjson
 from .errors import Location, ParseError, option
 
 BLANK = object()  # the value of a blank line in JSON Lines
+# A line of JSON Lines and its value: the line's bytes (a view into the input, or bytes made
+# anew), or None for a line given by its value, whose bytes are made when it is written.
+Record = tuple["bytes | memoryview | None", Any]
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 254  # the deepest nesting orjson.dumps writes
 
@@ -39,7 +42,7 @@ class Parsed:
     name: str
     data: bytes
     document: Any = None
-    records: list[tuple[bytes, Any]] | None = None
+    records: list[Record] | None = None
     # What detection found out, so that formats tried one after another do not scan it again.
     detected: dict[Any, Any] = field(default_factory=dict, repr=False)
     bom: bool = False
@@ -81,10 +84,10 @@ class Lines:
     bytes each time: the bytes `parse_written` reads back are the bytes written).
     """
 
-    records: list[tuple[bytes | None, Any]]
+    records: list[Record]
 
     @classmethod
-    def of(cls, records: list[tuple[bytes | None, Any]], *, bom: bool) -> "Lines":
+    def of(cls, records: list[Record], *, bom: bool) -> Lines:
         """The lines of a file that began with a byte-order mark (`bom`) begin with it again,
         though the line that held it was made anew or went."""
         first = bytes(cls(records[:1])) if bom else BOM
@@ -98,7 +101,7 @@ class Lines:
     def __len__(self) -> int:
         return sum(len(line_bytes(record)) for record in self.records) + max(len(self.records) - 1, 0)
 
-    def chunks(self) -> Iterator[bytes]:
+    def chunks(self) -> Iterator[bytes | memoryview]:
         """The file's bytes in order, a line or a newline at a time."""
         for i, record in enumerate(self.records):
             if i:
@@ -110,7 +113,7 @@ class Lines:
         return bytes, (bytes(self),)
 
 
-def line_bytes(record: tuple[bytes | None, Any]) -> bytes:
+def line_bytes(record: Record) -> bytes | memoryview:
     """A record's line as written: its bytes, or its value serialised when it is given by its value."""
     line, value = record
     return dumps(value, indent=False) if line is None else line
@@ -134,7 +137,7 @@ def parse_written(lines: Lines, name: str, bom: bool) -> Parsed:
         if type(line) is memoryview or value is BLANK:  # an input line, and what was read from it
             records.append(record)
             continue
-        whole = line_bytes(record)
+        whole = bytes(line_bytes(record))  # made anew: bytes already (a view is an input line)
         text = whole[len(BOM):] if number == 1 and bom else whole
         read = parse_value(text, name, number) if text.strip() else BLANK
         records.append(record if read == value else (whole, read))
@@ -147,7 +150,7 @@ def is_blank(data: bytes) -> bool:
     return not text or text.isspace()
 
 
-def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = (),
+def parse(data: bytes, name: str, known: Sequence[Record] = (),
           trim: Callable[[Any], Any] | None = None) -> Parsed:
     """`known`: lines read before (a rewrite's input) whose values are taken again for the same
     bytes instead of being parsed and held twice (values are never changed in place). `trim`:
@@ -159,6 +162,7 @@ def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = (),
         raise ParseError("the input is empty", location=Location(name))
     if _first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
         return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim), bom=bom)
+    whole: _Failure | None = None
     try:
         document = orjson.loads(text)
     except orjson.JSONDecodeError as error:
@@ -167,12 +171,10 @@ def parse(data: bytes, name: str, known: Sequence[tuple[bytes, Any]] = (),
         if error.msg.startswith("depth limit"):
             raise _too_deep(text, name, first_line=1) from None
         whole = _Failure(error.msg, error.lineno, error.colno)  # not the error, which holds the whole input as a str
-    else:
-        whole = None
     if whole is not None:
         return Parsed(name, data, records=_parse_lines(data, name, whole, bom, (), trim), bom=bom)
     document = _writable(document, text, name, first_line=1)
-    records = None
+    records: list[Record] | None = None
     if isinstance(document, dict) and _could_be_a_record(document) and b"\n" not in data.rstrip():
         # One line: also a JSON Lines file of one record (the value already parsed, not parsed again).
         records = [(line, document if i == 0 else BLANK) for i, line in enumerate(data.split(b"\n"))]
@@ -204,7 +206,7 @@ def _could_be_a_record(value: dict) -> bool:
 
 
 def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                 known: Sequence[tuple[bytes, Any]] = (), trim: Callable[[Any], Any] | None = None) -> list[tuple[bytes, Any]]:
+                 known: Sequence[Record] = (), trim: Callable[[Any], Any] | None = None) -> list[Record]:
     # The collector would walk every dict made so far again and again as they pile up (quadratic
     # in effect on a large log); what is parsed here lives until the command ends anyway.
     collecting = gc.isenabled()  # a batch's file work has it off already: it stays off
@@ -217,10 +219,10 @@ def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
 
 
 def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                     known: Sequence[tuple[bytes, Any]], trim: Callable[[Any], Any] | None) -> list[tuple[bytes, Any]]:
+                     known: Sequence[Record], trim: Callable[[Any], Any] | None) -> list[Record]:
     # Each line is a view into `data`, not a copy: the lines of a large log would double it.
-    records: list[tuple[bytes, Any]] = []
-    seen = {line: value for line, value in known if value is not BLANK}
+    records: list[Record] = []
+    seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
     loads = orjson.loads
     previous: dict = {}
     view = memoryview(data)
@@ -275,7 +277,7 @@ def _malformed_line(error: orjson.JSONDecodeError, text: bytes, name: str, line:
                       hint="every line of a JSON Lines file must be one complete JSON value")
 
 
-def _writable(value: Any, text: bytes, name: str, first_line: int) -> Any:
+def _writable(value: Any, text: bytes | memoryview, name: str, first_line: int) -> Any:
     """The value, read again with every number as written when it holds a float; refused when too deep."""
     too_deep, has_float = _scan(value)
     if too_deep:

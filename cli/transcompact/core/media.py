@@ -31,9 +31,8 @@ def image_tokens(data: str | None) -> int:
     size = image_size(data) if data else None
     if size is None:
         return IMAGE_UNKNOWN_TOKENS
-    width, height = size
-    scale = min(1.0, IMAGE_MAX_EDGE / max(width, height))
-    width, height = width * scale, height * scale
+    scale = min(1.0, IMAGE_MAX_EDGE / max(size))
+    width, height = size[0] * scale, size[1] * scale
     if width * height / IMAGE_DIVISOR > IMAGE_MAX_TOKENS:
         scale = math.sqrt(IMAGE_MAX_TOKENS * IMAGE_DIVISOR / (width * height))
         width, height = width * scale, height * scale

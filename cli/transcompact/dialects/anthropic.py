@@ -86,7 +86,7 @@ def read_block(obj: Any, line: int | None = None, where: str = "content") -> Blo
         return cls(source.get("media_type"), data if isinstance(data, str) else None, source.get("url"), raw=obj, line=line)
     if kind in SERVER_TOOL_CALL_TYPES and isinstance(get("id"), str) and isinstance(get("name", ""), str):
         return ServerToolCall(kind, obj["id"], get("name", ""), get("input"), raw=obj, line=line)
-    if is_server_tool_result_type(kind) and isinstance(get("tool_use_id"), str):
+    if isinstance(kind, str) and is_server_tool_result_type(kind) and isinstance(get("tool_use_id"), str):
         return ServerToolResult(kind, obj["tool_use_id"], raw=obj, line=line)
     return Opaque(kind if isinstance(kind, str) else None, raw=obj, line=line)
 

@@ -105,7 +105,7 @@ def read_message(obj: Any, *, index: int, line: int | None = None) -> Message:
         call_id = obj.get("tool_call_id") if role == "tool" else LEGACY_CALL_ID
         if call_id is None and isinstance(obj.get("tool_call_ids"), list) and obj["tool_call_ids"]:
             call_id = obj["tool_call_ids"][0]  # SWE-agent's histories name the call in a list
-        content = blocks[0].text if shape == "string" else blocks
+        content = blocks[0].text if shape == "string" and isinstance(blocks[0], Text) else blocks
         result = ToolResult(call_id if isinstance(call_id, str) else "", content, None)
         blocks = (result,)
     else:
@@ -169,7 +169,8 @@ def _write_arguments(call: ToolCall, original: Any) -> Any:
 
 def _write_tool_call(call: ToolCall) -> Any:
     raw = call.raw if isinstance(call.raw, dict) else {}
-    function = raw.get("function") if isinstance(raw.get("function"), dict) else {}
+    function = raw.get("function")
+    function = function if isinstance(function, dict) else {}
     out = dict(raw)
     out["id"] = call.id
     out.setdefault("type", "function")

@@ -1,70 +1,71 @@
 """The format adapters, in the order detection tries them (most specific first).
 
-Each module has NAME, DESCRIPTION, LINES (whether a line is the unit a rewrite changes, keeps
-or removes; `rewrites_lines` asks it of a transcript), `detect(parsed, messages_path)`,
-`read(parsed, messages_path) -> Transcript` and `write(transcript) -> bytes` (a log format may
-add `write_lines(transcript) -> Lines`, which a rewrite writes without joining); a format
-transcompact only reads sets WRITES = False, and a command that would write it stops
-(`ensure_writable`). A format whose files carry more than the messages (an agent's log) adds hooks that the operations call through
-`hook`, so that no operation asks which format it has:
+Each format declares one adapter, `FORMAT` in its package or module: a `Format` (adapter.py) with its
+name, description and `lines`; `detect`, `read` and `write` (a log format adds `write_lines`, which
+a rewrite writes without joining; a format transcompact only reads has `writes = False`, and a
+command that would write it stops: `ensure_writable`); what --format and a rewrite's read-back
+take of it (`readable`, `reload`); and the hooks through which the operations reach the format's
+own part of them (its log's rules, a compaction written as its agent writes one, ...), each with a
+default for a format that has none, so that no operation asks which format it has:
+`adapter(transcript).check_log(transcript, path)`.
 
-- `check_log(transcript, path) -> list[Violation]`: the rules of the log itself (check);
-- `repair_log(transcript) -> (transcript, [(rule, text, line)])`: what repair fixes of those;
-- `append_compaction(transcript, summary, recent, pre_tokens, drop_history=...) -> Transcript`:
-  a compaction written the way the agent writes its own (compact);
-- `replace_ui_copies(transcript) -> Transcript`: the copies of tool results only a UI shows,
-  made to match what prune left (prune's `--prune-ui-copy`);
-- `rewrites_lines(transcript) -> bool`: LINES for a format with layouts of both kinds (prune's
-  archive);
-- `injected_context(message) -> [(name, value)] | None`: what a user message the agent wrote
-  itself (its environment) says, None for the user's own (compact's checkpoint);
-- `view_before_compaction(transcript) -> Transcript | None`: the log as the agent read it before
-  its newest compaction, whose recorded usage still measures the system prompt and tools (estimate);
-- `agent_lines(transcript) -> frozenset[int]`: the lines (a block's `line`) the agent wrote in
-  the user's turn itself, never the user's words (compact's checkpoint);
-- `summary_wording(summary: SummaryText) -> str`: the summary as the agent words its own
-  (compact), instead of `summary_message.compose`;
-- `unrecorded_messages(transcript) -> frozenset[int]`: the messages (indices) that no recorded
-  usage counted, though the agent sends them now (estimate's anchor counts them on top).
+Their names are also in core/format_names.py, which --format takes without importing the readers;
+the registry checks the two agree as it is imported.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
+from typing import Any, Callable
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
+from ..core.format_names import FORMAT_NAMES
 from ..core.jsondata import Lines, Parsed, parse, parse_written
 from ..core.model import Transcript
-from . import anthropic, copilot, jsonl, openai
-from .claude_code import reader as claude_code
-from .codex import reader as codex
-from .gemini import reader as gemini
-from .openhands import reader as openhands, v0 as openhands_v0
-from .pi import reader as pi
-from .responses import reader as responses
+from . import anthropic, claude_code, codex, copilot, gemini, jsonl, openai, openhands, pi, responses
+from .adapter import Format
+from .openhands import v0 as openhands_v0
 
-FORMATS = (claude_code, codex, gemini, pi, openhands, openhands_v0, copilot, jsonl, responses, anthropic, openai)
-BY_NAME = {f.NAME: f for f in FORMATS}
+FORMATS: tuple[Format, ...] = tuple(m.FORMAT for m in (claude_code, codex, gemini, pi, openhands, openhands_v0, copilot,
+                                                       jsonl, responses, anthropic, openai))
+BY_NAME = {f.name: f for f in FORMATS}
 NAMES = tuple(BY_NAME)
+if NAMES != FORMAT_NAMES:
+    raise ImportError(f"the formats are {NAMES}, core/format_names.py says {FORMAT_NAMES}: make them agree")
 
 
-def adapter(transcript: Transcript):
-    """The format module that read `transcript`."""
+def _trim_of(formats: tuple[Format, ...]) -> Callable[[Any], Any] | None:
+    """The formats' trims, one after the other (`parse` runs it before the format is known)."""
+    trims = [f.trim for f in formats if f.trim is not None]
+    if len(trims) <= 1:
+        return trims[0] if trims else None
+
+    def trim(value: Any) -> Any:
+        for each in trims:
+            value = each(value)
+        return value
+
+    return trim
+
+
+TRIM = _trim_of(FORMATS)
+
+
+def adapter(transcript: Transcript) -> Format:
+    """The adapter of the format that read `transcript`."""
     return BY_NAME[transcript.format]
 
 
 def rewrites_lines(transcript: Transcript) -> bool:
     """Whether a line of `transcript`'s file is the unit a rewrite changes, keeps or removes (else
     a message of one JSON document is)."""
-    own = hook(transcript, "rewrites_lines")
-    return own(transcript) if own is not None else BY_NAME[transcript.format].LINES
+    return adapter(transcript).rewrites_lines(transcript)
 
 
 def ensure_writable(transcript: Transcript) -> None:
-    """Refuse a transcript whose format transcompact reads but does not write (`WRITES = False`),
+    """Refuse a transcript whose format transcompact reads but does not write (`writes = False`),
     before a command that would write it does any work."""
-    if not getattr(BY_NAME[transcript.format], "WRITES", True):
+    if not adapter(transcript).writes:
         raise not_written(transcript)
 
 
@@ -75,17 +76,10 @@ def not_written(transcript: Transcript) -> UsageError:
         hint=f"write its conversation as a request body instead: {option('to', 'anthropic')} or {option('to', 'openai')}")
 
 
-def hook(transcript: Transcript, name: str):
-    """The format's own part of an operation (see above), or None when it has none; a format
-    names the module of each hook in HOOKS, imported only when an operation asks for it."""
-    module = getattr(BY_NAME[transcript.format], "HOOKS", {}).get(name)
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name) if module else None
-
-
 def detect(parsed: Parsed, messages_path: str | None = None) -> str:
     for fmt in FORMATS:
         if fmt.detect(parsed, messages_path):
-            return fmt.NAME
+            return fmt.name
     raise UnknownFormat(
         f"not a transcript in a format transcompact reads (tried {', '.join(NAMES)})",
         location=Location(parsed.name),
@@ -95,14 +89,14 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
 
 def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given."""
-    parsed = parse(data, name, trim=claude_code.linking_fields)
+    parsed = parse(data, name, trim=TRIM)
     if format is None:
         format = detect(parsed, messages_path)
     elif format not in BY_NAME:
         raise UsageError(f"unknown format {format!r} (choose from {', '.join(NAMES)})")
-    elif not _readable_as(parsed, format, messages_path):
+    elif not BY_NAME[format].readable(parsed, messages_path):
         raise UnknownFormat(
-            f"the input is not in the {format} format ({BY_NAME[format].DESCRIPTION})",
+            f"the input is not in the {format} format ({BY_NAME[format].description})",
             location=Location(name),
             hint=_hint(parsed),
         )
@@ -120,41 +114,23 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
     if isinstance(data, Lines):
         parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False))
     else:
-        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (),
-                       trim=claude_code.linking_fields)
-    if not _readable_as(parsed, written.format, messages_path):
-        raise UnknownFormat(f"the output is not in the {written.format} format ({BY_NAME[written.format].DESCRIPTION})",
+        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=TRIM)
+    fmt = adapter(written)
+    if not fmt.readable(parsed, messages_path):
+        raise UnknownFormat(f"the output is not in the {written.format} format ({fmt.description})",
                             location=Location(written.name))
-    if written.format == jsonl.NAME:
-        return jsonl.read(parsed, messages_path, dialect=written.dialect)
-    if written.format in (anthropic.NAME, openai.NAME):  # a document is parsed whole: its kept messages are not built again
-        return BY_NAME[written.format].read(parsed, messages_path, known=written.messages)
-    return BY_NAME[written.format].read(parsed, messages_path)
-
-
-def _readable_as(parsed: Parsed, format: str, messages_path: str | None) -> bool:
-    """--format overrides the choice between formats that could read the input, not the shape."""
-    if format == claude_code.NAME:
-        return claude_code.detect(parsed, messages_path)
-    if format == jsonl.NAME:
-        return jsonl.detect(parsed, messages_path)
-    if format == responses.NAME:
-        return responses.readable(parsed, messages_path)
-    if format not in (anthropic.NAME, openai.NAME):
-        return BY_NAME[format].detect(parsed, messages_path)
-    return anthropic.detect(parsed, messages_path) or openai.detect(parsed, messages_path)
+    return fmt.reload(parsed, written, messages_path)
 
 
 def dumps(transcript: Transcript) -> bytes:
     """Write a transcript back in the format it was read from, as it was read where unchanged."""
-    return BY_NAME[transcript.format].write(transcript)
+    return adapter(transcript).write(transcript)
 
 
 def written(transcript: Transcript) -> bytes | Lines:
     """What a rewrite writes: `dumps`, or a log's lines as they are to be joined (`Lines`), which
     the post-condition reads back and the file is written from without a copy of the whole."""
-    write_lines = getattr(BY_NAME[transcript.format], "write_lines", None)
-    return write_lines(transcript) if write_lines is not None else dumps(transcript)
+    return adapter(transcript).write_lines(transcript)
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None) -> Transcript:
@@ -177,9 +153,9 @@ def dump(transcript: Transcript, path: str | os.PathLike) -> None:
 
 def _hint(parsed: Parsed) -> str | None:
     """Name the formats we recognise but do not read yet, so the user knows what they have."""
-    runs = openhands_v0.runs_hint(parsed)
-    if runs is not None:
-        return runs
+    for fmt in FORMATS:
+        if (hint := fmt.hint(parsed)) is not None:
+            return hint
     document = parsed.document
     if isinstance(document, list) and document and isinstance(document[0], dict):
         for key, value in document[0].items():

@@ -15,6 +15,7 @@ from .. import dialects
 from ..core.errors import Location, ShapeError, UsageError, option
 from ..core.jsondata import Layout, Parsed, kind_of
 from ..core.model import Message, Transcript
+from .adapter import Format
 
 # Keys holding the messages of a wrapper, tried in order when no --messages-path is given.
 COMMON_MESSAGE_KEYS = ("messages", "history")
@@ -166,8 +167,10 @@ def write(transcript: Transcript) -> bytes:
     if not source.path:
         document = messages
     else:
-        new_parent[source.path[-1]] = messages
-        document = _replace_at(source.document, source.path[:-1], new_parent)
+        # A list holds them (`--messages-path trajectory.0`): it has no system or tools of its own.
+        container: dict[Any, Any] | list[Any] = new_parent if new_parent is not None else list(parent)
+        container[source.path[-1]] = messages
+        document = _replace_at(source.document, source.path[:-1], container)
     return source.layout.dumps(document)
 
 
@@ -178,3 +181,25 @@ def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:
     copy = list(node) if isinstance(node, list) else dict(node)
     copy[key] = _replace_at(node[key], rest, value)
     return copy
+
+
+class DocumentFormat(Format):
+    """The adapter of a document whose messages are in the dialect it is named after (anthropic.py,
+    openai.py)."""
+
+    def detect(self, parsed: Parsed, messages_path: str | None = None) -> bool:
+        return detect_dialect(parsed, messages_path) == self.name
+
+    def readable(self, parsed: Parsed, messages_path: str | None = None) -> bool:
+        """A document in either dialect: --format chooses the dialect it is read in."""
+        return detect_dialect(parsed, messages_path) is not None
+
+    def read(self, parsed: Parsed, messages_path: str | None = None) -> Transcript:
+        return read(parsed, self.name, messages_path)
+
+    def reload(self, parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
+        """A document is parsed whole: the messages it kept are not built again (`read`'s `known`)."""
+        return read(parsed, self.name, messages_path, written.messages)
+
+    def write(self, transcript: Transcript) -> bytes:
+        return write(transcript)

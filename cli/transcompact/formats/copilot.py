@@ -3,7 +3,7 @@
 Each line is a session event (`github/copilot-sdk` `nodejs/src/generated/session-events.ts`):
 `{"type", "id", "timestamp", "parentId", "data"}`. Copilot rebuilds its history from these itself
 and its code is closed, so transcompact does not write them: estimate, check, cut-point and
-summarize read them; a command that would write one is refused (`WRITES`).
+summarize read them; a command that would write one is refused (`writes`).
 
 The messages are the conversation of the main agent (an event with an `agentId` is a sub-agent's):
 `system.message` a system or developer message; `user.message` a user message, its
@@ -28,11 +28,11 @@ from typing import Any
 
 from ..core.jsondata import BLANK, Parsed
 from ..core.model import ASSISTANT, TOOL, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
+from .adapter import Format
 
 NAME = "copilot"
 DESCRIPTION = "GitHub Copilot CLI session events (JSON Lines of type / id / parentId / data)"
-LINES = True  # a line is the unit a rewrite would change (none does: see WRITES)
-WRITES = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
+LINES = True  # a line is the unit a rewrite would change (none does: see `writes`)
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -125,3 +125,12 @@ def write(transcript: Transcript) -> bytes:
     if transcript.messages != source.messages:
         raise not_written(transcript)
     return source.data
+
+
+class CopilotFormat(Format):
+    name, description, lines = NAME, DESCRIPTION, LINES
+    writes = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
+    detect, read, write = staticmethod(detect), staticmethod(read), staticmethod(write)
+
+
+FORMAT = CopilotFormat()

@@ -7,12 +7,12 @@ with the message that follows them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .. import dialects
 from ..core.errors import Location, ShapeError
-from ..core.jsondata import BLANK, Lines, Parsed, dumps
-from ..core.model import Transcript
+from ..core.jsondata import BLANK, Lines, Parsed, Record, dumps
+from ..core.model import Message, Transcript
+from .adapter import Format
 
 NAME = "jsonl"
 DESCRIPTION = "JSON Lines, one message object per line (either dialect)"
@@ -21,7 +21,7 @@ LINES = True  # a line is what a rewrite changes, keeps or removes
 
 @dataclass(frozen=True)
 class LinesSource:
-    records: list[tuple[bytes, Any]]  # the file's lines as read: (bytes, value)
+    records: list[Record]  # the file's lines as read: (bytes, value)
     # by 1-based line number of each message: the indices in `records` of the blank lines before it and of its own
     lines: dict[int, tuple[int, ...]]
     tail: tuple[int, ...]  # the blank lines after the last message (b"" after a final newline)
@@ -40,7 +40,8 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     """The messages in `dialect`, or in the one detected from them."""
     dialect = dialect or dialects.detect(parsed.values())
     codec = dialects.DIALECTS[dialect]
-    messages, lines = [], {}
+    messages: list[Message] = []
+    lines: dict[int, tuple[int, ...]] = {}
     pending: list[int] = []
     records = parsed.records or []
     for number, (line, value) in enumerate(records, start=1):
@@ -70,10 +71,10 @@ def write_lines(transcript: Transcript) -> Lines:
     source: LinesSource = transcript.source
     records = source.records
     codec = dialects.DIALECTS[transcript.dialect]
-    out: list[tuple[bytes | None, Any]] = []
+    out: list[Record] = []
     ending = b"\r" if source.crlf else b""
     for message in transcript.messages:
-        read_as = source.lines.get(message.line)
+        read_as = None if message.line is None else source.lines.get(message.line)
         if read_as is not None and codec.is_unchanged(message):
             out.extend(records[i] for i in read_as)
             continue
@@ -83,3 +84,16 @@ def write_lines(transcript: Transcript) -> Lines:
         out.append((dumps(value, indent=False) + ending, value) if ending else (None, value))
     out.extend(records[i] for i in source.tail)
     return Lines.of(out, bom=source.bom)
+
+
+class JsonlFormat(Format):
+    name, description, lines = NAME, DESCRIPTION, LINES
+    detect, read, write, write_lines = staticmethod(detect), staticmethod(read), staticmethod(write), staticmethod(write_lines)
+
+    def reload(self, parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
+        """In the dialect it was written in: a file that no longer shows its dialect (a plain
+        conversation) is not judged by the other dialect's rules."""
+        return read(parsed, messages_path, dialect=written.dialect)
+
+
+FORMAT = JsonlFormat()

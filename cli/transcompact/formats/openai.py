@@ -23,3 +23,10 @@ def read(parsed: Parsed, messages_path: str | None = None, known: Sequence[Messa
 
 def write(transcript: Transcript) -> bytes:
     return _document.write(transcript)
+
+
+class OpenAIFormat(_document.DocumentFormat):
+    name, description, lines = NAME, DESCRIPTION, LINES
+
+
+FORMAT = OpenAIFormat()

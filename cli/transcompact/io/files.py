@@ -101,8 +101,8 @@ def _replaced(target: str) -> tuple[str, int | None] | None:
     if not stat.S_ISLNK(mode) or _descriptor_named(target) is not None:
         return None
     resolved = os.path.realpath(target)
-    mode = _mode(resolved)
-    return (resolved, mode) if mode is None or stat.S_ISREG(mode) else None
+    resolved_mode = _mode(resolved)
+    return (resolved, resolved_mode) if resolved_mode is None or stat.S_ISREG(resolved_mode) else None
 
 
 def _write_through(target: str, data: bytes | jsondata.Lines) -> None:
@@ -277,7 +277,7 @@ def _blocks(data: bytes | jsondata.Lines) -> Iterator[bytes]:
     if isinstance(data, bytes):
         yield data
         return
-    block: list[bytes] = []
+    block: list[bytes | memoryview] = []
     size = 0
     for chunk in data.chunks():
         block.append(chunk)

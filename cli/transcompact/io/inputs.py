@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -111,7 +112,9 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
     costs no system call per file). A link to a file outside `top` (the argument's real path)
     is named and left, as `find`, `tar` and `rsync` leave it: a walk stays in its tree."""
     try:
-        with urls.scandir(directory) if urls.is_url(directory) else os.scandir(directory) as listing:
+        opened: AbstractContextManager[Iterable[urls.Entry | os.DirEntry[str]]] = (
+            urls.scandir(directory) if urls.is_url(directory) else os.scandir(directory))
+        with opened as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as error:
         yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}"), directory

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..core.violation import ERROR, WARNING, Violation
-from ..formats import adapter, hook
+from ..formats import adapter
 from ..core.model import (
     ASSISTANT,
     USER,
@@ -96,8 +96,7 @@ def check(transcript: Transcript, *, strict: bool = False, path: str | None = No
         found += _anthropic(transcript)
     else:
         found += _openai(transcript)
-    if (check_log := hook(transcript, "check_log")) is not None:
-        found += check_log(transcript, path)
+    found += adapter(transcript).check_log(transcript, path)
     if strict:
         found = [Violation(v.rule, ERROR, v.text, v.index, v.line) for v in found]
     return found
@@ -139,7 +138,7 @@ def orphan_results(messages: tuple[Message, ...], all_turns: list[Turn] | None =
 def results_twice(transcript: Transcript) -> bool:
     """Whether the agent that wrote the transcript sends each tool result twice itself (Gemini CLI
     0.61): its own copy is then no second answer to correct."""
-    return getattr(adapter(transcript), "RESULTS_TWICE", False)
+    return adapter(transcript).results_twice
 
 
 def unanswered_calls(messages: tuple[Message, ...], all_turns: list[Turn] | None = None) -> list[tuple[int, ToolCall]]:
@@ -182,93 +181,189 @@ def misplaced_thinking(message: Message) -> list[tuple[Block, str]]:
 
 
 def _anthropic(t: Transcript) -> list[Violation]:
+    """Every Anthropic rule, a function each, in message order. The rules on a message's own
+    blocks are checked in one pass over them (`_message_rules`), which keeps the violations of a
+    message in block order."""
     messages = t.messages
-    out: list[Violation] = []
-    add = out.append
-    last = len(messages) - 1
-    if len(messages) > 100_000:
-        add(Violation("A11", ERROR, f"{len(messages)} messages, more than the 100,000 the API takes"))
-
     all_turns = turns(messages)
+    last = len(messages) - 1
+    ids: dict[str, int] = {}  # each tool_use id, with the message that used it first
+    out = [*_message_count(messages),
+           *_answered_results(t, all_turns),
+           *_answered_calls(messages, all_turns),
+           *_results_first(messages, all_turns)]
+    for i, m in enumerate(messages):
+        out += _message_rules(messages, i, m, last, ids)
+    out += [*_thinking_config(t), *_cache_breakpoints(t), *_first_and_last(messages)]
+    return sorted(out, key=lambda v: (v.index if v.index is not None else -1))
+
+
+def _message_count(messages: tuple[Message, ...]) -> list[Violation]:
+    """A11: at most 100,000 messages."""
+    if len(messages) > 100_000:
+        return [Violation("A11", ERROR, f"{len(messages)} messages, more than the 100,000 the API takes")]
+    return []
+
+
+def _answered_results(t: Transcript, all_turns: list[Turn]) -> list[Violation]:
+    """A1: a tool_result answers a tool_use of the assistant turn just before, and one answers each."""
+    messages = t.messages
+    out = []
     for i, b in orphan_results(messages, all_turns, results_twice(t)):
         why = "answers a tool_use already answered" if b.tool_call_id in called_before(messages, i) else \
             "has no tool_use in the previous assistant message"
-        add(Violation("A1", ERROR, f"tool_result {b.tool_call_id} {why}", **_at(messages, i, b)))
-    for i, b in unanswered_calls(messages, all_turns):
-        where = "the transcript ends on it" if i == last else "the next message does not answer it"
-        add(Violation("A2", ERROR, f"tool_use {b.id} ({b.name}) has no tool_result: {where}", **_at(messages, i, b)))
+        out.append(Violation("A1", ERROR, f"tool_result {b.tool_call_id} {why}", **_at(messages, i, b)))
+    return out
+
+
+def _answered_calls(messages: tuple[Message, ...], all_turns: list[Turn]) -> list[Violation]:
+    """A2: every tool_use is answered in the next (user) turn."""
+    last = len(messages) - 1
+    return [Violation("A2", ERROR, f"tool_use {b.id} ({b.name}) has no tool_result: "
+                      f"{'the transcript ends on it' if i == last else 'the next message does not answer it'}",
+                      **_at(messages, i, b))
+            for i, b in unanswered_calls(messages, all_turns)]
+
+
+def _results_first(messages: tuple[Message, ...], all_turns: list[Turn]) -> list[Violation]:
+    """A2 (warning): a user turn's tool results come before its other content; one per turn."""
+    out = []
     for turn in all_turns:
         if turn.role != USER:
             continue
         seen_other = False
         for i, b in turn.blocks(messages):
             if isinstance(b, ToolResult) and seen_other:
-                add(Violation("A2", WARNING, f"tool_result {b.tool_call_id} comes after other content in its user turn", **_at(messages, i, b)))
+                out.append(Violation("A2", WARNING, f"tool_result {b.tool_call_id} comes after other content in its user turn",
+                                     **_at(messages, i, b)))
                 break
             seen_other = seen_other or not isinstance(b, ToolResult)
+    return out
 
-    ids: dict[str, int] = {}
-    cache_controls = sum(1 for b in t.system if isinstance(b.raw, dict) and "cache_control" in b.raw)
-    cache_controls += sum(1 for tool in t.tools if isinstance(tool, dict) and "cache_control" in tool)
-    for i, m in enumerate(messages):
-        if m.role not in (USER, ASSISTANT):
-            if m.role == "system":
-                add(Violation("A8", WARNING, "role system inside messages is accepted by some models only", **_at(messages, i)))
-            else:
-                add(Violation("A8", ERROR, f"role {m.role!r} is not one the Messages API accepts", **_at(messages, i)))
-        if not m.blocks and not (i == last and m.role == ASSISTANT):
-            add(Violation("A5", ERROR, "message has no content", **_at(messages, i)))
-        server_calls: dict[str, list[int]] = {}  # calls and results of each server tool call id
+
+def _message_rules(messages: tuple[Message, ...], i: int, m: Message, last: int, ids: dict[str, int]) -> list[Violation]:
+    """The rules on message `i` itself (A8, A5), then on each of its blocks in order (A5, A6, A3,
+    A10), then on its server tools and thinking (A3, A4)."""
+    out = [*_role(messages, i, m), *_empty_message(messages, i, m, last)]
+    server_calls: dict[str, list[int]] = {}  # calls and results of each server tool call id
+    for b in m.blocks:
+        # The two commonest blocks, which no rule on a block can find anything wrong with.
+        if (type(b) is Text and b.text.strip()) or (type(b) is ToolResult and type(b.content) is str and m.role == USER):
+            continue
+        out += _empty_text(messages, i, b)
+        out += _tool_use_id(messages, i, b, ids)
+        out += _server_result(messages, i, b, server_calls)
+        out += _malformed(m, i, b, messages)
+    if m.role == ASSISTANT:
+        out += _server_calls_answered(messages, i, last, server_calls)
+        out += _thinking(messages, i, m)
+    return out
+
+
+def _role(messages: tuple[Message, ...], i: int, m: Message) -> list[Violation]:
+    """A8: roles are user and assistant (system is accepted by some models only)."""
+    if m.role in (USER, ASSISTANT):
+        return []
+    if m.role == "system":
+        return [Violation("A8", WARNING, "role system inside messages is accepted by some models only", **_at(messages, i))]
+    return [Violation("A8", ERROR, f"role {m.role!r} is not one the Messages API accepts", **_at(messages, i))]
+
+
+def _empty_message(messages: tuple[Message, ...], i: int, m: Message, last: int) -> list[Violation]:
+    """A5: no empty message but a final assistant one."""
+    if not m.blocks and not (i == last and m.role == ASSISTANT):
+        return [Violation("A5", ERROR, "message has no content", **_at(messages, i))]
+    return []
+
+
+def _empty_text(messages: tuple[Message, ...], i: int, b: Block) -> list[Violation]:
+    """A5: no empty or whitespace-only text block."""
+    if not empty_text(b):
+        return []
+    kind = "empty" if not b.text else "whitespace-only"
+    return [Violation("A5", ERROR, f"{kind} text block", **_at(messages, i, b))]
+
+
+def _tool_use_id(messages: tuple[Message, ...], i: int, b: Block, ids: dict[str, int]) -> list[Violation]:
+    """A6: tool_use ids are unique (`ids`: those seen so far) and match ^[a-zA-Z0-9_-]+$."""
+    if not isinstance(b, (ToolCall, ServerToolCall)):
+        return []
+    out = []
+    if b.id in ids:
+        out.append(Violation("A6", ERROR, f"tool_use id {b.id} is used twice (first in message {ids[b.id]})", **_at(messages, i, b)))
+    ids.setdefault(b.id, i)
+    if not ID_PATTERN.fullmatch(b.id):
+        out.append(Violation("A6", ERROR, f"tool_use id {b.id!r} does not match ^[a-zA-Z0-9_-]+$", **_at(messages, i, b)))
+    return out
+
+
+def _server_result(messages: tuple[Message, ...], i: int, b: Block, server_calls: dict[str, list[int]]) -> list[Violation]:
+    """A3: a server tool result follows its call in the same message; counts both in `server_calls`."""
+    if isinstance(b, ServerToolCall):
+        server_calls.setdefault(b.id, [0, 0])[0] += 1
+    elif isinstance(b, ServerToolResult):
+        if b.tool_call_id not in server_calls:
+            return [Violation("A3", ERROR, f"{b.type} {b.tool_call_id} has no server_tool_use before it in its message",
+                              **_at(messages, i, b))]
+        server_calls[b.tool_call_id][1] += 1
+    return []
+
+
+def _server_calls_answered(messages: tuple[Message, ...], i: int, last: int,
+                           server_calls: dict[str, list[int]]) -> list[Violation]:
+    """A3: each server tool call has its one result in its message (the final message may await it)."""
+    out = []
+    for call_id, (calls, answers) in server_calls.items():
+        if answers != calls and not (answers == 0 and i == last):
+            called = "" if calls == 1 else f" (called {calls} times)"
+            out.append(Violation("A3", ERROR, f"server tool call {call_id}{called} has {answers} results in its message",
+                                 **_at(messages, i)))
+    return out
+
+
+def _thinking(messages: tuple[Message, ...], i: int, m: Message) -> list[Violation]:
+    """A4: thinking blocks are signed; a message with thinking starts with it and does not end with it."""
+    out = []
+    for b in m.blocks:
+        if isinstance(b, Thinking) and not b.signature:
+            out.append(Violation("A4", ERROR, "thinking block without a signature", **_at(messages, i, b)))
+        elif isinstance(b, RedactedThinking) and not b.data:
+            out.append(Violation("A4", ERROR, "redacted_thinking block without data", **_at(messages, i, b)))
+    return out + [Violation("A4", ERROR, wrong, **_at(messages, i, b)) for b, wrong in misplaced_thinking(m)]
+
+
+def _cache_breakpoints(t: Transcript) -> list[Violation]:
+    """A9: at most 4 cache_control breakpoints across tools, system and messages (tool results' content too)."""
+    def marked(raw) -> bool:
+        return isinstance(raw, dict) and "cache_control" in raw
+
+    count = sum(1 for b in t.system if marked(b.raw)) + sum(1 for tool in t.tools if marked(tool))
+    for m in t.messages:
         for b in m.blocks:
-            if isinstance(b.raw, dict) and "cache_control" in b.raw:
-                cache_controls += 1
-            # The two commonest blocks, when the rest of the loop could find nothing wrong with them.
-            if (type(b) is Text and b.text.strip()) or (type(b) is ToolResult and type(b.content) is str and m.role == USER):
-                continue
-            if empty_text(b):
-                kind = "empty" if not b.text else "whitespace-only"
-                add(Violation("A5", ERROR, f"{kind} text block", **_at(messages, i, b)))
-            elif isinstance(b, (ToolCall, ServerToolCall)):
-                if b.id in ids:
-                    add(Violation("A6", ERROR, f"tool_use id {b.id} is used twice (first in message {ids[b.id]})", **_at(messages, i, b)))
-                ids.setdefault(b.id, i)
-                if not ID_PATTERN.fullmatch(b.id):
-                    add(Violation("A6", ERROR, f"tool_use id {b.id!r} does not match ^[a-zA-Z0-9_-]+$", **_at(messages, i, b)))
-            if isinstance(b, ServerToolCall):
-                server_calls.setdefault(b.id, [0, 0])[0] += 1
-            elif isinstance(b, ServerToolResult):
-                if b.tool_call_id not in server_calls:
-                    add(Violation("A3", ERROR, f"{b.type} {b.tool_call_id} has no server_tool_use before it in its message", **_at(messages, i, b)))
-                else:
-                    server_calls[b.tool_call_id][1] += 1
-            out += _malformed(m, i, b, messages)
-        if m.role == ASSISTANT:
-            for call_id, (calls, answers) in server_calls.items():
-                if answers != calls and not (answers == 0 and i == last):
-                    called = "" if calls == 1 else f" (called {calls} times)"
-                    add(Violation("A3", ERROR, f"server tool call {call_id}{called} has {answers} results in its message", **_at(messages, i)))
-            for b in m.blocks:
-                if isinstance(b, Thinking) and not b.signature:
-                    add(Violation("A4", ERROR, "thinking block without a signature", **_at(messages, i, b)))
-                elif isinstance(b, RedactedThinking) and not b.data:
-                    add(Violation("A4", ERROR, "redacted_thinking block without data", **_at(messages, i, b)))
-            for b, wrong in misplaced_thinking(m):
-                add(Violation("A4", ERROR, wrong, **_at(messages, i, b)))
-        for cache_in_result in (x for b in m.blocks if isinstance(b, ToolResult) and not isinstance(b.content, str) for x in b.content):
-            if isinstance(cache_in_result.raw, dict) and "cache_control" in cache_in_result.raw:
-                cache_controls += 1
-    out += _thinking_config(t)
-    if cache_controls > 4:
-        add(Violation("A9", ERROR, f"{cache_controls} cache_control breakpoints, more than 4"))
-    if messages:
-        if messages[0].role != USER:
-            add(Violation("A7", ERROR, f"the first message is {messages[0].role}, not user", **_at(messages, 0)))
-        if messages[-1].role != USER:
-            add(Violation("A7", WARNING, f"the last message is {messages[-1].role}: models without prefill need a user message last", **_at(messages, last)))
-            tail = messages[-1].blocks[-1] if messages[-1].blocks else None
-            if isinstance(tail, Text) and tail.text != tail.text.rstrip():
-                add(Violation("A7", WARNING, "a final assistant message cannot end in whitespace", **_at(messages, last, tail)))
-    return sorted(out, key=lambda v: (v.index if v.index is not None else -1))
+            count += marked(b.raw)
+            if isinstance(b, ToolResult) and not isinstance(b.content, str):
+                count += sum(1 for inner in b.content if marked(inner.raw))
+    if count > 4:
+        return [Violation("A9", ERROR, f"{count} cache_control breakpoints, more than 4")]
+    return []
+
+
+def _first_and_last(messages: tuple[Message, ...]) -> list[Violation]:
+    """A7: the first message is a user message; the last should be one, and a final assistant
+    message cannot end in whitespace (warnings)."""
+    if not messages:
+        return []
+    last = len(messages) - 1
+    out = []
+    if messages[0].role != USER:
+        out.append(Violation("A7", ERROR, f"the first message is {messages[0].role}, not user", **_at(messages, 0)))
+    if messages[-1].role != USER:
+        out.append(Violation("A7", WARNING, f"the last message is {messages[-1].role}: models without prefill need a user message last",
+                             **_at(messages, last)))
+        tail = messages[-1].blocks[-1] if messages[-1].blocks else None
+        if isinstance(tail, Text) and tail.text != tail.text.rstrip():
+            out.append(Violation("A7", WARNING, "a final assistant message cannot end in whitespace", **_at(messages, last, tail)))
+    return out
 
 
 def _thinking_config(t: Transcript) -> list[Violation]:
@@ -305,13 +400,19 @@ def _malformed(m: Message, i: int, b: Block, messages) -> list[Violation]:
                 if not (isinstance(inner, RESULT_CONTENT_TYPES) or (isinstance(inner, Opaque) and inner.type in RESULT_CONTENT_OPAQUE)):
                     out.append(Violation("A10", ERROR, f"tool_result {b.tool_call_id} holds a {_type(inner)} block", **_at(messages, i, b)))
     if isinstance(b, (Image, Document)) and isinstance(b.raw, dict):
-        source = b.raw.get("source")
-        kind = source.get("type") if isinstance(source, dict) else None
-        if kind not in ("base64", "url", "text", "content", "file"):
-            out.append(Violation("A10", ERROR, f"{_type(b)} source type {kind!r} is not one the API knows", **_at(messages, i, b)))
-        elif kind == "base64" and not b.media_type:
-            out.append(Violation("A10", ERROR, f"base64 {_type(b)} without media_type", **_at(messages, i, b)))
+        out += _source(messages, i, b)
     return out
+
+
+def _source(messages: tuple[Message, ...], i: int, b: Image | Document) -> list[Violation]:
+    """A10: an image's or a document's source is of a type the API knows, base64 with its media type."""
+    source = b.raw.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind not in ("base64", "url", "text", "content", "file"):
+        return [Violation("A10", ERROR, f"{_type(b)} source type {kind!r} is not one the API knows", **_at(messages, i, b))]
+    if kind == "base64" and not b.media_type:
+        return [Violation("A10", ERROR, f"base64 {_type(b)} without media_type", **_at(messages, i, b))]
+    return []
 
 
 def _type(block: Block) -> str:

@@ -334,62 +334,121 @@ def merged(facts: Facts, earlier: list[tuple[str, str | None, list[str]]]) -> Me
     joined, the newer state replacing the older."""
     state = Merged(None, facts.messages, Counter(facts.tools), Counter(), {}, facts.work, facts.last_state,
                    {kind: [] for kind in FACT_KINDS.values()}, [])
-    earlier_tasks: list[Task] = []
-    earlier_commits: list[Commit] = []
-    earlier_runs: list[Run] = []
-    earlier_problem: Problem | None = None
-    earlier_state = None
+    found = _Earlier()
     for h2, h3, items in earlier:
-        if h2 == GOAL and h3 is None:
-            if items and items[0] != NO_GOAL:
-                state.goal = "\n".join(items)
-        elif h2 == PROGRESS and h3 == DONE_HEADING:
-            for item in items:
-                if match := _DONE.match(item):
-                    state.compacted += int(match.group(1))
-                else:
-                    state.written.append((h2, h3, [item]))
-        elif h2 == PROGRESS and h3 == TASKS:
-            earlier_tasks = [t for item in items if (t := _read_task(item)) is not None]
-        elif h2 == PROGRESS and h3 == COMMITS:
-            earlier_commits = [Commit(m.group(2).strip(), m.group(1)) for item in items if (m := _COMMIT.match(item))]
-        elif h2 == PROGRESS and h3 == LAST_STATE:
-            earlier_state = "\n".join(items)
-        elif h2 == PROGRESS and h3 == NEXT_STEP:
-            continue  # worked out again from the merged tasks
-        elif h2 == CONTEXT and h3 == ENVIRONMENT:
-            state.environment.update(match.groups() for item in items if (match := _SETTING.match(item)))
-        elif h2 == CONTEXT and h3 == PROBLEM:
-            earlier_problem = next((Problem(m.group(1), m.group(2)) for item in items if (m := _PROBLEM.match(item))), None)
-        elif h2 == CONTEXT and h3 == RUNS:
-            earlier_runs = [Run(m.group(1), m.group(3), bool(m.group(2))) for item in items if (m := _RUN.match(item))]
-        elif h2 == CONTEXT and h3 in FACT_KINDS:
-            state.pools[FACT_KINDS[h3]] += items
-        elif h2 == CONTEXT and h3 == OLD_FILES:
-            state.pools["files read"] += items
-        elif h2 == CONTEXT and h3 == TOOLS:
-            for item in items:
-                if match := _TOOL_COUNT.match(item):
-                    state.tools[match.group(1)] += int(match.group(2))
-        elif h2 == CONTEXT and h3 == NOT_KEPT:
-            for item in items:
-                for count, kind in _NOT_KEPT.findall(item):
-                    state.omitted[_plural(kind)] += int(count)
+        read = _READERS.get((h2, h3))
+        if read is not None:
+            read(state, found, items)
         elif h2 != GOAL:  # free text before any heading is a summary written some other way
             state.written.append((h2 or EARLIER, h3, items))
-    if facts.last_state is None and earlier_state:
-        state.written.insert(0, (PROGRESS, LAST_STATE, [earlier_state]))
+    if facts.last_state is None and found.last_state:
+        state.written.insert(0, (PROGRESS, LAST_STATE, [found.last_state]))
     state.environment.update(facts.environment)  # the newer value of a setting replaces the earlier one
-    work = facts.work
-    new_runs = {run.key for run in work.runs}
-    runs = (*work.runs, *(run for run in earlier_runs if run.key not in new_runs))
-    problem = work.problem
-    if problem is None and earlier_problem is not None and (check_key(earlier_problem.command) or earlier_problem.command) not in new_runs:
-        problem = earlier_problem  # unless the same command ran again since
-    state.work = WorkState(work.tasks if work.tasks is not None else (tuple(earlier_tasks) or None),
-                           tuple(dict.fromkeys((*earlier_commits, *work.commits))), work.modified, work.read, runs,
-                           problem)
+    state.work = _merged_work(facts.work, found)
     return state
+
+
+@dataclass
+class _Earlier:
+    """The state an earlier checkpoint held, which the new state joins or replaces."""
+
+    tasks: list[Task] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    problem: Problem | None = None
+    last_state: str | None = None
+
+
+def _merged_work(work: WorkState, earlier: _Earlier) -> WorkState:
+    """The new work state with the earlier one's commits and runs of other commands; its task
+    list and open problem when the new part has none."""
+    new_runs = {run.key for run in work.runs}
+    runs = (*work.runs, *(run for run in earlier.runs if run.key not in new_runs))
+    problem = work.problem
+    if problem is None and earlier.problem is not None and (check_key(earlier.problem.command) or earlier.problem.command) not in new_runs:
+        problem = earlier.problem  # unless the same command ran again since
+    return WorkState(work.tasks if work.tasks is not None else (tuple(earlier.tasks) or None),
+                     tuple(dict.fromkeys((*earlier.commits, *work.commits))), work.modified, work.read, runs, problem)
+
+
+# --- reading each section of an earlier checkpoint --------------------------------------------
+
+
+def _read_goal(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    if items and items[0] != NO_GOAL:
+        state.goal = "\n".join(items)
+
+
+def _read_done(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    for item in items:
+        if match := _DONE.match(item):
+            state.compacted += int(match.group(1))
+        else:
+            state.written.append((PROGRESS, DONE_HEADING, [item]))
+
+
+def _read_tasks(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    earlier.tasks = [t for item in items if (t := _read_task(item)) is not None]
+
+
+def _read_commits(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    earlier.commits = [Commit(m.group(2).strip(), m.group(1)) for item in items if (m := _COMMIT.match(item))]
+
+
+def _read_last_state(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    earlier.last_state = "\n".join(items)
+
+
+def _read_next_step(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    pass  # worked out again from the merged tasks
+
+
+def _read_environment(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    state.environment.update(match.groups() for item in items if (match := _SETTING.match(item)))
+
+
+def _read_problem(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    earlier.problem = next((Problem(m.group(1), m.group(2)) for item in items if (m := _PROBLEM.match(item))), None)
+
+
+def _read_runs(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    earlier.runs = [Run(m.group(1), m.group(3), bool(m.group(2))) for item in items if (m := _RUN.match(item))]
+
+
+def _read_pool(kind: str) -> Callable[[Merged, _Earlier, list[str]], None]:
+    """A list of facts (`kind`): older than the new ones, trimmed first."""
+    def read(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+        state.pools[kind] += items
+    return read
+
+
+def _read_tools(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    for item in items:
+        if match := _TOOL_COUNT.match(item):
+            state.tools[match.group(1)] += int(match.group(2))
+
+
+def _read_not_kept(state: Merged, earlier: _Earlier, items: list[str]) -> None:
+    for item in items:
+        for count, kind in _NOT_KEPT.findall(item):
+            state.omitted[_plural(kind)] += int(count)
+
+
+_READERS: dict[tuple[str, str | None], Callable[[Merged, _Earlier, list[str]], None]] = {
+    (GOAL, None): _read_goal,
+    (PROGRESS, DONE_HEADING): _read_done,
+    (PROGRESS, TASKS): _read_tasks,
+    (PROGRESS, COMMITS): _read_commits,
+    (PROGRESS, LAST_STATE): _read_last_state,
+    (PROGRESS, NEXT_STEP): _read_next_step,
+    (CONTEXT, ENVIRONMENT): _read_environment,
+    (CONTEXT, PROBLEM): _read_problem,
+    (CONTEXT, RUNS): _read_runs,
+    **{(CONTEXT, heading): _read_pool(kind) for heading, kind in FACT_KINDS.items()},
+    (CONTEXT, OLD_FILES): _read_pool("files read"),  # an earlier checkpoint's one list of files
+    (CONTEXT, TOOLS): _read_tools,
+    (CONTEXT, NOT_KEPT): _read_not_kept,
+}
 
 
 def _plural(kind: str) -> str:
@@ -402,62 +461,144 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
     """The checkpoint's text: the facts within `budget_tokens`, merged into `previous` (a summary's
     body); the goal, which is the user's text, is cut to `goal_chars` when longer (and counted
     apart, with the user's words). `counts`, when given, gets per kind of fact how many the
-    dropped part held (`held …`) and how many the checkpoint keeps (`kept …`)."""
+    dropped part held (`held …`) and how many the checkpoint keeps (`kept …`).
+
+    Each section takes its share of the room in the order of what matters most (the goal, which
+    is counted apart, takes none), and the sections are then written in the checkpoint's order."""
     budget = int(budget_tokens / ratio) if ratio > 0 else 0
     state = merged(facts, sections(previous) if previous else [])
-    goal = state.goal if previous else facts.goal  # after a summary, the first request is one among the user's words
-    room = _Room(budget - 200)  # the headings
-
-    done = f"- [x] {state.compacted} earlier messages were compacted without a model (emergency mode); this checkpoint keeps what they held."
-    room.take(done)
     work = state.work
-    tasks = room.fit([_task_item(t) for t in work.tasks or ()], "tasks")
-    commits = room.fit([_commit_item(c) for c in reversed(work.commits)], "commits")[::-1]
-    next_step = room.fit([f"- {clipped(work.next_step, 600)}"] if work.next_step else [], "tasks")
-    problem = room.fit([_problem_item(work.problem)] if work.problem else [], "errors")
-    last_state = (quoted(head_and_tail(state.last_state, max(400, budget // 8))) if state.last_state is not None else None)
-    if last_state is not None and not room.take(last_state):
-        last_state = quoted(head_and_tail(state.last_state, max(200, room.left - 10)))
-        room.left -= len(last_state)
-    runs = room.fit([_run_item(r) for r in work.runs], "runs")
+    room = _Room(budget - 200)  # the headings
+    done = _done(state, room)
+    tasks = _tasks(work, room)
+    commits = _commits(work, room)
+    next_step = _next_step(work, room)
+    problem = _open_problem(work, room)
+    last_state = _last_state(state, budget, room)
+    runs = _runs(work, room)
     shown = {run.command for run in work.runs if _run_item(run) in runs}  # a check's last run shows its command whole
-    environment = room.fit([f"- {name}: {value}" for name, value in state.environment.items()], "settings")
-    tool_lines = room.fit([f"- {name} × {count}" for name, count in sorted(state.tools.items(), key=lambda kv: (-kv[1], kv[0]))],
-                          "tools")
+    environment = _environment(state, room)
+    tools = _tools(state, room)
     written = _fit_written(state.written, int(room.left * EARLIER_SHARE), room)
     chosen = _chosen_facts(facts, state, room, shown)
+    progress, others, context = _written_sections(written)
 
-    for kind in COUNTED:
-        room.omitted[kind] += state.omitted[kind]
-    parts = [f"## {GOAL}", head_and_tail(goal, goal_chars), ""] if goal else [] if previous else [f"## {GOAL}", NO_GOAL, ""]
-    parts += [f"## {PROGRESS}", f"### {DONE_HEADING}", done]
-    parts += _section(TASKS, tasks) + _section(COMMITS, commits)
-    parts += [line for h2, h3, items in written if h2 == PROGRESS for line in ([f"### {h3}"] if h3 else []) + items]
-    parts += _section(NEXT_STEP, next_step) + (_section(LAST_STATE, [last_state]) if last_state else [])
+    parts = _goal(state.goal if previous else facts.goal, previous is not None, goal_chars)
+    parts += [f"## {PROGRESS}", *_section(DONE_HEADING, done), *_section(TASKS, tasks), *_section(COMMITS, commits)]
+    parts += [*progress, *_section(NEXT_STEP, next_step), *_section(LAST_STATE, last_state), *others]
+    parts += ["", f"## {CONTEXT}", *_section(ENVIRONMENT, environment), *_section(PROBLEM, problem), *_section(RUNS, runs)]
+    parts += [*context, *_facts(chosen), *_section(TOOLS, tools), *_not_kept(state, room, budget_tokens)]
+    parts += _no_tool_calls(facts, state)
+    if counts is not None:
+        _count(counts, facts, {"tasks": len(tasks), "commits": len(commits), "runs": len(runs),
+                               **{kind: len(items) for kind, items in chosen.items()}}, shown)
+    return "\n".join(parts) + "\n"
+
+
+# --- the sections of the checkpoint: each takes what it keeps from the room -------------------
+
+
+def _goal(goal: str | None, after_summary: bool, goal_chars: int) -> list[str]:
+    """The user's first request, cut to `goal_chars`; none said after a summary (its goal stays
+    the goal, and the request is one among the user's words)."""
+    if goal:
+        return [f"## {GOAL}", head_and_tail(goal, goal_chars), ""]
+    return [] if after_summary else [f"## {GOAL}", NO_GOAL, ""]
+
+
+def _done(state: Merged, room: _Room) -> list[str]:
+    """What was compacted, all compactions without a model together."""
+    done = (f"- [x] {state.compacted} earlier messages were compacted without a model (emergency mode); "
+            "this checkpoint keeps what they held.")
+    room.take(done)
+    return [done]
+
+
+def _tasks(work: WorkState, room: _Room) -> list[str]:
+    """The agent's last task list, in its order."""
+    return room.fit([_task_item(t) for t in work.tasks or ()], "tasks")
+
+
+def _commits(work: WorkState, room: _Room) -> list[str]:
+    """The commits, oldest first; the newest are the ones kept."""
+    return room.fit([_commit_item(c) for c in reversed(work.commits)], "commits")[::-1]
+
+
+def _next_step(work: WorkState, room: _Room) -> list[str]:
+    return room.fit([f"- {clipped(work.next_step, 600)}"] if work.next_step else [], "tasks")
+
+
+def _open_problem(work: WorkState, room: _Room) -> list[str]:
+    return room.fit([_problem_item(work.problem)] if work.problem else [], "errors")
+
+
+def _last_state(state: Merged, budget: int, room: _Room) -> list[str]:
+    """The assistant's last words, quoted, their start and end within an eighth of the budget,
+    or less when the room left is smaller (they are kept, shorter, even then)."""
+    if state.last_state is None:
+        return []
+    last_state = quoted(head_and_tail(state.last_state, max(400, budget // 8)))
+    if not room.take(last_state):
+        last_state = quoted(head_and_tail(state.last_state, max(200, room.left - 10)))
+        room.left -= len(last_state)
+    return [last_state]
+
+
+def _runs(work: WorkState, room: _Room) -> list[str]:
+    """The last run of each test and build command, newest first."""
+    return room.fit([_run_item(r) for r in work.runs], "runs")
+
+
+def _environment(state: Merged, room: _Room) -> list[str]:
+    return room.fit([f"- {name}: {value}" for name, value in state.environment.items()], "settings")
+
+
+def _tools(state: Merged, room: _Room) -> list[str]:
+    """Each tool with how often it was called, the most called first."""
+    return room.fit([f"- {name} × {count}" for name, count in sorted(state.tools.items(), key=lambda kv: (-kv[1], kv[0]))],
+                    "tools")
+
+
+def _written_sections(written: list[tuple[str, str | None, list[str]]]) -> tuple[list[str], list[str], list[str]]:
+    """The lines of the sections a model wrote (as kept by `_fit_written`): those under Progress,
+    those under headings of their own (each heading once per run), those under Critical Context."""
+    def lines(h3: str | None, items: list[str]) -> list[str]:
+        return ([f"### {h3}"] if h3 else []) + items
+
+    progress = [line for h2, h3, items in written if h2 == PROGRESS for line in lines(h3, items)]
+    context = [line for h2, h3, items in written if h2 == CONTEXT for line in lines(h3, items)]
+    others: list[str] = []
     current_h2 = PROGRESS
     for h2, h3, items in written:
         if h2 in (PROGRESS, CONTEXT):
             continue
         if h2 != current_h2:
-            parts += ["", f"## {h2}"]
+            others += ["", f"## {h2}"]
             current_h2 = h2
-        parts += ([f"### {h3}"] if h3 else []) + items
-    parts += ["", f"## {CONTEXT}"]
-    parts += _section(ENVIRONMENT, environment) + _section(PROBLEM, problem) + _section(RUNS, runs)
-    parts += [line for h2, h3, items in written if h2 == CONTEXT for line in ([f"### {h3}"] if h3 else []) + items]
-    for heading, kind in FACT_KINDS.items():
-        parts += _section(heading, chosen[kind])
-    parts += _section(TOOLS, tool_lines)
+        others += lines(h3, items)
+    return progress, others, context
+
+
+def _facts(chosen: dict[str, list[str]]) -> list[str]:
+    """Errors, commands, files modified and files read, as `_chosen_facts` kept them."""
+    return [line for heading, kind in FACT_KINDS.items() for line in _section(heading, chosen[kind])]
+
+
+def _not_kept(state: Merged, room: _Room, budget_tokens: int) -> list[str]:
+    """How many of each kind did not fit, in this checkpoint and in the earlier ones."""
+    for kind in COUNTED:
+        room.omitted[kind] += state.omitted[kind]
     omitted = [(room.omitted[kind], kind) for kind in (*COUNTED, "settings", "tools") if room.omitted[kind]]
-    if omitted:
-        said = ", ".join(f"{count} {kind}" for count, kind in omitted)
-        parts += [f"### {NOT_KEPT}", f"- {said} did not fit in the checkpoint's {budget_tokens:,} tokens (--checkpoint-tokens)"]
-    if not (facts.errors or facts.commands or facts.files or facts.tools or any(state.pools.values())):
-        parts.append("- No tool calls in the compacted part.")
-    if counts is not None:
-        _count(counts, facts, {"tasks": len(tasks), "commits": len(commits), "runs": len(runs),
-                               **{kind: len(items) for kind, items in chosen.items()}}, shown)
-    return "\n".join(parts) + "\n"
+    if not omitted:
+        return []
+    said = ", ".join(f"{count} {kind}" for count, kind in omitted)
+    return [f"### {NOT_KEPT}", f"- {said} did not fit in the checkpoint's {budget_tokens:,} tokens (--checkpoint-tokens)"]
+
+
+def _no_tool_calls(facts: Facts, state: Merged) -> list[str]:
+    if facts.errors or facts.commands or facts.files or facts.tools or any(state.pools.values()):
+        return []
+    return ["- No tool calls in the compacted part."]
 
 
 class _Room:

@@ -31,14 +31,16 @@ from .check import added_errors
 from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
 from .cut import Cut, starts_turn, window_cut
 from ..core.errors import PostConditionError, ProviderError, option
-from ..formats import hook
-from .estimate import EMERGENCY_FRACTION, Options as EstimateOptions, TokenCounter, compact_json, threshold_tokens
+from ..formats import adapter
+from .estimate import EMERGENCY_FRACTION
+from ..counting.counter import Options as EstimateOptions, TokenCounter, compact_json
+from ..counting.models import threshold_tokens
 from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from .prune import PruneOptions, PruneReport, prune
 from ..providers import Provider
 from .summarize import SummaryOptions, summarize
 from .summary_message import Previous, find_previous, is_summary_message
-from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, compose, text_of
+from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
 
 STRATEGIES = ("none", "prune", "summary", "emergency")
 NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
@@ -197,9 +199,7 @@ def _without_injected_context(transcript: Transcript,
                               messages: list[Message]) -> tuple[list[Message], tuple[tuple[str, str], ...]]:
     """The messages but those the agent wrote in the user's place (its environment: not the
     user's goal, nor their words), and what those said, each setting at its newest value."""
-    injected_context = hook(transcript, "injected_context")
-    if injected_context is None:
-        return messages, ()
+    injected_context = adapter(transcript).injected_context
     kept, settings_stated = [], {}
     for message in messages:
         stated = injected_context(message)
@@ -212,8 +212,7 @@ def _without_injected_context(transcript: Transcript,
 
 def _without_agent_lines(transcript: Transcript) -> Callable[[Message], str] | None:
     """A message's text without the lines the agent wrote in the user's turn (the format's `agent_lines`)."""
-    agent_lines = hook(transcript, "agent_lines")
-    lines = agent_lines(transcript) if agent_lines is not None else frozenset()
+    lines = adapter(transcript).agent_lines(transcript)
     if not lines:
         return None
     return lambda message: "\n".join(b.text for b in message.blocks if isinstance(b, Text) and b.line not in lines)
@@ -264,7 +263,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
         # The quotes' marks and the headings (as the agent words them) are not in either budget:
         # what they take comes off the checkpoint's, again while a line that counts what did not
         # fit grows as the room shrinks.
-        worded = hook(transcript, "summary_wording") or compose
+        worded = adapter(transcript).summary_wording
         limit = int((options.checkpoint_tokens + options.keep_user_tokens) / ratio)
         while True:
             kept = Counter()
@@ -284,7 +283,7 @@ def rebuild(transcript: Transcript, cut: Cut, summary: SummaryText, options: Com
     recent = messages[cut.index:]
     if not options.keep_thinking:
         recent = without_thinking(recent, keep_current=_thinking_enabled(transcript))
-    text = (hook(transcript, "summary_wording") or compose)(summary)  # an agent's log: as the agent words its own
+    text = adapter(transcript).summary_wording(summary)  # an agent's log: as the agent words its own
     pair = [Message(USER, (Text(text),))]
     if not cut.split_turn:
         pair.append(Message(ASSISTANT, (Text(SUMMARY_ACK),)))
@@ -505,11 +504,11 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     """Check the result and report it; pruning alone when that leaves less, nothing when neither helps."""
     count = len(original.messages)
     prune_only, pruned_tokens = pruned
-    append_compaction = hook(original, "append_compaction")  # an agent's log: compacted as the agent does it
-    if append_compaction is not None and rebuilt.cut is not None:
+    if rebuilt.cut is not None:  # an agent's log: compacted as the agent does it
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
-        rebuilt = replace(rebuilt, transcript=append_compaction(
-            original, body, rebuilt.recent, before, drop_history=options.drop_history))
+        own = adapter(original).append_compaction(original, body, rebuilt.recent, before, drop_history=options.drop_history)
+        if own is not None:
+            rebuilt = replace(rebuilt, transcript=own)
     pruned_only = rebuilt.transcript is prune_only.transcript
     after = pruned_tokens if pruned_only else counter.tokens(rebuilt.transcript)
     if not pruned_only and after >= pruned_tokens:  # dropping history gained nothing over pruning

@@ -24,7 +24,7 @@ from .check import (
 )
 from ..dialects.openai import LEGACY_CALL_ID
 from ..core.errors import PostConditionError, ShapeError, UsageError, option
-from .estimate import server_compaction
+from ..counting.counter import server_compaction
 from ..formats import reload
 from ..core.jsondata import Layout, dumps
 from ..core.model import (

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import settings
-from .estimate import Options, TokenCounter
+from ..counting.counter import Options, TokenCounter
 from ..core.model import ASSISTANT, USER, Message, Transcript
 
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 from typing import Any, Callable, Hashable, Iterator, Sequence
 
-from .estimate import Options, _measure, compact_json, pieces
+from ..counting.counter import Options, _measure, compact_json, pieces
 from ..core.model import Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript, tool_names
 from .postcondition import comparable
 

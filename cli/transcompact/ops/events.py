@@ -25,6 +25,6 @@ def compaction_events(file: str, report: CompactReport, threshold: int, started:
     return start, end
 
 
-def failure_event(file: str, error: str, exit_code: int, at: float) -> dict[str, Any]:
+def failure_event(file: str, error: str | None, exit_code: int, at: float) -> dict[str, Any]:
     """The `compact_end` of a transcript that could not be compacted: no strategy, the error."""
     return {"type": "compact_end", "time": _at(at), "file": file, "strategy": None, "error": error, "exit": exit_code}

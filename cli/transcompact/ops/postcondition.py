@@ -15,10 +15,11 @@ import orjson
 from .check import added_errors
 from ..core.errors import InputError, PostConditionError, option
 from ..formats import reload
+from ..core.jsondata import Lines
 from ..core.model import Transcript
 
 
-def verified(before: Transcript, after: Transcript, written: bytes, *, operation: str, messages_path: str | None = None,
+def verified(before: Transcript, after: Transcript, written: bytes | Lines, *, operation: str, messages_path: str | None = None,
              same_messages: bool = True) -> Transcript:
     """A rewrite may not add a `check` error its input did not have (`design.md` §5).
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..core import settings
-from .estimate import TokenCounter
+from ..counting.counter import TokenCounter
 from .truncate import is_truncated, kind_of, truncate
 from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 

@@ -30,7 +30,7 @@ from .check import (
     unanswered_calls,
 )
 from ..dialects.openai import LEGACY_CALL_ID
-from ..formats import hook
+from ..formats import adapter
 from ..core.errors import Location, ShapeError
 from ..core.model import ASSISTANT, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
 
@@ -106,10 +106,7 @@ class _Step:
 
 
 def _repair_log_lines(t: Transcript, fixes: list[Fix]) -> Transcript:
-    repair_log = hook(t, "repair_log")
-    if repair_log is None:
-        return t
-    t, line_fixes = repair_log(t)
+    t, line_fixes = adapter(t).repair_log(t)
     fixes.extend(Fix(rule, text, None, line) for rule, text, line in line_fixes)
     return t
 

@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 from ..core import settings
 from .cut import Cut, find_cut_point
 from ..core.errors import ProviderError, UsageError, option
-from .estimate import Options as EstimateOptions
-from .estimate import compact_json
+from ..counting.counter import Options as EstimateOptions
+from ..counting.counter import compact_json
 from ..core.model import (
     ASSISTANT,
     USER,

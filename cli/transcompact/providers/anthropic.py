@@ -25,8 +25,8 @@ def transcript_model(transcript: Transcript) -> str | None:
         return transcript.request["model"]
     for message in reversed(transcript.messages):
         raw = message.raw if isinstance(message.raw, dict) else {}
-        inner = raw.get("message") if isinstance(raw.get("message"), dict) else raw
-        model = inner.get("model")
+        inner = raw.get("message")
+        model = (inner if isinstance(inner, dict) else raw).get("model")
         if isinstance(model, str) and not model.startswith("<"):  # "<synthetic>" lines
             return model
     return None

@@ -1,9 +1,12 @@
-"""A command over many files: one function per file (`process`), mapped over the inputs in
+"""A command over many files: one function per file (`tasks.process`), mapped over the inputs in
 order, in a pool of processes with `--jobs` > 1, or on a Dask cluster with `--scheduler` (`cluster`)
 (docs/input-output.md#batches).
 
 - A file's work is a top-level function of its command (`work(name, data, settings) -> Result`),
   carried with plain values in a `Task`, so that a task pickles to a worker process as it is.
+- The command line is not imported here: it hands the batch how to show it (`CommandLine`: the
+  rendering of reports and diffs, where a line for stderr goes, --traceback, the settings its
+  variables gave) and where to run it (`Running`: --jobs, --fail-fast, --scheduler).
 - A file that fails is an `Outcome` with its error, not an exception: the batch goes on, and the
   exit status is the worst one seen (`SEVERITY`); `--fail-fast` stops at the first.
 - The worker writes its file itself: the output never travels back through the pool (a large
@@ -17,28 +20,17 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
-import gc
 import itertools
 import os
-import signal
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Protocol, Sequence
 
-import click
-
-from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of, without_credentials
-from ..core import settings
-from ..io.files import STDIN, make_directory, streamed, write_stdout
-from ..io.inputs import read_input
-from ..io.outputs import write_output
+from ..core.errors import ExitCode, without_credentials
+from ..io.files import STDIN, streamed, write_stdout
 from ..io.inputs import Source, discover, output_paths, several
-from ..core.jsondata import Lines, is_blank, same_bytes
-
-STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
-SCHEDULER = "transcompact.scheduler"  # where --scheduler leaves its address: a key of click's context `meta`
+from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Result, Settings, Task, interrupts_noted, process, worker_signals
 
 # Worst last: a finding (1) is better than a file that could not be used (3), which is better than
 # a provider that failed (4), an output that could not be written (5), and a run cut short (130).
@@ -51,155 +43,14 @@ def worst(codes: Iterable[int]) -> int:
     return max(codes, key=SEVERITY.index, default=ExitCode.OK)
 
 
-@dataclass(frozen=True)
-class Result:
-    """What a command's work made of one file."""
-
-    output: bytes | Lines | None = None  # the file rewritten (prune, compact, repair, expand)
-    report: Mapping[str, Any] = field(default_factory=dict)  # what --json and --report say of it
-    stdout: bytes = b""  # its lines on stdout (check's violations, cut-point's index)
-    changes: tuple | None = None  # --diff: what the rewrite changes (diff.MessageChange), when asked for
-    stderr: tuple[str, ...] = ()  # its lines on stderr (the report line, fixes, notes)
-    exit: int = ExitCode.OK  # VIOLATIONS when check or repair found errors
-    value: Any = None  # estimate's count, for the table of every file
-    events: tuple[dict, ...] = ()  # compact --events: what happened to the file, as events
-
-
-@dataclass(frozen=True)
-class Reading:
-    """How a file's bytes become a transcript: --format, --messages-path, --encoding-errors."""
-
-    format: str | None = None
-    messages_path: str | None = None
-    encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
-    writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
-
-    def load(self, data: bytes, name: str):
-        from ..formats import ensure_writable, loads
-
-        if self.encoding_errors == "replace":
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                data = data.decode("utf-8", "replace").encode("utf-8")
-        transcript = loads(data, name, format=self.format, messages_path=self.messages_path)
-        if self.writes_back:
-            ensure_writable(transcript)
-        return transcript
-
-
-@dataclass(frozen=True)
-class Task:
-    """One file's work, in plain values: it crosses to a worker process."""
-
-    source: Source
-    work: Callable[[str, bytes, Any], Result]  # a top-level function, so that it pickles by name
-    settings: Any  # the command's options: frozen dataclasses of plain values
-    target: str | None = None  # the file the output goes to; None: back to the caller (stdout)
-    makes_directories: bool = False  # --output-dir: the target's directories are made
-    dry_run: bool = False
-    data: bytes | None = None  # stdin's bytes, read by the parent (a worker has no stdin)
-    traceback: bool = False  # --traceback: an error is raised, not reported
-    from_environment: frozenset[str] = frozenset()  # the settings a variable gave: an error names the variable
-    rewrites: bool = False  # a rewriting command: an empty input has nothing to rewrite (as jq, it is no error)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    name: str  # the input as reports name it (STDIN_NAME for stdin)
-    target: str | None
-    exit: int
-    result: Result | None = None  # None: the file failed
-    changed: bool = False  # the output is not the input, byte for byte
-    written: bool = False
-    error: str | None = None  # the error line, as the command line prints it
-    hint: str | None = None
-    error_names_file: bool = False  # a provider's or a setting's error does not
-    left: bool = False  # a file the walk named and left (a link out of its tree): no result to yield
-
-    @property
-    def failed(self) -> bool:
-        return self.result is None
-
-    @property
-    def status(self) -> str:
-        return "failed" if self.failed else "changed" if self.changed else "unchanged"
-
-    @property
-    def error_of_the_file(self) -> str | None:
-        """The error line, the file's name in front where the error does not say it."""
-        return self.error if self.error is None or self.error_names_file else f"{self.name}: {self.error}"
-
-
-# A worker's state for SIGTERM: whether it is inside `process` (the file it stops), and whether
-# it was told to stop (it starts no other file: tasks queued to it already cannot be cancelled).
-_busy = False
-_stopped = False
-
-
-def process(task: Task) -> Outcome:
-    """One file, start to end: read it, run the command's work, write the output where it goes
-    (not a file left unchanged in place, nor anything in a dry run). A worker runs this, and the
-    parent too with one job. An error of the file's is its outcome."""
-    global _busy
-    _busy = True
-    # The cyclic collector would walk every value of the parsed file again each time the model's
-    # objects pile up (a third of prune's time on a 50 MB file); one file's work makes no cycles
-    # worth finding before it ends, and the collector runs again between files.
-    gc.disable()
-    source = task.source
-    name = STDIN_NAME if source.path == STDIN else source.path
-    try:
-        if _stopped:
-            raise KeyboardInterrupt
-        if source.problem:
-            raise InputError(source.problem, location=Location(source.path))
-        if source.left:
-            return Outcome(name, None, ExitCode.OK, Result(stderr=(f"{name}: {source.left}",), report={"left": True}),
-                           left=True)
-        data = task.data if task.data is not None else read_input(source.path)[1]
-        if task.rewrites and is_blank(data):
-            result = Result(output=data, report={"empty": True}, stderr=(f"{name}: the input is empty: nothing to do",))
-        else:
-            result = task.work(name, data, task.settings)
-        changed = result.output is not None and not same_bytes(result.output, data)
-        written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
-        if result.output is not None and (task.target is not None or task.dry_run):
-            if task.target is not None and not task.dry_run and (changed or task.target != source.path):
-                if task.makes_directories:
-                    make_directory(os.path.dirname(task.target) or ".")
-                # A conversation directory stays one. Only a file rewritten in place waits for the
-                # disk: elsewhere the input is still there if a power cut loses the output.
-                write_output(task.target, result.output, source.path, durable=task.target == source.path)
-                written = True
-            result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
-        return Outcome(name, task.target, result.exit, result, changed, written)
-    except TranscompactError as error:
-        if task.traceback:
-            raise
-        line, hint = error.for_command_line(variable_of(task.from_environment))
-        names_the_file = error.location is not None or line.startswith(f"{name}:")
-        return Outcome(name, task.target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as error:  # a bug, met on this file: the batch goes on, each input gets its outcome
-        if task.traceback:
-            raise
-        line, hint = InternalError(error).for_command_line()
-        return Outcome(name, task.target, InternalError.exit_code, error=line, hint=hint)
-    finally:
-        _busy = False
-        gc.enable()
-
-
-def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Any], Result], settings: Any, *,
+def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Settings], Result], settings: Settings, *,
           output: str | None = None, in_place: bool = False, output_dir: str | None = None,
-          output_suffix: str | None = None, dry_run: bool = False, rewrites: bool = False) -> Iterator[Task]:
+          output_suffix: str | None = None, dry_run: bool = False, rewrites: bool = False, traceback: bool = False,
+          from_environment: frozenset[str] = frozenset()) -> Iterator[Task[Settings]]:
     """A task per source, with the target its output flag gives it (none: stdout, or nothing to
     write). With --output-dir every target is known before the first task: a clash writes nothing;
-    `output_suffix` is their extension, for an output in another format than its input (--to)."""
-    root = click.get_current_context().find_root().command
-    traceback, from_environment = getattr(root, "show_traceback", False), getattr(root, "from_environment", frozenset())
+    `output_suffix` is their extension, for an output in another format than its input (--to).
+    `traceback` and `from_environment`: how a file's error is shown (`Task`)."""
     if output_dir:
         planned: Iterable[tuple[Source, str | None]] = output_paths(sources, output_dir, output_suffix)
     else:
@@ -218,7 +69,7 @@ def default_jobs() -> int:
 
 
 def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False,
-             scheduler: str | None = None) -> Iterator[Outcome]:
+             scheduler: str | None = None) -> Generator[Outcome, None, None]:
     """Each task's outcome, in the order of the tasks: on the Dask cluster at `scheduler`
     (`cluster`), else here with one job (or one task), else in a pool of up to `jobs` processes.
     With `fail_fast`, no task is handed out after one failed (those a worker has already been
@@ -244,9 +95,6 @@ def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False,
         task = following
 
 
-# How far the pool may run ahead of the oldest outcome not yet given back, in hand-outs per worker:
-# enough to keep every worker busy past a slow file, few enough to hold little in memory.
-AHEAD = 4
 # Files handed to a worker at once while many small ones wait: a round trip through the pool costs
 # the parent and the worker each about a third of what a small file's work does (a 2 KB one takes
 # 0.3 ms), so small files go together, up to SMALL bytes in all and HAND_OUT files. Large files go
@@ -287,10 +135,6 @@ def _size(task: Task) -> int:
         return SMALL + 1
 
 
-# Seconds between two looks for an interrupt while the oldest hand-out is worked on.
-INTERRUPT_POLL = 0.1
-
-
 def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[Outcome]:
     from concurrent.futures import ProcessPoolExecutor, wait
 
@@ -299,7 +143,7 @@ def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[O
 
     # With --fail-fast one file at a time, so that no file is done after the first failure is known.
     hand_outs = ([task] for task in tasks) if fail_fast else _hand_outs(tasks)
-    with interrupts_noted() as interrupted, ProcessPoolExecutor(workers, initializer=_worker_signals) as pool:
+    with interrupts_noted() as interrupted, ProcessPoolExecutor(workers, initializer=worker_signals) as pool:
         window: collections.deque = collections.deque()  # futures in task order
         stopped = False
         try:
@@ -328,47 +172,6 @@ def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[O
             raise
 
 
-@contextlib.contextmanager
-def interrupts_noted() -> Iterator[list[int]]:
-    """While the pool (or a Dask cluster) runs, Ctrl-C, SIGTERM and SIGHUP are noted, not raised:
-    raised inside the pool's own code, just after it took a lock, an interrupt would leave the
-    lock taken and the pool's shutdown waiting for ever (and Dask's client lost some). The loop
-    looks at the note between its waits and raises KeyboardInterrupt itself; one noted after its
-    last look is raised at the end."""
-    noted: list[int] = []
-    previous = {}
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-        number = getattr(signal, name, None)
-        try:
-            if number is not None and signal.getsignal(number) not in (signal.SIG_IGN, None):
-                previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
-        except ValueError:  # not the main thread: no signal is handled here
-            break
-    try:
-        yield noted
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    if noted:
-        raise KeyboardInterrupt
-
-
-def _worker_signals() -> None:
-    """A worker leaves Ctrl-C (sent to the whole process group) to the parent, which decides and
-    then sends SIGTERM: that stops the file being worked on (its temporary file is removed)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _stop_the_file)
-
-
-def _stop_the_file(signum, frame) -> None:
-    global _stopped
-    _stopped = True
-    if _busy:  # an idle worker goes on to the shutdown the parent sends it
-        raise KeyboardInterrupt
-
-
 def _stop_workers(pool) -> None:
     # ProcessPoolExecutor has no public way to signal its workers before Python 3.14's terminate_workers().
     for worker in list((pool._processes or {}).values()):
@@ -377,6 +180,48 @@ def _stop_workers(pool) -> None:
 
 
 # --- the command line's view of a batch ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Running:
+    """Where and how a batch's files are worked on: --jobs, --fail-fast, --scheduler."""
+
+    jobs: int | None = None  # processes at once; None: the CPUs (1 for one input)
+    fail_fast: bool = False  # no file is handed out after one failed (those under way finish)
+    scheduler: str | None = None  # a Dask scheduler's address: the files go to its cluster (`cluster`)
+
+
+class Rendering(Protocol):
+    """How a batch's reports, diffs and closing summary are worded (the command line's
+    `cli/render.py` is one)."""
+
+    def report_line(self, command: str, outcome: Outcome) -> bytes: ...
+
+    def report_json(self, command: str, files: Iterable[tuple[str, Mapping[str, Any]]]) -> bytes: ...
+
+    def diff_fields(self, changes: Sequence[Any]) -> dict[str, Any]: ...
+
+    def diff_text(self, name: str, changes: Sequence[Any], *, color: bool) -> bytes: ...
+
+    def batch_summary(self, tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str: ...
+
+
+def to_stderr(line: str) -> None:
+    """A line on stderr, at once."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """What the command line gives a batch besides its inputs: how its reports are worded
+    (`render`), where a line for stderr goes (`say`), and how a file's error is shown: raised with
+    --traceback, naming the TRANSCOMPACT_* variable that gave a setting (`from_environment`)."""
+
+    render: Rendering
+    say: Callable[[str], None] = to_stderr
+    traceback: bool = False
+    from_environment: frozenset[str] = frozenset()  # the settings a variable gave
 
 
 @dataclass
@@ -404,11 +249,12 @@ class Batch:
     on stderr in input order, progress while several run, a `--report` line per file, the closing
     summary of a rewriting command, and the exit status, the worst seen."""
 
-    def __init__(self, command: str, files: Sequence[str], patterns: Sequence[str] = (), *, quiet: bool = False,
-                 verbose: bool = False, verb: str | None = None, dry_run: bool = False, report_file: str | None = None,
-                 prints_as_it_goes: bool = False, diff: str | None = None, ours: Sequence[str] = (),
-                 events_file: str | None = None):
-        """`verb` (compacted, pruned, …) marks a rewriting command: it gets the closing summary.
+    def __init__(self, command: str, files: Sequence[str], patterns: Sequence[str] = (), *, command_line: CommandLine,
+                 running: Running = Running(), quiet: bool = False, verbose: bool = False, verb: str | None = None,
+                 dry_run: bool = False, report_file: str | None = None, prints_as_it_goes: bool = False,
+                 diff: str | None = None, ours: Sequence[str] = (), events_file: str | None = None):
+        """`command_line`: how the batch is shown; `running`: where its files are worked on.
+        `verb` (compacted, pruned, …) marks a rewriting command: it gets the closing summary.
         `prints_as_it_goes`: the command prints each file's report on stdout as it comes.
         `verbose`: a batch's unchanged files get their lines too (else the closing summary counts them).
         `diff` ("text" or "json"): stdout gets what each file's rewrite changes instead of the
@@ -416,6 +262,7 @@ class Batch:
         reads or writes besides its inputs (an archive), which a directory walk leaves out, as it
         does the report. `events_file`: each file's `Result.events` as JSON Lines (`-`: stderr)."""
         self.command, self.files, self.patterns = command, files, patterns
+        self.command_line, self.running = command_line, running
         self.several = several(files)
         self.quiet, self.verb, self.dry_run, self.report_file = quiet, verb, dry_run or diff is not None, report_file
         self.verbose = verbose
@@ -423,43 +270,47 @@ class Batch:
         self.events_file = events_file
         self.ours = (*ours, *[path for path in (report_file, events_file) if path and path != STDIN])
         self.prints_as_it_goes = prints_as_it_goes or diff == "text"
-        self.exit = ExitCode.OK
+        self.exit: int = ExitCode.OK
 
-    def run(self, work: Callable[[str, bytes, Any], Result], settings: Any, **options: Any) -> int:
+    def run(self, work: Callable[[str, bytes, Settings], Result], settings: Settings, **options: Any) -> int:
         """Run a rewriting command over every input; its exit status."""
         for _ in self.outcomes(work, settings, **options):
             pass
         return self.exit
 
-    def reports(self, work: Callable[[str, bytes, Any], Result], settings: Any, **options: Any) -> list[tuple[str, Any]]:
+    def reports(self, work: Callable[[str, bytes, Settings], Result], settings: Settings,
+                **options: Any) -> list[tuple[str, Any]]:
         """(file, report) of every input that did not fail: what `--json` prints."""
-        return [(outcome.name, outcome.result.report) for outcome in self.outcomes(work, settings, **options)]
+        return [(outcome.name, outcome.result.report) for outcome in self.outcomes(work, settings, **options)
+                if outcome.result is not None]  # every one: `outcomes` yields no failed file
 
-    def outcomes(self, work: Callable[[str, bytes, Any], Result], settings: Any, *, output: str | None = None,
-                 in_place: bool = False, output_dir: str | None = None, output_suffix: str | None = None,
-                 jobs: int | None = None, fail_fast: bool = False) -> Iterator[Outcome]:
-        """Run `work` over every input (in `jobs` processes: by default the CPUs, 1 for one input);
-        yield each outcome that did not fail, in input order, once its lines are out."""
-        from ..cli import render
-
+    def outcomes(self, work: Callable[[str, bytes, Settings], Result], settings: Settings, *, output: str | None = None,
+                 in_place: bool = False, output_dir: str | None = None,
+                 output_suffix: str | None = None) -> Iterator[Outcome]:
+        """Run `work` over every input (in `running.jobs` processes: by default the CPUs, 1 for one
+        input); yield each outcome that did not fail, in input order, once its lines are out."""
+        render, running = self.command_line.render, self.running
         started = time.monotonic()
         tally = Tally()
         diffs: list[tuple[str, dict]] = []  # --diff --json: one report of every file, at the end
         planned = tasks(discover(self.files, self.patterns, ours=self.ours), work, settings, output=output, in_place=in_place,
-                        output_dir=output_dir, output_suffix=output_suffix, dry_run=self.dry_run, rewrites=self.verb is not None)
-        jobs = (jobs or default_jobs()) if self.several else 1
+                        output_dir=output_dir, output_suffix=output_suffix, dry_run=self.dry_run, rewrites=self.verb is not None,
+                        traceback=self.command_line.traceback, from_environment=self.command_line.from_environment)
+        jobs = (running.jobs or default_jobs()) if self.several else 1
         # No bar is drawn over a report that goes to the same terminal as it comes.
         progress = _Progress(self.command, shown=self.several and not self.quiet,
-                             bar=not (self.prints_as_it_goes and sys.stdout.isatty()))
+                             bar=not (self.prints_as_it_goes and sys.stdout.isatty()), say=self.command_line.say)
         if progress.use_bar:  # someone watches: the names are counted first, for the bar's end and its ETA
             progress.found(sum(1 for _ in discover(self.files, self.patterns, ours=self.ours)))
-        scheduler = click.get_current_context().meta.get(SCHEDULER)
         # The report is made now and gets each file's line once the file is shown: a run cut short
         # leaves the lines of the files it did.
-        report = streamed(self.report_file) if self.report_file else contextlib.nullcontext()
-        events = streamed(self.events_file) if self.events_file not in (None, STDIN) else contextlib.nullcontext()
+        report: contextlib.AbstractContextManager[Callable[[bytes], None] | None] = (
+            streamed(self.report_file) if self.report_file else contextlib.nullcontext())
+        events: contextlib.AbstractContextManager[Callable[[bytes], None] | None] = (
+            streamed(self.events_file) if self.events_file is not None and self.events_file != STDIN
+            else contextlib.nullcontext())
         with progress, report as add_to_report, events as add_to_events, contextlib.closing(outcomes(
-                _counted(planned, progress), jobs, fail_fast=fail_fast, scheduler=scheduler)) as stream:
+                _counted(planned, progress), jobs, fail_fast=running.fail_fast, scheduler=running.scheduler)) as stream:
             for outcome in stream:
                 self.exit = worst((self.exit, outcome.exit))
                 tally.add(outcome)
@@ -467,30 +318,31 @@ class Batch:
                 # whoever reads them (a script that stops the run) finds it there; on stdout
                 # (`--report -`) it follows the transcript, as a last line.
                 line = render.report_line(self.command, outcome) if add_to_report is not None else None
-                if line is not None and self.report_file != STDIN:
+                if add_to_report is not None and line is not None and self.report_file != STDIN:
                     add_to_report(line)
                 self._show(outcome, progress)
-                if line is not None and self.report_file == STDIN:
+                if add_to_report is not None and line is not None and self.report_file == STDIN:
                     add_to_report(line)
                 if self.events_file is not None:
                     self._events(outcome, progress, add_to_events)
-                if self.diff == "json" and not outcome.failed:
-                    diffs.append((outcome.name, render.diff_fields(outcome.result.changes)))
+                if self.diff == "json" and outcome.result is not None:  # a failed file has no changes
+                    # No changes (None): a file with nothing to rewrite, an empty one.
+                    diffs.append((outcome.name, render.diff_fields(outcome.result.changes or ())))
                 progress.advance(outcome)
                 if not (outcome.failed or outcome.left):
                     yield outcome
         if self.diff == "json":
             write_stdout(render.report_json(self.command, diffs))
         if self.verb and self.several and not self.quiet:
-            click.echo(render.batch_summary(tally, self.verb, dry_run=self.dry_run, seconds=time.monotonic() - started),
-                       err=True)
+            self.command_line.say(render.batch_summary(tally, self.verb, dry_run=self.dry_run,
+                                                       seconds=time.monotonic() - started))
 
     def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
         import orjson
 
         from ..ops.events import failure_event
 
-        found = (failure_event(outcome.name, outcome.error, outcome.exit, time.time()),) if outcome.failed \
+        found = (failure_event(outcome.name, outcome.error, outcome.exit, time.time()),) if outcome.result is None \
             else outcome.result.events
         for event in found:
             line = without_credentials(orjson.dumps(event).decode())
@@ -500,7 +352,8 @@ class Batch:
                 add(line.encode() + b"\n")
 
     def _show(self, outcome: Outcome, progress: _Progress) -> None:
-        if outcome.failed:
+        result = outcome.result
+        if result is None:  # the file failed
             # As grep names the file only when there are several, a one-input error is as it has always been.
             progress.echo(f"transcompact: error: {outcome.error_of_the_file if self.several else outcome.error}")
             if outcome.hint:
@@ -508,7 +361,7 @@ class Batch:
             return
         # A batch of a thousand small logs says "nothing to compact" once, in its closing summary.
         said = self.verbose or outcome.left or not (self.several and self.verb and outcome.status == "unchanged")
-        for line in outcome.result.stderr if said else ():
+        for line in result.stderr if said else ():
             progress.echo(line)
         # With --diff and no -o, -i or --output-dir, the diff on stdout stands in for the transcript.
         if self.dry_run and not self.quiet and said and (self.diff is None or outcome.target is not None):
@@ -519,14 +372,12 @@ class Batch:
                                                            f"would write {where}" if where else
                                                            "would change" if outcome.changed else "unchanged"))
         if self.diff == "text":
-            from ..cli import render
-
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org
-            write_stdout(render.diff_text(outcome.name, outcome.result.changes, color=color))
-        if outcome.result.output is not None:  # the one transcript, to stdout
-            write_stdout(outcome.result.output)
-        if outcome.result.stdout:
-            write_stdout(outcome.result.stdout)
+            write_stdout(self.command_line.render.diff_text(outcome.name, result.changes or (), color=color))
+        if result.output is not None:  # the one transcript, to stdout
+            write_stdout(result.output)
+        if result.stdout:
+            write_stdout(result.stdout)
 
 
 def _counted(tasks: Iterable[Task], progress: _Progress) -> Iterator[Task]:
@@ -544,8 +395,8 @@ class _Progress:
 
     PLAIN_EVERY = 10.0
 
-    def __init__(self, command: str, *, shown: bool, bar: bool):
-        self.command, self.shown = command, shown
+    def __init__(self, command: str, *, shown: bool, bar: bool, say: Callable[[str], None] = to_stderr):
+        self.command, self.shown, self.say = command, shown, say
         self.use_bar = shown and bar and sys.stderr.isatty()
         self.bar: Any = None  # rich's Progress, once started
         self.total: int | None = None
@@ -569,7 +420,7 @@ class _Progress:
         if self.bar is not None:
             self.bar.console.out(line, highlight=False)  # above the bar
         else:
-            click.echo(line, err=True)
+            self.say(line)
 
     def advance(self, outcome: Outcome) -> None:
         self.done += 1
@@ -585,8 +436,8 @@ class _Progress:
             of = f" of {self.total:,}" if self.total is not None else ""
             files = "file" if (self.total or self.done) == 1 else "files"
             failed = f", {self.failed:,} failed" if self.failed else ""
-            click.echo(f"{self.command}: {self.done:,}{of} {files} done{failed}{self._saved(', ')}, "
-                       f"{self.printed - self.started:.0f} s", err=True)
+            self.say(f"{self.command}: {self.done:,}{of} {files} done{failed}{self._saved(', ')}, "
+                     f"{self.printed - self.started:.0f} s")
 
     def _saved(self, before: str = "") -> str:
         return f"{before}{self.saved:,} tokens saved" if self.saved else ""

@@ -31,13 +31,17 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from ..core import settings
 from ..core.errors import ProviderError, TranscompactError, UsageError, option
 from ..io.files import write_file
 from ..core.model import Transcript
 from ..providers import Completion, PromptTooLong, Resolved, is_too_long, sdk_error
+
+if TYPE_CHECKING:
+    from ..ops.compact import CompactOptions
+    from .tasks import Reading
 
 STATE_VERSION = 1
 
@@ -107,7 +111,7 @@ class AnsweringSummarizer:
         pass
 
 
-def requests_of(transcript: Transcript, options: Any, summarizer: AnsweringSummarizer) -> dict[str, dict]:
+def requests_of(transcript: Transcript, options: CompactOptions, summarizer: AnsweringSummarizer) -> dict[str, dict]:
     """The summary requests compacting `transcript` with `options` (CompactOptions) makes that
     `summarizer` has no result for; none when its summary is complete or not needed."""
     from ..ops.compact import compact
@@ -322,7 +326,7 @@ class OpenAIBatches:
 
     def results(self, batch: str) -> tuple[dict[str, Answer], str]:
         found = self._calling(lambda: self.api.batches.retrieve(batch))
-        answers = {}
+        answers: dict[str, Answer] = {}
         for file_id in (found.output_file_id, found.error_file_id):
             if file_id:
                 text = self._calling(functools.partial(self.api.files.content, file_id)).text
@@ -384,7 +388,7 @@ class Watching:
     progress: Callable[[int, int, int, int], None] = lambda done, total, ended, batches: None
 
 
-def summarize_in_bulk(names: Iterable[str], load: Callable[[str], Transcript], options: Any, resolved: Resolved,
+def summarize_in_bulk(names: Iterable[str], load: Callable[[str], Transcript], options: CompactOptions, resolved: Resolved,
                       state_path: str, *, keep_batches: bool = True, timeout: float = settings.TIMEOUT,
                       retries: int = settings.RETRIES, poll_interval: float = settings.POLL_INTERVAL,
                       watching: Watching = Watching()) -> Answers:
@@ -450,7 +454,7 @@ def _abandon(state: State, connection: list[BatchService], keep_batches: bool, w
                 pass
 
 
-def _plan(names: list[str], load: Callable[[str], Transcript], options: Any, resolved: Resolved,
+def _plan(names: list[str], load: Callable[[str], Transcript], options: CompactOptions, resolved: Resolved,
           state: State) -> tuple[dict[str, dict], list[str]]:
     """The requests the files ask for that have no result (custom_id → request), and the files that ask."""
     summarizer = AnsweringSummarizer(resolved.provider, resolved.model, state.results)
@@ -522,7 +526,7 @@ def _count(number: int, one: str, many: str) -> str:
 
 
 @contextlib.contextmanager
-def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: Any, options: Any, resolved: Resolved, *,
+def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: Reading, options: CompactOptions, resolved: Resolved, *,
                       state_file: str | None, poll_interval: float, timeout: float, retries: int, dry_run: bool,
                       quiet: bool) -> Iterator[Answers | None]:
     """`compact --batch-api`: the answers for the files the arguments name, while the caller
@@ -553,7 +557,7 @@ def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: An
         yield answers
 
 
-def _say_what_would_be_submitted(names: Sequence[str], load: Callable[[str], Transcript], options: Any,
+def _say_what_would_be_submitted(names: Sequence[str], load: Callable[[str], Transcript], options: CompactOptions,
                                  resolved: Resolved, state_file: str | None, quiet: bool) -> None:
     """A dry run's plan: the first round's requests per file (a file summarized in chunks asks
     for the next chunk's once the first is in)."""

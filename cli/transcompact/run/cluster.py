@@ -1,7 +1,7 @@
 """`--scheduler ADDRESS`: a batch's files worked on by a Dask distributed cluster instead of the
 local process pool (docs/input-output.md#past-one-machine); the `dask` extra installs Dask.
 
-Each file is the same `batch.process(task)` the pool runs: a worker reads the file, works on it
+Each file is the same `tasks.process(task)` the pool runs: a worker reads the file, works on it
 and writes its output itself, so only paths and URLs go to the cluster and only each file's
 outcome comes back. The outcomes are given back in input order, as the pool gives them.
 """
@@ -12,7 +12,7 @@ import queue
 import time
 from typing import Any, Iterator
 
-from .batch import AHEAD, INTERRUPT_POLL, Outcome, Task, interrupts_noted, process
+from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Task, interrupts_noted, process
 from ..core.errors import UsageError, option
 from ..io.urls import EXTRA
 

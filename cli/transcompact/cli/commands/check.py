@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 import click
 
-from ...run.batch import STDIN_NAME, Reading, Result
-from ..main import batch_options, input_options, where
+from ...run.tasks import STDIN_NAME, Reading, Result
+from ..options import batch_options, command_batch, input_options
+from ..render import report_json, where
 from ...core.errors import ExitCode
 from ...io.files import write_stdout
 
@@ -19,7 +20,7 @@ from ...io.files import write_stdout
 @click.option("--json", "as_json", is_flag=True, help="Print the violations as JSON (docs/input-output.md#json-reports).")
 @click.option("--strict", is_flag=True, help="Treat warnings (e.g. the last message is not a user message) as errors.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells.")
-def check(files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, as_json, strict, quiet):
+def check(files, patterns, reading, running, as_json, strict, quiet):
     """Check transcripts against the providers' rules; exit 1 when one has an error.
 
     \b
@@ -27,12 +28,9 @@ def check(files, format_, messages_path, encoding_errors, patterns, jobs, fail_f
     transcompact check --json request.json | jq '.files[].violations[].rule'
     transcompact check logs/
     """
-    from ...run.batch import Batch
-    from ..render import report_json
-
-    batch = Batch("check", files, patterns, quiet=quiet, prints_as_it_goes=not as_json)
-    work = Checking(Reading(format_, messages_path, encoding_errors), strict, printed=not (as_json or quiet))
-    reports = batch.reports(check_file, work, jobs=jobs, fail_fast=fail_fast)
+    batch = command_batch("check", files, patterns, running=running, quiet=quiet, prints_as_it_goes=not as_json)
+    work = Checking(reading, strict, printed=not (as_json or quiet))
+    reports = batch.reports(check_file, work)
     if as_json and not quiet:
         write_stdout(report_json("check", reports))
     sys.exit(batch.exit)
@@ -48,7 +46,7 @@ class Checking:
 
 
 def check_file(name: str, data: bytes, how: Checking) -> Result:
-    """Check one file (`batch.process` runs it, here or in a worker); exit 1 when it has an error."""
+    """Check one file (`tasks.process` runs it, here or in a worker); exit 1 when it has an error."""
     from ...ops.check import check as run_check
     from ...core.violation import ERROR
 

@@ -5,38 +5,80 @@ from __future__ import annotations
 import os
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ...core import settings
-from ...run.batch import Reading, Result
+from ...run.tasks import Reading, Result
 from ...core.errors import UsageError
-from ..main import (
-    anthropic_api,
+from ..options import (
+    OptionGroup,
     archived,
     batch_options,
+    command_batch,
     input_options,
     output_options,
     check_conversion_flags,
-    check_output_flags,
     verbose_option,
     conversion_option,
     conversion_suffix,
-    diff_view,
     env_name,
+    given_summary,
     number_option,
     prune_options,
-    prune_options_from,
     start_archive,
     provider_options,
     count_option,
     summary_options,
     progress_printer,
 )
-from ...io.inputs import read_input
+
+if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
+    from ...core.jsondata import Lines
+    from ...core.model import Transcript
+    from ...ops.compact import CompactOptions
+    from ...ops.prune import PruneOptions
+    from ...ops.summarize import SummaryOptions
+    from ...providers import Resolved
+    from ...run.batch_api import Answers
+
+
+def _compact_options(threshold: float | None, force: bool, emergency: bool, no_fallback: bool, keep_user_tokens: int,
+                     checkpoint_tokens: int, keep_thinking: bool, drop_history: bool, window: int, max_output: int,
+                     calibrate: bool, count: str, pruning: PruneOptions, summary: SummaryOptions) -> CompactOptions:
+    from ...ops.compact import CompactOptions
+
+    # One count for all: the summary's tokenizer, the budget's window, the usage it is anchored on.
+    counting = replace(summary.counting, calibrate=calibrate, count=count, window=window, max_output=max_output)
+    return CompactOptions(threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
+                          max_output=max_output, counting=counting, pruning=pruning, summary=replace(summary, counting=counting),
+                          keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking,
+                          drop_history=drop_history)
+
+
+compact_options = OptionGroup(  # `options`: a CompactOptions, the previous summary left out (the command reads its file)
+    "options", _compact_options,
+    click.option("--threshold", type=click.FloatRange(min=0, min_open=True), envvar=env_name("THRESHOLD"), show_envvar=True,
+                 help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget). Not given: "
+                      f"{settings.THRESHOLD:,} of a {settings.WINDOW - settings.MAX_OUTPUT:,} budget, as the same share of this one."),
+    click.option("--force", is_flag=True, help="Compact even under the threshold."),
+    click.option("--emergency", is_flag=True, help="Make no model call: drop the old part behind a checkpoint built without one "
+                 "(under --threshold the transcript still goes out unchanged; --force compacts it anyway)."),
+    click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency."),
+    number_option("keep-user-tokens", settings.KEEP_USER_TOKENS, "The user's own old messages kept verbatim in the summary message (0: none)."),
+    number_option("checkpoint-tokens", settings.CHECKPOINT_TOKENS, "The emergency checkpoint's facts (errors, commands, files), newest first."),
+    click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default)."),
+    click.option("--drop-history", is_flag=True, help="Claude Code and pi logs: write only what the agent reads after the compaction, not the old lines."),
+    number_option("window", settings.WINDOW, "Context window in tokens.", minimum=1),
+    number_option("max-output", settings.MAX_OUTPUT, "Tokens kept free for the reply; input budget = window − max output."),
+    click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate)."),
+    count_option,
+    prune_options,
+    summary_options,
+)
 
 
 @click.command()
@@ -44,23 +86,7 @@ from ...io.inputs import read_input
 @output_options
 @conversion_option
 @batch_options
-@click.option("--threshold", type=click.FloatRange(min=0, min_open=True), envvar=env_name("THRESHOLD"), show_envvar=True,
-              help="Compact only above this many estimated tokens (a value <= 1 is a fraction of the input budget). Not given: "
-                   f"{settings.THRESHOLD:,} of a {settings.WINDOW - settings.MAX_OUTPUT:,} budget, as the same share of this one.")
-@click.option("--force", is_flag=True, help="Compact even under the threshold.")
-@click.option("--emergency", is_flag=True, help="Make no model call: drop the old part behind a checkpoint built without one "
-              "(under --threshold the transcript still goes out unchanged; --force compacts it anyway).")
-@click.option("--no-fallback", is_flag=True, help="When the summary fails, exit 4 instead of falling back to --emergency.")
-@number_option("keep-user-tokens", settings.KEEP_USER_TOKENS, "The user's own old messages kept verbatim in the summary message (0: none).")
-@number_option("checkpoint-tokens", settings.CHECKPOINT_TOKENS, "The emergency checkpoint's facts (errors, commands, files), newest first.")
-@click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default).")
-@click.option("--drop-history", is_flag=True, help="Claude Code and pi logs: write only what the agent reads after the compaction, not the old lines.")
-@number_option("window", settings.WINDOW, "Context window in tokens.", minimum=1)
-@number_option("max-output", settings.MAX_OUTPUT, "Tokens kept free for the reply; input budget = window − max output.")
-@click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate).")
-@count_option
-@prune_options
-@summary_options
+@compact_options
 @provider_options
 @click.option("--batch-api", is_flag=True,
               help="Write the summaries through the provider's batch API: half the price, results within 24 h "
@@ -84,10 +110,8 @@ from ...io.inputs import read_input
               help="ci: each file's line as `[transcompact:compacted:summary] 60674 → 7144 tokens (FILE)`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
 @verbose_option
-def compact(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, to, jobs, fail_fast, threshold, force, emergency, no_fallback,
-            keep_user_tokens, checkpoint_tokens, keep_thinking, drop_history, window, max_output, calibrate, count, keep_recent_tokens, keep_recent_messages,
-            tokenizer, ratio, previous_summary, instructions, style, summary_input_tokens, result_chars, provider, model, base_url, retries,
-            timeout, batch_api, state_file, poll_interval, archive, pre_compact, events_file, log_format, quiet, verbose, **flags):
+def compact(files, patterns, reading, outputs, to, running, options, previous_summary, asking, batch_api, state_file, poll_interval,
+            archive, pre_compact, events_file, log_format, quiet, verbose):
     """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
 
     Under --threshold the transcript goes out unchanged. If the summary fails (no key, an
@@ -100,48 +124,32 @@ def compact(files, format_, messages_path, encoding_errors, patterns, output, in
     transcompact compact --emergency -i logs/
     transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
-    from ...run.batch import Batch
-    from ...ops.compact import CompactOptions
-    from ...ops.estimate import Options
-    from ...providers import resolve
-    from ...ops.summarize import SummaryOptions
-
-    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
-    check_conversion_flags(to, in_place)
-    counting = Options(tokenizer=tokenizer, ratio=ratio, calibrate=calibrate, count=count, window=window, max_output=max_output,
-                       anthropic=anthropic_api(tokenizer))
-    given = read_input(previous_summary)[1].decode("utf-8", "replace") if previous_summary else None
-    options = CompactOptions(
-        threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
-        max_output=max_output, counting=counting, pruning=prune_options_from(flags),
-        summary=SummaryOptions(keep_recent_tokens=keep_recent_tokens, keep_recent_messages=keep_recent_messages,
-                               counting=counting, instructions=instructions, style=style,
-                               previous_summary=given, result_chars=result_chars, input_tokens=summary_input_tokens),
-        keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking, drop_history=drop_history)
-    batch = Batch("compact", files, patterns, quiet=quiet, verbose=verbose, verb="compacted", dry_run=dry_run, report_file=report_file,
-                  events_file=events_file, diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
-    work = Compacting(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, resolve(provider, model=model, base_url=base_url, environ=os.environ),
-                      timeout=timeout, retries=retries, emergency=emergency, quiet=quiet, verbose=verbose,
-                      chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=diff, to=to,
+    outputs.check(files)
+    check_conversion_flags(to, outputs.in_place)
+    options = replace(options, summary=replace(options.summary, previous_summary=given_summary(previous_summary)))
+    batch = command_batch("compact", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="compacted",
+                          events_file=events_file, ours=[archive] if archive else [], **outputs.shown())
+    work = Compacting(replace(reading, writes_back=to is None), options, asking.resolved, timeout=asking.timeout,
+                      retries=asking.retries, emergency=options.emergency, quiet=quiet, verbose=verbose,
+                      chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=outputs.diff, to=to,
                       events=events_file is not None, ci_lines=log_format == "ci", pre_compact=pre_compact,
                       archive=None if batch.dry_run else archive)
     start_archive(archive, command="compact", to=to, dry_run=batch.dry_run)
     # What a flag needs is imported when it is given: start-up pays for the plain run only.
     if state_file and not batch_api:
         raise UsageError("--resume goes with --batch-api")
-    answering = nullcontext()
+    answering: AbstractContextManager[Answers | None] = nullcontext()
     if batch_api:
         from ...run.batch_api import answers_for_files
 
         answering = answers_for_files(files, patterns, work.reading, options, work.summarizer, state_file=state_file,
-                                      poll_interval=poll_interval, timeout=timeout, retries=retries,
+                                      poll_interval=poll_interval, timeout=asking.timeout, retries=asking.retries,
                                       dry_run=batch.dry_run, quiet=quiet)
     with answering as answers:
         if batch_api and answers is None:  # a dry run: it said what it would submit
             sys.exit(0)
         work = replace(work, answers=answers)
-        sys.exit(batch.run(compact_file, work, output=output, in_place=in_place, output_dir=output_dir,
-                           output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
+        sys.exit(batch.run(compact_file, work, **outputs.targets(), output_suffix=conversion_suffix(to)))
 
 
 @dataclass(frozen=True)
@@ -149,15 +157,15 @@ class Compacting:
     """What `compact_file` needs besides the file: plain values, for a worker process."""
 
     reading: Reading
-    options: Any  # CompactOptions
-    summarizer: Any  # providers.Resolved: who writes the summary
+    options: CompactOptions
+    summarizer: Resolved  # who writes the summary
     timeout: float
     retries: int
     emergency: bool  # asked for: the fallback to it is not news
     quiet: bool
     verbose: bool  # -v: what the summary kept of each kind of fact
     chunks_shown: bool  # "summarizing: chunk k of n" on a terminal, for one input
-    answers: Any = None  # batch_api.Answers: with --batch-api, the summaries come from the batches' results
+    answers: Answers | None = None  # with --batch-api, the summaries come from the batches' results
     diff: bool = False  # --diff: the result says what compacting changes
     to: str | None = None  # --to: the output converted to this
     events: bool = False  # --events: the result carries the compaction's events
@@ -167,7 +175,7 @@ class Compacting:
 
 
 def compact_file(name: str, data: bytes, how: Compacting) -> Result:
-    """Compact one file (`batch.process` runs it, here or in a worker)."""
+    """Compact one file (`tasks.process` runs it, here or in a worker)."""
     from ...ops.compact import NEAR_THE_WINDOW, compact as run_compact
     from ...formats import dumps, written as written_out
     from ...core.jsondata import same_bytes
@@ -178,6 +186,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     transcript = how.reading.load(data, name)
     summarizer = (how.answers.summarizer if how.answers is not None else
                   lambda: make_provider(how.summarizer, timeout=how.timeout, retries=how.retries))
+    written: bytes | Lines
     compacted, report = run_compact(transcript, how.options, summarizer,
                                     progress=progress_printer(quiet=False) if how.chunks_shown else None)
     if how.to is not None:  # compacted or not, in the target's format, which convert's own post-condition judges
@@ -205,7 +214,8 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
         lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
         if how.verbose and report.facts:
             lines.append(f"{name}: the summary kept {report.facts_line()}")
-    events, changes = (), None
+    events: tuple[dict, ...] = ()
+    changes = None
     if how.events:
         from ...ops.events import compaction_events
 
@@ -217,7 +227,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events, changes=changes)
 
 
-def run_pre_compact(command: str, name: str, transcript: Any, cut: int) -> list[str]:
+def run_pre_compact(command: str, name: str, transcript: Transcript, cut: int) -> list[str]:
     """Seed 003's pre-compaction event, as a command: the messages about to be replaced by the
     summary go to its stdin as a plain request body of the transcript's API. Its output lines,
     for stderr (stdout carries only data); a failure stops the file before anything is written."""

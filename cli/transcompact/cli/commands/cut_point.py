@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ...core import settings
-from ...run.batch import Reading, Result
-from ..main import anthropic_api, batch_options, input_options, keep_recent_messages_option, number_option, tokenizer_options
+from ...run.tasks import Reading, Result
+from ..options import batch_options, command_batch, input_options, keep_recent_messages_option, number_option, tokenizer_options
 from ...io.files import write_stdout
+
+if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
+    from ...counting.counter import Options
 
 
 @click.command("cut-point")
@@ -21,8 +24,7 @@ from ...io.files import write_stdout
 @keep_recent_messages_option
 @tokenizer_options
 @click.option("--json", "as_json", is_flag=True, help="Print the cut and both parts' sizes as JSON.")
-def cut_point(files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, keep_recent_tokens, keep_recent_messages, tokenizer, ratio,
-              as_json):
+def cut_point(files, patterns, reading, running, keep_recent_tokens, keep_recent_messages, counting, as_json):
     """Print where old history ends and the verbatim recent window begins (a message index).
 
     0 means everything fits in the recent window. The cut never separates a tool call from
@@ -33,15 +35,11 @@ def cut_point(files, format_, messages_path, encoding_errors, patterns, jobs, fa
     transcompact cut-point --json --keep-recent-tokens 8000 chat.json
     transcompact cut-point --keep-recent-tokens 0 --keep-recent-messages 10 chat.json
     """
-    from ...run.batch import Batch
-    from ...ops.estimate import Options
     from ..render import report_json
 
-    batch = Batch("cut-point", files, patterns, prints_as_it_goes=not as_json)
-    work = Cutting(Reading(format_, messages_path, encoding_errors), keep_recent_tokens, keep_recent_messages,
-                   Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer)),
-                   printed=not as_json, named=batch.several)
-    reports = batch.reports(cut_point_file, work, jobs=jobs, fail_fast=fail_fast)
+    batch = command_batch("cut-point", files, patterns, running=running, prints_as_it_goes=not as_json)
+    work = Cutting(reading, keep_recent_tokens, keep_recent_messages, counting, printed=not as_json, named=batch.several)
+    reports = batch.reports(cut_point_file, work)
     if as_json:
         write_stdout(report_json("cut-point", reports))
     sys.exit(batch.exit)
@@ -54,13 +52,13 @@ class Cutting:
     reading: Reading
     keep_recent_tokens: int
     keep_recent_messages: int
-    counting: Any  # estimate.Options
+    counting: Options
     printed: bool  # the index on stdout (not with --json)
     named: bool  # after the file's name and a tab (several inputs)
 
 
 def cut_point_file(name: str, data: bytes, how: Cutting) -> Result:
-    """Find one file's cut (`batch.process` runs it, here or in a worker)."""
+    """Find one file's cut (`tasks.process` runs it, here or in a worker)."""
     from ...ops.cut import find_cut_point
 
     cut = find_cut_point(how.reading.load(data, name), how.keep_recent_tokens, how.counting,

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ...core import settings
-from ...run.batch import Reading, Result
-from ..main import anthropic_api, batch_options, count_option, input_options, env_name, tokenizer_options
+from ...run.tasks import Reading, Result
+from ..options import batch_options, command_batch, count_option, input_options, env_name, tokenizer_options
 from ...core.errors import ExitCode
 from ...io.files import write_stdout
+
+if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
+    from ...counting.counter import Options
 
 
 @click.command()
@@ -43,8 +46,8 @@ from ...io.files import write_stdout
                    "budget for N <= 1 (a CI gate).")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; only the exit status tells (with --fail-over).")
 @click.pass_context
-def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs, fail_fast, tokenizer, ratio, count, calibrate, model, window, max_output, threshold,
-             warn_at, top, per_message, as_json, fail_over, quiet):
+def estimate(ctx, files, patterns, reading, running, counting, count, calibrate, model, window, max_output, threshold, warn_at, top,
+             per_message, as_json, fail_over, quiet):
     """Count a transcript's tokens, show where they sit and how close it is to the window.
 
     \b
@@ -55,11 +58,13 @@ def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs
     transcompact estimate --fail-over 150000 -q logs/*.jsonl   # exit 1 if one is over
     transcompact estimate --fail-over 0.9 -q logs/*.jsonl      # … over 90% of the input budget
     """
+    from dataclasses import replace
+
     from click.core import ParameterSource
 
     from .. import render
-    from ...run.batch import Batch, worst
-    from ...ops.estimate import MODELS, Options, model_family, model_limits, of_budget
+    from ...run.batch import worst
+    from ...counting.models import MODELS, model_family, model_limits, of_budget
 
     if model:
         # A flag beats the model's entry in the table, which beats a variable.
@@ -71,12 +76,11 @@ def estimate(ctx, files, format_, messages_path, encoding_errors, patterns, jobs
         elif not quiet:  # a model released after the table: its window as given
             click.echo(f"transcompact: note: {model} is not in the table of docs/counting.md#models: counted with the "
                        f"window given ({window:,}) and a max output of {max_output:,}", err=True)
-    options = Options(tokenizer=tokenizer, ratio=ratio, count=count, calibrate=calibrate, model=model, window=window,
-                      anthropic=anthropic_api(tokenizer),
-                      max_output=max_output, threshold=threshold, warn_at=warn_at, top=top)
-    batch = Batch("estimate", files, patterns, quiet=quiet)
-    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(Reading(format_, messages_path, encoding_errors), options),
-                                                                    jobs=jobs, fail_fast=fail_fast)]
+    options = replace(counting, count=count, calibrate=calibrate, model=model, window=window, max_output=max_output,
+                      threshold=threshold, warn_at=warn_at, top=top)
+    batch = command_batch("estimate", files, patterns, running=running, quiet=quiet)
+    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(reading, options))
+                 if outcome.result is not None]  # every one: `outcomes` yields no failed file
     over = [e for e in estimates if fail_over is not None and e.tokens > of_budget(fail_over, e.budget)]
     if not quiet:
         if as_json:  # the files that could be read; the others are named on stderr
@@ -98,11 +102,11 @@ class Estimating:
     """What `estimate_file` needs besides the file: plain values, for a worker process."""
 
     reading: Reading
-    options: Any  # estimate.Options
+    options: Options
 
 
 def estimate_file(name: str, data: bytes, how: Estimating) -> Result:
-    """Count one file (`batch.process` runs it, here or in a worker)."""
+    """Count one file (`tasks.process` runs it, here or in a worker)."""
     from ...ops.estimate import estimate as run_estimate
 
     return Result(value=run_estimate(how.reading.load(data, name), how.options))

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 import click
 
-from ...run.batch import Result
-from ..main import (batch_options, file_options, output_options, check_output_flags, diff_view, torn_warning,
-                   verbose_option)
+from ...run.tasks import Result
+from ..options import batch_options, command_batch, file_options, output_options, torn_warning, verbose_option
 
 
 @click.command()
@@ -21,8 +20,7 @@ from ..main import (batch_options, file_options, output_options, check_output_fl
               help="The archive `prune --archive` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
 @verbose_option
-def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json, report_file, jobs, fail_fast, archive,
-           quiet, verbose):
+def expand(files, patterns, outputs, running, archive, quiet, verbose):
     """Put back what `prune --archive` replaced and `compact --archive` dropped.
 
     Only the records written for this very transcript are used: several transcripts can share
@@ -32,17 +30,14 @@ def expand(files, patterns, output, in_place, output_dir, dry_run, diff, diff_as
     \b
     transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
     """
-    from ...run.batch import Batch
-
-    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
+    outputs.check(files)
     _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
     found = _read_archive(archive)
     if found.torn_line is not None and not quiet:
         click.echo(torn_warning(archive, found.torn_line), err=True)
-    batch = Batch("expand", files, patterns, quiet=quiet, verbose=verbose, verb="expanded", dry_run=dry_run, report_file=report_file,
-                  diff=diff_view(diff, diff_as_json), ours=[archive])
-    sys.exit(batch.run(expand_file, Expanding(archive, quiet, diff), output=output, in_place=in_place, output_dir=output_dir,
-                       jobs=jobs, fail_fast=fail_fast))
+    batch = command_batch("expand", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="expanded",
+                          ours=[archive], **outputs.shown())
+    sys.exit(batch.run(expand_file, Expanding(archive, quiet, outputs.diff), **outputs.targets()))
 
 
 @dataclass(frozen=True)
@@ -55,7 +50,7 @@ class Expanding:
 
 
 def expand_file(name: str, data: bytes, how: Expanding) -> Result:
-    """Expand one file (`batch.process` runs it, here or in a worker)."""
+    """Expand one file (`tasks.process` runs it, here or in a worker)."""
     from ...ops.expand import expand as run_expand
 
     found = _read_archive(how.archive)

@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ...run.batch import Reading, Result
+from ...run.tasks import Reading, Result
 from ...core.errors import UsageError
-from ..main import (
-    anthropic_api,
+from ..options import (
     archived,
     batch_options,
+    command_batch,
     input_options,
     output_options,
     check_conversion_flags,
-    check_output_flags,
     verbose_option,
     conversion_option,
     conversion_suffix,
-    diff_view,
     prune_options,
-    prune_options_from,
     start_archive,
     tokenizer_options,
 )
+
+if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
+    from ...core.jsondata import Lines
+    from ...counting.counter import Options
+    from ...ops.prune import PruneOptions
+    from ...run.batch import Running
 
 
 @click.command()
@@ -45,8 +48,7 @@ from ..main import (
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
 @verbose_option
-def prune(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
-          report_file, to, jobs, fail_fast, prune_ui_copy, archive, quiet, verbose, tokenizer, ratio, explain, **flags):
+def prune(files, patterns, reading, outputs, to, running, pruning, counting, explain, prune_ui_copy, archive, quiet, verbose):
     """Trim and clear old tool results, without a model.
 
     The last --keep-last tool-result messages are protected; results older than the last
@@ -57,24 +59,19 @@ def prune(files, format_, messages_path, encoding_errors, patterns, output, in_p
     transcompact prune session.jsonl > pruned.jsonl
     transcompact prune -i --archive originals.jsonl ~/.claude/projects/*/SESSION.jsonl
     """
-    from ...run.batch import Batch
-    from ...ops.estimate import Options
-
-    counting = Options(tokenizer=tokenizer, ratio=ratio, anthropic=anthropic_api(tokenizer))
     if explain:
-        sys.exit(_explain(files, patterns, Reading(format_, messages_path, encoding_errors), prune_options_from(flags),
-                          counting, quiet=quiet, report_file=report_file, jobs=jobs, fail_fast=fail_fast,
-                          writing=output or in_place or output_dir or archive or diff or to or prune_ui_copy))
-    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
-    check_conversion_flags(to, in_place)
-    options = prune_options_from(flags, archive=archive is not None)
-    batch = Batch("prune", files, patterns, quiet=quiet, verbose=verbose, verb="pruned", dry_run=dry_run, report_file=report_file,
-                  diff=diff_view(diff, diff_as_json), ours=[archive] if archive else [])
+        sys.exit(_explain(files, patterns, reading, pruning, counting, quiet=quiet, report_file=outputs.report_file,
+                          running=running, writing=outputs.output or outputs.in_place or outputs.output_dir or archive
+                          or outputs.diff or to or prune_ui_copy))
+    outputs.check(files)
+    check_conversion_flags(to, outputs.in_place)
+    options = replace(pruning, archive=archive is not None)
+    batch = command_batch("prune", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="pruned",
+                          ours=[archive] if archive else [], **outputs.shown())
     start_archive(archive, command="prune", to=to, dry_run=batch.dry_run)
-    work = Pruning(Reading(format_, messages_path, encoding_errors, writes_back=to is None), options, prune_ui_copy,
-                   None if batch.dry_run else archive, quiet, diff, to, counting)
-    sys.exit(batch.run(prune_file, work, output=output, in_place=in_place, output_dir=output_dir,
-                       output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
+    work = Pruning(replace(reading, writes_back=to is None), options, prune_ui_copy, None if batch.dry_run else archive, quiet,
+                   outputs.diff, to, counting)
+    sys.exit(batch.run(prune_file, work, **outputs.targets(), output_suffix=conversion_suffix(to)))
 
 
 @dataclass(frozen=True)
@@ -82,26 +79,28 @@ class Pruning:
     """What `prune_file` needs besides the file: plain values, for a worker process."""
 
     reading: Reading
-    options: Any  # PruneOptions
+    options: PruneOptions
     prune_ui_copy: bool
     archive: str | None  # where the originals go (none in a dry run)
     quiet: bool
     diff: bool = False  # --diff: the result says what pruning changes
     to: str | None = None  # --to: the output converted to this
-    counting: Any = None  # estimate.Options: how the report counts (--tokenizer, --ratio)
+    counting: Options | None = None  # how the report counts (--tokenizer, --ratio)
 
 
 def prune_file(name: str, data: bytes, how: Pruning) -> Result:
-    """Prune one file (`batch.process` runs it, here or in a worker)."""
-    from ...ops.estimate import TokenCounter
-    from ...formats import dumps, hook, written
+    """Prune one file (`tasks.process` runs it, here or in a worker)."""
+    from ...counting.counter import Options, TokenCounter
+    from ...formats import adapter, dumps, written
     from ...ops.postcondition import verified
     from ...ops.prune import prune as run_prune
 
     transcript = how.reading.load(data, name)
-    pruned, report = run_prune(transcript, how.options, TokenCounter(transcript, how.counting))
-    if how.prune_ui_copy and (replace_ui_copies := hook(pruned, "replace_ui_copies")) is not None:
-        pruned = replace_ui_copies(pruned)
+    counter = TokenCounter(transcript, how.counting if how.counting is not None else Options())
+    pruned, report = run_prune(transcript, how.options, counter)
+    output: bytes | Lines
+    if how.prune_ui_copy:
+        pruned = adapter(pruned).replace_ui_copies(pruned)
     if how.to is None:
         output = written(pruned)
         verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
@@ -133,20 +132,18 @@ class Explaining:
     """What `explain_file` needs besides the file: plain values, for a worker process."""
 
     reading: Reading
-    options: Any  # PruneOptions
-    counting: Any  # estimate.Options: with --tokenizer anthropic, count_tokens compares
+    options: PruneOptions
+    counting: Options  # with --tokenizer anthropic, count_tokens compares
     quiet: bool
 
 
-def _explain(files, patterns, reading: Reading, options, counting, *, quiet: bool, report_file: str | None, jobs: int | None,
-             fail_fast: bool, writing: Any) -> int:
-    from ...run.batch import Batch
-
+def _explain(files, patterns, reading: Reading, options: PruneOptions, counting: Options, *, quiet: bool,
+             report_file: str | None, running: Running, writing: Any) -> int:
     if writing:
         raise UsageError("--explain writes nothing: it goes with no -o, -i, --output-dir, --archive, --diff, --to or --prune-ui-copy",
                          hint="the context_management object it prints goes in a Messages API request instead")
-    batch = Batch("prune", files, patterns, quiet=quiet, report_file=report_file)
-    return batch.run(explain_file, Explaining(reading, options, counting, quiet), jobs=jobs, fail_fast=fail_fast)
+    batch = command_batch("prune", files, patterns, running=running, quiet=quiet, report_file=report_file)
+    return batch.run(explain_file, Explaining(reading, options, counting, quiet))
 
 
 def explain_file(name: str, data: bytes, how: Explaining) -> Result:
@@ -155,11 +152,11 @@ def explain_file(name: str, data: bytes, how: Explaining) -> Result:
     import orjson
 
     from ...ops.context_editing import context_management, differences
-    from ...ops.estimate import TokenCounter
+    from ...counting.counter import TokenCounter
     from ...ops.prune import prune as run_prune
 
     transcript = how.reading.load(data, name)
-    explained = {"file": name, "context_management": context_management(how.options, transcript),
+    explained: dict[str, Any] = {"file": name, "context_management": context_management(how.options, transcript),
                  "differences": differences(how.options)}
     lines = []
     if how.counting.tokenizer == "anthropic":

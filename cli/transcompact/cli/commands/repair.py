@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import click
 
-from ...run.batch import Reading, Result
-from ..main import (batch_options, input_options, output_options, check_conversion_flags, check_output_flags,
-                   conversion_option, conversion_suffix, diff_view, verbose_option, where)
+from ...run.tasks import Reading, Result
+from ..options import (batch_options, command_batch, input_options, output_options, check_conversion_flags, conversion_option,
+                       conversion_suffix, verbose_option)
+from ..render import where
 from ...core.errors import ExitCode
 
 
@@ -20,8 +21,7 @@ from ...core.errors import ExitCode
 @batch_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
 @verbose_option
-def repair(files, format_, messages_path, encoding_errors, patterns, output, in_place, output_dir, dry_run, diff, diff_as_json,
-           report_file, to, jobs, fail_fast, quiet, verbose):
+def repair(files, patterns, reading, outputs, to, running, quiet, verbose):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 
     A tool call with no result gets an error result "[No result recorded]"; an orphan tool
@@ -33,15 +33,12 @@ def repair(files, format_, messages_path, encoding_errors, patterns, output, in_
     transcompact repair broken.json > fixed.json
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
-    from ...run.batch import Batch
-
-    check_output_flags(files, output, in_place, output_dir, diff=diff, dry_run=dry_run, report_file=report_file)
-    check_conversion_flags(to, in_place)
-    batch = Batch("repair", files, patterns, quiet=quiet, verbose=verbose, verb="repaired", dry_run=dry_run, report_file=report_file,
-                  diff=diff_view(diff, diff_as_json))
-    work = Repairing(Reading(format_, messages_path, encoding_errors, writes_back=to is None), quiet, diff, to)
-    sys.exit(batch.run(repair_file, work, output=output, in_place=in_place, output_dir=output_dir,
-                       output_suffix=conversion_suffix(to), jobs=jobs, fail_fast=fail_fast))
+    outputs.check(files)
+    check_conversion_flags(to, outputs.in_place)
+    batch = command_batch("repair", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="repaired",
+                          **outputs.shown())
+    work = Repairing(replace(reading, writes_back=to is None), quiet, outputs.diff, to)
+    sys.exit(batch.run(repair_file, work, **outputs.targets(), output_suffix=conversion_suffix(to)))
 
 
 @dataclass(frozen=True)
@@ -55,7 +52,7 @@ class Repairing:
 
 
 def repair_file(name: str, data: bytes, how: Repairing) -> Result:
-    """Repair one file (`batch.process` runs it, here or in a worker); exit 1 when errors are left."""
+    """Repair one file (`tasks.process` runs it, here or in a worker); exit 1 when errors are left."""
     from ...ops.check import check as run_check, errors
     from ...formats import dumps, written as written_out
     from ...ops.postcondition import verified

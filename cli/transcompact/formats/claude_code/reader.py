@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from ...dialects import anthropic as codec
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BOM, Lines, Parsed, dumps, kind_of, parse_value
+from ...core.jsondata import BOM, Lines, Parsed, Record, dumps, kind_of, parse_value
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
 
 NAME = "claude-code"
@@ -42,7 +42,7 @@ PERSISTED_OUTPUT = "<persisted-output>"
 
 @dataclass(frozen=True)
 class LogSource:
-    records: list[tuple[bytes, Any]]
+    records: list[Record]
     chain: tuple[int, ...]  # record indices from the root (or boundary) to the leaf, every entry type
     root: int | None  # the compact_boundary record the chain starts at, if any
     leaf: int | None
@@ -103,7 +103,7 @@ def is_boundary(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") == "system" and value.get("subtype") == "compact_boundary"
 
 
-def find_chain(records: list[tuple[bytes, Any]], name: str = "<stdin>") -> tuple[tuple[int, ...], int | None, int | None]:
+def find_chain(records: list[Record], name: str = "<stdin>") -> tuple[tuple[int, ...], int | None, int | None]:
     """(chain from root to leaf, boundary record or None, leaf record or None), as `claude --resume` picks it.
 
     The resume point is the newest (by `timestamp`) user or assistant entry that a leaf walks back
@@ -156,7 +156,7 @@ def find_chain(records: list[tuple[bytes, Any]], name: str = "<stdin>") -> tuple
 _WALKING = object()  # a record whose resume point is being looked for: meeting it again is a cycle
 
 
-def _resume_point(start: int, records: list[tuple[bytes, Any]], by_uuid: dict[str, int], known: dict[int, Any]) -> int | None:
+def _resume_point(start: int, records: list[Record], by_uuid: dict[str, int], known: dict[int, Any]) -> int | None:
     """The nearest user or assistant entry at or above `start`, or None when the walk ends or loops.
 
     `known` keeps the answer for every record walked, so that leaves sharing a long run of
@@ -169,7 +169,7 @@ def _resume_point(start: int, records: list[tuple[bytes, Any]], by_uuid: dict[st
         path.append(node)
         parent = records[node][1].get("parentUuid")
         node = by_uuid.get(parent) if isinstance(parent, str) else None
-    found = known.get(node, node)
+    found = None if node is None else known.get(node, node)
     if found is _WALKING:
         found = None
     for walked in path:
@@ -189,7 +189,7 @@ def _has_tool_result(value: dict) -> bool:
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
-def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: int | None) -> list[int]:
+def api_order(records: list[Record], chain: tuple[int, ...], root: int | None) -> list[int]:
     """The message lines of the chain in the order the API sees them.
 
     The lines of one response (same `message.id`) come together even when only some are on the
@@ -231,7 +231,7 @@ def api_order(records: list[tuple[bytes, Any]], chain: tuple[int, ...], root: in
     return order
 
 
-def microcompacted(records: list[tuple[bytes, Any]], chain: tuple[int, ...]) -> dict[str, int]:
+def microcompacted(records: list[Record], chain: tuple[int, ...]) -> dict[str, int]:
     """The tool ids that the `microcompact_boundary` lines on the chain list, each with its boundary's record."""
     cleared: dict[str, int] = {}
     for index in chain:
@@ -260,7 +260,7 @@ def _as_sent(block: Block, index: int, cleared: dict[str, int]) -> Block:
 # The lines no operation reads whole, by their `type` and a field that marks them as Claude
 # Code's (other agents' logs have types of their own): of these only the plain fields that place
 # them on the chain are kept (`linking_fields`).
-LINKING_ONLY = {"progress": "parentUuid", "file-history-snapshot": "snapshot"}
+LINKING_ONLY: dict[str | None, str] = {"progress": "parentUuid", "file-history-snapshot": "snapshot"}
 
 
 def linking_fields(value: Any) -> Any:
@@ -278,7 +278,7 @@ def linking_fields(value: Any) -> Any:
     return value
 
 
-def _whole_value(index: int, record: tuple[bytes, Any], name: str) -> Any:
+def _whole_value(index: int, record: Record, name: str) -> Any:
     line, value = record
     if line is None or type(value) is not dict or line_type(value) not in LINKING_ONLY:  # None: a line made whole
         return value
@@ -317,7 +317,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                     raise ShapeError(error.message, location=Location(parsed.name, index + 1)) from None
                 if cleared_ids:
                     sent = [_as_sent(b, index, cleared_ids) for b in read_blocks]
-                    cleared.update((s.tool_call_id, s) for s, b in zip(sent, read_blocks) if s is not b)
+                    cleared.update((s.tool_call_id, s) for s, b in zip(sent, read_blocks) if s is not b and isinstance(s, ToolResult))
                     read_blocks = sent
                 blocks.extend(read_blocks)
             elif content is not None:
@@ -327,9 +327,9 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                 )
         first = records[run[0]][1]
         role = first["type"]  # what Claude Code sends, whatever `message.role` says
-        read_blocks = tuple(blocks)
-        origin = _Origin(tuple(run), read_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
-        messages.append(Message(role, read_blocks, raw=first, line=run[0] + 1, origin=origin))
+        message_blocks = tuple(blocks)
+        origin = _Origin(tuple(run), message_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
+        messages.append(Message(role, message_blocks, raw=first, line=run[0] + 1, origin=origin))
         run.clear()
 
     previous: tuple[str, str | None] | None = None
@@ -400,7 +400,7 @@ def write_lines(transcript: Transcript) -> Lines:
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
     parents = _relink(source, dropped, inserted)
-    out: list[tuple[bytes, Any]] = []
+    out: list[Record] = []
     for index, record in enumerate(records):
         if index in dropped:
             continue
@@ -467,15 +467,3 @@ def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]
         if new != parent:
             parents[index] = new
     return parents
-
-
-# The operations' Claude Code parts (formats/__init__.py `hook`), in modules of their own,
-# imported when an operation asks for one.
-HOOKS = {
-    "check_log": "claude_code.rules",
-    "repair_log": "claude_code.rules",
-    "append_compaction": "claude_code.rewrites",
-    "replace_ui_copies": "claude_code.rewrites",
-    "agent_lines": "claude_code.rewrites",
-    "view_before_compaction": "claude_code.rewrites",
-}

@@ -105,7 +105,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
          "message": {"role": USER, "content": COMPACT_PREAMBLE + summary}, "isCompactSummary": True,
          "isVisibleInTranscriptOnly": True, "uuid": summary_uuid, "timestamp": _iso(after + 2)},
     ]
-    renamed: dict[str, str] = {}
+    renamed: dict[str | None, str] = {}  # a line of a response read with its group may have no uuid
     for message in recent:
         origin = message.origin
         if not isinstance(origin, _Origin):

@@ -63,7 +63,7 @@ import orjson
 from ...io import urls
 from ...dialects.openai import decode_arguments
 from ...core.errors import InputError, Location, ShapeError
-from ...core.jsondata import BLANK, BOM, Parsed, dumps, parse
+from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, parse
 from ...core.summary_text import SUMMARY_PREFIX
 from ...core.model import (
     ASSISTANT,
@@ -115,10 +115,10 @@ class Item:
 
 @dataclass(frozen=True)
 class RolloutSource:
-    records: list[tuple[bytes, Any]]  # the file's own lines
+    records: list[Record]  # the file's own lines
     items: tuple[Item, ...]
     bom: bool = False
-    inherited: tuple[tuple[bytes, Any], ...] = ()  # a fork's history: its parents' lines, read only
+    inherited: tuple[Record, ...] = ()  # a fork's history: its parents' lines, read only
 
     @property
     def paginated(self) -> bool:
@@ -183,7 +183,7 @@ def assistant_item(text: str) -> dict:
     return {"type": "message", "role": ASSISTANT, "content": [{"type": "output_text", "text": text}]}
 
 
-def active_items(records: list[tuple[bytes, Any]], first: int = 0) -> tuple[list[Item], dict[int, Item]]:
+def active_items(records: list[Record], first: int = 0) -> tuple[list[Item], dict[int, Item]]:
     """The items Codex sends after the last line, and the lines that recorded usage, each with the
     last assistant item of the response it counts; `first` is the index of the first record (a
     fork's parents' lines come first, below 0)."""
@@ -241,7 +241,8 @@ def _rebuilt(items: list[Item], message: Any, record: int) -> list[Item]:
     newest user messages up to 20,000 tokens, then a user message holding `message`."""
     texts = ["\n".join(t for p in item.value["content"] if (t := _text(p)) is not None)
              for item in items if is_user_message(item.value) and isinstance(item.value.get("content"), list)]
-    kept, budget = [], REBUILD_USER_TOKENS * CHARS_PER_TOKEN
+    kept: list[str] = []
+    budget = REBUILD_USER_TOKENS * CHARS_PER_TOKEN
     for text in reversed(texts):
         if len(text) > budget:
             break
@@ -335,12 +336,12 @@ def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
     if kind in OUTPUT_TYPES:
         output = item.get("output")
         if isinstance(output, str):
-            content: str | tuple[Block, ...] = output
+            result: str | tuple[Block, ...] = output
         elif isinstance(output, list):
-            content = tuple(_part_block(p, index) for p in output)
+            result = tuple(_part_block(p, index) for p in output)
         else:
-            content = (Opaque(None, line=index),)
-        return (ToolResult(_string(item.get("call_id")), content, raw=item, line=index),)
+            result = (Opaque(None, line=index),)
+        return (ToolResult(_string(item.get("call_id")), result, raw=item, line=index),)
     return (Opaque(kind if isinstance(kind, str) else None, line=index),)
 
 
@@ -349,7 +350,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     return rollout(records, parsed.name, parsed.bom, inherited_records(records, parsed.name))
 
 
-def rollout(records: list[tuple[bytes, Any]], name: str, bom: bool, inherited: tuple[tuple[bytes, Any], ...]) -> Transcript:
+def rollout(records: list[Record], name: str, bom: bool, inherited: tuple[Record, ...]) -> Transcript:
     """The transcript of a rollout's lines, after the lines its history starts with (a fork's parents')."""
     lines = [*inherited, *records]
     items, counted = active_items(lines, -len(inherited))
@@ -368,21 +369,21 @@ def rollout(records: list[tuple[bytes, Any]], name: str, bom: bool, inherited: t
                       name=name, source=RolloutSource(records, tuple(items), bom, inherited))
 
 
-def session_meta(records: list[tuple[bytes, Any]] | tuple[tuple[bytes, Any], ...]) -> dict:
+def session_meta(records: list[Record] | tuple[Record, ...]) -> dict:
     """The payload of the rollout's first line, its `session_meta` (Codex reads the history mode there)."""
     value = next((v for _, v in records if v is not BLANK), None)
     payload = value.get("payload") if isinstance(value, dict) and value.get("type") == "session_meta" else None
     return payload if isinstance(payload, dict) else {}
 
 
-def is_paginated(records: list[tuple[bytes, Any]]) -> bool:
+def is_paginated(records: list[Record]) -> bool:
     return session_meta(records).get("history_mode") == "paginated"
 
 
 # --- a fork's parents ------------------------------------------------------------------------
 
 
-def inherited_records(records: list[tuple[bytes, Any]], name: str, forks: tuple[str, ...] = ()) -> tuple[tuple[bytes, Any], ...]:
+def inherited_records(records: list[Record], name: str, forks: tuple[str, ...] = ()) -> tuple[Record, ...]:
     """The lines a forked rollout's history starts with: its parent's below `end_ordinal_exclusive`
     (after the parent's own parents'); none for a rollout that is no fork."""
     base = session_meta(records).get("history_base")
@@ -424,7 +425,7 @@ def parent_rollout(name: str, rollout_id: str) -> Path | None:
     return found[0] if found else None
 
 
-def _system(records: list[tuple[bytes, Any]]) -> tuple[Block, ...]:
+def _system(records: list[Record]) -> tuple[Block, ...]:
     """The session's `base_instructions` (a string, or `{"text": …}` in newer versions)."""
     for _, value in records:
         if type(value) is dict and value.get("type") == "session_meta" and isinstance(value.get("payload"), dict):
@@ -573,9 +574,11 @@ def response_line(anchor: Any, item: dict, ordinal: int | None = None) -> tuple[
 _ORDINAL_HEAD = re.compile(rb'(\{"timestamp":"[^"\\]*","ordinal":)\d+')
 
 
-def renumbered(line: bytes, value: dict, ordinal: int) -> tuple[bytes, dict]:
+def renumbered(line: bytes | memoryview | None, value: dict, ordinal: int) -> tuple[bytes, dict]:
     """A line with another `ordinal`, its other bytes as they were when it has Codex's layout."""
     new = {**value, "ordinal": ordinal}
+    if line is None:  # a line given by its value
+        return dumps(new, indent=False), new
     found = _ORDINAL_HEAD.match(bytes(line[:300]))
     if found is None:
         return dumps(new, indent=False), new
@@ -588,7 +591,7 @@ def write(transcript: Transcript) -> bytes:
     origins = [m.origin for m in transcript.messages]
     if (all(isinstance(o, _Origin) for o in origins) and sorted(i for o in origins for i in o.items) == list(range(len(items)))
             and all(is_unchanged(m) for m in transcript.messages)):
-        return b"\n".join(line for line, _ in records)
+        return bytes(Lines(records))  # the lines joined by newlines
     changed: dict[int, dict] = {}
     after: dict[int, list[dict]] = {}  # new items after an item (-1: before the first)
     kept: set[int] = set()
@@ -608,7 +611,7 @@ def write(transcript: Transcript) -> bytes:
                          "write: the change would be there", location=Location(transcript.name),
                          hint="compact it instead: a compaction is appended to this file and replaces that history")
     restated = restated_usage(source, changed, kept, after)
-    written = b"\n".join(line for line, _ in rewritten(source, changed, kept, after, restated))
+    written = bytes(Lines(rewritten(source, changed, kept, after, restated)))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
@@ -659,7 +662,9 @@ def restated_usage(source: RolloutSource, changed: dict[int, dict], kept: set[in
 
 def _with_usage(value: dict, tokens: int) -> dict:
     """A usage line with its response's prompt `tokens` smaller (the session's running totals stay)."""
-    usage = dict(line_usage(value))
+    recorded = line_usage(value)
+    assert recorded is not None  # a line `active_items` counted records usage
+    usage = dict(recorded)
     for key in ("input_tokens", "total_tokens"):
         if isinstance(usage.get(key), int):
             usage[key] = max(0, usage[key] - tokens)
@@ -673,7 +678,7 @@ def _with_usage(value: dict, tokens: int) -> dict:
 
 
 def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
-              after: dict[int, list[dict]], restated: dict[int, dict]) -> list[tuple[bytes, Any]]:
+              after: dict[int, list[dict]], restated: dict[int, dict]) -> list[Record]:
     """The file's lines with the items changed, dropped (not in `kept`) and added, and the usage
     lines `restated`. In a paginated rollout a line added takes the ordinal after the line before
     it, and the lines after it (after a line dropped) move up (down) by one."""
@@ -683,10 +688,10 @@ def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
         by_record.setdefault(item.record, []).append(index)
     front = after.get(-1, [])
     paginated = source.paginated
-    out: list[tuple[bytes, Any]] = []
+    out: list[Record] = []
     shift, ordinal = 0, None  # how far the lines move; the ordinal of the last line out
 
-    def keep(line: bytes, value: Any) -> None:
+    def keep(line: bytes | memoryview | None, value: Any) -> None:
         nonlocal ordinal
         if paginated and isinstance(value, dict) and isinstance(value.get("ordinal"), int):
             ordinal = value["ordinal"] + shift
@@ -713,15 +718,15 @@ def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
             continue
         if items[indices[0]].slot is None:  # a response_item line: its payload is the item
             index = indices[0]
-            for item in front if index == 0 else ():
-                add(value, item)
+            for new_item in front if index == 0 else ():
+                add(value, new_item)
             if index in kept:
                 new = {**value, "payload": changed[index]} if index in changed else value
                 keep(dumps(new, indent=False) if index in changed else line, new)
             elif paginated:
                 shift -= 1
-            for item in after.get(index, ()):
-                add(value, item)
+            for new_item in after.get(index, ()):
+                add(value, new_item)
             continue
         history = _history(value["payload"], [items[i] for i in indices], indices, changed, kept, after, front)
         new = {**value, "payload": {**value["payload"], "replacement_history": history}}
@@ -729,8 +734,8 @@ def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
     if not items and front:  # nothing was active: the new items start the history, at the end of the file
         tail = [out.pop()] if out and out[-1][1] is BLANK else []
         anchor = next((v for _, v in reversed(out) if isinstance(v, dict)), None)
-        for item in front:
-            add(anchor, item)
+        for new_item in front:
+            add(anchor, new_item)
         out += tail
     return out
 
@@ -740,7 +745,8 @@ def _history(payload: dict, held: list[Item], indices: list[int], changed: dict[
     """A `compacted` line's new `replacement_history`; items Codex does not send stay where they were.
     A rebuilt history (the line had none) is written out whole once anything in it changes."""
     original = [] if held[0].rebuilt else list(payload.get("replacement_history") or ())
-    at_slot = {item.slot: (index, item) for item, index in zip(held, indices)}
+    # Every item of a `compacted` line has its slot.
+    at_slot = {item.slot: (index, item) for item, index in zip(held, indices) if item.slot is not None}
     out: list = []
     for slot in range(len(original)) if original else at_slot:
         if slot not in at_slot:
@@ -753,8 +759,3 @@ def _history(payload: dict, held: list[Item], indices: list[int], changed: dict[
             out.append(changed.get(index, item.value))
         out += after.get(index, ())
     return out
-
-
-# The operations' Codex parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {"append_compaction": "codex.rewrites", "injected_context": "codex.rewrites",
-         "view_before_compaction": "codex.rewrites"}

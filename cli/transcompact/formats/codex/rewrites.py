@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ...core.errors import Location, UsageError, option
-from ...core.jsondata import BLANK, dumps
+from ...core.jsondata import BLANK, Record, dumps
 from ...core.model import USER, Message, Text, Transcript
 from ...core.summary_text import SUMMARY_PREFIX, SummaryText, compose, parse
 from .reader import (
@@ -137,7 +137,7 @@ def _context_items(messages: tuple[Message, ...], source: RolloutSource) -> list
     return out
 
 
-def _next_window(meta: dict, records: list[tuple[bytes, Any]], summary: str) -> dict[str, Any]:
+def _next_window(meta: dict, records: list[Record], summary: str) -> dict[str, Any]:
     """The new context window's number and ids as Codex writes them on a `compacted` line (the one
     after the newest such line's, else after the session's first window), none when the rollout
     keeps no window. The new id is a UUIDv7 of the last line's time, its random bits the summary's hash."""
@@ -169,7 +169,7 @@ def _uuid7(stamp: str, seed: bytes) -> str:
     return str(uuid.UUID(int=value))
 
 
-def _world_state(records: list[tuple[bytes, Any]]) -> dict | None:
+def _world_state(records: list[Record]) -> dict | None:
     """The world state the rollout ends in, as Codex rebuilds it (rollout_reconstruction.rs): from
     the newest full snapshot since the last compaction, each patch after it merged in (RFC 7386)."""
     state = None

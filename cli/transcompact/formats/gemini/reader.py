@@ -34,18 +34,15 @@ from __future__ import annotations
 import re
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BLANK, BOM, Layout, Parsed, dumps, kind_of
+from ...core.jsondata import BLANK, BOM, Layout, Lines, Parsed, Record, dumps, kind_of, line_bytes
 from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
 
 NAME = "gemini"
 DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
 LINES = True  # in the JSON Lines log a line is what a rewrite changes or keeps; not in a legacy document
-# Gemini CLI 0.61 records each tool result twice and sends both (the agents' issue): check and
-# repair do not count its own copy as a second answer (check.results_twice).
-RESULTS_TWICE = True
 
 MESSAGE_TYPES = ("user", "gemini")
 IGNORED_USER_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")  # sessionUtils.ts isIgnoredUserContent
@@ -63,7 +60,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class ChatSource:
-    records: list[tuple[bytes, Any]] | None  # the lines of a JSON Lines log; None for the legacy document
+    records: list[Record] | None  # the lines of a JSON Lines log; None for the legacy document
     document: dict | None
     layout: Layout | None
     data: bytes
@@ -119,7 +116,7 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
 # --- the agent's active records -----------------------------------------------------------------
 
 
-def active_entries(records: list[tuple[bytes, Any]]) -> tuple[Entry, ...]:
+def active_entries(records: list[Record]) -> tuple[Entry, ...]:
     """The message records `loadConversationRecord` ends with, replaying upserts, `$set` and `$rewindTo`."""
     held: dict[str, Entry] = {}  # a dict keeps the first insertion's place, as the agent's Map does
     for line, (_, value) in enumerate(records):
@@ -386,7 +383,7 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
             turns.setdefault(origin.entry, {})[origin.turn] = message.blocks
             last = origin.entry
         elif message.role == USER and message.blocks and all(isinstance(b, ToolResult) for b in message.blocks) and last >= 0:
-            folded.setdefault(last, []).extend(message.blocks)
+            folded.setdefault(last, []).extend(cast("tuple[ToolResult, ...]", message.blocks))  # each is one: all() above
         else:
             added.setdefault(last, []).append(message)
     out: list[dict] = [_new_record(m, None, n) for n, m in enumerate(added.get(-1, ()))]
@@ -409,7 +406,8 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
     model = record.get("type") == "gemini"
     read_content = model_turn(record) if model else tuple(read_part(p) for p in parts(record.get("content")))
     content = turns.get("content", ())
-    results = turns.get("results", ()) + tuple(folded)
+    # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
+    results = cast("tuple[ToolResult, ...]", turns.get("results", ())) + tuple(folded)
     if content == read_content and results == result_turn(record):
         return record
     new = dict(record)
@@ -417,8 +415,8 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
     content_blocks = [b for b in content if in_content or not isinstance(b, ToolCall)]
     if content_blocks != [b for b in read_content if in_content or not isinstance(b, ToolCall)]:
         written = [write_part(b) for b in content_blocks]
-        one_text = len(content_blocks) == 1 and isinstance(content_blocks[0], Text)
-        new["content"] = content_blocks[0].text if one_text and isinstance(record.get("content"), str) else written
+        only = content_blocks[0] if len(content_blocks) == 1 else None
+        new["content"] = only.text if isinstance(only, Text) and isinstance(record.get("content"), str) else written
     if model:
         calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
         new_calls = _calls(calls, [b for b in content if isinstance(b, ToolCall)],
@@ -478,12 +476,14 @@ def write(transcript: Transcript) -> bytes:
     new = without_stale_usage(new, old)
     same_ids = [r.get("id") for r in new] == [r.get("id") for r in old]
     if source.records is None:
+        document, layout = source.document, source.layout
+        assert document is not None and layout is not None  # the legacy document: read sets both
         spans = message_spans(source.data) if same_ids else []
-        if len(spans) != len(source.document["messages"]) or not same_ids:
+        if len(spans) != len(document["messages"]) or not same_ids:
             if same_ids:  # what is no message (a null) stays where it was: the agent skips it
                 rewritten = iter(new)
-                new = [next(rewritten) if isinstance(m, dict) else m for m in source.document["messages"]]
-            return source.layout.dumps({**source.document, "messages": new})
+                new = [next(rewritten) if isinstance(m, dict) else m for m in document["messages"]]
+            return layout.dumps({**document, "messages": new})
         return _spliced(source, new, spans)
     records = list(source.records)
     if same_ids:
@@ -492,7 +492,7 @@ def write(transcript: Transcript) -> bytes:
                 _replace_in_line(records, entry, record, source.bom)
     else:
         records = append_line(records, {"$set": {"messages": new}})
-    return b"\n".join(line for line, _ in records)
+    return bytes(Lines(records))  # the lines joined by newlines
 
 
 # A JSON string (skipped whole) or a bracket: enough to find where each message of a document sits.
@@ -531,6 +531,7 @@ def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) 
     out, end = [], 0
     for entry, record in zip(source.active, new):
         if record is not entry.record:
+            assert entry.position is not None  # every entry of the legacy document has its place
             start, stop = spans[entry.position]
             out += [data[end:start], dumps(record, indent=False)]
             end = stop
@@ -544,8 +545,9 @@ def without_stale_usage(new: list[dict], old: list[dict]) -> list[dict]:
     return new[:first + 1] + [{**r, "tokens": None} if isinstance(r.get("tokens"), dict) else r for r in new[first + 1:]]
 
 
-def _replace_in_line(records: list[tuple[bytes, Any]], entry: Entry, record: dict, bom: bool) -> None:
+def _replace_in_line(records: list[Record], entry: Entry, record: dict, bom: bool) -> None:
     """Put a changed record on its line: the line itself, or its place in the line's `messages`."""
+    assert entry.line is not None  # every entry of a JSON Lines log has its line
     value = records[entry.line][1]
     if entry.position is None:
         value = record
@@ -563,9 +565,9 @@ def _replace_in_line(records: list[tuple[bytes, Any]], entry: Entry, record: dic
     records[entry.line] = (line, value)
 
 
-def append_line(records: list[tuple[bytes, Any]], value: dict) -> list[tuple[bytes, Any]]:
+def append_line(records: list[Record], value: dict) -> list[Record]:
     """The records with one more line, before the final newline if the file ends with one."""
-    ends_blank = bool(records) and records[-1][1] is BLANK and not bytes(records[-1][0]).strip()
+    ends_blank = bool(records) and records[-1][1] is BLANK and not bytes(line_bytes(records[-1])).strip()
     body = records[:-1] if ends_blank else list(records)
     return body + [(dumps(value, indent=False), value)] + ([(b"", BLANK)] if ends_blank else [])
 
@@ -574,8 +576,3 @@ def rewrites_lines(transcript: Transcript) -> bool:
     """A line of the JSON Lines log; in the legacy document, a message (a changed one shrinks to
     one line, so the lines of the rest no longer pair with those read)."""
     return transcript.source.records is not None
-
-
-# The operations' Gemini parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {"append_compaction": "gemini.rewrites", "replace_ui_copies": "gemini.rewrites", "rewrites_lines": "gemini.reader",
-         "unrecorded_messages": "gemini.reader"}

@@ -9,7 +9,7 @@ import uuid as uuidlib
 from dataclasses import replace
 
 from ...core.errors import ShapeError
-from ...core.jsondata import Parsed
+from ...core.jsondata import Lines, Parsed
 from ...core.model import Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from .reader import ChatSource, _Origin, append_line, read, rebuilt_records
@@ -59,12 +59,13 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     ]
     messages = pair + kept
     if source.records is None:
+        assert source.document is not None and source.layout is not None  # the legacy document: read sets both
         document = {**source.document, "messages": messages}
         data = source.layout.dumps(document)
         return read(Parsed(transcript.name, data, document=document, bom=source.bom))
     records = source.records[:1] if drop_history else source.records
     lines = append_line(list(records), {"$set": {"messages": messages}})
-    return read(Parsed(transcript.name, b"\n".join(line for line, _ in lines), records=lines, bom=source.bom))
+    return read(Parsed(transcript.name, bytes(Lines(lines)), records=lines, bom=source.bom))
 
 
 def _at(stamp: str | None) -> dict:

@@ -44,7 +44,7 @@ import orjson
 
 from ...dialects.openai import decode_arguments
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BLANK, BOM, Parsed, dumps, kind_of
+from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, kind_of, line_bytes
 from ...core.model import (
     ASSISTANT,
     TOOL,
@@ -93,7 +93,7 @@ class Entry:
 
 @dataclass(frozen=True)
 class StoreSource:
-    records: list[tuple[bytes, Any]]
+    records: list[Record]
     state: int | None  # the record of base_state, when the input has one
     branch: tuple[int, ...]  # the event records of the active branch, root first
     view: tuple[Entry, ...]  # what the agent sends, properties enforced
@@ -124,18 +124,18 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     return bool(events) and all(is_event(v) for v in events)
 
 
-def state_record(records: list[tuple[bytes, Any]]) -> int | None:
+def state_record(records: list[Record]) -> int | None:
     """The line of base_state: the first one, when it is the state."""
     first = next((i for i, (_, v) in enumerate(records) if v is not BLANK), None)
     return first if first is not None and is_state(records[first][1]) else None
 
 
-def event_records(records: list[tuple[bytes, Any]]) -> list[int]:
+def event_records(records: list[Record]) -> list[int]:
     state = state_record(records)
     return [i for i, (_, v) in enumerate(records) if v is not BLANK and i != state]
 
 
-def active_branch(records: list[tuple[bytes, Any]], state: int | None) -> tuple[int, ...]:
+def active_branch(records: list[Record], state: int | None) -> tuple[int, ...]:
     """The event records from the root to the leaf (`EventLog.path_to_root`)."""
     events = event_records(records)
     by_id: dict[str, int] = {}
@@ -157,7 +157,7 @@ def active_branch(records: list[tuple[bytes, Any]], state: int | None) -> tuple[
     return tuple(reversed(path))
 
 
-def condensed(records: list[tuple[bytes, Any]], branch: tuple[int, ...]) -> list[Entry]:
+def condensed(records: list[Record], branch: tuple[int, ...]) -> list[Entry]:
     """The view before its properties are enforced (`View.append_event`, one event at a time)."""
     view: list[Entry] = []
     for index in branch:
@@ -202,7 +202,7 @@ def batch_atomicity(view: list[Entry], branch: list[dict]) -> dict[str, str]:
         return out
 
     every = batches(branch)
-    out = {}
+    out: dict[str, str] = {}
     for response, ids in batches(e.value for e in view).items():
         if ids != every.get(response):
             out.update((i, f"the other calls of LLM response {response} are not in the view") for i in ids)
@@ -247,7 +247,7 @@ def tool_loops(events) -> list[set[str]]:
 
 def tool_loop_atomicity(view: list[Entry], branch: list[dict]) -> dict[str, str]:
     present = {e.id for e in view}
-    out = {}
+    out: dict[str, str] = {}
     for loop in tool_loops(branch):
         if loop & present and not loop <= present:
             out.update((i, "part of its tool loop (from a call with thinking) is not in the view") for i in loop & present)
@@ -305,13 +305,13 @@ def _observation_content(value: dict) -> tuple[tuple[Block, ...], bool]:
     if value["kind"] == "UserRejectObservation":
         reason = value.get("rejection_reason")
         return (Text(REJECTED + (reason if isinstance(reason, str) else "User rejected the action")),), False
-    observation = value.get("observation") if isinstance(value.get("observation"), dict) else {}
+    observation = value["observation"] if isinstance(value.get("observation"), dict) else {}
     blocks = _content_blocks(observation.get("content")) + _content_blocks(value.get("extended_content"))
     return blocks, observation.get("is_error") is True
 
 
 def _tool_call(value: dict) -> ToolCall:
-    call = value.get("tool_call") if isinstance(value.get("tool_call"), dict) else {}
+    call = value["tool_call"] if isinstance(value.get("tool_call"), dict) else {}
     call_id = call.get("id") if isinstance(call.get("id"), str) else value.get("tool_call_id")
     name = call.get("name") if isinstance(call.get("name"), str) else value.get("tool_name")
     return ToolCall(call_id if isinstance(call_id, str) else "", name if isinstance(name, str) else "",
@@ -332,9 +332,9 @@ def _message(entries: list[Entry], positions: tuple[int, ...]) -> Message:
     elif kind == SUMMARY:
         blocks, role = (Text(SUMMARY_PREFIX + first["summary"]),), USER
     else:
-        message = first.get("llm_message") if isinstance(first.get("llm_message"), dict) else {}
+        message = first["llm_message"] if isinstance(first.get("llm_message"), dict) else {}
         blocks = _content_blocks(message.get("content")) + _content_blocks(first.get("extended_content"))
-        role = message.get("role") if isinstance(message.get("role"), str) else USER
+        role = message["role"] if isinstance(message.get("role"), str) else USER
     return Message(role, blocks, raw=first, line=entries[0].record + 1, origin=_Origin(positions, blocks))
 
 
@@ -369,7 +369,7 @@ def _system(view: tuple[Entry, ...]) -> tuple[tuple[Block, ...], tuple[Any, ...]
     return tuple(blocks), tuple(tools)
 
 
-def _check_ids(records: list[tuple[bytes, Any]], branch: tuple[int, ...], name: str) -> None:
+def _check_ids(records: list[Record], branch: tuple[int, ...], name: str) -> None:
     for index in branch:
         value = records[index][1]
         for key in IDENTIFYING_KEYS.get(value["kind"], ()):
@@ -480,7 +480,7 @@ def _without_extended_content(value: dict) -> dict:
     return {**value, "extended_content": []} if value.get("extended_content") else dict(value)
 
 
-def rewritten_records(transcript: Transcript) -> tuple[list[tuple[bytes, Any]], list[str]]:
+def rewritten_records(transcript: Transcript) -> tuple[list[Record], list[str]]:
     """The lines with each changed message's events re-serialised, and the ids of the events whose
     messages are gone (for a condensation to forget)."""
     source: StoreSource = transcript.source
@@ -503,14 +503,14 @@ def write(transcript: Transcript) -> bytes:
     records, gone = rewritten_records(transcript)
     if gone:
         records = appended(records, source, condensation(records, source, gone))
-    written = b"\n".join(line for line, _ in records)
+    written = bytes(Lines(records))  # the lines joined by newlines
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
 # --- new events ------------------------------------------------------------------------------
 
 
-def new_id(seed: str, records: list[tuple[bytes, Any]]) -> str:
+def new_id(seed: str, records: list[Record]) -> str:
     """A UUID as OpenHands makes them, from `seed` so that a rewrite is repeatable, unused in the log."""
     taken = {v["id"] for _, v in records if isinstance(v, dict) and isinstance(v.get("id"), str)}
     for attempt in range(100):
@@ -520,7 +520,7 @@ def new_id(seed: str, records: list[tuple[bytes, Any]]) -> str:
     raise ShapeError("no free event id")  # a hundred uuid5 collisions: not in this universe
 
 
-def _after_every_event(records: list[tuple[bytes, Any]]) -> str:
+def _after_every_event(records: list[Record]) -> str:
     """A timestamp as OpenHands writes them (`datetime.now().isoformat()`), 1 ms after the newest event's."""
     latest = datetime(1970, 1, 1)
     for _, value in records:
@@ -534,7 +534,7 @@ def _after_every_event(records: list[tuple[bytes, Any]]) -> str:
     return (latest + timedelta(milliseconds=1)).isoformat(timespec="microseconds")
 
 
-def condensation(records: list[tuple[bytes, Any]], source: StoreSource, forgotten: list[str],
+def condensation(records: list[Record], source: StoreSource, forgotten: list[str],
                  summary: str | None = None, offset: int | None = None) -> dict:
     """A `Condensation` event as the SDK serialises one (its fields in order, none left `null`):
     a child of the active leaf when the log's events name their parents (older logs have no
@@ -552,7 +552,7 @@ def condensation(records: list[tuple[bytes, Any]], source: StoreSource, forgotte
     return event
 
 
-def appended(records: list[tuple[bytes, Any]], source: StoreSource, event: dict) -> list[tuple[bytes, Any]]:
+def appended(records: list[Record], source: StoreSource, event: dict) -> list[Record]:
     """The lines with `event` after the last one, and the state's `leaf_event_id`, when it has
     one, moved to it: what the agent's `append_event` and its autosave of the state write."""
     out = list(records)
@@ -560,13 +560,5 @@ def appended(records: list[tuple[bytes, Any]], source: StoreSource, event: dict)
         state = {**out[source.state][1], "leaf_event_id": event["id"]}
         out[source.state] = (dumps(state, indent=False), state)
     # Every line ends with a newline in a bundle: the new one goes before the empty text after the last.
-    tail = [out.pop()] if out and out[-1][1] is BLANK and len(out[-1][0]) == 0 else []
+    tail = [out.pop()] if out and out[-1][1] is BLANK and len(line_bytes(out[-1])) == 0 else []
     return [*out, (dumps(event, indent=False), event), *tail]
-
-
-# The operations' OpenHands parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {
-    "check_log": "openhands.rules",
-    "repair_log": "openhands.rules",
-    "append_compaction": "openhands.rewrites",
-}

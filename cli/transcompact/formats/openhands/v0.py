@@ -39,7 +39,7 @@ the agent renders with its prompt templates, are not read; an LLM-based file edi
 truncation (a setting of the agent's) is not applied; a delegate's own events are read as the
 parent's. Dialect: openai.
 
-Read only (`WRITES`, as for Copilot CLI sessions): these are records of finished runs, which no
+Read only (`writes`, as for Copilot CLI sessions): these are records of finished runs, which no
 agent resumes, and a rewritten message has no field to go back to (the stream holds an
 observation's `content`, not the agent's wording of it, nor what it approximates). transcompact
 reads them (estimate, check, cut-point, summarize) and converts them (`--to`); a command that
@@ -67,12 +67,12 @@ from ...core.model import (
     Transcript,
 )
 from .._document import split_path
+from ..adapter import Format
 
 NAME = "openhands-v0"
 DESCRIPTION = ("legacy OpenHands (V0) events: a JSON array of action / observation events, "
                "or an evaluation output holding one under `history`")
-LINES = False  # what a rewrite would change is a run's `history` (none does: see WRITES)
-WRITES = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
+LINES = False  # what a rewrite would change is a run's `history` (none does: see `writes`)
 
 SYSTEM = "system"
 HISTORY = "history"
@@ -325,7 +325,7 @@ def _observation(event: dict, results: dict[str, Message]) -> list[Message]:
     if not isinstance(metadata, dict):
         return [Message(USER, blocks, raw=event)]
     call_id = _string(metadata.get("tool_call_id"))
-    content = blocks[0].text if len(blocks) == 1 else blocks
+    content = blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], Text) else blocks  # one block: a Text
     is_error = True if event["observation"] == "error" else None
     # Sent after the assistant message that made the call, once all of that message's calls are answered.
     results[call_id] = Message(TOOL, (ToolResult(call_id, content, is_error),), raw=event)
@@ -351,10 +351,11 @@ def _separated(messages: list[Message]) -> list[Message]:
     out: list[Message] = []
     for message in messages:
         if message.role == USER and out and out[-1].role == USER and message.blocks:
-            at = next((k for k, b in enumerate(message.blocks) if isinstance(b, Text)), None)
-            if at is not None:
+            first = next(((k, b) for k, b in enumerate(message.blocks) if isinstance(b, Text)), None)
+            if first is not None:
+                at, text = first
                 blocks = list(message.blocks)
-                blocks[at] = Text("\n\n" + blocks[at].text)
+                blocks[at] = Text("\n\n" + text.text)
                 message = message.with_blocks(tuple(blocks))
         out.append(message)
     return out
@@ -381,3 +382,12 @@ def write(transcript: Transcript) -> bytes:
     if transcript.messages != source.messages:
         raise not_written(transcript)
     return source.data
+
+
+class OpenHandsV0Format(Format):
+    name, description, lines = NAME, DESCRIPTION, LINES
+    writes = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
+    detect, read, write, hint = staticmethod(detect), staticmethod(read), staticmethod(write), staticmethod(runs_hint)
+
+
+FORMAT = OpenHandsV0Format()

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BLANK, BOM, Parsed, dumps, kind_of
+from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, kind_of
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, USER_WORDS_HEADING
 from ...core.model import (
     ASSISTANT,
@@ -90,9 +90,13 @@ FILE_LISTS = re.compile(r"(?:\n\n<read-files>\n.*?\n</read-files>)?(?:\n\n<modif
                         re.S)
 
 
+# A line as a rewrite writes it: its bytes and value (a `Record`), and the record it was read from (None: a new entry).
+Rewritten = tuple["bytes | memoryview | None", Any, "int | None"]
+
+
 @dataclass(frozen=True)
 class SessionSource:
-    records: list[tuple[bytes, Any]]
+    records: list[Record]
     version: int
     path: tuple[int, ...]  # entry records from the root to the leaf
     compaction: int | None  # the record of the newest compaction on the path
@@ -123,18 +127,18 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
             and all(_entry_type(v) is not None for v in values[1:]))
 
 
-def version_of(records: list[tuple[bytes, Any]]) -> int:
+def version_of(records: list[Record]) -> int:
     header = next((v for _, v in records if v is not BLANK), None)
     version = header.get("version") if isinstance(header, dict) else None
     return version if type(version) is int else 1
 
 
-def entry_records(records: list[tuple[bytes, Any]]) -> list[int]:
+def entry_records(records: list[Record]) -> list[int]:
     """The records of the entries: every line but blank ones and the header."""
     return [i for i, (_, v) in enumerate(records) if v is not BLANK and _entry_type(v) != "session"]
 
 
-def find_path(records: list[tuple[bytes, Any]], version: int) -> tuple[int, ...]:
+def find_path(records: list[Record], version: int) -> tuple[int, ...]:
     """The entry records from the root to the leaf (the last entry), as pi walks them."""
     entries = entry_records(records)
     if not entries:
@@ -142,7 +146,8 @@ def find_path(records: list[tuple[bytes, Any]], version: int) -> tuple[int, ...]
     if version < 2:  # migrated as pi does: each entry the child of the one before
         return tuple(entries)
     by_id = {records[i][1]["id"]: i for i in entries if isinstance(records[i][1].get("id"), str)}
-    path, seen, node = [], set(), entries[-1]
+    path, seen = [], set()
+    node: int | None = entries[-1]
     while node is not None and node not in seen:
         seen.add(node)
         path.append(node)
@@ -152,7 +157,7 @@ def find_path(records: list[tuple[bytes, Any]], version: int) -> tuple[int, ...]
     return tuple(path)
 
 
-def first_kept(records: list[tuple[bytes, Any]], path: tuple[int, ...], at: int, version: int) -> int | None:
+def first_kept(records: list[Record], path: tuple[int, ...], at: int, version: int) -> int | None:
     """The position in `path` of the compaction at `path[at]`'s first kept entry, None when it is not before it.
 
     Version 1 names it by `firstKeptEntryIndex`, an index into the file's non-blank lines (the header is 0),
@@ -170,7 +175,7 @@ def first_kept(records: list[tuple[bytes, Any]], path: tuple[int, ...], at: int,
     return None
 
 
-def active_entries(records: list[tuple[bytes, Any]], path: tuple[int, ...], version: int) -> tuple[list[int], int | None]:
+def active_entries(records: list[Record], path: tuple[int, ...], version: int) -> tuple[list[int], int | None]:
     """(the entry records pi sends, in order, the summary's compaction first; that compaction's record).
 
     Only the newest compaction on the path is a summary: an older one inside the kept range sends
@@ -323,9 +328,9 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> M
             blocks, items, string = _content(message.get("content", []), where)
             is_error = message.get("isError")
             # One text block reads as a string, as a result an operation makes is: they compare equal.
-            text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is Text else None
+            one_text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is Text else None
             # `isError: false` reads as no flag, as the results operations make have: pi writes it on every result.
-            result = ToolResult(call_id, blocks if text is None else text, True if is_error is True else None)
+            result = ToolResult(call_id, blocks if one_text is None else one_text, True if is_error is True else None)
             return Message(USER, (result,), raw=message, line=index + 1,
                            origin=_Origin(index, (result,), items, string, True))
     except ShapeError as error:
@@ -391,7 +396,8 @@ def _written_entry(blocks: tuple[Block, ...], value: dict, origin: _Origin | Non
     if isinstance(result, ToolResult):
         content = (Text(result.content),) if isinstance(result.content, str) else result.content
         read_blocks = origin.blocks[0].content if origin is not None and isinstance(origin.blocks[0], ToolResult) else ()
-        matching = _Origin(0, tuple(read_blocks), origin.items, False, True) if read_blocks and not isinstance(read_blocks, str) else None
+        matching = (_Origin(0, tuple(read_blocks), origin.items, False, True)
+                    if origin is not None and read_blocks and not isinstance(read_blocks, str) else None)
         pi_message["content"] = _items(content, matching)
         if result.is_error is not None:
             pi_message["isError"] = result.is_error
@@ -425,8 +431,8 @@ def write(transcript: Transcript) -> bytes:
     origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
     if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
             and all(is_unchanged(m) for m in transcript.messages)):
-        return b"\n".join(line for line, _ in source.records)  # the first line holds the byte-order mark, if any
-    written = b"\n".join(line for line, _, _ in with_usage_restated(rewritten_records(transcript), source))
+        return bytes(Lines(source.records))  # the first line holds the byte-order mark, if any
+    written = bytes(Lines([(line, value) for line, value, _ in with_usage_restated(rewritten_records(transcript), source)]))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
@@ -467,7 +473,7 @@ def _string(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def with_usage_restated(out: list[tuple[bytes, Any, int | None]], source: SessionSource) -> list[tuple[bytes, Any, int | None]]:
+def with_usage_restated(out: list[Rewritten], source: SessionSource) -> list[Rewritten]:
     """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
     `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
     before it sends and in its footer), less what the change took out before it, by pi's own
@@ -485,7 +491,7 @@ def with_usage_restated(out: list[tuple[bytes, Any, int | None]], source: Sessio
     return restated
 
 
-def _chars_before(records: list[tuple[bytes, Any]], path: tuple[int, ...], version: int) -> dict[int, int]:
+def _chars_before(records: list[Record], path: tuple[int, ...], version: int) -> dict[int, int]:
     """For each assistant message pi sends after the active compaction (or with none), the
     characters it sends before it."""
     order, compaction = active_entries(records, path, version)
@@ -502,11 +508,13 @@ def _chars_before(records: list[tuple[bytes, Any]], path: tuple[int, ...], versi
 def _usage_less(value: dict, tokens: int) -> dict | None:
     """An assistant entry whose `usage.totalTokens` counts a prompt `tokens` smaller (None: no usage to restate)."""
     message = value.get("message")
+    if not isinstance(message, dict):  # what `_chars_before` found: an assistant message's entry
+        return None
     usage = message.get("usage")
     if not isinstance(usage, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
         return None
     parts = [usage[k] for k in ("input", "output", "cacheRead", "cacheWrite") if type(usage.get(k)) is int]
-    total = usage.get("totalTokens") if type(usage.get("totalTokens")) is int and usage["totalTokens"] > 0 else sum(parts)
+    total = usage["totalTokens"] if type(usage.get("totalTokens")) is int and usage["totalTokens"] > 0 else sum(parts)
     output = usage["output"] if type(usage.get("output")) is int else 0
     new = max(output, total - tokens)
     return {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}} if new != total else None
@@ -524,7 +532,7 @@ def judged_usage(message: dict) -> dict:
     return {**message, "usage": {**usage, "input": max(0, usage["totalTokens"] - parts["output"]), "cacheRead": 0, "cacheWrite": 0}}
 
 
-def rewritten_records(transcript: Transcript) -> list[tuple[bytes, Any, int | None]]:
+def rewritten_records(transcript: Transcript) -> list[Rewritten]:
     """The file's lines with `transcript`'s changes, each with the record it was read from (None: a new entry).
 
     A changed message goes back into its entry; what it gained that one pi entry cannot hold
@@ -574,11 +582,11 @@ def rewritten_records(transcript: Transcript) -> list[tuple[bytes, Any, int | No
             raise ShapeError(f"line {index + 1}: pi makes this message from its entry; it cannot be dropped")
 
     parents = _relink(source, dropped, inserted)
-    out: list[tuple[bytes, Any, int | None]] = []
+    out: list[Rewritten] = []
     for index, (line, value) in enumerate(records):
         if index not in dropped:
             if index in contents or index in parents:
-                value = contents.get(index, value)
+                value = contents[index] if index in contents else value
                 if index in parents:
                     value = {**value, "parentId": parents[index]}
                 line = dumps(value, indent=False)
@@ -589,7 +597,7 @@ def rewritten_records(transcript: Transcript) -> list[tuple[bytes, Any, int | No
     return out
 
 
-def _keep_the_messages_on_the_leafs_path(out: list[tuple[bytes, Any, int | None]], claimed: set[int],
+def _keep_the_messages_on_the_leafs_path(out: list[Rewritten], claimed: set[int],
                                          source: SessionSource, name: str) -> None:
     """pi's leaf is the last entry: with the leaf dropped, the entry before it in the file takes its
     place, whose path must be what is left of the old one (not a branch, nor an entry without a parent)."""
@@ -614,7 +622,7 @@ def new_entry_id(seed: str, taken: set[str]) -> str:
     return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))
 
 
-def entry_ids(records: list[tuple[bytes, Any]]) -> set[str]:
+def entry_ids(records: list[Record]) -> set[str]:
     return {v["id"] for _, v in records if isinstance(v, dict) and isinstance(v.get("id"), str)}
 
 
@@ -659,13 +667,3 @@ def _relink(source: SessionSource, dropped: set[int], inserted: dict[int, list[d
     for new_entries in inserted.values():  # what replaces a dropped entry follows it, so hangs from its parent
         new_entries[0]["parentId"] = kept(new_entries[0]["parentId"])
     return parents
-
-
-# The operations' pi parts (formats/__init__.py `hook`), imported when an operation asks for one.
-HOOKS = {
-    "check_log": "pi.rules",
-    "repair_log": "pi.rules",
-    "append_compaction": "pi.rewrites",
-    "summary_wording": "pi.rewrites",
-    "view_before_compaction": "pi.rewrites",
-}

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BLANK, Parsed, dumps
+from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Message, ToolCall, Transcript, named_paths
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
 from .reader import (
@@ -134,13 +134,13 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     entry["tokensBefore"] = pre_tokens
     entry["details"] = details
     # pi ends every line with a newline: the new line goes before the empty text after the last one.
-    ends_with_newline = bool(records) and records[-1][1] is BLANK and len(records[-1][0]) == 0
-    lines = [*(records[:-1] if ends_with_newline else records), (dumps(entry, indent=False), entry), (b"", BLANK)]
-    return read(Parsed(transcript.name, b"", records=lines, bom=source.bom))
+    ends_with_newline = bool(records) and records[-1][1] is BLANK and len(line_bytes(records[-1])) == 0
+    written: list[Record] = [*(records[:-1] if ends_with_newline else records), (dumps(entry, indent=False), entry), (b"", BLANK)]
+    return read(Parsed(transcript.name, b"", records=written, bom=source.bom))
 
 
-def _without_history(records: list[tuple[bytes, Any]], kept_at: int | None,
-                     version: int) -> tuple[list[tuple[bytes, Any]], int | None]:
+def _without_history(records: list[Record], kept_at: int | None,
+                     version: int) -> tuple[list[Record], int | None]:
     """The session as pi would resume it after the compaction, less what it no longer reads: the
     header, the settings entries on the path before the window, the window and what follows it on
     the path but for earlier compactions, each the child of the one before (other branches go

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.violation import ERROR, Violation
-from ...core.jsondata import BLANK, Parsed, dumps
+from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Transcript
 from .reader import (
     SessionSource,
@@ -82,7 +82,7 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
     return out
 
 
-def unthreaded_entries(records: list[tuple[bytes, Any]], version: int) -> list[int]:
+def unthreaded_entries(records: list[Record], version: int) -> list[int]:
     """P4: the entry records of a version 2 or 3 session that have no string `id` or no `parentId`."""
     if version < 2:
         return []
@@ -118,7 +118,7 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
     if not any(v.severity == ERROR for v in check_log(transcript, None)):
         return transcript, []
     # The lines as the transcript now has them: what the repair's earlier fixes changed stays.
-    records: list[tuple[bytes, Any]] = [(line, value) for line, value, _ in rewritten_records(transcript)]
+    records: list[Record] = [(line, value) for line, value, _ in rewritten_records(transcript)]
     version = version_of(records)
     fixes: list[tuple[str, str, int]] = []
     _thread_as_migrated(records, version, fixes)
@@ -140,7 +140,7 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
     return read(Parsed(transcript.name, b"", records=records, bom=transcript.source.bom)), fixes
 
 
-def _thread_as_migrated(records: list[tuple[bytes, Any]], version: int, fixes: list) -> None:
+def _thread_as_migrated(records: list[Record], version: int, fixes: list) -> None:
     """P4: what pi's `migrateV1ToV2` does, to the entries it would have had to: an id for each
     entry without one, the entry before it in the file as the parent of each whose `parentId`
     names no entry (a link pi follows stays), and a compaction's `firstKeptEntryIndex` (an index
@@ -156,7 +156,7 @@ def _thread_as_migrated(records: list[tuple[bytes, Any]], version: int, fixes: l
         if index in unthreaded:
             entry_id = value.get("id")
             if not isinstance(entry_id, str):
-                entry_id = new_entry_id(f"{previous}:{bytes(records[index][0]).decode(errors='replace')}", taken)
+                entry_id = new_entry_id(f"{previous}:{bytes(line_bytes(records[index])).decode(errors='replace')}", taken)
                 taken.add(entry_id)
             parent = value["parentId"] if isinstance(value.get("parentId"), str) and value["parentId"] in named else previous
             # pi's own order: type, id, parentId, then the rest.
@@ -170,7 +170,7 @@ def _thread_as_migrated(records: list[tuple[bytes, Any]], version: int, fixes: l
         if _entry_type(value) == "compaction" and type(kept) is int and not isinstance(value.get("firstKeptEntryId"), str):
             target = records[lines[kept]][1] if 0 <= kept < len(lines) else None
             value = {k: v for k, v in value.items() if k != "firstKeptEntryIndex"}
-            if _entry_type(target) not in (None, "session"):
+            if target is not None and _entry_type(target) not in (None, "session"):
                 value["firstKeptEntryId"] = target["id"]
             records[index] = _with(value)
     fixes.append(("P4", f"threaded {len(unthreaded)} entries into pi's tree as its migration from version 1 does: "

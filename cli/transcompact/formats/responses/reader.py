@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...core.errors import Location, ShapeError
 from ...core.jsondata import Layout, Parsed
 from ...core.model import Block, Message, Opaque, Text, Transcript
 from ..codex.reader import Item, _Origin, is_unchanged, item_blocks, item_kind, message_items, turns
@@ -97,6 +98,8 @@ def newest_compaction(values: list) -> int | None:
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     values = find_items(parsed.document)
+    if values is None:  # what detection and `readable` rule out, as `_document.read` does
+        raise ShapeError("no list of Responses input items found", location=Location(parsed.name))
     items = tuple(Item(value, 0, slot) for slot, value in enumerate(values))
     active = newest_compaction(values) or 0
     messages = []
@@ -136,7 +139,3 @@ def write(transcript: Transcript) -> bytes:
 def with_items(source: InputSource, values: list) -> Any:
     """The document with `values` as its items."""
     return {**source.document, "input": values} if source.path else values
-
-
-# The operations' Responses part (formats/__init__.py `hook`), imported when an operation asks for it.
-HOOKS = {"append_compaction": "responses.rewrites"}

@@ -1,0 +1,110 @@
+"""The type of a format adapter: each format declares one `Format` (its module's `FORMAT`), which
+the registry (formats/__init__.py) holds and the operations call, never asking which format it is.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..core.summary_text import SummaryText, compose
+
+if TYPE_CHECKING:
+    from ..core.jsondata import Lines, Parsed
+    from ..core.model import Message, Transcript
+    from ..core.violation import Violation
+
+LineFix = tuple[str, str, int]  # a fix `repair_log` made: (rule, text, line)
+
+
+class Format(ABC):
+    """One format transcompact reads: its name, how it is recognised, read and written, and its
+    own part of the operations (the hooks below). A hook's default is what a format without one
+    gets, so that an operation calls it on any transcript; a format that has one overrides it and
+    imports its rules or rewrites inside the method, when an operation first asks."""
+
+    name: str  # what --format and `Transcript.format` call it
+    description: str  # a line for the user (an input not in the format named)
+    lines: bool  # whether a line is the unit a rewrite changes, keeps or removes (else a message of one JSON document)
+    writes: bool = True  # False: transcompact only reads it, and a command that would write it stops (`ensure_writable`)
+    results_twice: bool = False  # the agent sends each tool result twice itself: its copy is no second answer (check)
+    # What of a line is kept as it is parsed (`jsondata.parse`'s trim). It runs before detection,
+    # on every input: it must leave the lines of every other format as they are.
+    trim: Callable[[Any], Any] | None = None
+
+    @abstractmethod
+    def detect(self, parsed: Parsed, messages_path: str | None = None) -> bool:
+        """Whether detection takes the input for this format (`FORMATS` asks in order)."""
+
+    @abstractmethod
+    def read(self, parsed: Parsed, messages_path: str | None = None) -> Transcript: ...
+
+    @abstractmethod
+    def write(self, transcript: Transcript) -> bytes:
+        """The transcript in this format, as it was read where unchanged."""
+
+    def write_lines(self, transcript: Transcript) -> bytes | Lines:
+        """What a rewrite writes: a log's lines as they are to be joined (`Lines`), or `write`."""
+        return self.write(transcript)
+
+    def readable(self, parsed: Parsed, messages_path: str | None = None) -> bool:
+        """Whether the input reads as this format when it is named so (--format, or a rewrite's
+        output read back): --format overrides the choice between formats, not the shape."""
+        return self.detect(parsed, messages_path)
+
+    def reload(self, parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
+        """Read what a rewrite wrote of `written` (the post-condition), as `read` or with what the
+        written transcript says besides (its dialect, its messages)."""
+        return self.read(parsed, messages_path)
+
+    def hint(self, parsed: Parsed) -> str | None:
+        """What to tell the user of an input this format recognises but does not read as it is."""
+        return None
+
+    # --- the hooks: the format's own part of an operation ------------------------------------
+
+    def check_log(self, transcript: Transcript, path: str | None) -> list[Violation]:
+        """The rules of the log itself (check)."""
+        return []
+
+    def repair_log(self, transcript: Transcript) -> tuple[Transcript, list[LineFix]]:
+        """What repair fixes of those rules."""
+        return transcript, []
+
+    def append_compaction(self, transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
+                          *, drop_history: bool = False) -> Transcript | None:
+        """A compaction written the way the agent writes its own (compact); None: the rebuilt
+        transcript stands."""
+        return None
+
+    def replace_ui_copies(self, transcript: Transcript) -> Transcript:
+        """The copies of tool results only a UI shows, made to match what prune left (--prune-ui-copy)."""
+        return transcript
+
+    def rewrites_lines(self, transcript: Transcript) -> bool:
+        """`lines`, for this transcript (a format with layouts of both kinds: prune's archive)."""
+        return self.lines
+
+    def injected_context(self, message: Message) -> tuple[tuple[str, str], ...] | None:
+        """What a user message the agent wrote itself (its environment) says as (name, value);
+        None for the user's own (compact's checkpoint)."""
+        return None
+
+    def view_before_compaction(self, transcript: Transcript) -> Transcript | None:
+        """The log as the agent read it before its newest compaction, whose recorded usage still
+        measures the system prompt and tools (estimate); None: no compaction."""
+        return None
+
+    def agent_lines(self, transcript: Transcript) -> frozenset[int]:
+        """The lines (a block's `line`) the agent wrote in the user's turn itself, never the
+        user's words (compact's checkpoint)."""
+        return frozenset()
+
+    def summary_wording(self, summary: SummaryText) -> str:
+        """The summary message's text as the agent words its own (compact)."""
+        return compose(summary)
+
+    def unrecorded_messages(self, transcript: Transcript) -> frozenset[int]:
+        """The messages (indices) that no recorded usage counted, though the agent sends them now
+        (estimate's anchor counts them on top)."""
+        return frozenset()

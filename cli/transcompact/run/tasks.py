@@ -1,0 +1,222 @@
+"""One file's work in a batch, as a worker runs it: the `Task` (plain values, so that it pickles
+to a worker process or a Dask cluster), `process` (read, work, write: the file's `Outcome`, its
+error included), and the interrupts (the worker's SIGTERM stops its file; the parent notes an
+interrupt while it waits, `interrupts_noted`). The pool (`batch`) and the cluster (`cluster`)
+both hand out tasks and get outcomes back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gc
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, TypeVar
+
+from ..core import settings
+from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of
+from ..core.jsondata import Lines, is_blank, same_bytes
+from ..io.files import STDIN, make_directory
+from ..io.inputs import Source, read_input
+from ..io.outputs import write_output
+
+if TYPE_CHECKING:  # types only: a worker loads the formats when it reads its first file
+    from ..core.model import Transcript
+
+STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a command's work made of one file."""
+
+    output: bytes | Lines | None = None  # the file rewritten (prune, compact, repair, expand)
+    report: Mapping[str, Any] = field(default_factory=dict)  # what --json and --report say of it
+    stdout: bytes = b""  # its lines on stdout (check's violations, cut-point's index)
+    changes: tuple | None = None  # --diff: what the rewrite changes (diff.MessageChange), when asked for
+    stderr: tuple[str, ...] = ()  # its lines on stderr (the report line, fixes, notes)
+    exit: int = ExitCode.OK  # VIOLATIONS when check or repair found errors
+    value: Any = None  # estimate's count, for the table of every file
+    events: tuple[dict, ...] = ()  # compact --events: what happened to the file, as events
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a file's bytes become a transcript: --format, --messages-path, --encoding-errors."""
+
+    format: str | None = None
+    messages_path: str | None = None
+    encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
+    writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
+
+    def load(self, data: bytes, name: str) -> Transcript:
+        from ..formats import ensure_writable, loads
+
+        if self.encoding_errors == "replace":
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                data = data.decode("utf-8", "replace").encode("utf-8")
+        transcript = loads(data, name, format=self.format, messages_path=self.messages_path)
+        if self.writes_back:
+            ensure_writable(transcript)
+        return transcript
+
+
+Settings = TypeVar("Settings")  # a command's options for its work on each file: frozen dataclasses of plain values
+
+
+@dataclass(frozen=True)
+class Task(Generic[Settings]):
+    """One file's work, in plain values: it crosses to a worker process."""
+
+    source: Source
+    work: Callable[[str, bytes, Settings], Result]  # a top-level function, so that it pickles by name
+    settings: Settings  # the command's options
+    target: str | None = None  # the file the output goes to; None: back to the caller (stdout)
+    makes_directories: bool = False  # --output-dir: the target's directories are made
+    dry_run: bool = False
+    data: bytes | None = None  # stdin's bytes, read by the parent (a worker has no stdin)
+    traceback: bool = False  # --traceback: an error is raised, not reported
+    from_environment: frozenset[str] = frozenset()  # the settings a variable gave: an error names the variable
+    rewrites: bool = False  # a rewriting command: an empty input has nothing to rewrite (as jq, it is no error)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str  # the input as reports name it (STDIN_NAME for stdin)
+    target: str | None
+    exit: int
+    result: Result | None = None  # None: the file failed
+    changed: bool = False  # the output is not the input, byte for byte
+    written: bool = False
+    error: str | None = None  # the error line, as the command line prints it
+    hint: str | None = None
+    error_names_file: bool = False  # a provider's or a setting's error does not
+    left: bool = False  # a file the walk named and left (a link out of its tree): no result to yield
+
+    @property
+    def failed(self) -> bool:
+        return self.result is None
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.failed else "changed" if self.changed else "unchanged"
+
+    @property
+    def error_of_the_file(self) -> str | None:
+        """The error line, the file's name in front where the error does not say it."""
+        return self.error if self.error is None or self.error_names_file else f"{self.name}: {self.error}"
+
+
+# A worker's state for SIGTERM: whether it is inside `process` (the file it stops), and whether
+# it was told to stop (it starts no other file: tasks queued to it already cannot be cancelled).
+_busy = False
+_stopped = False
+
+
+def process(task: Task[Any]) -> Outcome:
+    """One file, start to end: read it, run the command's work, write the output where it goes
+    (not a file left unchanged in place, nor anything in a dry run). A worker runs this, and the
+    parent too with one job. An error of the file's is its outcome."""
+    global _busy
+    _busy = True
+    # The cyclic collector would walk every value of the parsed file again each time the model's
+    # objects pile up (a third of prune's time on a 50 MB file); one file's work makes no cycles
+    # worth finding before it ends, and the collector runs again between files.
+    gc.disable()
+    source = task.source
+    name = STDIN_NAME if source.path == STDIN else source.path
+    try:
+        if _stopped:
+            raise KeyboardInterrupt
+        if source.problem:
+            raise InputError(source.problem, location=Location(source.path))
+        if source.left:
+            return Outcome(name, None, ExitCode.OK, Result(stderr=(f"{name}: {source.left}",), report={"left": True}),
+                           left=True)
+        data = task.data if task.data is not None else read_input(source.path)[1]
+        if task.rewrites and is_blank(data):
+            result = Result(output=data, report={"empty": True}, stderr=(f"{name}: the input is empty: nothing to do",))
+        else:
+            result = task.work(name, data, task.settings)
+        changed = result.output is not None and not same_bytes(result.output, data)
+        written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
+        if result.output is not None and (task.target is not None or task.dry_run):
+            if task.target is not None and not task.dry_run and (changed or task.target != source.path):
+                if task.makes_directories:
+                    make_directory(os.path.dirname(task.target) or ".")
+                # A conversation directory stays one. Only a file rewritten in place waits for the
+                # disk: elsewhere the input is still there if a power cut loses the output.
+                write_output(task.target, result.output, source.path, durable=task.target == source.path)
+                written = True
+            result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
+        return Outcome(name, task.target, result.exit, result, changed, written)
+    except TranscompactError as error:
+        if task.traceback:
+            raise
+        line, hint = error.for_command_line(variable_of(task.from_environment))
+        names_the_file = error.location is not None or line.startswith(f"{name}:")
+        return Outcome(name, task.target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as error:  # a bug, met on this file: the batch goes on, each input gets its outcome
+        if task.traceback:
+            raise
+        line, hint = InternalError(error).for_command_line()
+        return Outcome(name, task.target, InternalError.exit_code, error=line, hint=hint)
+    finally:
+        _busy = False
+        gc.enable()
+
+
+# How far the pool (or the cluster) may run ahead of the oldest outcome not yet given back, in
+# hand-outs per worker: enough to keep every worker busy past a slow file, few enough to hold little
+# in memory.
+AHEAD = 4
+# Seconds between two looks for an interrupt while the oldest hand-out is worked on.
+INTERRUPT_POLL = 0.1
+
+
+@contextlib.contextmanager
+def interrupts_noted() -> Iterator[list[int]]:
+    """While the pool (or a Dask cluster) runs, Ctrl-C, SIGTERM and SIGHUP are noted, not raised:
+    raised inside the pool's own code, just after it took a lock, an interrupt would leave the
+    lock taken and the pool's shutdown waiting for ever (and Dask's client lost some). The loop
+    looks at the note between its waits and raises KeyboardInterrupt itself; one noted after its
+    last look is raised at the end."""
+    noted: list[int] = []
+    previous = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        try:
+            if number is not None and signal.getsignal(number) not in (signal.SIG_IGN, None):
+                previous[number] = signal.signal(number, lambda signum, frame: noted.append(signum))
+        except ValueError:  # not the main thread: no signal is handled here
+            break
+    try:
+        yield noted
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if noted:
+        raise KeyboardInterrupt
+
+
+def worker_signals() -> None:
+    """A worker leaves Ctrl-C (sent to the whole process group) to the parent, which decides and
+    then sends SIGTERM: that stops the file being worked on (its temporary file is removed)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop_the_file)
+
+
+def _stop_the_file(signum, frame) -> None:
+    global _stopped
+    _stopped = True
+    if _busy:  # an idle worker goes on to the shutdown the parent sends it
+        raise KeyboardInterrupt
+
