@@ -45,8 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "cli"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from claude_code_log import generate as claude_code_log
-from shapes import parallel_calls, single_block, tiny_messages, tool_session
+from claude_code_log import generate as claude_code_log  # noqa: E402 (found through the path above)
+from shapes import parallel_calls, single_block, tiny_messages, tool_session  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:] or os.environ.get("BENCH_QUICK", "") not in ("", "0")
 MB = 1_000_000
@@ -406,8 +406,8 @@ def accuracy(corpus: Path) -> list[Row]:
     """Each way of counting against what the API recorded, on the later half of each log's responses."""
     from transcompact.counting.calibrate import usage_tokens
     from transcompact.counting.counter import Options
-    from transcompact.ops.estimate import estimate
     from transcompact.formats import loads
+    from transcompact.ops.estimate import estimate
 
     logs = sorted(corpus.glob("claude-code/*.jsonl"))
     if not logs:

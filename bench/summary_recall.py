@@ -190,9 +190,9 @@ def compactions(corpus: Path):
 
 def ours(part, size_tokens: int) -> str:
     """transcompact's emergency summary of the whole part, at `size_tokens` (checkpoint and user words shared)."""
+    from transcompact.core.summary_text import compose
     from transcompact.ops.compact import CompactOptions, summary_text
     from transcompact.ops.cut import Cut
-    from transcompact.core.summary_text import compose
 
     end = len(part.messages)
     options = CompactOptions(emergency=True, checkpoint_tokens=size_tokens // 2, keep_user_tokens=size_tokens - size_tokens // 2)
@@ -219,11 +219,11 @@ def measure(corpus: Path) -> tuple[Recall, Recall, int]:
 def task_recall(corpus: Path, keep: int = 2000) -> Recall:
     """Task items with their status: compact --emergency of each corpus log that holds a task list,
     the facts of the part it drops against its summary."""
-    from transcompact.ops.compact import CompactOptions, compact
+    from transcompact.core.summary_text import text_of
     from transcompact.formats import loads
+    from transcompact.ops.compact import CompactOptions, compact
     from transcompact.ops.summarize import SummaryOptions
     from transcompact.ops.summary_message import is_summary_message
-    from transcompact.core.summary_text import text_of
 
     recall = Recall()
     for path in sorted(corpus.glob("claude-code/*.jsonl")):
@@ -244,8 +244,8 @@ def task_recall(corpus: Path, keep: int = 2000) -> Recall:
 def worst_growth(corpus: Path) -> float:
     """The largest summary of a second compaction, over the budget of the summary message
     (--checkpoint-tokens + --keep-user-tokens), across the corpus."""
-    from transcompact.ops.compact import CompactOptions, compact
     from transcompact.formats import dumps, loads
+    from transcompact.ops.compact import CompactOptions, compact
     from transcompact.ops.summarize import SummaryOptions
 
     worst = 0.0

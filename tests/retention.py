@@ -15,16 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.counting.counter import TokenCounter
-from transcompact.formats import dumps, loads
 from transcompact.core.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
+from transcompact.core.summary_text import text_of
+from transcompact.counting.counter import TokenCounter, compact_json
+from transcompact.formats import dumps, loads
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.cut import starts_turn
 from transcompact.ops.prune import PruneOptions, prune
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import find_previous, is_summary_message
-from transcompact.core.summary_text import text_of
-from transcompact.counting.counter import compact_json
-from transcompact.ops.cut import starts_turn
 
 KINDS = ("user", "paths", "errors", "commands", "last_state")
 PATH_KEYS = ("path", "file_path", "filename", "notebook_path")

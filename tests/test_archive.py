@@ -11,13 +11,14 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.ops import archive
 from transcompact.cli.main import cli
-from transcompact.ops.expand import expand
-from transcompact.formats.claude_code import reader as claude_code, rewrites as claude_code_rewrites
-from transcompact.formats import dumps, loads, rewrites_lines
-from transcompact.ops.compact import CompactOptions, compact
 from transcompact.core.errors import InputError
+from transcompact.formats import dumps, loads, rewrites_lines
+from transcompact.formats.claude_code import reader as claude_code
+from transcompact.formats.claude_code import rewrites as claude_code_rewrites
+from transcompact.ops import archive
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.expand import expand
 from transcompact.ops.prune import PruneOptions, prune
 from transcompact.ops.summarize import SummaryOptions
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact.run.batch import worst
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
+from transcompact.run.batch import worst
 
 from .conftest import FIXTURES
 
@@ -403,9 +403,9 @@ def test_an_interrupt_leaves_every_file_old_or_new_and_exits_130(tmp_path, how):
 
 
 def test_small_files_go_to_a_worker_together_and_a_large_one_alone(tmp_path):
+    from transcompact.io.inputs import Source
     from transcompact.run.batch import HAND_OUT, SMALL, _hand_outs
     from transcompact.run.tasks import Task
-    from transcompact.io.inputs import Source
 
     sizes = [10] * (HAND_OUT + 3) + [SMALL + 1] + [SMALL // 2] * 3
     tasks = []
@@ -427,9 +427,9 @@ def _slow_work(name: str, data: bytes, settings) -> object:
 def test_an_interrupt_while_the_pool_works_is_raised_between_its_waits_and_the_pool_shuts_down(tmp_path):
     """Raised inside the pool's own code, just after it took a lock, an interrupt would leave the
     lock taken and the pool's shutdown waiting for ever (it did, one run in ten)."""
+    from transcompact.io.inputs import Source
     from transcompact.run.batch import SMALL, _in_pool
     from transcompact.run.tasks import Task
-    from transcompact.io.inputs import Source
 
     tasks = []
     for i in range(40):

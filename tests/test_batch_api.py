@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact.run.batch_api import AnthropicBatches, OpenAIBatches, custom_id, split
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 from transcompact.ops.summarize import CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT
+from transcompact.run.batch_api import AnthropicBatches, OpenAIBatches, custom_id, split
 
 from .test_prune import session
 
@@ -315,15 +315,15 @@ def test_an_interrupt_without_a_state_file_cancels_the_batch(provider, api, tmp_
 
 def test_the_library_gathers_the_answers_and_compact_applies_them(api, tmp_path):
     from transcompact import CompactOptions, SummaryOptions, compact, loads
-    from transcompact.run.batch_api import summarize_in_bulk
     from transcompact.providers import resolve
+    from transcompact.run.batch_api import summarize_in_bulk
 
     files = {project: loads(transcript(project), f"{project}.json") for project in ("alpha", "beta")}
     options = CompactOptions(force=True, summary=SummaryOptions(keep_recent_tokens=1000))
     answers = summarize_in_bulk(files, files.__getitem__, options, resolve("anthropic", environ=os.environ),
                                 str(tmp_path / "state.json"), poll_interval=0.01)
     assert len(api.batches) == 1
-    for name, loaded in files.items():
+    for loaded in files.values():
         compacted, report = compact(loaded, options, answers.summarizer)
         assert report.strategy == "summary" and "Summarized by CHECKPOINT" in compacted.messages[0].blocks[0].text
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from transcompact.counting.calibrate import calibrate, fit, holdout_error, output_tokens, recorded_usage, samples, usage_tokens
 from transcompact.core.model import Message, Text
+from transcompact.counting.calibrate import calibrate, fit, holdout_error, output_tokens, recorded_usage, samples, usage_tokens
 
 
 def response(usage: dict | None, *, claude_code: bool = False) -> Message:

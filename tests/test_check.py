@@ -8,9 +8,9 @@ import time
 import pytest
 
 from transcompact import loads
-from transcompact.ops.check import RULES, check, errors
-from transcompact.core.violation import ERROR, WARNING
 from transcompact.core.model import USER, Message, Text, Transcript
+from transcompact.core.violation import ERROR, WARNING
+from transcompact.ops.check import RULES, check, errors
 
 SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 

@@ -10,13 +10,13 @@ from datetime import datetime
 import pytest
 
 from transcompact import dumps, loads
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.cut import find_cut_point
+from transcompact.core.model import ToolResult
 from transcompact.counting.counter import Options
-from transcompact.ops.estimate import estimate
 from transcompact.formats.claude_code.reader import MICROCOMPACT_PLACEHOLDER
 from transcompact.formats.claude_code.rewrites import append_compaction
-from transcompact.core.model import ToolResult
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.cut import find_cut_point
+from transcompact.ops.estimate import estimate
 from transcompact.ops.summarize import SummaryOptions
 
 from .conftest import CORPUS, FIXTURES

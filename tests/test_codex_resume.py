@@ -41,10 +41,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from transcompact import check, loads
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.formats.codex.reader import CODEX_SUMMARY_START
+from transcompact.ops.check import errors
 
 from .conftest import CORPUS
 from .npm_agent import CODEX

@@ -9,16 +9,16 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 
-from transcompact.ops.check import check, errors
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.estimate import estimate
+from transcompact.core.model import RedactedThinking, Text, Thinking
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code.rewrites import COMPACT_PREAMBLE
-from transcompact.core.model import RedactedThinking, Text, Thinking
+from transcompact.ops.check import check, errors
+from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.estimate import estimate
 from transcompact.ops.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
 from transcompact.ops.summary_message import find_previous, is_summary_message
-from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback
@@ -66,7 +66,8 @@ def test_the_summary_path_rebuilds_around_the_recent_window(api, tmp_path):
     kept = out["messages"][-(len(original["messages"]) - cut):]
     assert kept == original["messages"][cut:]  # the recent window, verbatim
     assert report["strategy"] == "summary" and report["tokens_after"] < report["tokens_before"]
-    assert set(report) == {"version", "command", "file", "status", "exit", "output", "written", "error", "strategy", "tokens_before", "tokens_after", "messages_before", "messages_after", "cut",
+    assert set(report) == {"version", "command", "file", "status", "exit", "output", "written", "error", "strategy", "tokens_before",
+                           "tokens_after", "messages_before", "messages_after", "cut",
                            "split_turn", "pruned", "summary_chars", "fallback_reason", "notes", "counted_by",
                            "window_messages", "facts"}
     assert report["window_messages"] == len(kept)

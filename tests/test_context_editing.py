@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from transcompact.ops.context_editing import context_management, differences
-from transcompact.formats import loads
+
 from transcompact.core.model import Thinking, ToolCall
+from transcompact.formats import loads
+from transcompact.ops.context_editing import context_management, differences
 from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
 from .test_archive import run

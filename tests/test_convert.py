@@ -9,14 +9,15 @@ from collections import Counter
 import orjson
 import pytest
 from click.testing import CliRunner
+
 from transcompact import check, convert, dumps, loads
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.cli.options import CONVERSION_TARGETS
-from transcompact.ops.convert import TARGETS
 from transcompact.core.errors import UsageError
-from transcompact.counting.counter import server_compaction
 from transcompact.core.model import ASSISTANT, USER, Text, ToolCall, ToolResult, result_text
+from transcompact.counting.counter import server_compaction
+from transcompact.ops.check import errors
+from transcompact.ops.convert import TARGETS
 
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files, supported_corpus_files
 

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from transcompact import dumps
 from transcompact.cli.main import cli
 from transcompact.counting.counter import Options, TokenCounter
-from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
+from transcompact.ops.estimate import estimate
 
 from .conftest import CORPUS, FIXTURES
 from .test_estimate import formula

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from transcompact.cli.main import cli
-from transcompact.ops.cut import after_complete_round, find_cut_point, starts_turn
-from transcompact.counting.counter import Options
-from transcompact.ops.estimate import estimate
-from transcompact.formats import loads
 from transcompact.core.model import ToolCall, ToolResult
+from transcompact.counting.counter import Options
+from transcompact.formats import loads
+from transcompact.ops.cut import after_complete_round, find_cut_point, starts_turn
+from transcompact.ops.estimate import estimate
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .strategies import transcripts

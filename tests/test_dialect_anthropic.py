@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcompact.dialects import anthropic as codec
 from transcompact.core.errors import ShapeError
 from transcompact.core.model import (
     Document,
@@ -26,6 +25,7 @@ from transcompact.core.model import (
     ToolCall,
     ToolResult,
 )
+from transcompact.dialects import anthropic as codec
 
 # --- reading each block kind ---------------------------------------------------------------------
 
@@ -226,8 +226,8 @@ def test_changing_one_block_changes_only_that_block_on_the_wire(built, data):
 def test_a_server_tool_call_whose_name_is_not_a_string_is_kept_as_it_is():
     """A name that is a number (here beyond 64 bits) is not made a string: its text would differ
     from one reading to the next, and a rewrite would read back as other messages."""
-    from transcompact.dialects.anthropic import read_block
     from transcompact.core.model import Opaque
+    from transcompact.dialects.anthropic import read_block
 
     block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": 18446744073709551616, "input": {}}
     assert isinstance(read_block(block, None, "message 0: content/0"), Opaque)

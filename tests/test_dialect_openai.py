@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcompact.dialects import openai as codec
 from transcompact.core.errors import ShapeError
 from transcompact.core.model import Document, Image, Message, Opaque, Text, ToolCall, ToolResult
+from transcompact.dialects import openai as codec
 
 
 def read(message: dict, index: int = 0) -> Message:

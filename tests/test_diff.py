@@ -13,9 +13,9 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from transcompact import CompactOptions, PruneOptions, SummaryOptions, compact, load, prune
 from transcompact.cli.main import cli
-from transcompact.ops.diff import EXCERPT_CHARS, diff, excerpt
 from transcompact.core.errors import ExitCode
 from transcompact.core.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult, Transcript
+from transcompact.ops.diff import EXCERPT_CHARS, diff, excerpt
 
 from .conftest import FIXTURES
 

@@ -12,15 +12,15 @@ from dataclasses import replace
 
 import pytest
 
-from transcompact.dialects import anthropic as anthropic_wire
-from transcompact.dialects import openai as openai_wire
-from transcompact.counting.counter import KINDS, Options
-from transcompact.counting.models import MODELS, model_family, model_limits
-from transcompact.ops.estimate import estimate
 from transcompact.core.errors import UsageError
-from transcompact.formats import loads
 from transcompact.core.media import image_size, image_tokens, pdf_tokens
 from transcompact.core.model import Opaque
+from transcompact.counting.counter import KINDS, Options
+from transcompact.counting.models import MODELS, model_family, model_limits
+from transcompact.dialects import anthropic as anthropic_wire
+from transcompact.dialects import openai as openai_wire
+from transcompact.formats import loads
+from transcompact.ops.estimate import estimate
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
 

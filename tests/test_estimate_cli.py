@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from transcompact.cli.main import cli
 from transcompact.counting.counter import Options
-from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
+from transcompact.ops.estimate import estimate
 
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files
 from .test_cli import TextSnapshot, relative
@@ -116,7 +116,9 @@ def test_the_default_threshold_scales_with_the_models_budget(in_root):
 
 def test_ratio_variable_and_bad_values(in_root):
     path = "fixtures/anthropic/tool-loop.json"
-    tokens = lambda *a, **env: json.loads(run("estimate", "--json", *a, path, env=env).stdout)["files"][0]["tokens"]
+
+    def tokens(*a, **env):
+        return json.loads(run("estimate", "--json", *a, path, env=env).stdout)["files"][0]["tokens"]
     assert tokens(TRANSCOMPACT_RATIO="0.5") == tokens("--ratio", "0.5") > tokens()
     bad = run("estimate", "--ratio", "0", path)
     assert bad.exit_code == 2 and bad.stderr.startswith("transcompact: error: Invalid value for '--ratio'")

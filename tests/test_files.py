@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact.core.errors import ExitCode, OutputError
-from transcompact.io.files import write_file
 from transcompact.core.jsondata import BOM
+from transcompact.io.files import write_file
 
 from .test_cli_errors import ORPHAN, env_name
 

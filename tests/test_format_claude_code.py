@@ -10,10 +10,10 @@ import json
 import pytest
 
 from transcompact.core.errors import ShapeError, UnknownFormat
-from transcompact.formats.claude_code import reader as claude_code
-from transcompact.formats import dumps, loads
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Message, Text, Thinking, ToolCall, ToolResult
+from transcompact.formats import dumps, loads
+from transcompact.formats.claude_code import reader as claude_code
 
 from .conftest import FIXTURES
 

@@ -12,19 +12,20 @@ from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
+
 from transcompact import PruneOptions, check, dumps, estimate, load, loads, prune, repair
-from transcompact.counting.calibrate import recorded_usage, usage_tokens
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions, compact
 from transcompact.core.errors import InputError, ShapeError, UnknownFormat, UsageError
-from transcompact.formats import detect
-from transcompact.formats.codex.reader import CODEX_SUMMARY_PREFIX
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Opaque, Text, ToolCall
+from transcompact.core.summary_text import SUMMARY_PREFIX
+from transcompact.counting.calibrate import recorded_usage, usage_tokens
+from transcompact.formats import detect
+from transcompact.formats.codex.reader import CODEX_SUMMARY_PREFIX
+from transcompact.ops.check import errors
+from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import is_summary_message
-from transcompact.core.summary_text import SUMMARY_PREFIX
 
 from .conftest import CORPUS, FIXTURES
 

@@ -11,13 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import check, dumps, estimate, loads
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions, compact
 from transcompact.core.errors import UnknownFormat, UsageError
-from transcompact.formats import detect
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Text, ToolCall, ToolResult
+from transcompact.formats import detect
+from transcompact.ops.check import errors
+from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.summarize import SummaryOptions
 
 from .conftest import FIXTURES

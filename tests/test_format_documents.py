@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from transcompact.core.errors import ShapeError, UnknownFormat, UsageError
-from transcompact.formats import anthropic, dumps, loads, openai
 from transcompact.core.jsondata import BOM, parse
 from transcompact.core.model import Message, Text
+from transcompact.formats import anthropic, dumps, loads, openai
 
 from .conftest import FIXTURES
 
@@ -109,6 +109,15 @@ def test_messages_path_to_nothing_is_a_usage_error_naming_the_missing_key():
 def test_messages_path_to_something_that_is_not_messages_is_no_format():
     with pytest.raises(UnknownFormat):
         loads(encode(NESTED), "run.json", messages_path="meta")
+
+
+def test_messages_path_ending_inside_a_list_writes_back_there():
+    # Was a crash on write: the list that holds the messages was treated as an object.
+    runs = {"runs": [OPENAI_BODY["messages"][:1], OPENAI_BODY["messages"]], "seed": 7}
+    transcript = loads(encode(runs), "runs.json", messages_path="runs.1")
+    assert len(transcript.messages) == 5
+    written = orjson.loads(dumps(without_last(transcript)))
+    assert written == {**runs, "runs": [OPENAI_BODY["messages"][:1], OPENAI_BODY["messages"][:-1]]}
 
 
 def test_messages_path_over_a_bare_array_and_an_empty_path():

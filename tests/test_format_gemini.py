@@ -10,23 +10,23 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from transcompact.ops import archive
 from transcompact import check, dumps, loads
-from transcompact.counting.calibrate import recorded_usage
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
+from transcompact.core.model import Text, ToolCall, ToolResult
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.counting.calibrate import recorded_usage
+from transcompact.counting.counter import PER_MESSAGE, Options
+from transcompact.formats import adapter, rewrites_lines
+from transcompact.ops import archive
+from transcompact.ops.check import errors
 from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.convert import convert
-from transcompact.counting.counter import PER_MESSAGE, Options
 from transcompact.ops.estimate import estimate
 from transcompact.ops.expand import expand
-from transcompact.formats import adapter, rewrites_lines
-from transcompact.core.model import Text, ToolCall, ToolResult
 from transcompact.ops.prune import prune
 from transcompact.ops.repair import repair
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import is_summary_message
-from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import FIXTURES
 

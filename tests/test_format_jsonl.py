@@ -8,9 +8,9 @@ import orjson
 import pytest
 
 from transcompact.core.errors import ShapeError, UnknownFormat
-from transcompact.formats import dumps, jsonl, loads
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Message, Text, ToolResult
+from transcompact.formats import dumps, jsonl, loads
 
 from .conftest import FIXTURES
 

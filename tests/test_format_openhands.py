@@ -15,20 +15,21 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from transcompact import check, compact, dump, dumps, load, loads, prune, repair
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions
+from transcompact.core.jsondata import parse
+from transcompact.core.model import Text, ToolResult
+from transcompact.core.summary_text import SUMMARY_PREFIX
 from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.openhands import reader as openhands
 from transcompact.io.openhands_store import is_conversation, read_conversation
-from transcompact.core.jsondata import parse
-from transcompact.core.model import Text, ToolResult
+from transcompact.ops.check import errors
+from transcompact.ops.compact import CompactOptions
 from transcompact.ops.prune import PruneOptions
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import is_summary_message
-from transcompact.core.summary_text import SUMMARY_PREFIX
 
 from .conftest import FIXTURES
 

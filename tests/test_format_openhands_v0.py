@@ -9,11 +9,12 @@ import json
 
 import pytest
 from click.testing import CliRunner
+
 from transcompact import check, convert, dumps, estimate, loads, repair
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, UnknownFormat, UsageError
 from transcompact.core.model import Image, Text, ToolCall, ToolResult
+from transcompact.ops.check import errors
 
 from .conftest import CORPUS, FIXTURES
 from .test_estimate import formula

@@ -13,21 +13,22 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from transcompact import PruneOptions, check, compact, convert, dumps, estimate, loads, prune, repair
-from transcompact.counting.calibrate import recorded_usage, usage_tokens
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions
 from transcompact.core.errors import PostConditionError, ShapeError
+from transcompact.core.jsondata import parse
+from transcompact.core.model import RedactedThinking, Text, ToolCall, ToolResult
+from transcompact.core.summary_text import SUMMARY_PREFIX
+from transcompact.counting.calibrate import recorded_usage, usage_tokens
 from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.pi import reader as pi
-from transcompact.core.jsondata import parse
-from transcompact.core.model import RedactedThinking, Text, ToolCall, ToolResult
+from transcompact.ops.check import errors
+from transcompact.ops.compact import CompactOptions
 from transcompact.ops.postcondition import verified
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import is_summary_message
-from transcompact.core.summary_text import SUMMARY_PREFIX
 
 from .conftest import CORPUS, FIXTURES
 

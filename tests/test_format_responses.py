@@ -13,16 +13,16 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import check, dumps, estimate, loads, repair
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.counting.counter import Options as EstimateOptions
-from transcompact.formats import detect
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Image, Opaque, Text, ToolCall
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.counting.counter import Options as EstimateOptions
+from transcompact.formats import detect
+from transcompact.ops.check import errors
+from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.summarize import SummaryOptions
 from transcompact.ops.summary_message import is_summary_message
-from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 
 from .conftest import FIXTURES
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import orjson
@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from transcompact import check, dialects, dumps, loads, repair
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, InputError
-from transcompact.formats import adapter, reload, rewrites_lines
 from transcompact.core.jsondata import is_blank
+from transcompact.formats import adapter, reload, rewrites_lines
+from transcompact.ops.check import errors
 
 from .conftest import CORPUS, FIXTURES
 from .strategies import anthropic_messages, claude_code_lines, conversations, openai_messages, texts
@@ -109,8 +109,8 @@ def test_a_plain_conversation_is_read_in_the_dialect_that_accepts_it(document, d
 
 
 def test_the_post_condition_judges_the_bytes_written():
-    from transcompact.ops.postcondition import verified
     from transcompact.core.errors import PostConditionError
+    from transcompact.ops.postcondition import verified
 
     before = loads(request_body(model="m", system="s"))
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call
@@ -367,7 +367,7 @@ def seed_files() -> list[Path]:
     return sorted(p for p in FIXTURES.glob("*/*") if p.is_file()) + small_corpus_files()
 
 
-@lru_cache(maxsize=None)
+@cache
 def corpus_bytes(path: Path) -> bytes:
     return path.read_bytes()
 

@@ -42,13 +42,13 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact import check, loads
-from transcompact.ops.check import errors
 from transcompact.cli.main import cli
-from transcompact.counting.counter import Options
-from transcompact.ops.estimate import estimate
-from transcompact.formats.gemini.reader import response_text
 from transcompact.core.model import ASSISTANT, Text, ToolCall, ToolResult
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.counting.counter import Options
+from transcompact.formats.gemini.reader import response_text
+from transcompact.ops.check import errors
+from transcompact.ops.estimate import estimate
 
 from .conftest import CORPUS
 from .npm_agent import GEMINI_CLI
@@ -238,7 +238,7 @@ def short(items: Counter) -> list:
 def assert_pairs(contents: list[dict]) -> None:
     """Every functionCall answered in the next turn, every functionResponse answering the turn before."""
     turns = [(c["role"], items_of_parts(c.get("parts", []))) for c in contents]
-    for index, (role, items) in enumerate(turns):
+    for index, (_, items) in enumerate(turns):
         calls = {i[1] for i in items if i[0] == "call"}
         results = {i[1] for i in items if i[0] == "result"}
         if calls:

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, ParseError
-from transcompact.formats import dumps, loads
 from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
 from transcompact.core.jsondata import dumps as dumps_value
+from transcompact.formats import dumps, loads
 
 from .test_archive import claude_log
 
@@ -250,8 +250,8 @@ def test_a_log_rewritten_is_its_lines_and_keeps_the_input_records_it_did_not_cha
     their values, serialised as they are written."""
     import pickle
 
-    from transcompact.formats import written
     from transcompact.core.jsondata import Lines, same_bytes
+    from transcompact.formats import written
 
     transcript, pruned = pruned_log(data)
     lines = written(pruned)
@@ -268,8 +268,8 @@ def test_a_log_rewritten_is_its_lines_and_keeps_the_input_records_it_did_not_cha
 
 def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes():
     from transcompact.core.errors import PostConditionError
-    from transcompact.formats import written
     from transcompact.core.jsondata import Lines
+    from transcompact.formats import written
     from transcompact.ops.postcondition import verified
 
     transcript, pruned = pruned_log(claude_log())

@@ -10,7 +10,8 @@ import transcompact
 README = Path(__file__).resolve().parent.parent / "README.md"
 DOCUMENTED = ["Cut", "CompactOptions", "CompactReport", "Estimate", "EstimateOptions", "ExitCode", "Fix", "Message",
               "PruneOptions", "PruneReport", "RepairReport", "Summary", "SummaryOptions", "Transcript", "TranscompactError",
-              "Violation", "check", "compact", "context_management", "convert", "diff", "dump", "dumps", "estimate", "expand", "find_cut_point", "load", "loads",
+              "Violation", "check", "compact", "context_management", "convert", "diff", "dump", "dumps", "estimate", "expand",
+              "find_cut_point", "load", "loads",
               "prune", "repair", "summarize"]
 
 

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact import check, dumps, loads, repair
-from transcompact.ops.check import errors
 from transcompact.core.model import ToolResult
+from transcompact.ops.check import errors
 
 from .strategies import transcripts
 

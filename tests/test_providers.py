@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from transcompact.core import settings
 from transcompact.cli.main import cli
+from transcompact.core import settings
 from transcompact.core.errors import ProviderError, UsageError
 from transcompact.providers import PromptTooLong, Resolved, provider, resolve
 from transcompact.providers.openai import NO_KEY

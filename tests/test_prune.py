@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from transcompact.ops.check import check, errors
 from transcompact.cli.main import cli
-from transcompact.formats import dumps, loads
 from transcompact.core.model import Text, Thinking, ToolCall, ToolResult
+from transcompact.formats import dumps, loads
+from transcompact.ops.check import check, errors
 from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
 from .conftest import FIXTURES, supported_corpus_files
@@ -209,8 +209,8 @@ def test_properties_on_the_corpus(path):
 
 
 def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
-    from transcompact.ops.postcondition import verified
     from transcompact.core.errors import PostConditionError
+    from transcompact.ops.postcondition import verified
 
     before = loads(session(rounds=2), "s.json")
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact import dumps, loads, repair
-from transcompact.ops.check import check, errors
 from transcompact.cli.main import cli
 from transcompact.core.model import Transcript
+from transcompact.ops.check import check, errors
 
 from .conftest import CORPUS, supported_corpus_files
 from .strategies import anthropic_messages, claude_code_lines, conversations, encode_document, encode_lines, openai_messages
@@ -24,8 +24,8 @@ from .test_check import (
     THINKING_OFF,
     anthropic,
     assistant,
-    growth,
     claude_code,
+    growth,
     log_assistant,
     log_user,
     openai,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from transcompact.core import settings
 from transcompact.cli.main import cli
-from transcompact.ops.compact import CompactOptions
+from transcompact.core import settings
 from transcompact.counting.counter import Options
+from transcompact.ops.compact import CompactOptions
 from transcompact.ops.prune import PruneOptions
 from transcompact.ops.summarize import SummaryOptions
 

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from transcompact.cli.main import cli
+from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.formats import loads
-from transcompact.providers.openai import NO_KEY
 from transcompact.ops.summarize import (
     CHECKPOINT_SYSTEM_PROMPT,
     NARRATIVE_SYSTEM_PROMPT,
@@ -20,8 +20,7 @@ from transcompact.ops.summarize import (
     coverage,
     problems,
 )
-
-from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.providers.openai import NO_KEY
 
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback, reply, summary_for
@@ -309,8 +308,8 @@ def test_a_claude_code_log_too_large_for_one_call_is_chunked_over_its_summary(ap
 
 
 def test_progress_counts_the_chunks(api, monkeypatch):
-    from transcompact.providers import provider, resolve
     from transcompact.ops.summarize import SummaryOptions, summarize
+    from transcompact.providers import provider, resolve
 
     seen = []
     transcript = loads(session(rounds=20, size=6000), "s.json")

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from transcompact.cli.main import cli
 from transcompact.counting.counter import Options
-from transcompact.ops.estimate import estimate
 from transcompact.formats import loads
+from transcompact.ops.estimate import estimate
 
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
 from .loopback import Loopback, count_tokens_of

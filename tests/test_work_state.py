@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from transcompact.ops.checkpoint import checkpoint, find_facts, own_words, sections
 from transcompact.core.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult
+from transcompact.ops.checkpoint import checkpoint, find_facts, own_words, sections
 from transcompact.ops.output_errors import error_lines
 from transcompact.ops.work_state import DONE, IN_PROGRESS, PENDING, Task, find_work_state
 

@@ -8,7 +8,8 @@ import functools
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, cast
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Protocol, cast
 
 import click
 

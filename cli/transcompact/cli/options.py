@@ -12,8 +12,9 @@ import functools
 import math
 import os
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import click
 
@@ -77,7 +78,7 @@ class Number(click.FloatRange):
         return f"{self.min}{'<' if self.min_open else '<='}x<={self.max}"
 
     @classmethod
-    def like(cls, other: click.ParamType) -> "Number":
+    def like(cls, other: click.ParamType) -> Number:
         """The Number for a click INT, FLOAT, IntRange or FloatRange."""
         maximum = getattr(other, "max", None)
         minimum = getattr(other, "min", None)

@@ -15,18 +15,19 @@ object per file as it is done, with `version` and `command` in each (`report_lin
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..core.errors import without_credentials
 
 if TYPE_CHECKING:
-    from ..run.batch import Tally
-    from ..run.tasks import Outcome
     from ..ops.diff import BlockChange, MessageChange
     from ..ops.estimate import Estimate
+    from ..run.batch import Tally
+    from ..run.tasks import Outcome
 
 JSON_VERSION = 1
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Callable, NamedTuple, overload
+from collections.abc import Callable
+from typing import NamedTuple, overload
 
 
 class ExitCode(enum.IntEnum):

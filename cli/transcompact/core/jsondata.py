@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -64,7 +65,7 @@ class Layout:
     bom: bool = False
 
     @classmethod
-    def of(cls, data: bytes) -> "Layout":
+    def of(cls, data: bytes) -> Layout:
         head = data[:512]
         return cls(indent=b"\n " in head or b"\n\t" in head, newline=data.endswith(b"\n"), bom=data.startswith(BOM))
 

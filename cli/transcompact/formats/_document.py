@@ -8,8 +8,9 @@ messages back at that path and leaves every other key where it was.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from .. import dialects
 from ..core.errors import Location, ShapeError, UsageError, option

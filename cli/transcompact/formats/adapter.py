@@ -5,7 +5,8 @@ the registry (formats/__init__.py) holds and the operations call, never asking w
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..core.summary_text import SummaryText, compose
 

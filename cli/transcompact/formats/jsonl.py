@@ -44,7 +44,7 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     lines: dict[int, tuple[int, ...]] = {}
     pending: list[int] = []
     records = parsed.records or []
-    for number, (line, value) in enumerate(records, start=1):
+    for number, (_, value) in enumerate(records, start=1):
         if value is BLANK:
             pending.append(number - 1)
             continue

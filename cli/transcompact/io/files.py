@@ -11,10 +11,11 @@ import os
 import re
 import stat
 import sys
-from typing import TYPE_CHECKING, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
-from . import urls
 from ..core.errors import Location, OutputError
+from . import urls
 
 if TYPE_CHECKING:  # not imported at start-up: --help needs no orjson
     from ..core import jsondata

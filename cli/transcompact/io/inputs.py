@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
 
 from ..core.errors import InputError, Location, UsageError, option
 from . import urls

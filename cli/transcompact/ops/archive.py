@@ -33,16 +33,17 @@ import contextlib
 import hashlib
 import os
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 import orjson
 
 from ..core.errors import InputError, Location, OutputError
-from ..io.files import replaces, write_file
-from ..formats import rewrites_lines
 from ..core.jsondata import BOM, kind_of, parse_value
 from ..core.model import Transcript
+from ..formats import rewrites_lines
+from ..io.files import replaces, write_file
 
 KINDS = ("line", "removed-line", "message", "compaction")
 CHANGED_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
@@ -202,7 +203,8 @@ def _tool_call_ids(value: Any) -> tuple[str, ...]:
     message = value["message"] if isinstance(value.get("message"), dict) else value
     found = [message[k] for k in ("tool_call_id", "call_id") if isinstance(message.get(k), str)]  # call_id: a Responses item
     for key in ("content", "tool_calls", "toolCalls"):
-        for item in message.get(key) if isinstance(message.get(key), list) else ():
+        items = message.get(key)
+        for item in items if isinstance(items, list) else ():
             if isinstance(item, dict):
                 found += [item[k] for k in ("id", "tool_use_id") if isinstance(item.get(k), str)]
     return tuple(dict.fromkeys(found))

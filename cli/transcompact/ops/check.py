@@ -9,11 +9,10 @@ matter for a request about to be sent are warnings unless `strict`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TypeGuard
 
-from ..core.violation import ERROR, WARNING, Violation
-from ..formats import adapter
 from ..core.model import (
     ASSISTANT,
     USER,
@@ -31,6 +30,8 @@ from ..core.model import (
     ToolResult,
     Transcript,
 )
+from ..core.violation import ERROR, WARNING, Violation
+from ..formats import adapter
 
 RULES = {
     "A1": "every tool_result answers a tool_use of the assistant message just before it, and one answers each",
@@ -154,7 +155,7 @@ def unanswered_calls(messages: tuple[Message, ...], all_turns: list[Turn] | None
     return out
 
 
-def empty_text(block: Block) -> bool:
+def empty_text(block: Block) -> TypeGuard[Text]:
     return isinstance(block, Text) and not block.text.strip()
 
 
@@ -382,7 +383,8 @@ def _thinking_config(t: Transcript) -> list[Violation]:
     # The last assistant message with tool calls is in the current tool loop whether or not its
     # results are there yet: the caller appends them and sends it again.
     if enabled and message.tool_calls and not is_thinking(message.blocks[0]):
-        return [Violation("A4", ERROR, "thinking is enabled: the assistant message of the current tool loop must start with thinking", **_at(t.messages, final))]
+        return [Violation("A4", ERROR, "thinking is enabled: the assistant message of the current tool loop must start with thinking",
+                          **_at(t.messages, final))]
     return []
 
 
@@ -446,12 +448,18 @@ def openai_orphans(messages: tuple[Message, ...]) -> list[int]:
         ids = {c.id for c in messages[owner].tool_calls} if owner is not None else set()
         answered: set[str] = set()
         for i in run:
-            if messages[i].blocks and (messages[i].blocks[0].tool_call_id not in ids
-                                       or messages[i].blocks[0].tool_call_id in answered):
+            call_id = answered_id(messages[i])
+            if messages[i].blocks and (call_id not in ids or call_id in answered):
                 out.append(i)
-            if messages[i].blocks:
-                answered.add(messages[i].blocks[0].tool_call_id)
+            if call_id is not None:
+                answered.add(call_id)
     return out
+
+
+def answered_id(message: Message) -> str | None:
+    """The call a tool message answers (its one block is the ToolResult)."""
+    first = message.blocks[0] if message.blocks else None
+    return first.tool_call_id if isinstance(first, ToolResult) else None
 
 
 def called_before(messages: tuple[Message, ...], index: int) -> set[str]:
@@ -466,7 +474,8 @@ def openai_unanswered(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall
         calls = [c for c in m.tool_calls if c.id != "<function_call>"]
         if m.role != ASSISTANT or not calls:
             continue
-        answered, j = set(), i + 1
+        answered: set[str] = set()
+        j = i + 1
         while j < len(messages) and messages[j].role == "tool":
             answered.update(b.tool_call_id for b in messages[j].blocks if isinstance(b, ToolResult))
             j += 1
@@ -500,7 +509,7 @@ def _openai(t: Transcript) -> list[Violation]:
     for i, c in openai_unanswered(messages):
         add(Violation("O1", ERROR, f"tool call {c.id or '(no id)'} ({c.name}) has no tool message after it", **_at(messages, i)))
     for i in openai_orphans(messages):
-        call_id = messages[i].blocks[0].tool_call_id
+        call_id = answered_id(messages[i])
         if call_id in called_before(messages, i):
             add(Violation("O1", ERROR, f"tool call {call_id} is answered by a second tool message", **_at(messages, i)))
         else:
@@ -519,7 +528,8 @@ def _openai(t: Transcript) -> list[Violation]:
         if m.role == "function" and not (i > 0 and any(c.id == "<function_call>" for c in messages[i - 1].tool_calls)):
             add(Violation("O4", ERROR, "function message answers no function_call", **_at(messages, i)))
         allowed = OPENAI_PART_TYPES[m.role]
-        parts = m.blocks[0].content if m.role in ("tool", "function") and m.blocks and not isinstance(m.blocks[0].content, str) else m.blocks
+        first = m.blocks[0] if m.blocks else None
+        parts = first.content if m.role in ("tool", "function") and isinstance(first, ToolResult) and not isinstance(first.content, str) else m.blocks
         for b in parts:
             if isinstance(b, (ToolCall, ToolResult)) or (isinstance(b, Opaque) and b.type == "compaction"):
                 continue  # a compaction is an item of a Responses history (a message of its own), not a part

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
 
 from ..core.model import ASSISTANT, USER, Message, ToolCall, ToolResult, named_paths
+from ..core.summary_text import quoted, text_of
 from .output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from .summary_message import is_summary_message
-from ..core.summary_text import quoted, text_of
-from .work_state import (CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState,
-                         check_key, find_work_state, is_git_commit, trajectory_runs)
+from .work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, check_key, find_work_state, is_git_commit, trajectory_runs
 
 COMMAND_CHARS = 4000  # a command is kept whole up to this
 HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
@@ -187,7 +186,7 @@ def is_user_text(message: Message) -> bool:
 
 
 def user_texts(messages: Sequence[Message], trajectory: bool,
-               injected: Callable[[Message], str | None] | None = None) -> list[tuple[int, str]]:
+               injected: Callable[[Message], str] | None = None) -> list[tuple[int, str]]:
     """(index, text) of what the user wrote, wherever it is (beside tool results too); in a
     trajectory only the task, the first user message. `injected` gives a message's text without
     what the agent wrote in it (a format's own lines), None to read it whole."""
@@ -204,7 +203,7 @@ def user_texts(messages: Sequence[Message], trajectory: bool,
 
 
 def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[str, object],
-               injected: Callable[[Message], str | None] | None = None) -> Facts:
+               injected: Callable[[Message], str] | None = None) -> Facts:
     """The facts of `messages` (the dropped part, an earlier summary's messages left out).
 
     `names` and `inputs` map a call id to its tool's name and input (from the whole transcript).
@@ -253,7 +252,9 @@ def sections(body: str) -> list[tuple[str, str | None, list[str]]]:
     """(## heading, ### heading or None, items) of a Markdown summary; an item is a bullet with
     its indented lines, or the text before the first bullet."""
     groups: list[tuple[str, str | None, list[str]]] = []
-    h2, h3, items = "", None, []
+    h2: str = ""
+    h3: str | None = None
+    items: list[str] = []
 
     def flush() -> None:
         cleaned = [item for item in items if item.strip()]
@@ -404,7 +405,7 @@ def _read_next_step(state: Merged, earlier: _Earlier, items: list[str]) -> None:
 
 
 def _read_environment(state: Merged, earlier: _Earlier, items: list[str]) -> None:
-    state.environment.update(match.groups() for item in items if (match := _SETTING.match(item)))
+    state.environment.update((match[1], match[2]) for item in items if (match := _SETTING.match(item)))
 
 
 def _read_problem(state: Merged, earlier: _Earlier, items: list[str]) -> None:

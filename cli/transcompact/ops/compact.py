@@ -22,25 +22,26 @@ harder, then shrunk.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from typing import Callable, Sequence
+from functools import cache
 
 from ..core import settings
+from ..core.errors import PostConditionError, ProviderError, option
+from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
+from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
+from ..counting.counter import Options as EstimateOptions
+from ..counting.counter import TokenCounter, compact_json
+from ..counting.models import threshold_tokens
+from ..formats import adapter
+from ..providers import Provider
 from .check import added_errors
 from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
 from .cut import Cut, starts_turn, window_cut
-from ..core.errors import PostConditionError, ProviderError, option
-from ..formats import adapter
 from .estimate import EMERGENCY_FRACTION
-from ..counting.counter import Options as EstimateOptions, TokenCounter, compact_json
-from ..counting.models import threshold_tokens
-from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from .prune import PruneOptions, PruneReport, prune
-from ..providers import Provider
 from .summarize import SummaryOptions, summarize
 from .summary_message import Previous, find_previous, is_summary_message
-from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
 
 STRATEGIES = ("none", "prune", "summary", "emergency")
 NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
@@ -200,7 +201,8 @@ def _without_injected_context(transcript: Transcript,
     """The messages but those the agent wrote in the user's place (its environment: not the
     user's goal, nor their words), and what those said, each setting at its newest value."""
     injected_context = adapter(transcript).injected_context
-    kept, settings_stated = [], {}
+    kept: list[Message] = []
+    settings_stated: dict[str, str] = {}
     for message in messages:
         stated = injected_context(message)
         if stated is None:
@@ -266,7 +268,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
         worded = adapter(transcript).summary_wording
         limit = int((options.checkpoint_tokens + options.keep_user_tokens) / ratio)
         while True:
-            kept = Counter()
+            kept: Counter[str] = Counter()
             body = checkpoint(facts, room, ratio, earlier, goal_chars=goal_chars, counts=kept)
             over = len(worded(SummaryText(body, words, opening))) - limit
             if over <= 0 or room == 0:
@@ -372,7 +374,7 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
                 summarizer.close()
             if result is not None:
                 fitted = fitted_window(pruned, cut, keep, options, counter)
-                counts = Counter()
+                counts: Counter[str] = Counter()
                 rebuilt = replace(rebuild(fitted, cut, summary_text(transcript, cut, result.text, options, counts), options),
                                   facts=counts)
                 return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, counter)
@@ -381,7 +383,9 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
             if not options.fallback:
                 raise
             fallback_reason = str(error)
-    return _emergency(transcript, prune_only, cut, before, prune_report, fallback_reason or emergency_reason, options, counter)
+    reason = fallback_reason or emergency_reason
+    assert reason is not None  # the summary returned above, failed with a reason, or was not asked for one
+    return _emergency(transcript, prune_only, cut, before, prune_report, reason, options, counter)
 
 
 def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, before: int,
@@ -392,7 +396,7 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
     goal = target(options)
     keep = options.summary.keep_recent_tokens
 
-    @lru_cache(maxsize=None)
+    @cache
     def harder(level: int) -> Transcript:
         if level == 0:
             return pruned
@@ -414,19 +418,20 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
             return Rebuilt(candidate, "", candidate.messages, None)
         fitted = fitted_window(candidate, cut_now, keep_now, options, counter)
-        counts = Counter()
+        counts: Counter[str] = Counter()
         return replace(rebuild(fitted, cut_now, summary_text(original, cut_now, None, options, counts), options), facts=counts)
 
     # The window as asked with harder and harder pruning, then a smaller and smaller window.
     attempts = [(level, keep) for level in range(3)]
     attempts += [(2, keep >> halvings) for halvings in range(1, 16) if keep >> halvings >= 100]
-    first = None
+    first: Rebuilt | None = None
     for level, keep_now in attempts:
         attempt = attempt_at(harder(level), keep_now)
         first = first or attempt
         if counter.tokens(attempt.transcript) <= goal:
             break
     else:
+        assert first is not None  # attempts is never empty
         attempt, reason = _squeezed(attempt, first, goal, options, counter, reason)
     if attempt.transcript is pruned:  # nothing old to drop: pruning was all there was to do
         return _finish(original, attempt, "prune", before, prune_report, None, options, prune_only, counter)
@@ -490,6 +495,7 @@ def _trim_assistant_text(messages: list[Message], chars: int) -> None:
         if keep + 100 >= size:
             continue
         block = messages[i].blocks[j]
+        assert isinstance(block, Text)  # texts holds Text blocks only
         half = keep // 2
         text = block.text[:half] + TRIMMED.format(count=size - 2 * half) + block.text[-half:]
         chars -= size - len(text)

@@ -15,17 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import dialects
-from .check import (
-    OPENAI_PART_TYPES,
-    RESULT_CONTENT_OPAQUE,
-    check,
-    errors,
-    misplaced_thinking,
-)
-from ..dialects.openai import LEGACY_CALL_ID
 from ..core.errors import PostConditionError, ShapeError, UsageError, option
-from ..counting.counter import server_compaction
-from ..formats import reload
 from ..core.jsondata import Layout, dumps
 from ..core.model import (
     ASSISTANT,
@@ -45,9 +35,19 @@ from ..core.model import (
     Transcript,
     result_text,
 )
+from ..core.summary_text import compose, parse
+from ..counting.counter import server_compaction
+from ..dialects.openai import LEGACY_CALL_ID
+from ..formats import reload
+from .check import (
+    OPENAI_PART_TYPES,
+    RESULT_CONTENT_OPAQUE,
+    check,
+    errors,
+    misplaced_thinking,
+)
 from .postcondition import verified
 from .repair import PLACEHOLDER, repair
-from ..core.summary_text import compose, parse
 
 ANTHROPIC, OPENAI, JSONL = "anthropic", "openai", "jsonl"
 TARGETS = (ANTHROPIC, OPENAI, JSONL)
@@ -125,7 +125,8 @@ def _answered_once(messages: tuple[Message, ...]) -> tuple[Message, ...]:
     """Each call answered once: a result that repeats an answer its call already has in the same
     turn goes (Gemini CLI 0.61 records and sends each result twice; the Messages API refuses a
     second `tool_result` for a `tool_use`)."""
-    out, answered = [], set()
+    out: list[Message] = []
+    answered: set[str] = set()
     for m in messages:
         if m.role == ASSISTANT:
             answered = set()
@@ -265,7 +266,8 @@ def _openai_messages(m: Message, same_dialect: bool) -> list[Message]:
     if m.role in SYSTEM_ROLES:
         return [Message(m.role, tuple(replace(b, raw=None) for b in m.blocks if isinstance(b, Text)))]
     role = ASSISTANT if m.role == ASSISTANT else USER
-    results, rest = [], []
+    results: list[Message] = []
+    rest: list[Block | None] = []
     for b in m.blocks:
         if isinstance(b, ToolResult):
             results.append(Message("tool", (ToolResult(b.tool_call_id, result_text(b)),)))

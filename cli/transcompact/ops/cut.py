@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import settings
-from ..counting.counter import Options, TokenCounter
 from ..core.model import ASSISTANT, USER, Message, Transcript
+from ..counting.counter import Options, TokenCounter
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Cut:
         return self.messages - self.index
 
     def as_dict(self) -> dict:
-        out = {
+        out: dict[str, object] = {
             "index": self.index, "messages": self.messages, "old_messages": self.old_messages,
             "recent_messages": self.recent_messages, "old_tokens": self.old_tokens, "recent_tokens": self.recent_tokens,
             "split_turn": self.split_turn, "turn_start": self.turn_start,

@@ -20,12 +20,13 @@ message, no recorded-usage anchor), so they add up across changes.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
-from typing import Any, Callable, Hashable, Iterator, Sequence
+from typing import Any
 
-from ..counting.counter import Options, _measure, compact_json, pieces
 from ..core.model import Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript, tool_names
+from ..counting.counter import Options, _measure, compact_json, pieces
 from .postcondition import comparable
 
 EXCERPT_CHARS = 80  # of an excerpt, on one line
@@ -80,11 +81,13 @@ def diff(before: Transcript, after: Transcript, counting: Options = Options()) -
         new = after.messages[j] if j is not None else None
         if old is not None and new is not None and _same_message(old) == _same_message(new):
             continue
+        old_blocks, new_blocks = old.blocks if old else (), new.blocks if new else ()
         blocks = tuple(_block_change(old, new, k, m, tokens, names)
-                       for k, m in _matched(old.blocks if old else (), new.blocks if new else (),
-                                            (comparable, _same_block), _kind)
-                       if not (k is not None and m is not None and comparable(old.blocks[k]) == comparable(new.blocks[m])))
-        changes.append(MessageChange("changed" if old and new else "removed" if old else "added", (old or new).role, i, j,
+                       for k, m in _matched(old_blocks, new_blocks, (comparable, _same_block), _kind)
+                       if not (k is not None and m is not None and comparable(old_blocks[k]) == comparable(new_blocks[m])))
+        either = old or new
+        assert either is not None  # _matched pairs at least one message
+        changes.append(MessageChange("changed" if old and new else "removed" if old else "added", either.role, i, j,
                                      sum(map(tokens, old.blocks)) if old else 0, sum(map(tokens, new.blocks)) if new else 0,
                                      blocks))
     return changes
@@ -150,6 +153,7 @@ def _block_change(old: Message | None, new: Message | None, k: int | None, m: in
     gone = old.blocks[k] if old is not None and k is not None else None
     kept = new.blocks[m] if new is not None and m is not None else None
     block = gone or kept
+    assert block is not None  # _matched pairs at least one block
     before, after = _content(gone) if gone else None, _content(kept) if kept else None
     start = len(os.path.commonprefix([before, after])) if before is not None and after is not None else 0
     start = max(0, start - CONTEXT_CHARS)

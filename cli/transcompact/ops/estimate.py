@@ -109,7 +109,8 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
 
     names = tool_names(transcript.messages)
     running = counted.head
-    per_message, by_role = [], Counter()
+    per_message: list[MessageCount] = []
+    by_role: Counter[str] = Counter()
     for message, (index, tokens) in zip(transcript.messages, enumerate(counted.messages)):
         running += tokens
         by_role[message.role] += tokens

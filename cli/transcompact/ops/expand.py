@@ -14,13 +14,13 @@ can still expand it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
-from . import archive
-from .archive import Pruned, Record
 from ..core.errors import InputError, Location
 from ..core.model import Text, ToolResult
+from . import archive
+from .archive import Pruned, Record
 
 # What every marker prune leaves where it archived a result's original has, before the call's id
 # (prune's placeholder and trim marker, truncate's notice).

@@ -102,7 +102,7 @@ def error_lines(text: str, failed: bool) -> list[str]:
 
 def exit_failed(text: str) -> bool:
     match = _EXIT.search(text[:200])
-    return bool(match) and (match.group(1) or match.group(2)) not in ("0", None)
+    return match is not None and (match.group(1) or match.group(2)) not in ("0", None)
 
 
 def result_error_lines(result: ToolResult, tool: str | None, arguments: Any) -> list[str]:

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
 
-from .check import added_errors
 from ..core.errors import InputError, PostConditionError, option
-from ..formats import reload
 from ..core.jsondata import Lines
 from ..core.model import Transcript
+from ..formats import reload
+from .check import added_errors
 
 
 def verified(before: Transcript, after: Transcript, written: bytes | Lines, *, operation: str, messages_path: str | None = None,
@@ -52,7 +52,7 @@ def verified(before: Transcript, after: Transcript, written: bytes | Lines, *, o
 
 def _same_turns(one, other) -> bool:
     """Whether two transcripts hold the same turns, one at a time (a large log is not copied)."""
-    missing = (None, ())
+    missing: tuple[str | None, list] = (None, [])
     return all(_same_turn(a, b) for a, b in itertools.zip_longest(_turns(one), _turns(other), fillvalue=missing))
 
 

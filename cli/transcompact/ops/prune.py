@@ -20,9 +20,9 @@ import re
 from dataclasses import dataclass, replace
 
 from ..core import settings
+from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 from ..counting.counter import TokenCounter
 from .truncate import is_truncated, kind_of, truncate
-from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
 
 PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns]"
 _ARCHIVED_PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns; archived as {id}]"
@@ -92,7 +92,7 @@ def _text(result: ToolResult) -> str | None:
     if isinstance(result.content, str):
         return result.content
     if all(isinstance(b, Text) for b in result.content):
-        return "\n".join(b.text for b in result.content)
+        return "\n".join(b.text for b in result.content if isinstance(b, Text))
     return None
 
 
@@ -150,8 +150,9 @@ def _pruned_result(block: ToolResult, age: int, later_uses: int, options: PruneO
                    counts: dict) -> ToolResult | None:
     """The new result, or None when this one stays as it is. `age` counts the tool-result messages
     after it, `later_uses` the tool results after it (what `keep_tool_uses` counts)."""
-    by_uses = options.keep_tool_uses is not None
-    if (later_uses < options.keep_tool_uses) if by_uses else (age < options.keep_last):
+    keep_uses = options.keep_tool_uses
+    by_uses = keep_uses is not None
+    if (later_uses < keep_uses) if keep_uses is not None else (age < options.keep_last):
         counts["protected"] += 1
         return None
     if names.get(block.tool_call_id) in options.exclude_tools:
@@ -204,7 +205,7 @@ def _clear_inputs(messages: list[Message], cleared: set[str], of_tools: bool | f
         blocks = list(message.blocks)
         for b, block in enumerate(blocks):
             if (isinstance(block, ToolCall) and block.id in cleared and block.input != {}
-                    and (of_tools is True or block.name in of_tools)):
+                    and (of_tools is True or (isinstance(of_tools, frozenset) and block.name in of_tools))):
                 blocks[b] = replace(block, input={})
                 count += 1
         if blocks != list(message.blocks):

@@ -14,9 +14,14 @@ import re
 from collections import deque
 from dataclasses import dataclass, replace
 
+from ..core.errors import Location, ShapeError
+from ..core.model import ASSISTANT, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
+from ..dialects.openai import LEGACY_CALL_ID
+from ..formats import adapter
 from .check import (
     ID_PATTERN,
     OPENAI_ROLES,
+    answered_id,
     called_before,
     check,
     empty_text,
@@ -29,10 +34,6 @@ from .check import (
     turns,
     unanswered_calls,
 )
-from ..dialects.openai import LEGACY_CALL_ID
-from ..formats import adapter
-from ..core.errors import Location, ShapeError
-from ..core.model import ASSISTANT, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
 
 MISSING_RESULT = "[No result recorded]"
 PLACEHOLDER = "(no content)"  # what Claude Code itself writes for a message with no content
@@ -133,7 +134,7 @@ def _remove_empty_text(t: Transcript, fixes: list[Fix]) -> Transcript:
             blocks = tuple(b for b in m.blocks if not empty_text(b))
             if blocks and is_thinking(blocks[-1]) and not is_thinking(m.blocks[-1]):
                 # Thinking cannot end a message (A4): the blank text that ends it gets a placeholder.
-                blocks += (replace(blank[-1], text=PLACEHOLDER),)
+                blocks += (replace(blank[-1], text=PLACEHOLDER),)  # blank holds Text blocks (empty_text says so)
                 fixes.append(Fix("A5", f"replaced the whitespace-only text block that ends the message by {PLACEHOLDER!r}, "
                                        "which keeps thinking from ending it", i, m.line))
                 blank.pop()
@@ -230,7 +231,7 @@ def _rename_taken_ids(t: Transcript, fixes: list[Fix]) -> Transcript:
     return t.with_messages(messages)
 
 
-def _rename_openai(t: Transcript, fixes: list[Fix], fresh: "_FreshIds") -> Transcript:
+def _rename_openai(t: Transcript, fixes: list[Fix], fresh: _FreshIds) -> Transcript:
     """In OpenAI only the calls of one message must differ: a later message's run answers its own."""
     messages = list(t.messages)
     for i, m in enumerate(t.messages):
@@ -283,8 +284,9 @@ def _with_blocks(message: Message, blocks: list[Block]) -> Message:
     return message if tuple(blocks) == message.blocks else message.with_blocks(tuple(blocks))
 
 
-def _with_id(block: Block, new: str) -> Block:
+def _with_id(block: ToolCall | ServerToolCall | ToolResult | ServerToolResult, new: str) -> Block:
     """The block with another call id; its raw dict says so too, so that every writer writes the new id."""
+    changed: Block
     if isinstance(block, (ToolCall, ServerToolCall)):
         key, changed = "id", replace(block, id=new)
     else:
@@ -299,7 +301,7 @@ def _remove_orphan_results(t: Transcript, fixes: list[Fix]) -> Transcript:
     if t.dialect == "openai":
         orphans = set(openai_orphans(t.messages))
         for i in sorted(orphans):
-            call_id = t.messages[i].blocks[0].tool_call_id
+            call_id = answered_id(t.messages[i])
             if call_id in called_before(t.messages, i):
                 fixes.append(Fix("O1", f"removed a second tool message for tool call {call_id}", i, t.messages[i].line))
             else:
@@ -364,7 +366,7 @@ def _answer_openai_calls(t: Transcript, fixes: list[Fix]) -> Transcript:
         while end < len(messages) and messages[end].role == "tool":
             end += 1
         inserts.setdefault(end, []).extend(Message("tool", (ToolResult(c.id, MISSING_RESULT),)) for c in calls)
-    out = []
+    out: list[Message] = []
     for j, m in enumerate(messages):
         out.extend(inserts.get(j, ()))
         out.append(m)

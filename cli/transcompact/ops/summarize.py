@@ -14,14 +14,11 @@ chunk the provider still finds too long is halved.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from ..core import settings
-from .cut import Cut, find_cut_point
 from ..core.errors import ProviderError, UsageError, option
-from ..counting.counter import Options as EstimateOptions
-from ..counting.counter import compact_json
 from ..core.model import (
     ASSISTANT,
     USER,
@@ -39,7 +36,10 @@ from ..core.model import (
     tool_inputs,
     tool_names,
 )
+from ..counting.counter import Options as EstimateOptions
+from ..counting.counter import compact_json
 from ..providers import Completion, PromptTooLong, Provider
+from .cut import Cut, find_cut_point
 from .output_errors import result_error_lines
 from .summary_message import find_previous
 
@@ -350,7 +350,7 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
         else:
             system, prompt = update, f"## Existing Summary\n\n{summary}\n\n## New Conversation\n\n{conversation}"
         try:
-            answer, asked = _ask(provider, system, prompt, lambda text: problems(text, options.style, conversation))
+            answer, asked = _ask(provider, system, prompt, lambda text: problems(text, options.style, conversation))  # noqa: B023 (called in this turn of the loop)
         except PromptTooLong:
             requests += 1
             if sum(map(len, chunk)) < 200:
@@ -361,7 +361,7 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
         requests += asked
         usage = Completion("", usage.input_tokens + answer.input_tokens, usage.output_tokens + answer.output_tokens)
         done += 1
-    if len(summary or "") > WARN_CHARS:
+    if summary is not None and len(summary) > WARN_CHARS:
         warnings.append(f"the summary is long: {len(summary)} characters (the spec aims at at most {WARN_CHARS})")
     return Summary(
         text=summary or "", provider=provider.name, model=provider.model, chunks=done, requests=requests,

@@ -8,8 +8,8 @@ taken off), or an Anthropic `compaction` block (the API ignores everything befor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ..core.model import ASSISTANT, USER, Message, Opaque
 from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, parse, text_of

@@ -15,8 +15,9 @@ An output's error lines are `output_errors`', as the checkpoint reads them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..core.model import Message, ToolCall, ToolResult, named_paths, result_text
 from .output_errors import command_of, error_lines, exit_failed, is_placeholder

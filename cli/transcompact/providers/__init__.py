@@ -11,8 +11,9 @@ A provider is built from plain values (`Resolved`); `resolve` is where they come
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Protocol
+from typing import Protocol
 
 from ..core import settings
 from ..core.errors import ProviderError, UsageError, option

@@ -24,8 +24,9 @@ import itertools
 import os
 import sys
 import time
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Generator, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from ..core.errors import ExitCode, without_credentials
 from ..io.files import STDIN, streamed, write_stdout

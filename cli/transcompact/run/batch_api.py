@@ -30,13 +30,14 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import settings
 from ..core.errors import ProviderError, TranscompactError, UsageError, option
-from ..io.files import write_file
 from ..core.model import Transcript
+from ..io.files import write_file
 from ..providers import Completion, PromptTooLong, Resolved, is_too_long, sdk_error
 
 if TYPE_CHECKING:
@@ -534,8 +535,7 @@ def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: Re
     Without `state_file` the state is a temporary file, gone afterwards, and an interrupt
     cancels the batches (nothing could resume them)."""
     from ..io.files import STDIN
-    from ..io.inputs import read_input
-    from ..io.inputs import discover
+    from ..io.inputs import discover, read_input
 
     if not files or STDIN in files:
         raise UsageError(f"{option('batch_api')} reads each file twice (to find the requests, then to apply the results): "

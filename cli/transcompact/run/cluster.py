@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import queue
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Task, interrupts_noted, process
 from ..core.errors import UsageError, option
 from ..io.urls import EXTRA
+from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Task, interrupts_noted, process
 
 # Seconds between two looks at how many threads the cluster has: an adaptive cluster grows with
 # the tasks it is given, and is given more as it grows.

@@ -12,8 +12,9 @@ import dataclasses
 import gc
 import os
 import signal
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core import settings
 from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of

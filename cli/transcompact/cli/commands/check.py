@@ -7,11 +7,11 @@ from dataclasses import dataclass
 
 import click
 
+from ...core.errors import ExitCode
+from ...io.files import write_stdout
 from ...run.tasks import STDIN_NAME, Reading, Result
 from ..options import batch_options, command_batch, input_options
 from ..render import report_json, where
-from ...core.errors import ExitCode
-from ...io.files import write_stdout
 
 
 @click.command()
@@ -47,8 +47,8 @@ class Checking:
 
 def check_file(name: str, data: bytes, how: Checking) -> Result:
     """Check one file (`tasks.process` runs it, here or in a worker); exit 1 when it has an error."""
-    from ...ops.check import check as run_check
     from ...core.violation import ERROR
+    from ...ops.check import check as run_check
 
     violations = run_check(how.reading.load(data, name), strict=how.strict, path=None if name == STDIN_NAME else name)
     errors = sum(v.severity == ERROR for v in violations)

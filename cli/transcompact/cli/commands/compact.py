@@ -12,28 +12,28 @@ from typing import TYPE_CHECKING
 import click
 
 from ...core import settings
-from ...run.tasks import Reading, Result
 from ...core.errors import UsageError
+from ...run.tasks import Reading, Result
 from ..options import (
     OptionGroup,
     archived,
     batch_options,
-    command_batch,
-    input_options,
-    output_options,
     check_conversion_flags,
-    verbose_option,
+    command_batch,
     conversion_option,
     conversion_suffix,
+    count_option,
     env_name,
     given_summary,
+    input_options,
     number_option,
+    output_options,
+    progress_printer,
+    provider_options,
     prune_options,
     start_archive,
-    provider_options,
-    count_option,
     summary_options,
-    progress_printer,
+    verbose_option,
 )
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
@@ -176,9 +176,11 @@ class Compacting:
 
 def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     """Compact one file (`tasks.process` runs it, here or in a worker)."""
-    from ...ops.compact import NEAR_THE_WINDOW, compact as run_compact
-    from ...formats import dumps, written as written_out
     from ...core.jsondata import same_bytes
+    from ...formats import dumps
+    from ...formats import written as written_out
+    from ...ops.compact import NEAR_THE_WINDOW
+    from ...ops.compact import compact as run_compact
     from ...ops.postcondition import verified
     from ...providers import provider as make_provider
 
@@ -233,9 +235,9 @@ def run_pre_compact(command: str, name: str, transcript: Transcript, cut: int) -
     for stderr (stdout carries only data); a failure stops the file before anything is written."""
     import subprocess
 
-    from ...ops.convert import ANTHROPIC, OPENAI, convert
     from ...core.errors import Location, RefusedByCommand
     from ...formats import dumps
+    from ...ops.convert import ANTHROPIC, OPENAI, convert
 
     dropped = transcript.with_messages(transcript.messages[:cut])
     body = dumps(convert(dropped, ANTHROPIC if transcript.dialect == ANTHROPIC else OPENAI))

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import click
 
 from ...core import settings
+from ...io.files import write_stdout
 from ...run.tasks import Reading, Result
 from ..options import batch_options, command_batch, input_options, keep_recent_messages_option, number_option, tokenizer_options
-from ...io.files import write_stdout
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
     from ...counting.counter import Options

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ...core import settings
-from ...run.tasks import Reading, Result
-from ..options import batch_options, command_batch, count_option, input_options, env_name, tokenizer_options
 from ...core.errors import ExitCode
 from ...io.files import write_stdout
+from ...run.tasks import Reading, Result
+from ..options import batch_options, command_batch, count_option, env_name, input_options, tokenizer_options
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
     from ...counting.counter import Options
@@ -62,9 +62,9 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
 
     from click.core import ParameterSource
 
-    from .. import render
-    from ...run.batch import worst
     from ...counting.models import MODELS, model_family, model_limits, of_budget
+    from ...run.batch import worst
+    from .. import render
 
     if model:
         # A flag beats the model's entry in the table, which beats a variable.

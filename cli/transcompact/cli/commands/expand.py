@@ -64,8 +64,8 @@ def expand_file(name: str, data: bytes, how: Expanding) -> Result:
                          "changed since prune or compact wrote it, or written into another archive")
     changes = None
     if how.diff:  # expand works on the bytes: both sides are read to be compared
-        from ...ops.diff import diff
         from ...formats import loads
+        from ...ops.diff import diff
 
         changes = tuple(diff(loads(data, name), loads(expanded.data, name)))
     return Result(output=expanded.data, report={"restored": expanded.restored}, stderr=tuple(lines), changes=changes)

@@ -8,21 +8,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ...run.tasks import Reading, Result
 from ...core.errors import UsageError
+from ...run.tasks import Reading, Result
 from ..options import (
     archived,
     batch_options,
-    command_batch,
-    input_options,
-    output_options,
     check_conversion_flags,
-    verbose_option,
+    command_batch,
     conversion_option,
     conversion_suffix,
+    input_options,
+    output_options,
     prune_options,
     start_archive,
     tokenizer_options,
+    verbose_option,
 )
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
@@ -43,7 +43,8 @@ if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
               help="Write nothing: print per file (JSON) the context_management object that asks Anthropic's context "
                    "editing for this pruning; with --tokenizer anthropic, count_tokens's count of what the server "
                    "would leave beside prune's.")
-@click.option("--prune-ui-copy", is_flag=True, help="Agent logs that keep a copy of each tool result for their UI (Claude Code toolUseResult, Gemini CLI resultDisplay): prune that copy too.")
+@click.option("--prune-ui-copy", is_flag=True,
+              help="Agent logs that keep a copy of each tool result for their UI (Claude Code toolUseResult, Gemini CLI resultDisplay): prune that copy too.")
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
@@ -151,8 +152,8 @@ def explain_file(name: str, data: bytes, how: Explaining) -> Result:
     and what the server would leave, both by count_tokens."""
     import orjson
 
-    from ...ops.context_editing import context_management, differences
     from ...counting.counter import TokenCounter
+    from ...ops.context_editing import context_management, differences
     from ...ops.prune import prune as run_prune
 
     transcript = how.reading.load(data, name)

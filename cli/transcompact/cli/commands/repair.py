@@ -7,11 +7,10 @@ from dataclasses import dataclass, replace
 
 import click
 
-from ...run.tasks import Reading, Result
-from ..options import (batch_options, command_batch, input_options, output_options, check_conversion_flags, conversion_option,
-                       conversion_suffix, verbose_option)
-from ..render import where
 from ...core.errors import ExitCode
+from ...run.tasks import Reading, Result
+from ..options import batch_options, check_conversion_flags, command_batch, conversion_option, conversion_suffix, input_options, output_options, verbose_option
+from ..render import where
 
 
 @click.command()
@@ -53,8 +52,10 @@ class Repairing:
 
 def repair_file(name: str, data: bytes, how: Repairing) -> Result:
     """Repair one file (`tasks.process` runs it, here or in a worker); exit 1 when errors are left."""
-    from ...ops.check import check as run_check, errors
-    from ...formats import dumps, written as written_out
+    from ...formats import dumps
+    from ...formats import written as written_out
+    from ...ops.check import check as run_check
+    from ...ops.check import errors
     from ...ops.postcondition import verified
     from ...ops.repair import repair as run_repair
 

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ...run.tasks import Reading, Result
-from ..options import command_batch, given_summary, input_options, provider_options, summary_options, progress_printer
 from ...core.errors import UsageError
 from ...io.files import write_stdout
+from ...run.tasks import Reading, Result
+from ..options import command_batch, given_summary, input_options, progress_printer, provider_options, summary_options
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
     from ...ops.summarize import SummaryOptions
@@ -67,8 +67,8 @@ class Summarizing:
 
 def summarize_file(name: str, data: bytes, how: Summarizing) -> Result:
     """Summarize one file (`tasks.process` runs it)."""
-    from ...providers import provider as make_provider
     from ...ops.summarize import summarize as run_summarize
+    from ...providers import provider as make_provider
 
     transcript = how.reading.load(data, name)
     summarizer = make_provider(how.summarizer, timeout=how.timeout, retries=how.retries)

@@ -16,15 +16,16 @@ back as they were in the file.
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
-from ...dialects import anthropic as codec
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BOM, Lines, Parsed, Record, dumps, kind_of, parse_value
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
+from ...dialects import anthropic as codec
 
 NAME = "claude-code"
 DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sessionId)"

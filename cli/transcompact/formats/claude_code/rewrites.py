@@ -8,11 +8,12 @@ import uuid as uuidlib
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from ...dialects import anthropic as codec
 from ...core.errors import ShapeError
 from ...core.jsondata import BLANK, Parsed, dumps
 from ...core.model import ASSISTANT, USER, Message, ToolResult, Transcript, result_text
+from ...dialects import anthropic as codec
 from .reader import EPOCH, LogSource, _Origin, _timestamp, read
+
 
 def view_before_compaction(transcript: Transcript) -> Transcript | None:
     """The log as `claude --resume` read it before its newest compaction (the lines before the

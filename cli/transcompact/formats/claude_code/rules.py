@@ -6,9 +6,9 @@ import uuid as uuidlib
 from dataclasses import replace
 from typing import Any
 
-from ...core.violation import ERROR, WARNING, Violation
 from ...core.jsondata import Parsed, dumps, kind_of, line_bytes
 from ...core.model import Transcript
+from ...core.violation import ERROR, WARNING, Violation
 from .reader import LogSource, api_order, find_chain, read
 
 SIDECHAIN_SCAN_BYTES = 64 * 1024
@@ -45,7 +45,8 @@ def check_log(t: Transcript, path: str | None) -> list[Violation]:
         first = records[source.chain[0]][1]
         parent = first.get("parentUuid")
         if source.root is None and parent is not None:
-            add(Violation("C3", ERROR, f"the chain stops at parentUuid {parent}, which is not in the file: resume loses what came before", line=source.chain[0] + 1))
+            add(Violation("C3", ERROR, f"the chain stops at parentUuid {parent}, which is not in the file: resume loses what came before",
+                          line=source.chain[0] + 1))
         if source.root is not None:
             summary = next((records[i][1] for i in source.chain if records[i][1].get("type") == "user"), None)
             if summary is None or not summary.get("isCompactSummary"):

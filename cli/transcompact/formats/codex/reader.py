@@ -60,11 +60,8 @@ from typing import Any
 
 import orjson
 
-from ...io import urls
-from ...dialects.openai import decode_arguments
 from ...core.errors import InputError, Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, parse
-from ...core.summary_text import SUMMARY_PREFIX
 from ...core.model import (
     ASSISTANT,
     TOOL,
@@ -78,6 +75,9 @@ from ...core.model import (
     ToolResult,
     Transcript,
 )
+from ...core.summary_text import SUMMARY_PREFIX
+from ...dialects.openai import decode_arguments
+from ...io import urls
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"

@@ -42,7 +42,6 @@ from typing import Any
 
 import orjson
 
-from ...dialects.openai import decode_arguments
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, kind_of, line_bytes
 from ...core.model import (
@@ -57,6 +56,7 @@ from ...core.model import (
     ToolResult,
     Transcript,
 )
+from ...dialects.openai import decode_arguments
 
 NAME = "openhands"
 DESCRIPTION = "OpenHands conversation (a directory of base_state.json and events/, or its events as JSON Lines)"

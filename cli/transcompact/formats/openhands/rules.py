@@ -15,9 +15,10 @@ events out of the view: what the agent sends stays the same, and the log now say
 
 from __future__ import annotations
 
-from ...core.violation import ERROR, Violation
 from ...core.jsondata import Parsed
 from ...core.model import Transcript
+from ...core.violation import ERROR, Violation
+from ...io.openhands_store import EVENTS_DIR, event_file_name
 from .reader import (
     Entry,
     StoreSource,
@@ -29,7 +30,6 @@ from .reader import (
     read,
     rewritten_records,
 )
-from ...io.openhands_store import EVENTS_DIR, event_file_name
 
 
 def _dropped(source: StoreSource) -> list[tuple[str, Entry, str]]:

@@ -51,7 +51,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...dialects.openai import decode_arguments
 from ...core.errors import Location, ShapeError, option
 from ...core.jsondata import Parsed
 from ...core.model import (
@@ -66,6 +65,7 @@ from ...core.model import (
     ToolResult,
     Transcript,
 )
+from ...dialects.openai import decode_arguments
 from .._document import split_path
 from ..adapter import Format
 

@@ -54,7 +54,6 @@ from typing import Any
 
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, kind_of
-from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, USER_WORDS_HEADING
 from ...core.model import (
     ASSISTANT,
     USER,
@@ -69,6 +68,7 @@ from ...core.model import (
     ToolResult,
     Transcript,
 )
+from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, USER_WORDS_HEADING
 
 NAME = "pi"
 DESCRIPTION = "pi coding-agent session (JSON Lines: a `session` header, then entries with id / parentId)"

@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.violation import ERROR, Violation
 from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Transcript
+from ...core.violation import ERROR, Violation
 from .reader import (
     SessionSource,
     _entry_type,
