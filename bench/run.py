@@ -8,7 +8,8 @@ runs, the runs of the things compared taking turns so that a change of load hits
 - `estimate --tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text;
 - `transcompact --help` against `python -c "import click"`;
 - a batch of 1,000 small transcripts through `compact --emergency --jobs 2` against one process
-  that reads, orjson-loads, dumps and writes the same files (issue 14);
+  that reads, orjson-loads, dumps and writes the same files, each as a temporary file renamed
+  over the target as a command writes (issues 14 and 28; writing in place shown for information);
 - the peak memory of `estimate` on the 53 MB transcript, and of every command on a 100,000-line
   Claude Code log (`claude_code_log.py`; issue 12), as a multiple of the file's size;
 - growth (issues 12 and 16): the three commands on each shape at two or three sizes (tool-call
@@ -242,7 +243,7 @@ def speed(workdir: Path) -> list[Row]:
                   **{name: wall_time([*TRANSCOMPACT, *args, str(path)]) for name, args in COMMANDS.items()}}, runs(5))
     rows = [ratio_row(f"{name}, {size / MB:.0f} MB transcript", times[name], times["orjson"],
                       target, "orjson load + dump")
-            for name, target in (("estimate", 1.0), ("prune", 1.5), ("compact --emergency", 2.0))]
+            for name, target in (("estimate", 0.8), ("prune", 1.3), ("compact --emergency", 1.5))]  # issue 28
     rows.append(ratio_row(f"floor: start-up + reading, {size / MB:.0f} MB transcript", times["floor"], times["orjson"],
                           None, "orjson load + dump"))
 
@@ -276,9 +277,10 @@ parse(read_input(sys.argv[1])[1], sys.argv[1])
 """
 
 
-# The baseline of the batch row as it would write if it wrote as every command does: a temporary
-# file renamed over the target, so that no reader ever sees half a file. A row for information:
-# that way of writing makes a new file each time, where the baseline empties the old one in place.
+# The baseline of the batch row: one process that reads, orjson-loads, dumps and writes each file
+# as every command does, a temporary file renamed over the target, so that no reader ever sees
+# half a file (the atomic write is the product's behaviour; emptying the old file in place, the
+# other baseline, is cheaper and shown for information).
 _ATOMIC_WRITES = """
 import orjson, os, pathlib, sys
 out = pathlib.Path(sys.argv[2])
@@ -310,11 +312,13 @@ def batch(workdir: Path) -> list[Row]:
     # Five rounds: a small file's write costs what the disk makes of it at the moment.
     times = best({"ours": wall_time(ours), "baseline": wall_time(baseline), "atomic": wall_time(atomic)}, runs(5))
     name = f"batch of {BATCH_FILES:,} files, compact --emergency --jobs 2"
-    row = ratio_row(name, times["ours"], times["baseline"], 2.0, "one orjson process")
+    # The target is held against the baseline that writes as a command must (issue 28); the one
+    # that empties each file in place is shown for information.
+    row = ratio_row(name, times["ours"], times["atomic"], 1.5, "one orjson process, temporary file + rename")
     if row.value is not None:
         row = replace(row, detail=f"{row.detail}; {BATCH_FILES / times['ours']:,.0f} files/s")
-    return [row, ratio_row(f"{name}, against temporary file + rename", times["ours"], times["atomic"], None,
-                           "one orjson process writing so")]
+    return [row, ratio_row(f"{name}, against writing in place", times["ours"], times["baseline"], None,
+                           "one orjson process writing in place")]
 
 
 def claude_code_memory(workdir: Path) -> list[Row]:
@@ -322,7 +326,7 @@ def claude_code_memory(workdir: Path) -> list[Row]:
     log.write_bytes(claude_code_log(MEMORY_LOG_LINES))
     note(f"peak memory on a {MEMORY_LOG_LINES:,}-line Claude Code log ({log.stat().st_size / MB:.0f} MB)")
     return [memory_row(f"peak memory: {name}, {MEMORY_LOG_LINES // 1000}K-line Claude Code log",
-                       [*TRANSCOMPACT, *args, str(log)], log, 4.0)
+                       [*TRANSCOMPACT, *args, str(log)], log, 3.0)
             for name, args in (*COMMANDS.items(), ("check", ["check"]), ("repair", ["repair", "-q"]))]
 
 
