@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from transcompact import check, dumps, loads
 from transcompact.cli.main import cli
-from transcompact.core.model import Text, ToolCall, ToolResult
+from transcompact.core.model import Message, Text, ToolCall, ToolResult
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
@@ -339,7 +339,7 @@ def test_a_call_added_by_an_operation_gets_an_entry_holding_its_result():
     last = t.messages[-2]
     messages = list(t.messages)
     messages[-2] = last.with_blocks(last.blocks + (call,))
-    messages.insert(-1, replace(messages[-1], blocks=(answer,), origin=None, raw=None))
+    messages.insert(-1, Message(messages[-1].role, (answer,), line=messages[-1].line))
     again = loads(dumps(t.with_messages(messages)), "x.json")
     assert again.messages[-3].tool_calls[-1].id == "read_file-1" and again.messages[-2].tool_results == (answer,)
 

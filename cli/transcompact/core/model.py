@@ -8,8 +8,8 @@ everything an operation did not change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any
 
 # Roles as they appear on the wire; OpenAI adds system, developer, tool and function.
@@ -104,20 +104,110 @@ class Opaque(Block):
     type: str | None
 
 
-@dataclass(frozen=True, slots=True)
 class Message:
     """One message as the provider's API sees it.
 
     `raw` is the JSON record the message was read from (the message object; for a Claude Code
     log, its first line), read-only, for fields the model does not name. `line` is the 1-based
     line of that record in a JSON Lines file. `origin` is private to the adapter that read it.
+
+    A reader may leave a message unread (`Message.unread`): its `view` holds what the reader
+    saw of it on the way (what a count needs), `data` its JSON as it was in the input, and its
+    blocks, `raw` and `origin` are read from those bytes when first asked for. It is the same
+    value as the message read at once; a rewrite that keeps it writes `data` back as it was.
+    A frozen value like the blocks (equal by role and blocks), written out by hand for that.
     """
 
+    __slots__ = ("role", "_blocks", "_raw", "line", "_origin", "view", "data", "_read")
+
     role: str
-    blocks: tuple[Block, ...]
-    raw: Any = field(default=None, compare=False, repr=False)
-    line: int | None = field(default=None, compare=False, repr=False)
-    origin: Any = field(default=None, compare=False, repr=False)
+    line: int | None
+    view: Any
+    data: bytes | None
+    _blocks: tuple[Block, ...] | None
+    _raw: Any
+    _origin: Any
+    _read: Callable[[], Message] | None
+
+    def __init__(self, role: str, blocks: tuple[Block, ...], raw: Any = None, line: int | None = None,
+                 origin: Any = None) -> None:
+        init = object.__setattr__
+        init(self, "role", role)
+        init(self, "_blocks", blocks)
+        init(self, "_raw", raw)
+        init(self, "line", line)
+        init(self, "_origin", origin)
+        init(self, "view", None)
+        init(self, "data", None)
+        init(self, "_read", None)
+
+    @classmethod
+    def unread(cls, role: str, view: Any, data: bytes, read: Callable[[], Message], line: int | None = None) -> Message:
+        """A message read from `data` by `read` (the adapter's reading of the same bytes) when its
+        blocks, `raw` or `origin` are first asked for."""
+        message = cls(role, (), None, line)
+        init = object.__setattr__
+        init(message, "_blocks", None)
+        init(message, "view", view)
+        init(message, "data", data)
+        init(message, "_read", read)
+        return message
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        if self._read is not None:
+            self._read_now()
+        assert self._blocks is not None  # set by _read_now
+        return self._blocks
+
+    @property
+    def raw(self) -> Any:
+        if self._read is not None:
+            self._read_now()
+        return self._raw
+
+    @property
+    def origin(self) -> Any:
+        if self._read is not None:
+            self._read_now()
+        return self._origin
+
+    @property
+    def is_read(self) -> bool:
+        """Whether its blocks are in memory (an unread message's are still only its bytes)."""
+        return self._read is None
+
+    def _read_now(self) -> None:
+        read = self._read
+        assert read is not None
+        whole = read()
+        init = object.__setattr__
+        init(self, "_blocks", whole.blocks)
+        init(self, "_raw", whole.raw)
+        init(self, "_origin", whole.origin)
+        init(self, "_read", None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Message:
+            return NotImplemented
+        assert isinstance(other, Message)
+        return self.role == other.role and self.blocks == other.blocks
+
+    def __hash__(self) -> int:
+        return hash((self.role, self.blocks))
+
+    def __repr__(self) -> str:
+        return f"Message(role={self.role!r}, blocks={self.blocks!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Read before it travels: the reading is the adapter's, and stays in this process.
+        return Message, (self.role, self.blocks, self.raw, self.line, self.origin)
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
@@ -133,8 +223,11 @@ class Message:
         return any(isinstance(b, ToolResult) for b in self.blocks)
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
-        # Spelled out: dataclasses.replace inspects the fields on every call, and a rewrite calls this per message.
         return Message(self.role, tuple(blocks), self.raw, self.line, self.origin)
+
+    def replaced(self, role: str, blocks: tuple[Block, ...]) -> Message:
+        """Another role and other blocks; what it was read from stays."""
+        return Message(role, tuple(blocks), self.raw, self.line, self.origin)
 
 
 @dataclass(frozen=True, slots=True)

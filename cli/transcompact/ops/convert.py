@@ -117,7 +117,7 @@ def _named_legacy_calls(messages: tuple[Message, ...]) -> tuple[Message, ...]:
                 b = replace(b, tool_call_id=current, raw=None)
             blocks.append(b)
         role = "tool" if m.role == "function" else m.role
-        out.append(m if role == m.role and blocks == list(m.blocks) else replace(m, role=role, blocks=tuple(blocks)))
+        out.append(m if role == m.role and blocks == list(m.blocks) else m.replaced(role, tuple(blocks)))
     return tuple(out)
 
 

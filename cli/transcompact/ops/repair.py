@@ -175,7 +175,7 @@ def _remove_messages(t: Transcript, doomed: dict[int, tuple[str, str]], fixes: l
     messages = list(t.messages)
     for i, (rule, what) in doomed.items():
         role = messages[i].role if messages[i].role in (USER, ASSISTANT) else USER
-        messages[i] = replace(messages[i], role=role, blocks=(Text(PLACEHOLDER),))
+        messages[i] = messages[i].replaced(role, (Text(PLACEHOLDER),))
         fixes.append(Fix(rule, f"replaced {what} by a {role} message {PLACEHOLDER!r}: removing it would break {why}", i, t.messages[i].line))
     return t.with_messages(messages)
 
