@@ -161,7 +161,7 @@ def parse(data: bytes, name: str, known: Sequence[Record] = (),
     text = data[len(BOM):] if bom else data
     if is_blank(data):
         raise ParseError("the input is empty", location=Location(name))
-    if _first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
+    if first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
         return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim), bom=bom)
     whole: _Failure | None = None
     try:
@@ -188,7 +188,7 @@ class _Failure(NamedTuple):
     colno: int
 
 
-def _first_line_is_a_value(text: bytes) -> bool:
+def first_line_is_a_value(text: bytes) -> bool:
     """More than one line, and the first is a complete JSON value: JSON Lines (a document spread
     over several lines never parses on its first line)."""
     end = text.find(b"\n")
@@ -286,13 +286,25 @@ def _writable(value: Any, text: bytes | memoryview, name: str, first_line: int) 
     return _exact_loads(bytes(text)) if has_float else value
 
 
-def _scan(value: Any) -> tuple[bool, bool]:
-    """(nested deeper than MAX_DEPTH, holds a float): one pass over the containers, no recursion."""
+def nested_value(text: bytes, depth: int) -> Any:
+    """A value that sits `depth` levels deep in a document (1: the document itself), read as
+    `parse` reads it; ValueError when it is not JSON or would make the document too deep to
+    write (the caller reads the whole input again, which says where)."""
+    value = orjson.loads(text)
+    too_deep, has_float = _scan(value, depth)
+    if too_deep:
+        raise ValueError("nested too deep")
+    return _exact_loads(text) if has_float else value
+
+
+def _scan(value: Any, depth: int = 1) -> tuple[bool, bool]:
+    """(nested deeper than MAX_DEPTH, holds a float): one pass over the containers, no recursion.
+    `depth`: how deep the value itself sits."""
     kind = type(value)
     if kind is not dict and kind is not list:
-        return False, kind is float
+        return depth > MAX_DEPTH, kind is float
     has_float = False
-    stack = [(value, 1)]
+    stack = [(value, depth)]
     pop, push = stack.pop, stack.append
     while stack:
         node, depth = pop()
@@ -372,6 +384,13 @@ def dumps(value: Any, *, indent: bool) -> bytes:
     # orjson keeps the buffer it reserved (4 KB or more, 8× a short line): a log rewritten line
     # by line would hold many times its size. A copy is as long as the text.
     return bytes(memoryview(out)) if len(out) < SMALL_OUTPUT else out
+
+
+def compact_json(value: Any) -> str:
+    """A value as the counter measures it: a string as it is, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def kind_of(value: Any) -> str:

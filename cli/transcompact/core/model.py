@@ -123,7 +123,7 @@ class Message:
     role: str
     line: int | None
     view: Any
-    data: bytes | None
+    data: Any  # bytes-like: the message's JSON as it was in the input, or None
     _blocks: tuple[Block, ...] | None
     _raw: Any
     _origin: Any
@@ -142,7 +142,7 @@ class Message:
         init(self, "_read", None)
 
     @classmethod
-    def unread(cls, role: str, view: Any, data: bytes, read: Callable[[], Message], line: int | None = None) -> Message:
+    def unread(cls, role: str, view: Any, data: Any, read: Callable[[], Message], line: int | None = None) -> Message:
         """A message read from `data` by `read` (the adapter's reading of the same bytes) when its
         blocks, `raw` or `origin` are first asked for."""
         message = cls(role, (), None, line)
@@ -254,9 +254,41 @@ class Transcript:
                           self.source)
 
 
+@dataclass(frozen=True, slots=True)
+class BlockSize:
+    """What a count needs of a block of an unread message: its type, its characters as the
+    counter measures them (a call: its name and its input as compact JSON; a result: its text),
+    and the call it makes (`call_id`, `name`) or answers (`call_id`)."""
+
+    type: type[Block]  # Text, Thinking, RedactedThinking, ToolCall or ToolResult
+    chars: int
+    call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageView:
+    """What a reader saw of a message it left unread (`Message.unread`): the sizes of its blocks,
+    in order. A message with a view holds its role and its content, and nothing else: no field
+    an operation or a count would look for (recorded usage, a compaction block, an image)."""
+
+    blocks: tuple[BlockSize, ...]
+
+
+def unread_view(message: Message) -> MessageView | None:
+    """The view of a message that is still unread, else None (its blocks say more)."""
+    return message.view if not message.is_read and isinstance(message.view, MessageView) else None
+
+
 def tool_names(messages) -> dict[str, str]:
     """The name of the tool each call id calls (client and server tool calls), for naming results."""
-    return {b.id: b.name for m in messages for b in m.blocks if isinstance(b, (ToolCall, ServerToolCall))}
+    names: dict[str, str] = {}
+    for m in messages:
+        if (view := unread_view(m)) is not None:
+            names.update((b.call_id, b.name) for b in view.blocks if b.call_id is not None and b.name is not None)
+        else:
+            names.update((b.id, b.name) for b in m.blocks if isinstance(b, (ToolCall, ServerToolCall)))
+    return names
 
 
 def tool_inputs(messages) -> dict[str, Any]:

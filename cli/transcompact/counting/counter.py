@@ -22,16 +22,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
-
 from ..core import settings
 from ..core.errors import UsageError, option
+from ..core.jsondata import compact_json
 from ..core.media import IMAGE_UNKNOWN_TOKENS, PDF_PAGE_TOKENS, decoded_text, image_tokens, pdf_tokens
 from ..core.model import (
     Block,
     Document,
     Image,
     Message,
+    MessageView,
     Opaque,
     RedactedThinking,
     ServerToolCall,
@@ -41,6 +41,7 @@ from ..core.model import (
     ToolCall,
     ToolResult,
     Transcript,
+    unread_view,
 )
 from ..formats import adapter
 from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
@@ -90,12 +91,6 @@ class Basis:
     anchor: int | None = None  # the message whose recorded usage gives `overhead`
     calibration: Calibration | None = None  # with --calibrate: the fit, which replaces the estimator
     notes: tuple[str, ...] = field(default=())
-
-
-def compact_json(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def pieces(block: Block) -> Iterator[tuple[str, str | int]]:
@@ -164,6 +159,8 @@ def tool_schema_text(tool: Any) -> str:
 def server_compaction(messages) -> tuple[int, int] | None:
     """(message, block) of the last Anthropic `compaction` block: the API ignores every block before it."""
     for index in range(len(messages) - 1, -1, -1):
+        if unread_view(messages[index]) is not None:
+            continue  # its view says it holds none
         blocks = messages[index].blocks
         for position in range(len(blocks) - 1, -1, -1):
             block = blocks[position]
@@ -199,6 +196,23 @@ def _scaled(tally: _Tally, ratio: float | None) -> tuple:
     scaled = (ratio, kinds, body - split + PER_MESSAGE, body + PER_MESSAGE)
     tally.scaled = scaled
     return scaled
+
+
+# The kind each type of block a view holds is counted as (as `pieces` counts the block).
+_VIEW_KINDS = {Text: "text", Thinking: "thinking", RedactedThinking: "thinking", ToolCall: "tool_calls",
+               ToolResult: "tool_results"}
+
+
+def _tally_of_view(view: MessageView) -> _Tally:
+    """The chars tally of an unread message, from its view: the same as `_tally` of its blocks."""
+    units: dict[str, int] = {}
+    results: list[tuple[str, int, int]] = []
+    for size in view.blocks:
+        kind = _VIEW_KINDS[size.type]
+        units[kind] = units.get(kind, 0) + size.chars
+        if size.type is ToolResult:
+            results.append((size.call_id or "", size.chars, 0))
+    return _Tally(tuple(units.items()), (), tuple(results) if results else ())
 
 
 def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
@@ -423,7 +437,11 @@ class TokenCounter:
                                + [self._message(m) for m in messages[index + 1:]])
 
     def _message(self, message: Message) -> _Tally:
-        return _once(self._tallied, message, lambda m: _tally(m.blocks, self.measure))
+        return _once(self._tallied, message, self._tally)
+
+    def _tally(self, message: Message) -> _Tally:
+        view = unread_view(message) if self.measure is len else None
+        return _tally_of_view(view) if view is not None else _tally(message.blocks, self.measure)
 
     def counted(self, transcript: Transcript) -> _Counted:
         """The breakdown on the input's scale (no request: anthropic counts are scaled), made once

@@ -24,6 +24,7 @@ from ..core.format_names import FORMAT_NAMES
 from ..core.jsondata import Lines, Parsed, parse, parse_written
 from ..core.model import Transcript
 from . import anthropic, claude_code, codex, copilot, gemini, jsonl, openai, openhands, pi, responses
+from ._document import read_quickly
 from .adapter import Format
 from .openhands import v0 as openhands_v0
 
@@ -90,6 +91,10 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
 
 def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given."""
+    if messages_path is None and format in (None, "anthropic", "openai"):
+        quickly = read_quickly(data, name, format)
+        if quickly is not None:
+            return quickly
     parsed = parse(data, name, trim=TRIM)
     if format is None:
         format = detect(parsed, messages_path)

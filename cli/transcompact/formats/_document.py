@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
+
+import orjson
 
 from .. import dialects
 from ..core.errors import Location, ShapeError, UsageError, option
-from ..core.jsondata import Layout, Parsed, kind_of
+from ..core.jsondata import BOM, Layout, Parsed, first_line_is_a_value, kind_of, nested_value
 from ..core.model import Message, Transcript
 from .adapter import Format
 
@@ -149,7 +152,8 @@ def write(transcript: Transcript) -> bytes:
     codec = dialects.DIALECTS[transcript.dialect]
     parent = source.parent
     old_messages = parent[source.path[-1]] if source.path else source.document
-    messages = [codec.write_message(m) for m in transcript.messages]
+    # A message still as it was read from its own bytes (`read_quickly`) is those bytes.
+    messages = [m.data if m.data is not None else codec.write_message(m) for m in transcript.messages]
     new_parent = dict(parent) if isinstance(parent, dict) else None
     changed = len(messages) != len(old_messages) or any(a is not b for a, b in zip(messages, old_messages))
     if new_parent is not None:
@@ -165,6 +169,7 @@ def write(transcript: Transcript) -> bytes:
             changed = True
     if not changed:
         return source.data
+    messages = [orjson.Fragment(bytes(w)) if m.data is not None else w for m, w in zip(transcript.messages, messages)]
     if not source.path:
         document = messages
     else:
@@ -173,6 +178,74 @@ def write(transcript: Transcript) -> bytes:
         container[source.path[-1]] = messages
         document = _replace_at(source.document, source.path[:-1], container)
     return source.layout.dumps(document)
+
+
+# Top-level keys that make a document another format's, or one line of JSON Lines (`parse`):
+# such a document is read the whole way, where detection tries every format.
+_OTHER_FORMATS_KEYS = ("role", "type", "uuid", "sessionId", "history", "input")
+_MESSAGE_DEPTH = 3  # the document, its `messages`, a message
+
+
+def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | None:
+    """A request body (`messages` at the top) read as `read` reads it, without building what a
+    command may never look at (issue 28): each message whose shape `dialects.views` names is left
+    unread, with its view and its bytes, and is written back as those bytes while it is unchanged.
+
+    None when the input is anything else, or anything is wrong with it: the whole reading then
+    decides, and says where. `dialect`: as named (--format), else detected.
+    """
+    import msgspec
+
+    from ..dialects import views
+
+    text = data[len(BOM):] if data.startswith(BOM) else data
+    if not text.lstrip()[:1] == b"{" or first_line_is_a_value(text):
+        return None
+    try:
+        top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
+        spans = msgspec.json.decode(top.get("messages", b"null"), type=list[msgspec.Raw])
+        parent = {key: spans if key == "messages" else nested_value(bytes(raw), 2) for key, raw in top.items()}
+    except (msgspec.MsgspecError, RecursionError, ValueError):
+        return None
+    if any(key in parent for key in _OTHER_FORMATS_KEYS):
+        return None
+    read: list[tuple[Any, views.Viewed | None, Any]] = []
+    for span in spans:
+        viewed = views.view(span, _MESSAGE_DEPTH)
+        try:
+            value = nested_value(bytes(span), _MESSAGE_DEPTH) if viewed is None else None
+        except ValueError:
+            return None
+        if viewed is None and not (isinstance(value, dict) and isinstance(value.get("role"), str)):
+            return None
+        read.append((span, viewed, value))
+    shapes = [viewed.shape if viewed is not None else value for _, viewed, value in read]
+    dialect = dialect or dialects.detect(shapes, request={**parent, "messages": shapes})
+    codec = dialects.DIALECTS[dialect]
+    messages = []
+    as_read = parent["messages"]  # what `write` finds a message unchanged by: its bytes, or the value it was read from
+    try:
+        for index, (span, viewed, value) in enumerate(read):
+            if viewed is not None and (
+                    dialect == "anthropic" or viewed.string_content and viewed.role not in ("tool", "function")):
+                messages.append(Message.unread(viewed.role, viewed.view, span, partial(_read_one, codec, span, index)))
+            else:
+                as_read[index] = value if value is not None else nested_value(bytes(span), _MESSAGE_DEPTH)
+                messages.append(codec.read_message(as_read[index], index=index))
+        system = codec.read_system(parent.get("system")) if dialect == "anthropic" else ()
+    except (ShapeError, ValueError):
+        return None
+    tools = parent.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        return None
+    return Transcript(
+        format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tuple(tools or ()),
+        request={k: v for k, v in parent.items() if k not in ("messages", "system", "tools")}, name=name,
+        source=DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data))
+
+
+def _read_one(codec: Any, span: Any, index: int) -> Message:
+    return codec.read_message(nested_value(bytes(span), _MESSAGE_DEPTH), index=index)
 
 
 def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:

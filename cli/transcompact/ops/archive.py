@@ -177,7 +177,7 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterator[Record]:
-    from ..core.jsondata import parse
+    from ..core.jsondata import nested_value, parse
 
     path = transcript.source.path  # where the document holds the messages (its source says)
     old_messages = _at(transcript.source.document, path)
@@ -185,6 +185,8 @@ def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterato
     if len(old_messages) != len(new_messages):
         raise ValueError("the pruned output has another number of messages: it is not prune's output")
     for index, (old, new) in enumerate(zip(old_messages, new_messages)):
+        if not isinstance(old, (dict, list, str)) and old is not None:  # a message's own bytes (formats._document.read_quickly)
+            old = nested_value(bytes(old), 1)
         if orjson.dumps(old) != orjson.dumps(new):  # as written: numbers kept as text compare by their text
             yield Record("message", **run, path=tuple(path), message=index, original=old, tool_call_ids=_tool_call_ids(old))
 

@@ -1,0 +1,129 @@
+"""What a count needs of a message, read by a typed decoder from the message's bytes without
+building it (issue 28): its role, the sizes of its blocks, and enough of its shape for a
+dialect to be detected. A message is viewed only when everything it holds is a field named
+here, of the type named here: the decoder then has checked all of it (UTF-8, escapes, nesting,
+as the full reading would), and the blocks read later from the same bytes are the ones the
+sizes describe. Anything else (another field, a block of another type, a value of another
+type) has no view, and is read whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import Raw, Struct
+
+from ..core.jsondata import compact_json, nested_value
+from ..core.model import BlockSize, MessageView, RedactedThinking, Text, Thinking, ToolCall, ToolResult
+
+ABSENT = Raw()  # the default of a Raw field: the field is not there
+
+
+class _Text(Struct, tag="text", tag_field="type", forbid_unknown_fields=True):
+    text: str
+    cache_control: Raw = ABSENT
+    citations: Raw = ABSENT
+
+
+class _Thinking(Struct, tag="thinking", tag_field="type", forbid_unknown_fields=True):
+    thinking: str
+    signature: Raw = ABSENT
+
+
+class _RedactedThinking(Struct, tag="redacted_thinking", tag_field="type", forbid_unknown_fields=True):
+    data: str
+
+
+class _ToolUse(Struct, tag="tool_use", tag_field="type", forbid_unknown_fields=True):
+    id: str
+    name: str
+    input: Raw = ABSENT
+    cache_control: Raw = ABSENT
+
+
+class _ToolResult(Struct, tag="tool_result", tag_field="type", forbid_unknown_fields=True):
+    tool_use_id: str
+    content: str | list[_Text] = ""
+    is_error: Raw = ABSENT
+    cache_control: Raw = ABSENT
+
+
+class _Message(Struct, forbid_unknown_fields=True):
+    role: str
+    content: str | list[_Text | _Thinking | _RedactedThinking | _ToolUse | _ToolResult]
+
+
+_DECODER = msgspec.json.Decoder(_Message)
+
+
+class Viewed:
+    """A message read by the typed decoder: its role, its view, and a stand-in for detection."""
+
+    __slots__ = ("role", "view", "shape", "string_content")
+
+    def __init__(self, role: str, view: MessageView, shape: dict, string_content: bool):
+        self.role = role
+        self.view = view
+        self.shape = shape  # the message as detection looks at it, its long texts left out
+        self.string_content = string_content
+
+
+def view(data: Any, depth: int) -> Viewed | None:
+    """The view of one message's bytes (`depth`: how deep the message sits in its document), or
+    None when the message holds anything this module does not name."""
+    try:
+        message = _DECODER.decode(data)
+    except (msgspec.MsgspecError, RecursionError, ValueError):  # ValueError: not UTF-8
+        return None
+    role, content = message.role, message.content
+    if isinstance(content, str):
+        return Viewed(role, MessageView((BlockSize(Text, len(content)),)), {"role": role, "content": _stand_in(content)}, True)
+    sizes, shapes = [], []
+    try:
+        for block in content:
+            if isinstance(block, _Text):
+                _check(block.cache_control, block.citations, depth=depth + 3)
+                sizes.append(BlockSize(Text, len(block.text)))
+                shapes.append({"type": "text", "text": _stand_in(block.text)})
+                continue
+            if isinstance(block, _ToolResult):
+                _check(block.is_error, block.cache_control, depth=depth + 3)
+                inner = block.content
+                if not isinstance(inner, str):
+                    _check(*(t.cache_control for t in inner), *(t.citations for t in inner), depth=depth + 5)
+                chars = len(inner) if isinstance(inner, str) else sum(len(t.text) for t in inner)
+                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id))
+                shapes.append({"type": "tool_result"})
+                continue
+            if isinstance(block, _ToolUse):
+                _check(block.cache_control, depth=depth + 3)
+                arguments = nested_value(bytes(block.input), depth + 3) if block.input else None
+                sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, block.name))
+                shapes.append({"type": "tool_use"})
+                continue
+            if isinstance(block, _Thinking):
+                _check(block.signature, depth=depth + 3)
+                sizes.append(BlockSize(Thinking, len(block.thinking)))
+                shapes.append({"type": "thinking"})
+                continue
+            sizes.append(BlockSize(RedactedThinking, len(block.data)))
+            shapes.append({"type": "redacted_thinking"})
+    except ValueError:
+        return None
+    return Viewed(role, MessageView(tuple(sizes)), {"role": role, "content": shapes}, False)
+
+
+def _check(*values: Raw, depth: int) -> None:
+    """ValueError unless each value the count does not look at is one `parse` would read (valid
+    JSON, UTF-8, not too deep to write)."""
+    for value in values:
+        if value:
+            nested_value(bytes(value), depth)
+
+
+def _stand_in(text: Any) -> Any:
+    """What detection needs of a text: whether it is blank (a long text is not kept twice)."""
+    if not isinstance(text, str) or len(text) < 64:
+        return text
+    return text if not text.strip() else "…"

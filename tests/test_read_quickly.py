@@ -1,0 +1,149 @@
+"""The quick reading of a request body (issue 28): what it reads is what the whole reading reads,
+it counts the same without building the messages, and it writes back the bytes it did not change."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from transcompact.core.errors import TranscompactError
+from transcompact.core.jsondata import BOM, parse
+from transcompact.counting.counter import TokenCounter
+from transcompact.formats import BY_NAME, TRIM, detect, dumps, loads
+from transcompact.formats._document import read_quickly
+from transcompact.ops.estimate import estimate
+from transcompact.ops.postcondition import comparable
+
+from .strategies import anthropic_messages, conversations, encode_document, openai_messages, transcripts
+from .test_fuzz import hostile_transcripts, mutated_files, seed_files
+
+BODY = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [
+    {"role": "user", "content": "Fix the tests."},
+    {"role": "assistant", "content": [{"type": "thinking", "thinking": "Read first.", "signature": "c2ln"},
+                                      {"type": "text", "text": "Reading."},
+                                      {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "a.py", "size": 1e5}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "x = 1"}],
+                                  "cache_control": {"type": "ephemeral"}}]},
+    {"role": "assistant", "content": "Done."},
+]}
+
+
+def same_messages(one, other) -> bool:
+    """Equal messages, a number kept as written (an orjson.Fragment, equal only to itself) by its text."""
+    return [(m.role, comparable(m.blocks), orjson.dumps(m.raw)) for m in one] == [
+        (m.role, comparable(m.blocks), orjson.dumps(m.raw)) for m in other]
+
+
+def slowly(data: bytes):
+    """The whole reading, as every format but a request body is read."""
+    parsed = parse(data, "t.json", trim=TRIM)
+    return BY_NAME[detect(parsed)].read(parsed)
+
+
+def test_a_request_body_is_read_without_building_its_messages():
+    transcript = loads(orjson.dumps(BODY), "t.json")
+    assert [m.is_read for m in transcript.messages] == [False] * 4
+    report = estimate(transcript)
+    assert [m.is_read for m in transcript.messages] == [False] * 4  # counted from what the reader saw
+    assert report == estimate(slowly(orjson.dumps(BODY)))
+    assert report.top_results[0].tool == "read"
+
+
+def test_what_is_unread_is_read_when_asked_for_and_equals_the_whole_reading():
+    data = orjson.dumps(BODY, option=orjson.OPT_INDENT_2).replace(b"100000.0", b"1e5")
+    quick, whole = loads(data, "t.json"), slowly(data)
+    assert same_messages(quick.messages, whole.messages)
+    assert orjson.dumps((quick.request, comparable(quick.system), quick.tools)) == orjson.dumps((whole.request, comparable(whole.system), whole.tools))
+    assert orjson.dumps(quick.messages[1].raw["content"][2]["input"]) == b'{"path":"a.py","size":1e5}'  # as written
+
+
+def test_an_unchanged_message_is_written_back_as_its_own_bytes():
+    data = orjson.dumps(BODY, option=orjson.OPT_INDENT_2).replace(b'"Fix the tests."', b'"Fix the \\u0074ests."').replace(b"100000.0", b"1e5")
+    transcript = loads(data, "t.json")
+    assert dumps(transcript) == data
+    shorter = transcript.with_messages(transcript.messages[:-1])
+    out = dumps(shorter)
+    assert b'"Fix the \\u0074ests."' in out and b'"size": 1e5' in out  # kept as written, not read and written again
+    assert orjson.loads(out)["messages"] == orjson.loads(data)["messages"][:-1]
+    assert not any(m.is_read for m in shorter.messages[1:])
+
+
+@pytest.mark.parametrize("data", [
+    b'{"messages":[{"role":"user","content":"caf\xe9"}]}',  # not UTF-8
+    b'{"messages":[{"role":"user","content":"\\ud800"}]}',  # a lone surrogate
+    b'{"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":' + b"[" * 300 + b"]" * 300 + b"}]}]}",
+    b'{"messages":[{"role":"user","content":"a"}]',  # cut short
+], ids=["not-utf8", "lone-surrogate", "too-deep", "truncated"])
+def test_a_broken_body_is_left_to_the_whole_reading_which_says_where(data):
+    assert read_quickly(data, "t.json", None) is None
+    with pytest.raises(TranscompactError) as quick:
+        loads(data, "t.json")
+    with pytest.raises(TranscompactError) as whole:
+        slowly(data)
+    assert str(quick.value) == str(whole.value)
+
+
+def test_a_message_with_a_field_no_view_names_is_read_at_once():
+    body = {"messages": [{"role": "user", "content": "a", "name": "me"},
+                         {"role": "assistant", "content": [{"type": "text", "text": "b", "id": "x"}]},
+                         {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]}
+    transcript = loads(orjson.dumps(body), "t.json")
+    assert [m.is_read for m in transcript.messages] == [True, True, True]
+    assert same_messages(transcript.messages, slowly(orjson.dumps(body)).messages)
+
+
+def same_reading(data: bytes) -> None:
+    try:
+        whole = slowly(data)
+    except TranscompactError as error:
+        quick = read_quickly(data, "t.json", None)
+        assert quick is None, f"read quickly what the whole reading refuses: {error}"
+        return
+    quick = read_quickly(data, "t.json", None)
+    if quick is None:
+        return
+    assert (quick.format, quick.dialect) == (whole.format, whole.dialect)
+    assert same_messages(quick.messages, whole.messages)
+    assert orjson.dumps((quick.request, comparable(quick.system), quick.tools)) == orjson.dumps((whole.request, comparable(whole.system), whole.tools))
+    quick = read_quickly(data, "t.json", None)  # counted unread
+    assert quick is not None
+    assert estimate(quick) == estimate(whole)
+    assert TokenCounter(quick).counted(quick) == TokenCounter(whole).counted(whole)
+    assert dumps(quick) == dumps(whole) == data
+    assert value(dumps(quick.with_messages(quick.messages[1:]))) == value(dumps(whole.with_messages(whole.messages[1:])))
+
+
+def value(data: bytes):
+    return orjson.loads(data.removeprefix(BOM))
+
+
+QUICK = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+
+@QUICK
+@given(transcripts())
+def test_the_quick_reading_is_the_whole_reading_of_generated_transcripts(transcript):
+    same_reading(transcript[1])
+
+
+@QUICK
+@given(conversations(), st.sampled_from([anthropic_messages, openai_messages]))
+def test_the_quick_reading_is_the_whole_reading_of_request_bodies(turns, dialect):
+    data = encode_document(dialect(turns), "request")
+    assert read_quickly(data, "t.json", None) is not None
+    same_reading(data)
+
+
+@QUICK
+@given(hostile_transcripts(), st.booleans())
+def test_the_quick_reading_is_the_whole_reading_of_hostile_transcripts(data, bom):
+    same_reading(BOM + data if bom and not data.startswith(BOM) else data)
+
+
+@pytest.mark.skipif(not seed_files(), reason="the shared corpus is not here")
+@QUICK
+@given(mutated_files())
+def test_the_quick_reading_is_the_whole_reading_of_mutated_corpus_files(data):
+    same_reading(data)
