@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Roles as they appear on the wire; OpenAI adds system, developer, tool and function.
 USER = "user"
@@ -112,8 +112,9 @@ class Message:
     line of that record in a JSON Lines file. `origin` is private to the adapter that read it.
 
     A reader may leave a message unread (`Message.unread`): its `view` holds what the reader
-    saw of it on the way (what a count needs), `data` its JSON as it was in the input, and its
-    blocks, `raw` and `origin` are read from those bytes when first asked for. It is the same
+    saw of it on the way (what a count needs; None once it is read, and for a message read at
+    once), `data` its JSON as it was in the input, and its blocks, `raw` and `origin` are read
+    from those bytes when first asked for. It is the same
     value as the message read at once; a rewrite that keeps it writes `data` back as it was.
     A frozen value like the blocks (equal by role and blocks), written out by hand for that.
     """
@@ -122,7 +123,7 @@ class Message:
 
     role: str
     line: int | None
-    view: Any
+    view: MessageView | None
     data: Any  # bytes-like: the message's JSON as it was in the input, or None
     _blocks: tuple[Block, ...] | None
     _raw: Any
@@ -142,7 +143,8 @@ class Message:
         init(self, "_read", None)
 
     @classmethod
-    def unread(cls, role: str, view: Any, data: Any, read: Callable[[], Message], line: int | None = None) -> Message:
+    def unread(cls, role: str, view: MessageView | None, data: Any, read: Callable[[], Message],
+               line: int | None = None) -> Message:
         """A message read from `data` by `read` (the adapter's reading of the same bytes) when its
         blocks, `raw` or `origin` are first asked for."""
         message = cls(role, (), None, line)
@@ -185,6 +187,7 @@ class Message:
         init(self, "_blocks", whole.blocks)
         init(self, "_raw", whole.raw)
         init(self, "_origin", whole.origin)
+        init(self, "view", None)  # the blocks say more
         init(self, "_read", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -254,11 +257,11 @@ class Transcript:
                           self.source)
 
 
-@dataclass(frozen=True, slots=True)
-class BlockSize:
+class BlockSize(NamedTuple):
     """What a count needs of a block of an unread message: its type, its characters as the
     counter measures them (a call: its name and its input as compact JSON; a result: its text),
-    and the call it makes (`call_id`, `name`) or answers (`call_id`)."""
+    and the call it makes (`call_id`, `name`) or answers (`call_id`). A tuple: a reader makes one
+    per block of a large log."""
 
     type: type[Block]  # Text, Thinking, RedactedThinking, ToolCall or ToolResult
     chars: int
@@ -266,8 +269,7 @@ class BlockSize:
     name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MessageView:
+class MessageView(NamedTuple):
     """What a reader saw of a message it left unread (`Message.unread`): the sizes of its blocks,
     in order. A message with a view holds its role and its content, and nothing else: no field
     an operation or a count would look for (recorded usage, a compaction block, an image)."""
@@ -275,16 +277,11 @@ class MessageView:
     blocks: tuple[BlockSize, ...]
 
 
-def unread_view(message: Message) -> MessageView | None:
-    """The view of a message that is still unread, else None (its blocks say more)."""
-    return message.view if not message.is_read and isinstance(message.view, MessageView) else None
-
-
 def tool_names(messages) -> dict[str, str]:
     """The name of the tool each call id calls (client and server tool calls), for naming results."""
     names: dict[str, str] = {}
     for m in messages:
-        if (view := unread_view(m)) is not None:
+        if (view := m.view) is not None:
             names.update((b.call_id, b.name) for b in view.blocks if b.call_id is not None and b.name is not None)
         else:
             names.update((b.id, b.name) for b in m.blocks if isinstance(b, (ToolCall, ServerToolCall)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.model import Message, unread_view
+from ..core.model import Message
 
 _ANTHROPIC_INPUT = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -44,8 +44,8 @@ class Calibration:
 
 
 def _usage(message: Message) -> dict | None:
-    if unread_view(message) is not None:
-        return None  # its view says it holds its role and content only
+    if message.view is not None:
+        return None  # an unread message: its view says it holds its role and content only
     raw = message.raw if isinstance(message.raw, dict) else {}
     usage = raw.get("usage")
     if not isinstance(usage, dict) and isinstance(raw.get("message"), dict):

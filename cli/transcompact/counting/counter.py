@@ -41,7 +41,6 @@ from ..core.model import (
     ToolCall,
     ToolResult,
     Transcript,
-    unread_view,
 )
 from ..formats import adapter
 from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
@@ -159,8 +158,8 @@ def tool_schema_text(tool: Any) -> str:
 def server_compaction(messages) -> tuple[int, int] | None:
     """(message, block) of the last Anthropic `compaction` block: the API ignores every block before it."""
     for index in range(len(messages) - 1, -1, -1):
-        if unread_view(messages[index]) is not None:
-            continue  # its view says it holds none
+        if messages[index].view is not None:
+            continue  # an unread message: its view says it holds none
         blocks = messages[index].blocks
         for position in range(len(blocks) - 1, -1, -1):
             block = blocks[position]
@@ -189,11 +188,20 @@ def _scaled(tally: _Tally, ratio: float | None) -> tuple:
     if scaled is not None and scaled[0] == ratio:
         return scaled
     scale = 1 if ratio is None else ratio
-    kinds = tuple((kind, int(u * scale)) for kind, u in tally.units) + tally.fixed
-    total = _units(tally)
-    body = (max(1, int(total * scale)) if total or ratio is not None else 0) + _fixed(tally)
-    split = sum(t for _, t in kinds)
-    scaled = (ratio, kinds, body - split + PER_MESSAGE, body + PER_MESSAGE)
+    # Loops, not generators: this runs once per message of every transcript counted.
+    kinds = []
+    total = split = 0
+    for kind, units in tally.units:
+        tokens = int(units * scale)
+        kinds.append((kind, tokens))
+        total += units
+        split += tokens
+    body = max(1, int(total * scale)) if total or ratio is not None else 0
+    for kind, tokens in tally.fixed:
+        kinds.append((kind, tokens))
+        body += tokens
+        split += tokens
+    scaled = (ratio, tuple(kinds), body - split + PER_MESSAGE, body + PER_MESSAGE)
     tally.scaled = scaled
     return scaled
 
@@ -205,9 +213,14 @@ _VIEW_KINDS = {Text: "text", Thinking: "thinking", RedactedThinking: "thinking",
 
 def _tally_of_view(view: MessageView) -> _Tally:
     """The chars tally of an unread message, from its view: the same as `_tally` of its blocks."""
+    blocks = view.blocks
+    if len(blocks) == 1:  # most messages: a user's text, an answer, one tool's result
+        size = blocks[0]
+        result = ((size.call_id or "", size.chars, 0),) if size.type is ToolResult else ()
+        return _Tally(((_VIEW_KINDS[size.type], size.chars),), (), result)
     units: dict[str, int] = {}
     results: list[tuple[str, int, int]] = []
-    for size in view.blocks:
+    for size in blocks:
         kind = _VIEW_KINDS[size.type]
         units[kind] = units.get(kind, 0) + size.chars
         if size.type is ToolResult:
@@ -440,8 +453,8 @@ class TokenCounter:
         return _once(self._tallied, message, self._tally)
 
     def _tally(self, message: Message) -> _Tally:
-        view = unread_view(message) if self.measure is len else None
-        return _tally_of_view(view) if view is not None else _tally(message.blocks, self.measure)
+        view = message.view
+        return _tally_of_view(view) if view is not None and self.measure is len else _tally(message.blocks, self.measure)
 
     def counted(self, transcript: Transcript) -> _Counted:
         """The breakdown on the input's scale (no request: anthropic counts are scaled), made once

@@ -20,12 +20,18 @@ def detect(messages: list, *, request: dict | None = None) -> str:
     nothing only OpenAI's accept, else as OpenAI: one that is valid in the dialect it was written
     in reads back valid.
     """
-    named = [d.NAME for d in (anthropic, openai) if request is not None and d.names_request(request)]
-    if len(named) == 1:
-        return named[0]
+    named = named_by(request) if request is not None else None
+    if named is not None:
+        return named
     a, o = anthropic.signals(messages), openai.signals(messages)
     if a != o:
         return anthropic.NAME if a > o else openai.NAME
     if anthropic.only_it_accepts(messages) and not openai.only_it_accepts(messages):
         return anthropic.NAME
     return openai.NAME
+
+
+def named_by(request: dict) -> str | None:
+    """The dialect a request body's own fields name, if they name one (see `detect`)."""
+    named = [d.NAME for d in (anthropic, openai) if d.names_request(request)]
+    return named[0] if len(named) == 1 else None

@@ -9,7 +9,7 @@ type) has no view, and is read whole.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import Raw, Struct
@@ -55,18 +55,28 @@ class _Message(Struct, forbid_unknown_fields=True):
 
 
 _DECODER = msgspec.json.Decoder(_Message)
+_ALL_DECODER = msgspec.json.Decoder(list[_Message])
 
 
-class Viewed:
-    """A message read by the typed decoder: its role, its view, and a stand-in for detection."""
+class Viewed(NamedTuple):
+    """A message read by the typed decoder: its role, its view, and (when asked for) what
+    detection looks at, its long texts left out."""
 
-    __slots__ = ("role", "view", "shape", "string_content")
+    role: str
+    view: MessageView
+    shape: dict | None
+    string_content: bool
 
-    def __init__(self, role: str, view: MessageView, shape: dict, string_content: bool):
-        self.role = role
-        self.view = view
-        self.shape = shape  # the message as detection looks at it, its long texts left out
-        self.string_content = string_content
+
+def view_all(data: Any, depth: int, shapes: bool) -> list[Viewed] | None:
+    """The views of every message of an array's bytes (`depth`: how deep its messages sit in their
+    document; `shapes`: for detection), or None unless every one has a view: one decoder call."""
+    try:
+        messages = _ALL_DECODER.decode(data)
+    except (msgspec.MsgspecError, RecursionError, ValueError):  # ValueError: not UTF-8
+        return None
+    viewed = [_viewed(message, depth, shapes) for message in messages]
+    return None if None in viewed else viewed  # type: ignore[return-value]  # no None left
 
 
 def view(data: Any, depth: int) -> Viewed | None:
@@ -76,9 +86,14 @@ def view(data: Any, depth: int) -> Viewed | None:
         message = _DECODER.decode(data)
     except (msgspec.MsgspecError, RecursionError, ValueError):  # ValueError: not UTF-8
         return None
+    return _viewed(message, depth, True)
+
+
+def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
     role, content = message.role, message.content
     if isinstance(content, str):
-        return Viewed(role, MessageView((BlockSize(Text, len(content)),)), {"role": role, "content": _stand_in(content)}, True)
+        return Viewed(role, MessageView((BlockSize(Text, len(content)),)),
+                      {"role": role, "content": _stand_in(content)} if shaped else None, True)
     sizes, shapes = [], []
     try:
         for block in content:
@@ -111,7 +126,7 @@ def view(data: Any, depth: int) -> Viewed | None:
             shapes.append({"type": "redacted_thinking"})
     except ValueError:
         return None
-    return Viewed(role, MessageView(tuple(sizes)), {"role": role, "content": shapes}, False)
+    return Viewed(role, MessageView(tuple(sizes)), {"role": role, "content": shapes} if shaped else None, False)
 
 
 def _check(*values: Raw, depth: int) -> None:

@@ -203,24 +203,36 @@ def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | No
         return None
     try:
         top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
-        spans = msgspec.json.decode(top.get("messages", b"null"), type=list[msgspec.Raw])
-        parent = {key: spans if key == "messages" else nested_value(bytes(raw), 2) for key, raw in top.items()}
+        array = top.get("messages")
+        parent = {key: [] if key == "messages" else nested_value(bytes(raw), 2) for key, raw in top.items()}
     except (msgspec.MsgspecError, RecursionError, ValueError):
         return None
-    if any(key in parent for key in _OTHER_FORMATS_KEYS):
+    if array is None or any(key in parent for key in _OTHER_FORMATS_KEYS):
         return None
     read: list[tuple[Any, views.Viewed | None, Any]] = []
-    for span in spans:
-        viewed = views.view(span, _MESSAGE_DEPTH)
+    dialect = dialect or dialects.named_by(parent)
+    every = views.view_all(array, _MESSAGE_DEPTH, shapes=dialect is None)
+    if every is not None:  # the common case: one decoder call, and each message's bytes split off if ever needed
+        spans = _Spans(array)
+        read = [(_Span(spans, index), viewed, None) for index, viewed in enumerate(every)]
+    else:
         try:
-            value = nested_value(bytes(span), _MESSAGE_DEPTH) if viewed is None else None
-        except ValueError:
+            split = msgspec.json.decode(array, type=list[msgspec.Raw])
+        except (msgspec.MsgspecError, RecursionError, ValueError):
             return None
-        if viewed is None and not (isinstance(value, dict) and isinstance(value.get("role"), str)):
-            return None
-        read.append((span, viewed, value))
-    shapes = [viewed.shape if viewed is not None else value for _, viewed, value in read]
-    dialect = dialect or dialects.detect(shapes, request={**parent, "messages": shapes})
+        for span in split:
+            viewed = views.view(span, _MESSAGE_DEPTH)
+            try:
+                value = nested_value(bytes(span), _MESSAGE_DEPTH) if viewed is None else None
+            except ValueError:
+                return None
+            if viewed is None and not (isinstance(value, dict) and isinstance(value.get("role"), str)):
+                return None
+            read.append((span, viewed, value))
+    parent["messages"] = [span for span, _, _ in read]
+    if dialect is None:
+        shapes = [viewed.shape if viewed is not None else value for _, viewed, value in read]
+        dialect = dialects.detect(shapes, request={**parent, "messages": shapes})
     codec = dialects.DIALECTS[dialect]
     messages = []
     as_read = parent["messages"]  # what `write` finds a message unchanged by: its bytes, or the value it was read from
@@ -242,6 +254,36 @@ def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | No
         format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tuple(tools or ()),
         request={k: v for k, v in parent.items() if k not in ("messages", "system", "tools")}, name=name,
         source=DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data))
+
+
+class _Spans:
+    """The bytes of each message of a document's array, split off when first asked for."""
+
+    __slots__ = ("array", "split")
+
+    def __init__(self, array: Any):
+        self.array = array
+        self.split: list | None = None
+
+    def __getitem__(self, index: int) -> Any:
+        if self.split is None:
+            import msgspec
+
+            self.split = msgspec.json.decode(self.array, type=list[msgspec.Raw])
+        return self.split[index]
+
+
+class _Span:
+    """One message's bytes (`bytes(span)`), as `_Spans` splits them off."""
+
+    __slots__ = ("spans", "index")
+
+    def __init__(self, spans: _Spans, index: int):
+        self.spans = spans
+        self.index = index
+
+    def __bytes__(self) -> bytes:
+        return bytes(self.spans[self.index])
 
 
 def _read_one(codec: Any, span: Any, index: int) -> Message:
