@@ -43,7 +43,7 @@ def slowly(data: bytes):
 
 
 def test_a_request_body_is_read_without_building_its_messages():
-    transcript = loads(orjson.dumps(BODY), "t.json")
+    transcript = loads(orjson.dumps(BODY), "t.json", lazily=True)
     assert [m.is_read for m in transcript.messages] == [False] * 4
     report = estimate(transcript)
     assert [m.is_read for m in transcript.messages] == [False] * 4  # counted from what the reader saw
@@ -53,7 +53,7 @@ def test_a_request_body_is_read_without_building_its_messages():
 
 def test_what_is_unread_is_read_when_asked_for_and_equals_the_whole_reading():
     data = orjson.dumps(BODY, option=orjson.OPT_INDENT_2).replace(b"100000.0", b"1e5")
-    quick, whole = loads(data, "t.json"), slowly(data)
+    quick, whole = loads(data, "t.json", lazily=True), slowly(data)
     assert same_messages(quick.messages, whole.messages)
     assert orjson.dumps((quick.request, comparable(quick.system), quick.tools)) == orjson.dumps((whole.request, comparable(whole.system), whole.tools))
     assert orjson.dumps(quick.messages[1].raw["content"][2]["input"]) == b'{"path":"a.py","size":1e5}'  # as written
@@ -61,7 +61,7 @@ def test_what_is_unread_is_read_when_asked_for_and_equals_the_whole_reading():
 
 def test_an_unchanged_message_is_written_back_as_its_own_bytes():
     data = orjson.dumps(BODY, option=orjson.OPT_INDENT_2).replace(b'"Fix the tests."', b'"Fix the \\u0074ests."').replace(b"100000.0", b"1e5")
-    transcript = loads(data, "t.json")
+    transcript = loads(data, "t.json", lazily=True)
     assert dumps(transcript) == data
     shorter = transcript.with_messages(transcript.messages[:-1])
     out = dumps(shorter)
@@ -79,7 +79,7 @@ def test_an_unchanged_message_is_written_back_as_its_own_bytes():
 def test_a_broken_body_is_left_to_the_whole_reading_which_says_where(data):
     assert read_quickly(data, "t.json", None) is None
     with pytest.raises(TranscompactError) as quick:
-        loads(data, "t.json")
+        loads(data, "t.json", lazily=True)
     with pytest.raises(TranscompactError) as whole:
         slowly(data)
     assert str(quick.value) == str(whole.value)
@@ -89,7 +89,7 @@ def test_a_message_with_a_field_no_view_names_is_read_at_once():
     body = {"messages": [{"role": "user", "content": "a", "name": "me"},
                          {"role": "assistant", "content": [{"type": "text", "text": "b", "id": "x"}]},
                          {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]}]}
-    transcript = loads(orjson.dumps(body), "t.json")
+    transcript = loads(orjson.dumps(body), "t.json", lazily=True)
     assert [m.is_read for m in transcript.messages] == [True, True, True]
     assert same_messages(transcript.messages, slowly(orjson.dumps(body)).messages)
 

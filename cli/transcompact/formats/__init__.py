@@ -89,9 +89,15 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
     )
 
 
-def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None) -> Transcript:
-    """Read a transcript from bytes, detecting its format unless `format` is given."""
-    if messages_path is None and format in (None, "anthropic", "openai"):
+def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None,
+          lazily: bool = False) -> Transcript:
+    """Read a transcript from bytes, detecting its format unless `format` is given.
+
+    `lazily`: for work that mostly counts (estimate), each message of a request body whose view
+    can count it is left unread (`Message.unread`), its blocks read when first asked for; work that
+    reads every block reads it at once, which is cheaper than reading each message twice.
+    """
+    if lazily and messages_path is None and format in (None, "anthropic", "openai"):
         quickly = read_quickly(data, name, format)
         if quickly is not None:
             return quickly
@@ -139,12 +145,13 @@ def written(transcript: Transcript) -> bytes | Lines:
     return adapter(transcript).write_lines(transcript)
 
 
-def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None) -> Transcript:
-    """Read a transcript from a file (`-`: standard input)."""
+def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None,
+         lazily: bool = False) -> Transcript:
+    """Read a transcript from a file (`-`: standard input); `lazily` as `loads` says."""
     from ..io.inputs import read_input
 
     name, data = read_input(os.fspath(path))
-    return loads(data, name, format=format, messages_path=messages_path)
+    return loads(data, name, format=format, messages_path=messages_path, lazily=lazily)
 
 
 def dump(transcript: Transcript, path: str | os.PathLike) -> None:

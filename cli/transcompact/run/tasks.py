@@ -51,6 +51,7 @@ class Reading:
     messages_path: str | None = None
     encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
     writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
+    lazily: bool = False  # the command mostly counts: messages it can count unread stay so (formats.loads)
 
     def load(self, data: bytes, name: str) -> Transcript:
         from ..formats import ensure_writable, loads
@@ -60,7 +61,7 @@ class Reading:
                 data.decode("utf-8")
             except UnicodeDecodeError:
                 data = data.decode("utf-8", "replace").encode("utf-8")
-        transcript = loads(data, name, format=self.format, messages_path=self.messages_path)
+        transcript = loads(data, name, format=self.format, messages_path=self.messages_path, lazily=self.lazily)
         if self.writes_back:
             ensure_writable(transcript)
         return transcript
