@@ -105,6 +105,18 @@ def test_the_light_format_names_are_the_registry_s():
     assert NAMES == FORMAT_NAMES == tuple(BY_NAME)
 
 
+def test_a_format_is_imported_when_it_is_first_asked_for():
+    """A request body read quickly imports its own format only; detection imports the formats it
+    tries, in order, until one takes the input."""
+    script = ("import sys, json; from transcompact.formats import loads; "
+              "loads(json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}]}).encode(), lazily=True); "
+              "print(sorted(m.split('.')[2] for m in sys.modules if m.startswith('transcompact.formats.') "
+              "and m.split('.')[2] not in ('_document', 'adapter')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"  # its format is named, not yet asked for
+
+
 def test_the_registry_imports_no_format_rules_or_rewrites():
     """A format's rules and rewrites are imported when an operation first calls one of its hooks."""
     done = subprocess.run([sys.executable, "-c", "import sys, transcompact.formats; "

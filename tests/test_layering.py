@@ -47,14 +47,15 @@ def test_every_format_is_a_typed_adapter():
     """Each registered format is a `Format` whose members are all there and callable as the type
     declares them (a method it overrides takes the base's parameters first), and it overrides
     nothing the type does not declare (a misspelt hook would be a default silently kept)."""
-    from transcompact.formats import BY_NAME, FORMATS
+    from transcompact.formats import BY_NAME, all_formats
     from transcompact.formats.adapter import Format
 
     declared = set(vars(Format)) | set(Format.__annotations__)
     methods = {name: value for name, value in vars(Format).items() if inspect.isfunction(value) and not name.startswith("_")}
     assert {"detect", "read", "write", "readable", "reload", "check_log", "append_compaction", "summary_wording"} <= set(methods)
-    assert len(FORMATS) == len(BY_NAME) and all(BY_NAME[f.name] is f for f in FORMATS)
-    for fmt in FORMATS:
+    formats = tuple(all_formats())
+    assert len(formats) == len(BY_NAME) and all(BY_NAME[f.name] is f for f in formats)
+    for fmt in formats:
         assert isinstance(fmt, Format), fmt
         assert isinstance(fmt.name, str) and isinstance(fmt.description, str), fmt
         assert all(isinstance(getattr(fmt, flag), bool) for flag in ("lines", "writes", "results_twice")), fmt.name

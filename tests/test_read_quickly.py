@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from transcompact.core.errors import TranscompactError
 from transcompact.core.jsondata import BOM, parse
 from transcompact.counting.counter import TokenCounter
-from transcompact.formats import BY_NAME, TRIM, detect, dumps, loads
+from transcompact.formats import BY_NAME, detect, dumps, loads, trim
 from transcompact.formats._document import read_quickly
 from transcompact.ops.estimate import estimate
 from transcompact.ops.postcondition import comparable
@@ -38,7 +38,7 @@ def same_messages(one, other) -> bool:
 
 def slowly(data: bytes):
     """The whole reading, as every format but a request body is read."""
-    parsed = parse(data, "t.json", trim=TRIM)
+    parsed = parse(data, "t.json", trim=trim())
     return BY_NAME[detect(parsed)].read(parsed)
 
 

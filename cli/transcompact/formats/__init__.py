@@ -15,42 +15,66 @@ the registry checks the two agree as it is imported.
 
 from __future__ import annotations
 
+import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache
 from typing import Any
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
 from ..core.format_names import FORMAT_NAMES
 from ..core.jsondata import Lines, Parsed, parse, parse_written
 from ..core.model import Transcript
-from . import anthropic, claude_code, codex, copilot, gemini, jsonl, openai, openhands, pi, responses
 from ._document import read_quickly
 from .adapter import Format
-from .openhands import v0 as openhands_v0
 
-FORMATS: tuple[Format, ...] = tuple(m.FORMAT for m in (claude_code, codex, gemini, pi, openhands, openhands_v0, copilot,
-                                                       jsonl, responses, anthropic, openai))
-BY_NAME = {f.name: f for f in FORMATS}
-NAMES = tuple(BY_NAME)
+# Each format's module, in the order detection tries them: a module is imported when its format is
+# first asked for (a request body read quickly needs its own; detection imports them one by one
+# until one takes the input), so that a command pays only for the formats it meets.
+MODULES = {"claude-code": ".claude_code", "codex": ".codex", "gemini": ".gemini", "pi": ".pi", "openhands": ".openhands",
+           "openhands-v0": ".openhands.v0", "copilot": ".copilot", "jsonl": ".jsonl", "responses": ".responses",
+           "anthropic": ".anthropic", "openai": ".openai"}
+NAMES = tuple(MODULES)
 if NAMES != FORMAT_NAMES:
     raise ImportError(f"the formats are {NAMES}, core/format_names.py says {FORMAT_NAMES}: make them agree")
 
 
-def _trim_of(formats: tuple[Format, ...]) -> Callable[[Any], Any] | None:
+class _Registry(Mapping[str, Format]):
+    """The adapters by name, each imported when first looked up (its module's `FORMAT`)."""
+
+    def __getitem__(self, name: str) -> Format:
+        if name not in MODULES:
+            raise KeyError(name)
+        return importlib.import_module(MODULES[name], __name__).FORMAT
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(NAMES)
+
+    def __len__(self) -> int:
+        return len(NAMES)
+
+
+BY_NAME: Mapping[str, Format] = _Registry()
+
+
+def all_formats() -> Iterator[Format]:
+    """Every adapter, in the order detection tries them, each imported as it comes."""
+    return (BY_NAME[name] for name in NAMES)
+
+
+@cache
+def trim() -> Callable[[Any], Any] | None:
     """The formats' trims, one after the other (`parse` runs it before the format is known)."""
-    trims = [f.trim for f in formats if f.trim is not None]
+    trims = [f.trim for f in all_formats() if f.trim is not None]
     if len(trims) <= 1:
         return trims[0] if trims else None
 
-    def trim(value: Any) -> Any:
-        for each in trims:
-            value = each(value)
+    def each_trim(value: Any) -> Any:
+        for one in trims:
+            value = one(value)
         return value
 
-    return trim
-
-
-TRIM = _trim_of(FORMATS)
+    return each_trim
 
 
 def adapter(transcript: Transcript) -> Format:
@@ -79,7 +103,7 @@ def not_written(transcript: Transcript) -> UsageError:
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> str:
-    for fmt in FORMATS:
+    for fmt in all_formats():
         if fmt.detect(parsed, messages_path):
             return fmt.name
     raise UnknownFormat(
@@ -101,7 +125,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         quickly = read_quickly(data, name, format)
         if quickly is not None:
             return quickly
-    parsed = parse(data, name, trim=TRIM)
+    parsed = parse(data, name, trim=trim())
     if format is None:
         format = detect(parsed, messages_path)
     elif format not in BY_NAME:
@@ -126,7 +150,7 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
     if isinstance(data, Lines):
         parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False))
     else:
-        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=TRIM)
+        parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=trim())
     fmt = adapter(written)
     if not fmt.readable(parsed, messages_path):
         raise UnknownFormat(f"the output is not in the {written.format} format ({fmt.description})",
@@ -166,7 +190,7 @@ def dump(transcript: Transcript, path: str | os.PathLike) -> None:
 
 def _hint(parsed: Parsed) -> str | None:
     """Name the formats we recognise but do not read yet, so the user knows what they have."""
-    for fmt in FORMATS:
+    for fmt in all_formats():
         if (hint := fmt.hint(parsed)) is not None:
             return hint
     document = parsed.document
