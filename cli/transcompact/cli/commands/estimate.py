@@ -79,7 +79,9 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
     options = replace(counting, count=count, calibrate=calibrate, model=model, window=window, max_output=max_output,
                       threshold=threshold, warn_at=warn_at, top=top)
     batch = command_batch("estimate", files, patterns, running=running, quiet=quiet)
-    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(replace(reading, lazily=True), options))
+    # The chars estimate counts a message from what a typed view of it says; a tokenizer reads its text.
+    lazily = replace(reading, lazily=options.tokenizer == "chars")
+    estimates = [outcome.result.value for outcome in batch.outcomes(estimate_file, Estimating(lazily, options))
                  if outcome.result is not None]  # every one: `outcomes` yields no failed file
     over = [e for e in estimates if fail_over is not None and e.tokens > of_budget(fail_over, e.budget)]
     if not quiet:
