@@ -14,7 +14,8 @@ from transcompact.counting.counter import TokenCounter
 from transcompact.formats import BY_NAME, detect, dumps, loads, trim
 from transcompact.formats._document import read_quickly
 from transcompact.ops.estimate import estimate
-from transcompact.ops.postcondition import comparable
+from transcompact.ops.postcondition import comparable, verified
+from transcompact.ops.prune import PruneOptions, prune
 
 from .strategies import anthropic_messages, conversations, encode_document, openai_messages, transcripts
 from .test_fuzz import hostile_transcripts, mutated_files, seed_files
@@ -113,6 +114,11 @@ def same_reading(data: bytes) -> None:
     assert TokenCounter(quick).counted(quick) == TokenCounter(whole).counted(whole)
     assert dumps(quick) == dumps(whole) == data
     assert value(dumps(quick.with_messages(quick.messages[1:]))) == value(dumps(whole.with_messages(whole.messages[1:])))
+    # A rewrite of what was read quickly: the same output, and it passes the post-condition every command runs.
+    options = PruneOptions(keep_last=0, hard_clear_after=1, soft_trim_chars=10, head=2, tail=2)
+    (quick_pruned, quick_report), (whole_pruned, whole_report) = prune(quick, options), prune(whole, options)
+    assert quick_report == whole_report and value(dumps(quick_pruned)) == value(dumps(whole_pruned))
+    verified(quick, quick_pruned, dumps(quick_pruned), operation="prune")
 
 
 def value(data: bytes):
