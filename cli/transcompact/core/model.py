@@ -147,9 +147,13 @@ class Message:
                line: int | None = None) -> Message:
         """A message read from `data` by `read` (the adapter's reading of the same bytes) when its
         blocks, `raw` or `origin` are first asked for."""
-        message = cls(role, (), None, line)
+        message = object.__new__(cls)  # not __init__: a reader makes one per message of a large input
         init = object.__setattr__
+        init(message, "role", role)
         init(message, "_blocks", None)
+        init(message, "_raw", None)
+        init(message, "line", line)
+        init(message, "_origin", None)
         init(message, "view", view)
         init(message, "data", data)
         init(message, "_read", read)
