@@ -8,6 +8,7 @@ messages back at that path and leaves every other key where it was.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -184,6 +185,7 @@ def write(transcript: Transcript) -> bytes:
 # such a document is read the whole way, where detection tries every format.
 _OTHER_FORMATS_KEYS = ("role", "type", "uuid", "sessionId", "history", "input")
 _MESSAGE_DEPTH = 3  # the document, its `messages`, a message
+_AN_OBJECT = re.compile(rb"\s*\{")  # a document that is an object (matched, not stripped: no copy of it)
 
 
 def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | None:
@@ -199,7 +201,7 @@ def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | No
     from ..dialects import views
 
     text = data[len(BOM):] if data.startswith(BOM) else data
-    if not text.lstrip()[:1] == b"{" or first_line_is_a_value(text):
+    if not _AN_OBJECT.match(text) or first_line_is_a_value(text):
         return None
     try:
         top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
