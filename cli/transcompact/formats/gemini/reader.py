@@ -231,55 +231,33 @@ def _result_string(block: ToolResult) -> str:
     return "\n".join(b.text for b in block.content if isinstance(b, Text))
 
 
-def call_results(call: dict) -> tuple[ToolResult, ...]:
-    """The results a `toolCalls[]` entry holds, as the agent sends them: a string is the call's
-    result; a list of parts is sent part for part (`convertSessionToClientHistory`), so each
-    `functionResponse` in it is a result, answering the call its own `id` names (else this one),
-    and carries the other parts after it (those before the first go with the first). The list
-    usually holds the call's own response; the `$set` of a resume that kept the calls holds in
-    each the whole user turn of responses (`updateMessagesFromHistory` sets every call's result
-    to that turn's parts), so a call of two parallel ones holds both."""
+def call_result(call: dict) -> ToolResult | None:
+    """The result a `toolCalls[]` entry holds, as the agent sends it; None when it holds none."""
     result = call.get("result")
     if not result:
-        return ()
+        return None
     call_id = _string(call.get("id"))
     if isinstance(result, str):
-        return (ToolResult(call_id, result, raw=call),)
-    groups: list[tuple[dict | None, list[Block]]] = []
-    leading: list[Block] = []
-    for part in parts(result):
-        if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
-            groups.append((part["functionResponse"], leading if not groups else []))
-            leading = []
-        elif isinstance(part, dict) and "functionResponse" in part:
-            continue  # a functionResponse that is no object: nothing the API reads as a result
-        else:
-            (groups[-1][1] if groups else leading).append(read_part(part))
-    if not groups:
-        groups = [(None, leading)]
-    out = []
-    for response, others in groups:
-        text, is_error = response_text(response.get("response")) if response is not None else ("", None)
-        content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else tuple(others)
-        answers = response.get("id") if response is not None and isinstance(response.get("id"), str) else call_id
-        out.append(ToolResult(answers, content, is_error, raw=call))
-    return tuple(out)
+        return ToolResult(call_id, result, raw=call)
+    answer = parts(result)
+    responses = [p["functionResponse"] for p in answer if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+    others = tuple(read_part(p) for p in answer if not (isinstance(p, dict) and "functionResponse" in p))
+    text, is_error = response_text(responses[0].get("response")) if responses else ("", None)
+    content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else others
+    return ToolResult(call_id, content, is_error, raw=call)
 
 
-def write_results(blocks: list[ToolResult], call: dict, names: dict[str, str]) -> Any:
-    """Changed results put back into their call the way the agent records them: a functionResponse
-    part each (whose `response.output` takes the new text, and `name` the name of the call it
-    answers) and the other parts it had; the call's own result alone stays a string if it was one."""
+def write_result(block: ToolResult, call: dict) -> Any:
+    """A changed result put back into its call the way the agent records one: a functionResponse
+    part (whose `response.output` takes the new text) and the other parts it had."""
+    text = _result_string(block)
     old = call.get("result")
-    if isinstance(old, str) and len(blocks) == 1:
-        return _result_string(blocks[0])
-    out: list[Any] = []
-    for block in blocks:
-        response = {"id": block.tool_call_id, "name": names.get(block.tool_call_id, call.get("name", "")),
-                    "response": {"error" if block.is_error else "output": _result_string(block)}}
-        extra = [write_part(b) for b in block.content if not isinstance(b, Text)] if not isinstance(block.content, str) else []
-        out += [{"functionResponse": response}, *extra]
-    return out
+    if isinstance(old, str):
+        return text
+    response = {"id": block.tool_call_id, "name": call.get("name", ""),
+                "response": {"error" if block.is_error else "output": text}}
+    extra = [write_part(b) for b in block.content if not isinstance(b, Text)] if not isinstance(block.content, str) else []
+    return [{"functionResponse": response}, *extra]
 
 
 # --- read ---------------------------------------------------------------------------------------
@@ -324,7 +302,8 @@ def model_turn(record: dict) -> tuple[Block, ...]:
 
 def result_turn(record: dict) -> tuple[Block, ...]:
     calls = record.get("toolCalls")
-    return tuple(r for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict) for r in call_results(c))
+    return tuple(r for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict)
+                 and (r := call_result(c)) is not None)
 
 
 def messages_of(active: tuple[Entry, ...]) -> list[Message]:
@@ -441,49 +420,34 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
     if model:
         calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
         new_calls = _calls(calls, [b for b in content if isinstance(b, ToolCall)],
-                           [b for b in read_content if isinstance(b, ToolCall)], results)
+                           [b for b in read_content if isinstance(b, ToolCall)], {r.tool_call_id: r for r in results})
         if new_calls != calls:
             new["toolCalls"] = new_calls
     return new
 
 
-def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: tuple[ToolResult, ...]) -> list:
-    """The `toolCalls` entries for the model turn's calls, each holding its results.
+def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: dict[str, ToolResult]) -> list:
+    """The `toolCalls` entries for the model turn's calls, each holding its result.
 
     A call is found by its place while the turn keeps as many calls as its record has (repair
-    renames ids), else by its id; one that no entry holds gets a new entry. The results go back
-    into the calls they were read from while they keep their number and ids (an entry may hold
-    another call's result: `call_results`), else each call holds the (last) result of its id.
+    renames ids), else by its id; one that no entry holds gets a new entry.
     """
     by_id = {c.get("id"): c for c in calls if isinstance(c, dict)}
     aligned = len(call_blocks) == len(calls) == len(read_blocks)
-    entries = [calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
-               for place, block in enumerate(call_blocks)]
-    held = [(place, r) for place, entry in enumerate(entries) if entry is not None for r in call_results(entry)]
-    owned: list[list[ToolResult]] = [[] for _ in call_blocks]
-    if [r.tool_call_id for _, r in held] == [r.tool_call_id for r in results]:
-        for (place, _), result in zip(held, results):
-            owned[place].append(result)
-    else:
-        by_answer = {r.tool_call_id: r for r in results}
-        for place, block in enumerate(call_blocks):
-            if block.id in by_answer:
-                owned[place].append(by_answer[block.id])
-    names = {block.id: block.name for block in call_blocks}
     out = []
     for place, block in enumerate(call_blocks):
-        call = entries[place]
+        call = calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
         if call is None:
             call = {"id": block.id, "name": block.name, "args": block.input, "status": "success"}
         new = dict(call)
         if not (aligned and block == read_blocks[place]):
             new.update(id=block.id, name=block.name, args=block.input)
-        mine, before = owned[place], list(call_results(call))
-        if not mine:
-            if before:
+        result, before = results.get(block.id), call_result(call)
+        if result is None:
+            if before is not None:
                 new["result"] = None
-        elif before != mine:
-            new["result"] = write_results(mine, call, names)
+        elif before != result:
+            new["result"] = write_result(result, call)
         out.append(new if new != call else call)
     return out
 
@@ -499,7 +463,7 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
     record.update(type="user" if message.role == USER else "gemini", content=content)
     calls = [b for b in message.blocks if isinstance(b, ToolCall)]
     if calls and message.role == ASSISTANT:
-        record["toolCalls"] = _calls([], calls, [], ())
+        record["toolCalls"] = _calls([], calls, [], {})
     return record
 
 
