@@ -20,7 +20,10 @@ The uncompacted original is resumed too, as the control.
 Gemini 0.61 records a tool result twice: inside its call (`toolCalls[].result`) and as a user
 record holding the `functionResponse`; it sends both, in one user turn. So does transcompact count
 them: its estimate of a chat Gemini recorded (anchored on the usage the stand-in reported, or
-fitted to it) is what the stand-in counts of the request that resumes it.
+fitted to it) is what the stand-in counts of the request that resumes it. What a resume records
+depends on the clock: one that starts in the minute the chat's file is named for first writes its
+new session into that file and then records the history without `toolCalls`; one in a later minute
+keeps them, each call of a parallel pair then holding both calls' responses (see `relaunched`).
 
 Gemini runs offline: `GOOGLE_GEMINI_BASE_URL` points at the stand-in, the key is a dummy, telemetry,
 usage statistics and auto-update are off, and a dead `HTTPS_PROXY` stops anything else. Without the
@@ -45,7 +48,9 @@ from transcompact import check, loads
 from transcompact.cli.main import cli
 from transcompact.core.model import ASSISTANT, Text, ToolCall, ToolResult
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from transcompact.counting.calibrate import usage_tokens
 from transcompact.counting.counter import Options
+from transcompact.formats import adapter
 from transcompact.formats.gemini.reader import response_text
 from transcompact.ops.check import errors
 from transcompact.ops.estimate import estimate
@@ -289,8 +294,11 @@ RUNS = [
 def recorded(gemini, standin, tmp_path_factory) -> dict[str, bytes]:
     """Sessions Gemini recorded itself: "fresh", the chat of the first run (as Gemini 0.61 records
     one: each result inside its call and again as a user record); "resumed", the chat after every
-    run (each resume also appends Gemini's own `$set` of the whole history); "legacy", the first
-    as a legacy document."""
+    run (each resume also appends Gemini's own `$set` of the whole history, in either shape: the
+    runs may or may not share a minute); "relaunched", the first resumed twice in a later minute
+    than its file's name (`resume` names it for a past one), whose `$set` keeps the calls, each of
+    the parallel pair holding both responses, which the second resume sends besides; "legacy",
+    the first as a legacy document."""
     place = Place(tmp_path_factory.mktemp("recorded")).make()
     (place.project / "src").mkdir()
     (place.project / "src" / "app.py").write_text(APP)
@@ -303,6 +311,11 @@ def recorded(gemini, standin, tmp_path_factory) -> dict[str, bytes]:
         if number == 0:
             chats["fresh"] = place.chat()
     chats["resumed"] = place.chat()
+    chats["relaunched"] = chats["fresh"]
+    for _ in range(2):
+        where = tmp_path_factory.mktemp("relaunched")
+        resume(gemini, chats["relaunched"], where, standin)
+        chats["relaunched"] = Place(where).chat()
     chats["legacy"] = legacy_document(chats["fresh"])
     return chats
 
@@ -321,20 +334,21 @@ def legacy_document(log: bytes) -> bytes:
     return json.dumps({**metadata, "messages": list(held.values())}, indent=2).encode()
 
 
-# (name, --keep-recent-tokens of the first compaction, of the second): Gemini's own two sessions
+# (name, --keep-recent-tokens of the first compaction, of the second): Gemini's own three sessions
 # and the first as a legacy document without a `projectHash`; then the corpus's legacy documents:
 # a real session of one prompt and eleven responses, and a small schema fixture whose one
 # compaction leaves nothing to compact again (None).
 LOGS = [
     ("fresh", 1500, 200),
     ("resumed", 500, 300),
+    ("relaunched", 1500, 200),
     ("legacy", 1500, 200),
     ("entire-cli-gemini-cli-session-f7633853.json", 1000, 300),
     ("gemini-cli-chat-large.json", 50, None),
 ]
 NAMES = [name for name, *_ in LOGS]
-RECORDED = ("fresh", "resumed", "legacy")  # their usage is the stand-in's count
-LINES = ("fresh", "resumed")  # the JSON Lines logs, which --drop-history shrinks
+RECORDED = ("fresh", "resumed", "relaunched", "legacy")  # their usage is the stand-in's count
+LINES = ("fresh", "resumed", "relaunched")  # the JSON Lines logs, which --drop-history shrinks
 
 
 @pytest.fixture
@@ -424,3 +438,75 @@ def test_a_compacted_chat_resumes_from_our_summary(name, how, original, controls
     more = Counter({i: n for i, n in sent.items() if i not in ours}) - all_items(before["contents"])
     assert not more, f"sent more often than the control sends it: {short(more)}"
     assert prompt_tokens(body) < prompt_tokens(before)
+
+
+# --- a pair of calls whose results each hold both responses ----------------------------------
+
+PAIR = (("run_shell_command__run_shell_command_1795730101010_0", "run_shell_command", {"command": "cat CHANGES.md"},
+         "<untrusted_context>\nOutput: # Changes\n\n- Reviewed the 300 steps.\n</untrusted_context>"),
+        ("list_directory__list_directory_1795730101016_1", "list_directory", {"dir_path": "."},
+         "Directory listing for /project:\nCHANGES.md (37 bytes)\nREADME.md (38 bytes)"))
+
+
+def relaunched_pair() -> bytes:
+    """A chat as Gemini 0.61 records a run and then a resume that starts in a later minute than
+    the chat's file name (a flaky `resumed` once caught that shape): the run appends the model
+    record (its calls in `toolCalls`, each holding its own response), the user record of both
+    responses and the answer; the resume (`$set` of the `sessionId`) appends the history it
+    converted, where `updateMessagesFromHistory` keeps the calls but sets each one's `result` to
+    the whole user turn that answered it, both calls' responses, and inserts a `<id>_response`
+    record of them; the older records keep the usage that never counted it; the resumed run
+    appends its prompt and answer. An exchange before them is what a compaction summarises."""
+    stamp, session = "2026-11-20T10:00:00.000Z", "7a7a7a7a-1111-4222-8333-444455556666"
+    usage = {"input": 5000, "output": 10, "cached": 0, "thoughts": 0, "tool": 0, "total": 5010}
+    responses = [{"functionResponse": {"id": i, "name": n, "response": {"output": out}}} for i, n, _, out in PAIR]
+    calls = [{"id": i, "name": n, "args": args, "result": [responses[k]], "status": "success", "timestamp": stamp,
+              "resultDisplay": out, "description": n, "displayName": n, "renderOutputAsMarkdown": False}
+             for k, (i, n, args, out) in enumerate(PAIR)]
+    model = {"id": "g1", "timestamp": stamp, "type": "gemini", "content": "", "tokens": usage, "model": "gemini-3.8-flash",
+             "thoughts": [{"subject": "", "description": "Showing it.", "timestamp": stamp}], "toolCalls": calls}
+    run = [{"id": "env", "timestamp": stamp, "type": "user", "content": [{"text": "<session_context>\nlinux\n</session_context>"}]},
+           {"id": "u0", "timestamp": stamp, "type": "user", "content": [{"text": "Review every step of src/app.py."}]},
+           {"id": "d0", "timestamp": stamp, "type": "gemini", "content": APP[:4000]},  # what compaction summarises
+           {"id": "u1", "timestamp": stamp, "type": "user", "content": [{"text": "Show CHANGES.md and list the files."}]},
+           model,
+           {"id": "r1", "timestamp": stamp, "type": "user", "content": responses},
+           {"id": "d1", "timestamp": stamp, "type": "gemini", "tokens": usage, "content": "CHANGES.md says the steps were reviewed."}]
+    kept = {**model, "toolCalls": [{**call, "result": responses} for call in calls],
+            "content": [{"text": "Showing it.", "thought": True}, *({"functionCall": {"id": i, "name": n, "args": args}} for i, n, args, _ in PAIR)]}
+    history = [*run[:4], kept, {"id": "g1_response", "timestamp": stamp, "type": "user", "content": responses},
+               *({**r, "content": r["content"] if isinstance(r["content"], list) else [{"text": r["content"]}]} for r in run[5:])]
+    metadata = {"sessionId": session, "projectHash": "cd" * 32, "startTime": stamp, "lastUpdated": stamp, "kind": "main"}
+    resumed = [{"id": "u2", "timestamp": stamp, "type": "user", "content": [{"text": "Thanks."}]},
+               {"id": "d2", "timestamp": stamp, "type": "gemini", "content": "You are welcome.", "tokens": {**usage, "input": 6000}}]
+    lines = [metadata, *run, {"$set": {"sessionId": session}}, {"$set": {"messages": history, "lastUpdated": stamp}}, *resumed]
+    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+
+
+def test_each_response_a_call_holds_is_read_with_its_own_id():
+    """Gemini sends every part of a call's `result` (`convertSessionToClientHistory`): here each
+    response four times, each with its own id and text; transcompact reads it so. The usage
+    recorded before the resume inserted the `_response` record before it counted another history,
+    and the last usage, after it, did not count the calls' results: the resume sent their earlier
+    copy, now that record."""
+    log = relaunched_pair()
+    (role, items), = [turn for turn in read_turns(log) if any(kind == "result" for kind, *_ in turn[1])]
+    assert role == "user"
+    assert Counter(items) == {("result", unprefixed(i, n), out): 4 for i, n, _, out in PAIR}
+    transcript = loads(log, "chat")
+    assert errors(check(transcript)) == []
+    assert [usage_tokens(m) for m in transcript.messages if m.role == ASSISTANT] == [None, 5000, None, 6000]
+    in_calls = [i for i, m in enumerate(transcript.messages) if isinstance(m.raw, list)]  # read from `toolCalls[].result`
+    assert adapter(transcript).unrecorded_messages(transcript) == set(in_calls) and len(in_calls) == 1
+
+
+@pytest.mark.parametrize("how", ["original", "compacted"])
+def test_each_response_a_call_holds_is_sent_as_we_read_it(how, gemini, standin, tmp_path):
+    log = relaunched_pair()
+    if how == "compacted":
+        log = compact(log, 300)  # the window keeps the pair, the exchange before it is summarised
+    contents = resume(gemini, log, tmp_path, standin)["contents"]
+    assert differences(log, contents) == []
+    assert_pairs(contents)
+    assert sum(n for item, n in all_items(contents).items() if item[0] == "result") == 8
+    assert summaries(contents) == (how == "compacted")

@@ -15,7 +15,9 @@ already holds the calls) followed by a user turn holding the results that `toolC
 keeps inside each call. Gemini CLI 0.61 records each result again, as a user record of
 `functionResponse` parts after the call's record, and sends both copies on resume: both are
 read, two user messages answering the same calls (`unrecorded_messages` says which copy no
-recorded usage counted). The thought summaries (`thoughts`) stay in the record, outside the
+recorded usage counted). A call's `result` may hold other calls' responses too (a resume's `$set`
+gives each call of a parallel pair the whole turn): each is read, with its own id (`call_results`),
+and what each recorded usage counted is told by the lines of the log (`Timeline`). The thought summaries (`thoughts`) stay in the record, outside the
 messages. Those two turns are exactly the Anthropic pattern (tool_use blocks answered by
 tool_result blocks in the next user message, paired by id), so the transcript is in the
 `anthropic` dialect and `check` applies its pairing rules; writing folds each result back into
@@ -31,6 +33,7 @@ the whole new list as a `$set` the way the agent records a rewritten history
 
 from __future__ import annotations
 
+import math
 import re
 import uuid as uuidlib
 from dataclasses import dataclass
@@ -67,6 +70,7 @@ class ChatSource:
     active: tuple[Entry, ...]  # in the agent's order
     read_entries: frozenset[int]  # the entries a message was read from
     bom: bool = False
+    timeline: Timeline | None = None  # when each turn was first sent, each usage recorded (JSON Lines only)
 
     # Where the legacy document holds its messages (prune's archive keeps them by their place there).
     path = ("messages",)
@@ -231,47 +235,81 @@ def _result_string(block: ToolResult) -> str:
     return "\n".join(b.text for b in block.content if isinstance(b, Text))
 
 
-def call_result(call: dict) -> ToolResult | None:
-    """The result a `toolCalls[]` entry holds, as the agent sends it; None when it holds none."""
+def call_results(call: dict) -> tuple[ToolResult, ...]:
+    """The results a `toolCalls[]` entry holds, as the agent sends them: a string is the call's
+    result; a list of parts is sent part for part (`convertSessionToClientHistory`), so each
+    `functionResponse` in it is a result, answering the call its own `id` names (else this one),
+    and carries the other parts after it (those before the first go with the first). The list
+    usually holds the call's own response; the `$set` of a resume that kept the calls holds in
+    each the whole user turn of responses (`updateMessagesFromHistory` sets every call's result
+    to that turn's parts), so a call of two parallel ones holds both."""
     result = call.get("result")
     if not result:
-        return None
+        return ()
     call_id = _string(call.get("id"))
     if isinstance(result, str):
-        return ToolResult(call_id, result, raw=call)
-    answer = parts(result)
-    responses = [p["functionResponse"] for p in answer if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
-    others = tuple(read_part(p) for p in answer if not (isinstance(p, dict) and "functionResponse" in p))
-    text, is_error = response_text(responses[0].get("response")) if responses else ("", None)
-    content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else others
-    return ToolResult(call_id, content, is_error, raw=call)
+        return (ToolResult(call_id, result, raw=call),)
+    groups: list[tuple[dict | None, list[Block]]] = []
+    leading: list[Block] = []
+    for part in parts(result):
+        if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+            groups.append((part["functionResponse"], leading if not groups else []))
+            leading = []
+        elif isinstance(part, dict) and "functionResponse" in part:
+            continue  # a functionResponse that is no object: nothing the API reads as a result
+        else:
+            (groups[-1][1] if groups else leading).append(read_part(part))
+    if not groups:
+        groups = [(None, leading)]
+    out = []
+    for response, others in groups:
+        text, is_error = response_text(response.get("response")) if response is not None else ("", None)
+        content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else tuple(others)
+        answers = _string(response.get("id")) if response is not None else ""
+        out.append(ToolResult(answers or call_id, content, is_error, raw=call))
+    return tuple(out)
 
 
-def write_result(block: ToolResult, call: dict) -> Any:
-    """A changed result put back into its call the way the agent records one: a functionResponse
-    part (whose `response.output` takes the new text) and the other parts it had."""
-    text = _result_string(block)
+def write_results(blocks: list[ToolResult], call: dict, names: dict[str, str]) -> Any:
+    """Changed results put back into their call the way the agent records them: a functionResponse
+    part each (whose `response.output` takes the new text, and `name` the name of the call it
+    answers) and the other parts it had; the call's own result alone stays a string if it was one."""
     old = call.get("result")
-    if isinstance(old, str):
-        return text
-    response = {"id": block.tool_call_id, "name": call.get("name", ""),
-                "response": {"error" if block.is_error else "output": text}}
-    extra = [write_part(b) for b in block.content if not isinstance(b, Text)] if not isinstance(block.content, str) else []
-    return [{"functionResponse": response}, *extra]
+    if isinstance(old, str) and len(blocks) == 1:
+        return _result_string(blocks[0])
+    out: list[Any] = []
+    for block in blocks:
+        response = {"id": block.tool_call_id, "name": names.get(block.tool_call_id, call.get("name", "")),
+                    "response": {"error" if block.is_error else "output": _result_string(block)}}
+        extra = [write_part(b) for b in block.content if not isinstance(b, Text)] if not isinstance(block.content, str) else []
+        out += [{"functionResponse": response}, *extra]
+    return out
 
 
 # --- read ---------------------------------------------------------------------------------------
 
 
 def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
-    """The results read from `toolCalls[].result` that a user record after them repeats. While its
-    calls run, Gemini CLI 0.61 sends each result once, as that user record, and keeps this copy in
-    the call besides: no recorded `tokens` counted it, though a resume sends both (its own `$set`
-    of the history then holds them as two user records, which later usage counts)."""
+    """The messages before the last recorded usage that its prompt did not hold (`Timeline`);
+    without a timeline (the legacy document), the results read from `toolCalls[].result` that a
+    user record after them repeats. While its calls run, Gemini CLI 0.61 sends each result once,
+    as that user record, and keeps this copy in the call besides: no recorded `tokens` counted it,
+    though a resume sends both."""
     messages = transcript.messages
+    timeline: Timeline | None = transcript.source.timeline
+    anchor = next((i for i in range(len(messages) - 1, -1, -1) if _has_usage(messages[i])), None)
+    counted_at = timeline.usage.get(messages[anchor].origin.entry) if timeline is not None and anchor is not None else None
     out = []
     for index, message in enumerate(messages):
-        if not (isinstance(message.origin, _Origin) and message.origin.turn == "results"):
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            continue
+        sent = timeline.sent.get((origin.entry, origin.turn)) if timeline is not None else None
+        if counted_at is not None and sent is not None:
+            if anchor is not None and index < anchor and sent > counted_at:
+                out.append(index)
+            continue
+        if origin.turn != "results":
             continue
         repeated = set()
         for later in messages[index + 1:]:
@@ -281,6 +319,11 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
         if {b.tool_call_id for b in message.tool_results} <= repeated:
             out.append(index)
     return frozenset(out)
+
+
+def _has_usage(message: Message) -> bool:
+    tokens = message.raw.get("tokens") if isinstance(message.raw, dict) else None
+    return isinstance(tokens, dict) and isinstance(tokens.get("input"), int) and tokens["input"] > 0
 
 
 def is_ignored_user(record: dict) -> bool:
@@ -302,11 +345,77 @@ def model_turn(record: dict) -> tuple[Block, ...]:
 
 def result_turn(record: dict) -> tuple[Block, ...]:
     calls = record.get("toolCalls")
-    return tuple(r for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict)
-                 and (r := call_result(c)) is not None)
+    return tuple(r for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict) for r in call_results(c))
 
 
-def messages_of(active: tuple[Entry, ...]) -> list[Message]:
+@dataclass(frozen=True)
+class Timeline:
+    """When the turns a resume added to a JSON Lines log were first sent, and each usage recorded,
+    as lines of the log. A resume (a `{"$set": {"sessionId"}}` line) sends the history as
+    converted from the file it loaded, each call's results as a user turn, and records that turn
+    as a `<id>_response` user record placed after the call's record, sent from the line that
+    first holds it. From the next resume on, the call's `result` is sent besides (in the shape a
+    resume in a later minute than the file's name leaves it: `updateMessagesFromHistory` keeps
+    the calls and gives each the whole turn of responses). A recorded usage counted such a turn
+    iff it was sent from a line before the one the usage was recorded on. The other turns are
+    sent from their first line on, before any usage after them; a results turn with no
+    `<id>_response` record is left to the rule of `unrecorded_messages`."""
+
+    sent: dict[tuple[int, str], float]  # (entry, "content" or "results") of a turn a resume added → its first line sent
+    usage: dict[int, float]  # entry → the line its recorded `tokens` first appear on
+
+    @classmethod
+    def of(cls, records: list[Record], active: tuple[Entry, ...]) -> Timeline:
+        first: dict[str, int] = {}
+        usage_at: dict[tuple[str, bytes], int] = {}
+        resumes: list[int] = []
+        for line, (_, value) in enumerate(records):
+            if not isinstance(value, dict):
+                continue
+            listed: dict = value["$set"] if isinstance(value.get("$set"), dict) else value
+            if listed is not value and isinstance(listed.get("sessionId"), str):
+                resumes.append(line)
+            held: list = listed["messages"] if isinstance(listed.get("messages"), list) else [value]
+            for record in held:
+                if isinstance(record, dict) and isinstance(record.get("id"), str):
+                    first.setdefault(record["id"], line)
+                    if isinstance(record.get("tokens"), dict):
+                        usage_at.setdefault((record["id"], dumps(record["tokens"], indent=False)), line)
+        ids = {e.record.get("id") for e in active}
+        sent: dict[tuple[int, str], float] = {}
+        usage: dict[int, float] = {}
+        for index, entry in enumerate(active):
+            identifier = entry.record.get("id")
+            if not isinstance(identifier, str) or identifier not in first:
+                continue
+            converted = f"{identifier}_response"
+            if entry.record.get("type") == "gemini" and converted in ids and converted in first:
+                sent[(index, "results")] = next((r for r in resumes if r > first[converted]), math.inf)
+            elif entry.record.get("type") == "user" and identifier.endswith("_response") and identifier[:-len("_response")] in ids:
+                sent[(index, "content")] = first[identifier]
+            if isinstance(entry.record.get("tokens"), dict):
+                usage[index] = usage_at.get((identifier, dumps(entry.record["tokens"], indent=False)), first[identifier])
+        return cls(sent, usage)
+
+    def stale(self) -> frozenset[int]:
+        """The entries whose usage counted a history other than the last usage's, one without a
+        turn a resume added before them, first sent later: no usage of this history."""
+        if not self.usage:
+            return frozenset()
+        last = self.usage[max(self.usage)]
+        latest: dict[int, float] = {}  # entry → the latest line a turn of it was first sent from, up to the last usage's
+        for (entry, _), sent in self.sent.items():
+            if sent <= last:
+                latest[entry] = max(latest.get(entry, -math.inf), sent)
+        out, before = [], -math.inf  # the latest line a turn of an earlier entry was first sent from
+        for entry in sorted(set(latest) | set(self.usage)):
+            if entry in self.usage and before > self.usage[entry]:
+                out.append(entry)
+            before = max(before, latest.get(entry, -math.inf))
+        return frozenset(out)
+
+
+def messages_of(active: tuple[Entry, ...], stale: frozenset[int] = frozenset()) -> list[Message]:
     out: list[Message] = []
     for index, entry in enumerate(active):
         record = entry.record
@@ -319,7 +428,9 @@ def messages_of(active: tuple[Entry, ...]) -> list[Message]:
             blocks = model_turn(record)
             if not blocks:
                 continue  # the agent sends nothing for it, not even its results
-            out.append(Message(ASSISTANT, blocks, raw=record, line=line, origin=_Origin(index, "content", blocks)))
+            # A usage that counted another history is no usage of this one (the record keeps it).
+            raw = {k: v for k, v in record.items() if k != "tokens"} if index in stale else record
+            out.append(Message(ASSISTANT, blocks, raw=raw, line=line, origin=_Origin(index, "content", blocks)))
             results = result_turn(record)
             if results:
                 # Its raw is the calls holding the results: the record's `tokens` belong to the model turn.
@@ -336,9 +447,10 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
         # The agent's fallback for a legacy file takes its `messages` as they are.
         active = tuple(Entry(m, None, i) for i, m in enumerate(document["messages"]) if isinstance(m, dict))
     _check_call_ids(active, parsed.name)
-    messages = tuple(messages_of(active))
+    timeline = Timeline.of(records, active) if records is not None else None
+    messages = tuple(messages_of(active, timeline.stale() if timeline is not None else frozenset()))
     source = ChatSource(records, document, layout, parsed.data, active,
-                        frozenset(m.origin.entry for m in messages), parsed.bom)
+                        frozenset(m.origin.entry for m in messages), parsed.bom, timeline)
     return Transcript(format=NAME, dialect="anthropic", messages=messages, name=parsed.name, source=source)
 
 
@@ -420,34 +532,49 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
     if model:
         calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
         new_calls = _calls(calls, [b for b in content if isinstance(b, ToolCall)],
-                           [b for b in read_content if isinstance(b, ToolCall)], {r.tool_call_id: r for r in results})
+                           [b for b in read_content if isinstance(b, ToolCall)], results)
         if new_calls != calls:
             new["toolCalls"] = new_calls
     return new
 
 
-def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: dict[str, ToolResult]) -> list:
-    """The `toolCalls` entries for the model turn's calls, each holding its result.
+def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: tuple[ToolResult, ...]) -> list:
+    """The `toolCalls` entries for the model turn's calls, each holding its results.
 
     A call is found by its place while the turn keeps as many calls as its record has (repair
-    renames ids), else by its id; one that no entry holds gets a new entry.
+    renames ids), else by its id; one that no entry holds gets a new entry. The results go back
+    into the calls they were read from while they keep their number and ids (an entry may hold
+    another call's result: `call_results`), else each call holds the (last) result of its id.
     """
     by_id = {c.get("id"): c for c in calls if isinstance(c, dict)}
     aligned = len(call_blocks) == len(calls) == len(read_blocks)
+    entries = [calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
+               for place, block in enumerate(call_blocks)]
+    held = [(place, r) for place, entry in enumerate(entries) if entry is not None for r in call_results(entry)]
+    owned: list[list[ToolResult]] = [[] for _ in call_blocks]
+    if [r.tool_call_id for _, r in held] == [r.tool_call_id for r in results]:
+        for (place, _), result in zip(held, results):
+            owned[place].append(result)
+    else:
+        by_answer = {r.tool_call_id: r for r in results}
+        for place, block in enumerate(call_blocks):
+            if block.id in by_answer:
+                owned[place].append(by_answer[block.id])
+    names = {block.id: block.name for block in call_blocks}
     out = []
     for place, block in enumerate(call_blocks):
-        call = calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
+        call = entries[place]
         if call is None:
             call = {"id": block.id, "name": block.name, "args": block.input, "status": "success"}
         new = dict(call)
         if not (aligned and block == read_blocks[place]):
             new.update(id=block.id, name=block.name, args=block.input)
-        result, before = results.get(block.id), call_result(call)
-        if result is None:
-            if before is not None:
+        mine, before = owned[place], list(call_results(call))
+        if not mine:
+            if before:
                 new["result"] = None
-        elif before != result:
-            new["result"] = write_result(result, call)
+        elif before != mine:
+            new["result"] = write_results(mine, call, names)
         out.append(new if new != call else call)
     return out
 
@@ -463,7 +590,7 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
     record.update(type="user" if message.role == USER else "gemini", content=content)
     calls = [b for b in message.blocks if isinstance(b, ToolCall)]
     if calls and message.role == ASSISTANT:
-        record["toolCalls"] = _calls([], calls, [], {})
+        record["toolCalls"] = _calls([], calls, [], ())
     return record
 
 
