@@ -132,32 +132,28 @@ class Message:
 
     def __init__(self, role: str, blocks: tuple[Block, ...], raw: Any = None, line: int | None = None,
                  origin: Any = None) -> None:
-        init = object.__setattr__
-        init(self, "role", role)
-        init(self, "_blocks", blocks)
-        init(self, "_raw", raw)
-        init(self, "line", line)
-        init(self, "_origin", origin)
-        init(self, "view", None)
-        init(self, "data", None)
-        init(self, "_read", None)
+        self._fill(role, blocks, raw, line, origin, None, None, None)
 
     @classmethod
     def unread(cls, role: str, view: MessageView | None, data: Any, read: Callable[[], Message],
                line: int | None = None) -> Message:
         """A message read from `data` by `read` (the adapter's reading of the same bytes) when its
         blocks, `raw` or `origin` are first asked for."""
-        message = object.__new__(cls)  # not __init__: a reader makes one per message of a large input
-        init = object.__setattr__
-        init(message, "role", role)
-        init(message, "_blocks", None)
-        init(message, "_raw", None)
-        init(message, "line", line)
-        init(message, "_origin", None)
-        init(message, "view", view)
-        init(message, "data", data)
-        init(message, "_read", read)
+        message = object.__new__(cls)
+        message._fill(role, None, None, line, None, view, data, read)
         return message
+
+    def _fill(self, role: str, blocks: tuple[Block, ...] | None, raw: Any, line: int | None, origin: Any,
+              view: MessageView | None, data: Any, read: Callable[[], Message] | None) -> None:
+        init = object.__setattr__
+        init(self, "role", role)
+        init(self, "_blocks", blocks)
+        init(self, "_raw", raw)
+        init(self, "line", line)
+        init(self, "_origin", origin)
+        init(self, "view", view)
+        init(self, "data", data)
+        init(self, "_read", read)
 
     @property
     def blocks(self) -> tuple[Block, ...]:
