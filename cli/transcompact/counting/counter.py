@@ -213,14 +213,9 @@ _VIEW_KINDS = {Text: "text", Thinking: "thinking", RedactedThinking: "thinking",
 
 def _tally_of_view(view: MessageView) -> _Tally:
     """The chars tally of an unread message, from its view: the same as `_tally` of its blocks."""
-    blocks = view.blocks
-    if len(blocks) == 1:  # most messages: a user's text, an answer, one tool's result
-        size = blocks[0]
-        result = ((size.call_id or "", size.chars, 0),) if size.type is ToolResult else ()
-        return _Tally(((_VIEW_KINDS[size.type], size.chars),), (), result)
     units: dict[str, int] = {}
     results: list[tuple[str, int, int]] = []
-    for size in blocks:
+    for size in view.blocks:
         kind = _VIEW_KINDS[size.type]
         units[kind] = units.get(kind, 0) + size.chars
         if size.type is ToolResult:

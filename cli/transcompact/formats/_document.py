@@ -117,21 +117,10 @@ def read(parsed: Parsed, dialect: str, messages_path: str | None, known: Sequenc
             messages.append(codec.read_message(obj, index=index))
         except ShapeError as error:
             raise ShapeError(error.message, location=Location(parsed.name)) from None
-    system: tuple = ()
-    tools: tuple = ()
-    request: dict = {}
-    if isinstance(parent, dict):
-        if dialect == "anthropic":
-            try:
-                system = codec.read_system(parent.get("system"))
-            except ShapeError as error:
-                raise ShapeError(error.message, location=Location(parsed.name)) from None
-        if isinstance(parent.get("tools"), list):
-            tools = tuple(parent["tools"])
-        elif parent.get("tools") is not None:  # written back as a list, it would be silently replaced
-            raise ShapeError(f"`tools` must be a list of tool definitions, not {kind_of(parent['tools'])}",
-                             location=Location(parsed.name))
-        request = {k: v for k, v in parent.items() if k not in ("messages", "system", "tools", path[-1])}
+    try:
+        system, tools, request = _around_messages(parent, dialect, path)
+    except ShapeError as error:
+        raise ShapeError(error.message, location=Location(parsed.name)) from None
     source = DocumentSource(document=parsed.document, path=path, parent=parent, layout=Layout.of(parsed.data),
                             data=parsed.data)
     return Transcript(
@@ -144,6 +133,18 @@ def read(parsed: Parsed, dialect: str, messages_path: str | None, known: Sequenc
         name=parsed.name,
         source=source,
     )
+
+
+def _around_messages(parent: Any, dialect: str, path: tuple[Any, ...]) -> tuple[tuple, tuple, dict]:
+    """(system, tools, request fields) of the object that holds the messages; none for a list."""
+    if not isinstance(parent, dict):
+        return (), (), {}
+    system = dialects.DIALECTS[dialect].read_system(parent.get("system")) if dialect == "anthropic" else ()
+    tools = parent.get("tools")
+    if tools is not None and not isinstance(tools, list):  # written back as a list, it would be silently replaced
+        raise ShapeError(f"`tools` must be a list of tool definitions, not {kind_of(tools)}")
+    request = {k: v for k, v in parent.items() if k not in ("messages", "system", "tools", path[-1])}
+    return system, tuple(tools or ()), request
 
 
 def write(transcript: Transcript) -> bytes:
@@ -211,13 +212,14 @@ def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | No
         return None
     if array is None or any(key in parent for key in _OTHER_FORMATS_KEYS):
         return None
-    read: list[tuple[Any, views.Viewed | None, Any]] = []
+    read: list[tuple[Any, views.Viewed | None, Any]]
     dialect = dialect or dialects.named_by(parent)
     every = views.view_all(array, _MESSAGE_DEPTH, shapes=dialect is None)
     if every is not None:  # the common case: one decoder call, and each message's bytes split off if ever needed
         spans = _Spans(array)
         read = [(_Span(spans, index), viewed, None) for index, viewed in enumerate(every)]
     else:
+        read = []
         try:
             split = msgspec.json.decode(array, type=list[msgspec.Raw])
         except (msgspec.MsgspecError, RecursionError, ValueError):
@@ -246,15 +248,11 @@ def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | No
             else:
                 as_read[index] = value if value is not None else nested_value(bytes(span), _MESSAGE_DEPTH)
                 messages.append(codec.read_message(as_read[index], index=index))
-        system = codec.read_system(parent.get("system")) if dialect == "anthropic" else ()
+        system, tools, request = _around_messages(parent, dialect, ("messages",))
     except (ShapeError, ValueError):
         return None
-    tools = parent.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        return None
     return Transcript(
-        format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tuple(tools or ()),
-        request={k: v for k, v in parent.items() if k not in ("messages", "system", "tools")}, name=name,
+        format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tools, request=request, name=name,
         source=DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data))
 
 
