@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from transcompact.core.jsondata import compact_json
 from transcompact.core.model import ASSISTANT, USER, ToolCall, ToolResult, result_text
 from transcompact.core.summary_text import text_of
-from transcompact.counting.counter import TokenCounter, compact_json
+from transcompact.counting.counter import TokenCounter
 from transcompact.formats import dumps, loads
 from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.cut import starts_turn

@@ -28,10 +28,11 @@ from functools import cache
 
 from ..core import settings
 from ..core.errors import PostConditionError, ProviderError, option
+from ..core.jsondata import compact_json
 from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
 from ..counting.counter import Options as EstimateOptions
-from ..counting.counter import TokenCounter, compact_json
+from ..counting.counter import TokenCounter
 from ..counting.models import threshold_tokens
 from ..formats import adapter
 from ..providers import Provider

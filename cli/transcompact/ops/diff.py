@@ -25,8 +25,9 @@ from dataclasses import asdict, dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
+from ..core.jsondata import compact_json
 from ..core.model import Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript, tool_names
-from ..counting.counter import Options, _measure, compact_json, pieces
+from ..counting.counter import Options, _measure, pieces
 from .postcondition import comparable
 
 EXCERPT_CHARS = 80  # of an excerpt, on one line

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..core import settings
 from ..core.errors import ProviderError, UsageError, option
+from ..core.jsondata import compact_json
 from ..core.model import (
     ASSISTANT,
     USER,
@@ -37,7 +38,6 @@ from ..core.model import (
     tool_names,
 )
 from ..counting.counter import Options as EstimateOptions
-from ..counting.counter import compact_json
 from ..providers import Completion, PromptTooLong, Provider
 from .cut import Cut, find_cut_point
 from .output_errors import result_error_lines
