@@ -3,6 +3,9 @@ it counts the same without building the messages, and it writes back the bytes i
 
 from __future__ import annotations
 
+import json
+
+import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +14,7 @@ from hypothesis import strategies as st
 from transcompact.core.errors import TranscompactError
 from transcompact.core.jsondata import BOM, parse
 from transcompact.counting.counter import TokenCounter
+from transcompact.dialects.views import _chars
 from transcompact.formats import BY_NAME, detect, dumps, loads, trim
 from transcompact.formats._document import read_quickly
 from transcompact.ops.estimate import estimate
@@ -153,3 +157,10 @@ def test_the_quick_reading_is_the_whole_reading_of_hostile_transcripts(data, bom
 @given(mutated_files())
 def test_the_quick_reading_is_the_whole_reading_of_mutated_corpus_files(data):
     same_reading(data)
+
+
+@given(st.text(), st.sampled_from(["orjson", "ascii", "slashes"]))
+def test_a_string_left_as_its_bytes_counts_the_characters_it_decodes_to(text, spelling):
+    written = {"orjson": orjson.dumps(text), "ascii": json.dumps(text).encode(),
+               "slashes": json.dumps(text, ensure_ascii=False).replace("/", "\\/").encode()}[spelling]
+    assert _chars(msgspec.Raw(written)) == len(text)

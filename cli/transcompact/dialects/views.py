@@ -20,14 +20,16 @@ from ..core.model import BlockSize, MessageView, RedactedThinking, Text, Thinkin
 ABSENT = Raw()  # the default of a Raw field: the field is not there
 
 
+# A long string (a text, a thinking, a result) is left as its bytes: the decoder checks its escapes
+# and control characters on the way, and `_chars` counts it, decoding only what is not plain ASCII.
 class _Text(Struct, tag="text", tag_field="type", forbid_unknown_fields=True):
-    text: str
+    text: Raw
     cache_control: Raw = ABSENT
     citations: Raw = ABSENT
 
 
 class _Thinking(Struct, tag="thinking", tag_field="type", forbid_unknown_fields=True):
-    thinking: str
+    thinking: Raw
     signature: Raw = ABSENT
 
 
@@ -44,7 +46,7 @@ class _ToolUse(Struct, tag="tool_use", tag_field="type", forbid_unknown_fields=T
 
 class _ToolResult(Struct, tag="tool_result", tag_field="type", forbid_unknown_fields=True):
     tool_use_id: str
-    content: str | list[_Text] = ""
+    content: Raw = ABSENT  # a string or a list of text blocks (`_result_chars`)
     is_error: Raw = ABSENT
     cache_control: Raw = ABSENT
 
@@ -56,6 +58,8 @@ class _Message(Struct, forbid_unknown_fields=True):
 
 _DECODER = msgspec.json.Decoder(_Message)
 _ALL_DECODER = msgspec.json.Decoder(list[_Message])
+_TEXTS_DECODER = msgspec.json.Decoder(list[_Text])
+_decode_string = msgspec.json.Decoder(str).decode
 
 
 class Viewed(NamedTuple):
@@ -99,16 +103,12 @@ def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
         for block in content:
             if isinstance(block, _Text):
                 _check(block.cache_control, block.citations, depth=depth + 3)
-                sizes.append(BlockSize(Text, len(block.text)))
-                shapes.append({"type": "text", "text": _stand_in(block.text)})
+                sizes.append(BlockSize(Text, _chars(block.text)))
+                shapes.append({"type": "text", "text": _stand_in(_decode_string(bytes(block.text))) if shaped else None})
                 continue
             if isinstance(block, _ToolResult):
                 _check(block.is_error, block.cache_control, depth=depth + 3)
-                inner = block.content
-                if not isinstance(inner, str):
-                    _check(*(t.cache_control for t in inner), *(t.citations for t in inner), depth=depth + 5)
-                chars = len(inner) if isinstance(inner, str) else sum(len(t.text) for t in inner)
-                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id))
+                sizes.append(BlockSize(ToolResult, _result_chars(block.content, depth + 3), block.tool_use_id))
                 shapes.append({"type": "tool_result"})
                 continue
             if isinstance(block, _ToolUse):
@@ -119,7 +119,7 @@ def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
                 continue
             if isinstance(block, _Thinking):
                 _check(block.signature, depth=depth + 3)
-                sizes.append(BlockSize(Thinking, len(block.thinking)))
+                sizes.append(BlockSize(Thinking, _chars(block.thinking)))
                 shapes.append({"type": "thinking"})
                 continue
             sizes.append(BlockSize(RedactedThinking, len(block.data)))
@@ -137,8 +137,35 @@ def _check(*values: Raw, depth: int) -> None:
             nested_value(bytes(value), depth)
 
 
-def _stand_in(text: Any) -> Any:
+def _chars(string: Raw) -> int:
+    """The characters of a JSON string left as its bytes (ValueError when it is none, or not
+    UTF-8): plain ASCII with no escape is counted from its bytes, anything else decoded (which
+    costs less than counting its escapes)."""
+    text = bytes(string)
+    if text[:1] != b'"':
+        raise ValueError("not a string")
+    if text.isascii() and b"\\" not in text:
+        return len(text) - 2
+    return len(_decode_string(text))  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
+
+
+def _result_chars(content: Raw, depth: int) -> int:
+    """The characters of a tool result's content (`depth`: how deep it sits): a string, or a list
+    of text blocks; ValueError when it is anything else."""
+    if not content:
+        return 0  # no content: an empty string
+    if memoryview(content)[:1] == b"[":
+        try:
+            texts = _TEXTS_DECODER.decode(content)
+        except (msgspec.MsgspecError, RecursionError) as error:
+            raise ValueError(str(error)) from None
+        _check(*(t.cache_control for t in texts), *(t.citations for t in texts), depth=depth + 2)
+        return sum(_chars(t.text) for t in texts)
+    return _chars(content)
+
+
+def _stand_in(text: str) -> str:
     """What detection needs of a text: whether it is blank (a long text is not kept twice)."""
-    if not isinstance(text, str) or len(text) < 64:
+    if len(text) < 64:
         return text
     return text if not text.strip() else "…"
