@@ -154,7 +154,7 @@ def _result_chars(content: Raw, depth: int) -> int:
     of text blocks; ValueError when it is anything else."""
     if not content:
         return 0  # no content: an empty string
-    if memoryview(content)[:1] == b"[":
+    if memoryview(content)[:1].tobytes() == b"[":
         try:
             texts = _TEXTS_DECODER.decode(content)
         except (msgspec.MsgspecError, RecursionError) as error:
