@@ -40,12 +40,19 @@ if NAMES != FORMAT_NAMES:
 
 
 class _Registry(Mapping[str, Format]):
-    """The adapters by name, each imported when first looked up (its module's `FORMAT`)."""
+    """The adapters by name, each imported when first looked up (its module's `FORMAT`), then
+    kept: detection looks each one up for every file of a batch."""
+
+    def __init__(self) -> None:
+        self._imported: dict[str, Format] = {}
 
     def __getitem__(self, name: str) -> Format:
-        if name not in MODULES:
-            raise KeyError(name)
-        return importlib.import_module(MODULES[name], __name__).FORMAT
+        found = self._imported.get(name)
+        if found is None:
+            if name not in MODULES:
+                raise KeyError(name)
+            found = self._imported[name] = importlib.import_module(MODULES[name], __name__).FORMAT
+        return found
 
     def __iter__(self) -> Iterator[str]:
         return iter(NAMES)
