@@ -165,6 +165,19 @@ def test_repair_makes_a_line_whose_parent_is_not_a_uuid_a_root():
     assert run("check", NAME).exit_code == ExitCode.OK
 
 
+def test_repair_keeps_everything_a_progress_line_it_makes_a_root_holds():
+    """A log that starts with a progress line hanging from a line cut away: repair makes that line
+    the root, and writes it whole (parsing keeps only a progress line's links, not its output)."""
+    progress = entry("p0", "cut-away", "progress", 0, data={"type": "bash_progress", "output": "building"},
+                     toolUseID="bash-progress-0", parentToolUseID="toolu_0")
+    lines = [progress, entry("u0", "p0", "user", 1, message={"role": "user", "content": "Go on."}),
+             entry("a0", "u0", "assistant", 2, message={"role": "assistant", "content": [{"type": "text", "text": "Done."}]})]
+    Path(NAME).write_bytes(jsonl(lines))
+    result = run("repair", NAME)
+    assert result.stderr.splitlines() == [f"{NAME}:1: C3 fixed: made the line a root: its parent cut-away is not in the file"]
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [{**progress, "parentUuid": None}, *lines[1:]]
+
+
 # --- timestamps --------------------------------------------------------------------------------
 
 

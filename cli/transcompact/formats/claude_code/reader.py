@@ -269,7 +269,7 @@ def linking_fields(value: Any) -> Any:
     file-history snapshot keeps only its plain fields (uuid, parentUuid, type, timestamp, …), not
     its nested objects, which a long session would otherwise hold in memory a second time (every
     tool's streamed output, every file's backup). A rewrite that writes such a line anew reads it
-    again from its bytes (`_whole_value`)."""
+    again from its bytes (`whole_value`)."""
     if type(value) is dict and LINKING_ONLY.get(line_type(value)) in value:
         for item in value.values():
             if type(item) is dict or type(item) is list:
@@ -279,7 +279,8 @@ def linking_fields(value: Any) -> Any:
     return value
 
 
-def _whole_value(index: int, record: Record, name: str) -> Any:
+def whole_value(index: int, record: Record, name: str) -> Any:
+    """The value of line `index` with everything in it, when parsing kept only its links (`linking_fields`)."""
     line, value = record
     if line is None or type(value) is not dict or line_type(value) not in LINKING_ONLY:  # None: a line made whole
         return value
@@ -406,7 +407,7 @@ def write_lines(transcript: Transcript) -> Lines:
         if index in dropped:
             continue
         if index in contents or index in parents:
-            obj = dict(_whole_value(index, record, transcript.name))
+            obj = dict(whole_value(index, record, transcript.name))
             if index in contents:
                 obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
             if index in parents:

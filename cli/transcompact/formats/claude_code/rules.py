@@ -9,7 +9,7 @@ from typing import Any
 from ...core.jsondata import Parsed, dumps, kind_of, line_bytes
 from ...core.model import Transcript
 from ...core.violation import ERROR, WARNING, Violation
-from .reader import LogSource, api_order, find_chain, read
+from .reader import LogSource, api_order, find_chain, read, whole_value
 
 SIDECHAIN_SCAN_BYTES = 64 * 1024
 REQUIRED_LINE_FIELDS = ("uuid", "type", "timestamp", "sessionId", "parentUuid")
@@ -82,13 +82,14 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
         if isinstance(value, dict) and value.get("type") in ("user", "assistant", "system", "attachment") and "uuid" in value:
             if last_of[value["uuid"]] != index:
                 new = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{value['uuid']}:{index}"))
-                records[index] = _rewritten(value, uuid=new)
+                records[index] = _rewritten(whole_value(index, records[index], transcript.name), uuid=new)
                 fixes.append(("C2", f"gave the line a new uuid {new} ({value['uuid']} is used again later)", index + 1))
     if source.chain and source.root is None:
         first = source.chain[0]
         parent = records[first][1].get("parentUuid")
         if parent is not None:
-            records[first] = _rewritten(records[first][1], parentUuid=None)
+            # The first line may be one kept only by its links (a progress line): written whole.
+            records[first] = _rewritten(whole_value(first, records[first], transcript.name), parentUuid=None)
             why = f"its parent {parent} is not in the file" if isinstance(parent, str) else f"its parentUuid is {kind_of(parent)}"
             fixes.append(("C3", f"made the line a root: {why}", first + 1))
     if not fixes:
