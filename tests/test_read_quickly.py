@@ -15,14 +15,18 @@ from transcompact.core.errors import TranscompactError
 from transcompact.core.jsondata import BOM, parse
 from transcompact.counting.counter import TokenCounter
 from transcompact.dialects.views import _chars
-from transcompact.formats import BY_NAME, detect, dumps, loads, trim
+from transcompact.formats import BY_NAME, adapter, detect, dumps, loads, trim, written
 from transcompact.formats._document import read_quickly
+from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.estimate import estimate
 from transcompact.ops.postcondition import comparable, verified
 from transcompact.ops.prune import PruneOptions, prune
+from transcompact.ops.repair import repair
+from transcompact.ops.summarize import SummaryOptions
 
 from .strategies import anthropic_messages, conversations, encode_document, openai_messages, transcripts
-from .test_fuzz import hostile_transcripts, mutated_files, seed_files
+from .test_claude_code import claude_code_logs
+from .test_fuzz import claude_code_log, encode_json, hostile_transcripts, mutated_files, seed_files
 
 BODY = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [
     {"role": "user", "content": "Fix the tests."},
@@ -100,33 +104,48 @@ def test_a_message_with_a_field_no_view_names_is_read_at_once():
 
 
 def same_reading(data: bytes) -> None:
+    """What `loads(lazily=True)` reads (a request body read quickly, a Claude Code log's lines kept
+    in part) is what the whole reading reads, counts the same unread, and rewrites the same."""
     try:
         whole = slowly(data)
     except TranscompactError as error:
-        quick = read_quickly(data, "t.json", None)
-        assert quick is None, f"read quickly what the whole reading refuses: {error}"
+        with pytest.raises(TranscompactError) as lazily:
+            loads(data, "t.json", lazily=True)
+        assert str(lazily.value) == str(error)
         return
-    quick = read_quickly(data, "t.json", None)
-    if quick is None:
-        return
+    quick = loads(data, "t.json", lazily=True)
     assert (quick.format, quick.dialect) == (whole.format, whole.dialect)
     assert same_messages(quick.messages, whole.messages)
     assert orjson.dumps((quick.request, comparable(quick.system), quick.tools)) == orjson.dumps((whole.request, comparable(whole.system), whole.tools))
-    quick = read_quickly(data, "t.json", None)  # counted unread
-    assert quick is not None
+    quick = loads(data, "t.json", lazily=True)  # counted unread
+    unread = any(not m.is_read for m in quick.messages)
     assert estimate(quick) == estimate(whole)
     assert TokenCounter(quick).counted(quick) == TokenCounter(whole).counted(whole)
-    assert dumps(quick) == dumps(whole) == data
-    assert value(dumps(quick.with_messages(quick.messages[1:]))) == value(dumps(whole.with_messages(whole.messages[1:])))
-    # A rewrite of what was read quickly: the same output, and it passes the post-condition every command runs.
+    assert bytes(dumps(quick)) == bytes(dumps(whole)) == data
+    if not unread:
+        return  # read whole: nothing more to compare
+    assert values(dumps(quick.with_messages(quick.messages[1:]))) == values(dumps(whole.with_messages(whole.messages[1:])))
+    # A rewrite of what was read lazily: the same output, and it passes the post-condition every command runs.
     options = PruneOptions(keep_last=0, hard_clear_after=1, soft_trim_chars=10, head=2, tail=2)
     (quick_pruned, quick_report), (whole_pruned, whole_report) = prune(quick, options), prune(whole, options)
-    assert quick_report == whole_report and value(dumps(quick_pruned)) == value(dumps(whole_pruned))
-    verified(quick, quick_pruned, dumps(quick_pruned), operation="prune")
+    assert quick_report == whole_report and values(dumps(quick_pruned)) == values(dumps(whole_pruned))
+    verified(quick, quick_pruned, written(quick_pruned), operation="prune")
+    if quick.format == "claude-code":  # its own rewrites read a line kept in part again from its bytes
+        for rewrite in (lambda t: adapter(t).replace_ui_copies(prune(t, options)[0]), lambda t: repair(t)[0],
+                        lambda t: compact(t, EMERGENCY)[0]):
+            assert values(dumps(rewrite(loads(data, "t.json", lazily=True)))) == values(dumps(rewrite(whole)))
 
 
-def value(data: bytes):
-    return orjson.loads(data.removeprefix(BOM))
+EMERGENCY = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=50))
+
+
+def values(data: bytes) -> list:
+    """The JSON values of a document or of JSON Lines, a number kept as written by its text."""
+    lines = data.removeprefix(BOM).split(b"\n")
+    try:
+        return [orjson.loads(data.removeprefix(BOM))]
+    except orjson.JSONDecodeError:
+        return [orjson.loads(line) for line in lines if line.strip()]
 
 
 QUICK = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -143,6 +162,13 @@ def test_the_quick_reading_is_the_whole_reading_of_generated_transcripts(transcr
 def test_the_quick_reading_is_the_whole_reading_of_request_bodies(turns, dialect):
     data = encode_document(dialect(turns), "request")
     assert read_quickly(data, "t.json", None) is not None
+    same_reading(data)
+
+
+@QUICK
+@given(claude_code_log(), st.booleans())
+def test_the_lazy_reading_is_the_whole_reading_of_claude_code_logs(lines, ascii_only):
+    data = b"".join(encode_json(line, indent=False, ascii_only=ascii_only) + b"\n" for line in lines)
     same_reading(data)
 
 
@@ -164,3 +190,11 @@ def test_a_string_left_as_its_bytes_counts_the_characters_it_decodes_to(text, sp
     written = {"orjson": orjson.dumps(text), "ascii": json.dumps(text).encode(),
                "slashes": json.dumps(text, ensure_ascii=False).replace("/", "\\/").encode()}[spelling]
     assert _chars(msgspec.Raw(written)) == len(text)
+
+
+@pytest.mark.parametrize("path", claude_code_logs())
+def test_the_lazy_reading_is_the_whole_reading_of_real_claude_code_logs(path):
+    data = path.read_bytes()
+    same_reading(data)
+    transcript = loads(data, "t.json", lazily=True)
+    assert any(not m.is_read for m in transcript.messages)  # most of a real log is counted unread

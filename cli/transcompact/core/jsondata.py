@@ -24,6 +24,16 @@ import orjson
 from .errors import Location, ParseError, option
 
 BLANK = object()  # the value of a blank line in JSON Lines
+
+
+class PartialLine(dict):
+    """A line's value as a format's lazy trim keeps it (`Format.lazy_trim`, for work that mostly
+    counts): the fields it names, and what the format saw of the rest on the way (`seen`). That
+    format reads the rest from the line's bytes when it is asked for; no other reads such a line."""
+
+    __slots__ = ("seen",)
+    seen: Any
+
 # A line of JSON Lines and its value: the line's bytes (a view into the input, or bytes made
 # anew), or None for a line given by its value, whose bytes are made when it is written.
 Record = tuple["bytes | memoryview | None", Any]

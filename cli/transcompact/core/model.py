@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, NamedTuple
 
+from .jsondata import compact_json
+
 # Roles as they appear on the wire; OpenAI adds system, developer, tool and function.
 USER = "user"
 ASSISTANT = "assistant"
@@ -271,10 +273,33 @@ class BlockSize(NamedTuple):
 
 class MessageView(NamedTuple):
     """What a reader saw of a message it left unread (`Message.unread`): the sizes of its blocks,
-    in order. A message with a view holds its role and its content, and nothing else: no field
-    an operation or a count would look for (recorded usage, a compaction block, an image)."""
+    in order, and its `record` as far as a count looks at it (the usage a response recorded), or
+    None when it has nothing but its role and content. A message with a view holds no block an
+    operation or a count would look for (a compaction block, an image)."""
 
     blocks: tuple[BlockSize, ...]
+    record: Any = None
+
+
+def block_size(block: Block) -> BlockSize | None:
+    """What a count needs of a block, as a view holds it (`BlockSize`), or None for a block no view
+    holds (one that is not text, thinking, a tool call, or a result of text)."""
+    if isinstance(block, Text):
+        return BlockSize(Text, len(block.text))
+    if isinstance(block, ToolResult):
+        content = block.content
+        if isinstance(content, str):
+            return BlockSize(ToolResult, len(content), block.tool_call_id)
+        if any(type(b) is not Text for b in content):
+            return None
+        return BlockSize(ToolResult, sum(len(b.text) for b in content if isinstance(b, Text)), block.tool_call_id)
+    if isinstance(block, ToolCall):
+        return BlockSize(ToolCall, len(block.name) + len(compact_json(block.input)), block.id, block.name)
+    if isinstance(block, Thinking):
+        return BlockSize(Thinking, len(block.thinking))
+    if isinstance(block, RedactedThinking):
+        return BlockSize(RedactedThinking, len(block.data))
+    return None
 
 
 def tool_names(messages) -> dict[str, str]:

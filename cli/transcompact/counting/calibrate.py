@@ -44,9 +44,9 @@ class Calibration:
 
 
 def _usage(message: Message) -> dict | None:
-    if message.view is not None:
-        return None  # an unread message: its view says it holds its role and content only
-    raw = message.raw if isinstance(message.raw, dict) else {}
+    view = message.view
+    record = view.record if view is not None else message.raw  # an unread message: what its view kept of it
+    raw = record if isinstance(record, dict) else {}
     usage = raw.get("usage")
     if not isinstance(usage, dict) and isinstance(raw.get("message"), dict):
         usage = raw["message"].get("usage")  # a Claude Code log line

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
 from ..core.format_names import FORMAT_NAMES
-from ..core.jsondata import Lines, Parsed, parse, parse_written
+from ..core.jsondata import Lines, Parsed, PartialLine, parse, parse_written
 from ..core.model import Transcript
 from ._document import read_quickly
 from .adapter import Format
@@ -70,9 +70,10 @@ def all_formats() -> Iterator[Format]:
 
 
 @cache
-def trim() -> Callable[[Any], Any] | None:
-    """The formats' trims, one after the other (`parse` runs it before the format is known)."""
-    trims = [f.trim for f in all_formats() if f.trim is not None]
+def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
+    """The formats' trims, one after the other (`parse` runs it before the format is known);
+    `lazily`: their lazy trims where they have one."""
+    trims = [one for f in all_formats() if (one := f.lazy_trim if lazily and f.lazy_trim is not None else f.trim) is not None]
     if len(trims) <= 1:
         return trims[0] if trims else None
 
@@ -124,26 +125,35 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
           lazily: bool = False) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
-    `lazily`: for work that mostly counts (estimate), each message of a request body whose view
-    can count it is left unread (`Message.unread`), its blocks read when first asked for; work that
-    reads every block reads it at once, which is cheaper than reading each message twice.
+    `lazily`: for work that mostly counts (estimate), each message of a request body or a Claude
+    Code log whose view can count it is left unread (`Message.unread`), its blocks read when first
+    asked for; work that reads every block reads it at once, which is cheaper than reading each
+    message twice.
     """
     if lazily and messages_path is None and format in (None, "anthropic", "openai"):
         quickly = read_quickly(data, name, format)
         if quickly is not None:
             return quickly
-    parsed = parse(data, name, trim=trim())
+    parsed = parse(data, name, trim=trim(lazily))
+    named = format
     if format is None:
         format = detect(parsed, messages_path)
     elif format not in BY_NAME:
         raise UsageError(f"unknown format {format!r} (choose from {', '.join(NAMES)})")
-    elif not BY_NAME[format].readable(parsed, messages_path):
+    if lazily and BY_NAME[format].lazy_trim is None and _kept_in_part(parsed):
+        # Lines a lazy trim kept in part, in the input of a format that reads them whole: all again.
+        return loads(data, name, format=named, messages_path=messages_path)
+    if named is not None and not BY_NAME[format].readable(parsed, messages_path):
         raise UnknownFormat(
             f"the input is not in the {format} format ({BY_NAME[format].description})",
             location=Location(name),
             hint=_hint(parsed),
         )
     return BY_NAME[format].read(parsed, messages_path)
+
+
+def _kept_in_part(parsed: Parsed) -> bool:
+    return parsed.records is not None and any(type(value) is PartialLine for _, value in parsed.records)
 
 
 def reload(data: bytes | Lines, written: Transcript, messages_path: str | None = None) -> Transcript:

@@ -32,6 +32,9 @@ class Format(ABC):
     # What of a line is kept as it is parsed (`jsondata.parse`'s trim). It runs before detection,
     # on every input: it must leave the lines of every other format as they are.
     trim: Callable[[Any], Any] | None = None
+    # The trim of work that mostly counts (`loads(lazily=True)`): it may keep less of a line of this
+    # format (a `PartialLine`, whose rest this format reads from the line's bytes when asked).
+    lazy_trim: Callable[[Any], Any] | None = None
 
     @abstractmethod
     def detect(self, parsed: Parsed, messages_path: str | None = None) -> bool:

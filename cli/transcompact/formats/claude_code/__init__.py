@@ -20,7 +20,7 @@ class ClaudeCodeFormat(Format):
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     write, write_lines = staticmethod(reader.write), staticmethod(reader.write_lines)
-    trim = staticmethod(reader.linking_fields)
+    trim, lazy_trim = staticmethod(reader.linking_fields), staticmethod(reader.viewed_lines)
 
     def check_log(self, transcript: Transcript, path: str | None) -> list[Violation]:
         from .rules import check_log

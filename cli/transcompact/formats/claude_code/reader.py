@@ -19,12 +19,13 @@ import uuid as uuidlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BOM, Lines, Parsed, Record, dumps, kind_of, parse_value
-from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
+from ...core.jsondata import BOM, Lines, Parsed, PartialLine, Record, dumps, kind_of, parse_value
+from ...core.model import ASSISTANT, USER, Block, BlockSize, Message, MessageView, Text, ToolResult, Transcript, block_size
 from ...dialects import anthropic as codec
 
 NAME = "claude-code"
@@ -115,7 +116,7 @@ def find_chain(records: list[Record], name: str = "<stdin>") -> tuple[tuple[int,
     by_uuid: dict[str, int] = {}
     parents: set[str] = set()
     for index, (_, value) in enumerate(records):
-        if type(value) is not dict or line_type(value) not in TRANSCRIPT_TYPES or "uuid" not in value:
+        if not isinstance(value, dict) or line_type(value) not in TRANSCRIPT_TYPES or "uuid" not in value:
             continue
         uid = value["uuid"]
         if not isinstance(uid, str):
@@ -185,6 +186,8 @@ def _message_id(value: dict) -> str | None:
 
 
 def _has_tool_result(value: dict) -> bool:
+    if type(value) is PartialLine:
+        return any(size.type is ToolResult for size in value.seen)
     message = value.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
@@ -279,10 +282,47 @@ def linking_fields(value: Any) -> Any:
     return value
 
 
+def viewed_lines(value: Any) -> Any:
+    """The lazy trim (`Format.lazy_trim`, for work that mostly counts): `linking_fields`, and a user
+    or assistant line whose content a view can count is kept as a `PartialLine` that has seen the
+    sizes of its blocks: its fields but the UI's copy of a result (`toolUseResult`), and of its
+    message the id and the usage, not the content. Its message is left unread (`read`) until its blocks
+    are asked for, when the line is read again from its bytes (`whole_value`)."""
+    value = linking_fields(value)
+    if type(value) is not dict or line_type(value) not in MESSAGE_TYPES or "sessionId" not in value:
+        return value
+    message = value.get("message")
+    if not isinstance(message, dict) or (sizes := _sizes(message.get("content"))) is None:
+        return value  # read whole: a block a view cannot count, or one the reader refuses (and says where)
+    kept = PartialLine((key, item) for key, item in value.items() if key != "toolUseResult")
+    kept["message"] = {key: message[key] for key in ("id", "usage") if key in message}  # what reading and counting look at
+    kept.seen = sizes
+    return kept
+
+
+def _sizes(content: Any) -> tuple[BlockSize, ...] | None:
+    if type(content) is str:
+        return (BlockSize(Text, len(content)),)
+    if type(content) is not list:
+        return None
+    sizes = []
+    for item in content:
+        try:
+            size = block_size(codec.read_block(item))
+        except ShapeError:
+            return None
+        if size is None:
+            return None
+        sizes.append(size)
+    return tuple(sizes)
+
+
 def whole_value(index: int, record: Record, name: str) -> Any:
-    """The value of line `index` with everything in it, when parsing kept only its links (`linking_fields`)."""
+    """The value of line `index` with everything in it, when parsing kept only part of it
+    (`linking_fields`, `viewed_lines`)."""
     line, value = record
-    if line is None or type(value) is not dict or line_type(value) not in LINKING_ONLY:  # None: a line made whole
+    partial = type(value) is PartialLine or (type(value) is dict and line_type(value) in LINKING_ONLY)
+    if line is None or not partial:  # None: a line made whole
         return value
     text = bytes(line)
     return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
@@ -292,60 +332,77 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     records = parsed.records or []
     chain, root, leaf = find_chain(records, parsed.name)
     cleared_ids = microcompacted(records, chain)
-    messages: list[Message] = []
-    run: list[int] = []
-
-    def close_run() -> None:
-        if not run:
-            return
-        blocks: list[Block] = []
-        string_records: list[int] = []
-        cleared: dict[str, ToolResult] = {}
-        for index in run:
-            value = records[index][1]
-            where = f"message {len(messages)}"
-            if not isinstance(value.get("message"), dict):
-                # Claude Code sends the `message.content` of every user and assistant line on the chain.
-                problem = f"must be an object, not {kind_of(value['message'])}" if "message" in value else "is missing"
-                raise ShapeError(f"{where}: `message` {problem}", location=Location(parsed.name, index + 1))
-            content = value["message"].get("content")
-            if isinstance(content, str):
-                blocks.append(Text(content, raw=content, line=index))
-                string_records.append(index)
-            elif isinstance(content, list):
-                try:
-                    read_blocks = [codec.read_block(b, index, f"{where}: content/{i}") for i, b in enumerate(content)]
-                except ShapeError as error:
-                    raise ShapeError(error.message, location=Location(parsed.name, index + 1)) from None
-                if cleared_ids:
-                    sent = [_as_sent(b, index, cleared_ids) for b in read_blocks]
-                    cleared.update((s.tool_call_id, s) for s, b in zip(sent, read_blocks) if s is not b and isinstance(s, ToolResult))
-                    read_blocks = sent
-                blocks.extend(read_blocks)
-            elif content is not None:
-                raise ShapeError(
-                    f"{where}: `message.content` must be a string or a list of blocks, not {kind_of(content)}",
-                    location=Location(parsed.name, index + 1),
-                )
-        first = records[run[0]][1]
-        role = first["type"]  # what Claude Code sends, whatever `message.role` says
-        message_blocks = tuple(blocks)
-        origin = _Origin(tuple(run), message_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
-        messages.append(Message(role, message_blocks, raw=first, line=run[0] + 1, origin=origin))
-        run.clear()
-
-    previous: tuple[str, str | None] | None = None
     order = api_order(records, chain, root)
+    messages = [_message(records, run, index, parsed.name, cleared_ids) for index, run in enumerate(_runs(records, order))]
+    source = LogSource(records, chain, root, leaf, frozenset(order), parsed.bom)
+    return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def _runs(records: list[Record], order: list[int]) -> list[tuple[int, ...]]:
+    """The lines of each message, in API order: the lines of one response, or consecutive user lines."""
+    runs: list[tuple[int, ...]] = []
+    run: list[int] = []
+    previous: tuple[str, str | None] | None = None
     for index in order:
         value = records[index][1]
         key = (value["type"], _message_id(value) if value["type"] == ASSISTANT else None)
-        if previous is not None and key != previous:
-            close_run()
+        if previous is not None and key != previous and run:
+            runs.append(tuple(run))
+            run = []
         run.append(index)
         previous = key
-    close_run()
-    source = LogSource(records, chain, root, leaf, frozenset(order), parsed.bom)
-    return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+    if run:
+        runs.append(tuple(run))
+    return runs
+
+
+def _message(records: list[Record], run: tuple[int, ...], index: int, name: str, cleared_ids: dict[str, int]) -> Message:
+    """Message `index`, made of the lines `run`: left unread when each line was kept with its sizes
+    (`viewed_lines`) and no microcompact boundary changes what the API saw of them."""
+    first = records[run[0]][1]
+    if not cleared_ids and all(type(records[i][1]) is PartialLine for i in run):
+        sizes = first.seen if len(run) == 1 else tuple(size for i in run for size in records[i][1].seen)
+        return Message.unread(first["type"], MessageView(sizes, first), None,
+                              partial(_read_run, records, run, index, name, cleared_ids), line=run[0] + 1)
+    return _read_run(records, run, index, name, cleared_ids)
+
+
+def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str, cleared_ids: dict[str, int]) -> Message:
+    blocks: list[Block] = []
+    string_records: list[int] = []
+    cleared: dict[str, ToolResult] = {}
+    where = f"message {index}"
+    first: Any = None
+    for line in run:
+        value = whole_value(line, records[line], name)
+        first = value if first is None else first
+        if not isinstance(value.get("message"), dict):
+            # Claude Code sends the `message.content` of every user and assistant line on the chain.
+            problem = f"must be an object, not {kind_of(value['message'])}" if "message" in value else "is missing"
+            raise ShapeError(f"{where}: `message` {problem}", location=Location(name, line + 1))
+        content = value["message"].get("content")
+        if isinstance(content, str):
+            blocks.append(Text(content, raw=content, line=line))
+            string_records.append(line)
+        elif isinstance(content, list):
+            try:
+                read_blocks = [codec.read_block(b, line, f"{where}: content/{i}") for i, b in enumerate(content)]
+            except ShapeError as error:
+                raise ShapeError(error.message, location=Location(name, line + 1)) from None
+            if cleared_ids:
+                sent = [_as_sent(b, line, cleared_ids) for b in read_blocks]
+                cleared.update((s.tool_call_id, s) for s, b in zip(sent, read_blocks) if s is not b and isinstance(s, ToolResult))
+                read_blocks = sent
+            blocks.extend(read_blocks)
+        elif content is not None:
+            raise ShapeError(
+                f"{where}: `message.content` must be a string or a list of blocks, not {kind_of(content)}",
+                location=Location(name, line + 1),
+            )
+    role = first["type"]  # what Claude Code sends, whatever `message.role` says
+    message_blocks = tuple(blocks)
+    origin = _Origin(run, message_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
+    return Message(role, message_blocks, raw=first, line=run[0] + 1, origin=origin)
 
 
 def is_unchanged(message: Message) -> bool:

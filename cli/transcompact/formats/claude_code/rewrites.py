@@ -12,7 +12,7 @@ from ...core.errors import ShapeError
 from ...core.jsondata import BLANK, Parsed, dumps
 from ...core.model import ASSISTANT, USER, Message, ToolResult, Transcript, result_text
 from ...dialects import anthropic as codec
-from .reader import EPOCH, LogSource, _Origin, _timestamp, read
+from .reader import EPOCH, LogSource, _Origin, _timestamp, read, whole_value
 
 
 def view_before_compaction(transcript: Transcript) -> Transcript | None:
@@ -47,7 +47,7 @@ def replace_ui_copies(transcript: Transcript) -> Transcript:
         for block in message.blocks:
             if not isinstance(block, ToolResult) or block.line is None or before.get(block.tool_call_id) in (None, block):
                 continue
-            value = records[block.line][1]
+            value = whole_value(block.line, records[block.line], transcript.name)
             if isinstance(value, dict) and "toolUseResult" in value:
                 value = {**value, "toolUseResult": result_text(block)}
                 records[block.line] = (dumps(value, indent=False), value)
@@ -115,7 +115,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
             blocks = tuple(b for b in message.blocks if b.line == index)
             if not blocks:
                 continue  # a line whose only block was dropped (thinking)
-            value = dict(records[index][1])
+            value = dict(whole_value(index, records[index], transcript.name))
             placeholders = any(type(b) is ToolResult and origin.cleared.get(b.tool_call_id) == b for b in blocks)
             if placeholders or blocks != tuple(b for b in origin.blocks if b.line == index):
                 value["message"] = {**value["message"], "content": codec.write_content(blocks, index in origin.string_records)}
