@@ -186,8 +186,11 @@ class _Tracker:
     commits: list[Commit] = field(default_factory=list)
     modified: dict[str, None] = field(default_factory=dict)  # ordered sets
     read: dict[str, None] = field(default_factory=dict)
-    runs: dict[str, Run] = field(default_factory=dict)
-    problem: Problem | None = None
+    # The last run of each check, and the last failure nothing fixed since, as (command, output,
+    # failed): their result line and error are found once, for what is left at the end (a long
+    # session runs the same tests thousands of times).
+    runs: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
+    failure: tuple[str, str] | None = None
 
     def call(self, call: ToolCall) -> None:
         arguments = call.input if isinstance(call.input, dict) else {}
@@ -228,16 +231,25 @@ class _Tracker:
         key = check_key(command)
         if key is not None:
             self.runs.pop(key, None)
-            self.runs[key] = Run(command if "\n" not in command else key, result_line(output, failed), failed)
+            self.runs[key] = (command if "\n" not in command else key, output, failed)
         if failed:
-            found = error_lines(output, True)
-            self.problem = Problem(command, found[-1] if found else result_line(output, True)) if found or output.strip() else None
-        elif self.problem is not None and (key or command) == (check_key(self.problem.command) or self.problem.command):
-            self.problem = None  # the same command succeeded since
+            self.failure = (command, output)
+        elif self.failure is not None and (key or command) == (check_key(self.failure[0]) or self.failure[0]):
+            self.failure = None  # the same command succeeded since
 
     def state(self) -> WorkState:
+        runs = tuple(Run(command, result_line(output, failed), failed) for command, output, failed in reversed(self.runs.values()))
         return WorkState(self.tasks, tuple(dict.fromkeys(self.commits)), tuple(reversed(self.modified)),
-                         tuple(reversed(self.read)), tuple(reversed(self.runs.values())), self.problem)
+                         tuple(reversed(self.read)), runs, _problem(self.failure))
+
+
+def _problem(failure: tuple[str, str] | None) -> Problem | None:
+    """The problem a failed run left: its last error line, else its result line (none when it printed nothing)."""
+    if failure is None:
+        return None
+    command, output = failure
+    found = error_lines(output, True)
+    return Problem(command, found[-1] if found else result_line(output, True)) if found or output.strip() else None
 
 
 def find_work_state(messages: Sequence[Message]) -> WorkState:
