@@ -17,6 +17,7 @@ from transcompact.counting.counter import TokenCounter
 from transcompact.dialects.views import _chars
 from transcompact.formats import BY_NAME, adapter, detect, dumps, loads, trim, written
 from transcompact.formats._document import read_quickly
+from transcompact.ops.check import check
 from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.estimate import estimate
 from transcompact.ops.postcondition import comparable, verified
@@ -118,9 +119,11 @@ def same_reading(data: bytes) -> None:
     assert same_messages(quick.messages, whole.messages)
     assert orjson.dumps((quick.request, comparable(quick.system), quick.tools)) == orjson.dumps((whole.request, comparable(whole.system), whole.tools))
     quick = loads(data, "t.json", lazily=True)  # counted unread
-    unread = any(not m.is_read for m in quick.messages)
+    unread = [m for m in quick.messages if not m.is_read]
     assert estimate(quick) == estimate(whole)
     assert TokenCounter(quick).counted(quick) == TokenCounter(whole).counted(whole)
+    assert check(quick, path="t.jsonl") == check(whole, path="t.jsonl")  # from the views, for what is unread
+    assert not any(m.is_read for m in unread)  # counting and checking read nothing
     assert bytes(dumps(quick)) == bytes(dumps(whole)) == data
     if not unread:
         return  # read whole: nothing more to compare

@@ -259,46 +259,70 @@ class Transcript:
                           self.source)
 
 
+# What `check` needs of a block besides its size (`BlockSize.flags`), one bit each.
+BLANK = 1  # a text that is empty or white space only
+ENDS_IN_SPACE = 2  # a text that ends in white space
+NOT_AN_OBJECT = 4  # a call whose input is not a JSON object
+UNSIGNED = 8  # a thinking block without a signature
+
+
 class BlockSize(NamedTuple):
-    """What a count needs of a block of an unread message: its type, its characters as the
-    counter measures them (a call: its name and its input as compact JSON; a result: its text),
-    and the call it makes (`call_id`, `name`) or answers (`call_id`). A tuple: a reader makes one
-    per block of a large log."""
+    """What a count and `check` need of a block of an unread message: its type, its characters as
+    the counter measures them (a call: its name and its input as compact JSON; a result: its
+    text), the call it makes (`call_id`, `name`) or answers (`call_id`), what the rules look at
+    (`flags`: BLANK, ENDS_IN_SPACE, NOT_AN_OBJECT, UNSIGNED) and the cache_control breakpoints it
+    holds (`marks`: itself, and a result's text blocks). A tuple: a reader makes one per block of
+    a large log."""
 
     type: type[Block]  # Text, Thinking, RedactedThinking, ToolCall or ToolResult
     chars: int
     call_id: str | None = None
     name: str | None = None
+    flags: int = 0
+    marks: int = 0
 
 
 class MessageView(NamedTuple):
     """What a reader saw of a message it left unread (`Message.unread`): the sizes of its blocks,
-    in order, and its `record` as far as a count looks at it (the usage a response recorded), or
-    None when it has nothing but its role and content. A message with a view holds no block an
-    operation or a count would look for (a compaction block, an image)."""
+    in order; its `record` as far as a count looks at it (the usage a response recorded), or
+    None when it has nothing but its role and content; and for a message read from several lines
+    of a log, the line of each block (`lines`: (line, how many blocks) in order, 0-based lines), or
+    None. A message with a view holds no block an operation or a count would look for (a
+    compaction block, an image)."""
 
     blocks: tuple[BlockSize, ...]
     record: Any = None
+    lines: tuple[tuple[int, int], ...] | None = None
+
+
+def text_flags(text: str) -> int:
+    return (BLANK if not text.strip() else 0) | (ENDS_IN_SPACE if text != text.rstrip() else 0)
+
+
+def _marked(raw: Any) -> int:
+    return 1 if isinstance(raw, dict) and "cache_control" in raw else 0
 
 
 def block_size(block: Block) -> BlockSize | None:
-    """What a count needs of a block, as a view holds it (`BlockSize`), or None for a block no view
-    holds (one that is not text, thinking, a tool call, or a result of text)."""
+    """What a count and `check` need of a block, as a view holds it (`BlockSize`), or None for a
+    block no view holds (one that is not text, thinking, a tool call, or a result of text)."""
     if isinstance(block, Text):
-        return BlockSize(Text, len(block.text))
+        return BlockSize(Text, len(block.text), flags=text_flags(block.text), marks=_marked(block.raw))
     if isinstance(block, ToolResult):
         content = block.content
         if isinstance(content, str):
-            return BlockSize(ToolResult, len(content), block.tool_call_id)
+            return BlockSize(ToolResult, len(content), block.tool_call_id, marks=_marked(block.raw))
         if any(type(b) is not Text for b in content):
             return None
-        return BlockSize(ToolResult, sum(len(b.text) for b in content if isinstance(b, Text)), block.tool_call_id)
+        return BlockSize(ToolResult, sum(len(b.text) for b in content if isinstance(b, Text)), block.tool_call_id,
+                         marks=_marked(block.raw) + sum(_marked(b.raw) for b in content))
     if isinstance(block, ToolCall):
-        return BlockSize(ToolCall, len(block.name) + len(compact_json(block.input)), block.id, block.name)
+        return BlockSize(ToolCall, len(block.name) + len(compact_json(block.input)), block.id, block.name,
+                         0 if isinstance(block.input, dict) else NOT_AN_OBJECT, _marked(block.raw))
     if isinstance(block, Thinking):
-        return BlockSize(Thinking, len(block.thinking))
+        return BlockSize(Thinking, len(block.thinking), flags=0 if block.signature else UNSIGNED, marks=_marked(block.raw))
     if isinstance(block, RedactedThinking):
-        return BlockSize(RedactedThinking, len(block.data))
+        return BlockSize(RedactedThinking, len(block.data), marks=_marked(block.raw))
     return None
 
 

@@ -15,7 +15,20 @@ import msgspec
 from msgspec import Raw, Struct
 
 from ..core.jsondata import compact_json, nested_value
-from ..core.model import BlockSize, MessageView, RedactedThinking, Text, Thinking, ToolCall, ToolResult
+from ..core.model import (
+    BLANK,
+    ENDS_IN_SPACE,
+    NOT_AN_OBJECT,
+    UNSIGNED,
+    BlockSize,
+    MessageView,
+    RedactedThinking,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    text_flags,
+)
 
 ABSENT = Raw()  # the default of a Raw field: the field is not there
 
@@ -46,7 +59,7 @@ class _ToolUse(Struct, tag="tool_use", tag_field="type", forbid_unknown_fields=T
 
 class _ToolResult(Struct, tag="tool_result", tag_field="type", forbid_unknown_fields=True):
     tool_use_id: str
-    content: Raw = ABSENT  # a string or a list of text blocks (`_result_chars`)
+    content: Raw = ABSENT  # a string or a list of text blocks (`_result_size`)
     is_error: Raw = ABSENT
     cache_control: Raw = ABSENT
 
@@ -96,30 +109,33 @@ def view(data: Any, depth: int) -> Viewed | None:
 def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
     role, content = message.role, message.content
     if isinstance(content, str):
-        return Viewed(role, MessageView((BlockSize(Text, len(content)),)),
+        return Viewed(role, MessageView((BlockSize(Text, len(content), flags=text_flags(content)),)),
                       {"role": role, "content": _stand_in(content)} if shaped else None, True)
     sizes, shapes = [], []
     try:
         for block in content:
             if isinstance(block, _Text):
                 _check(block.cache_control, block.citations, depth=depth + 3)
-                sizes.append(BlockSize(Text, _chars(block.text)))
+                chars, flags = _text_size(block.text)
+                sizes.append(BlockSize(Text, chars, flags=flags, marks=_marks(block.cache_control)))
                 shapes.append({"type": "text", "text": _stand_in(_decode_string(bytes(block.text))) if shaped else None})
                 continue
             if isinstance(block, _ToolResult):
                 _check(block.is_error, block.cache_control, depth=depth + 3)
-                sizes.append(BlockSize(ToolResult, _result_chars(block.content, depth + 3), block.tool_use_id))
+                chars, inner_marks = _result_size(block.content, depth + 3)
+                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id, marks=_marks(block.cache_control) + inner_marks))
                 shapes.append({"type": "tool_result"})
                 continue
             if isinstance(block, _ToolUse):
                 _check(block.cache_control, depth=depth + 3)
                 arguments = nested_value(bytes(block.input), depth + 3) if block.input else None
-                sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, block.name))
+                sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, block.name,
+                                       0 if isinstance(arguments, dict) else NOT_AN_OBJECT, _marks(block.cache_control)))
                 shapes.append({"type": "tool_use"})
                 continue
             if isinstance(block, _Thinking):
-                _check(block.signature, depth=depth + 3)
-                sizes.append(BlockSize(Thinking, _chars(block.thinking)))
+                signature = nested_value(bytes(block.signature), depth + 3) if block.signature else None
+                sizes.append(BlockSize(Thinking, _chars(block.thinking), flags=0 if signature else UNSIGNED))
                 shapes.append({"type": "thinking"})
                 continue
             sizes.append(BlockSize(RedactedThinking, len(block.data)))
@@ -141,27 +157,40 @@ def _chars(string: Raw) -> int:
     """The characters of a JSON string left as its bytes (ValueError when it is none, or not
     UTF-8): plain ASCII with no escape is counted from its bytes, anything else decoded (which
     costs less than counting its escapes)."""
+    return _text_size(string)[0]
+
+
+def _text_size(string: Raw) -> tuple[int, int]:
+    """(characters, `text_flags`) of a JSON string left as its bytes, as `_chars` counts them."""
     text = bytes(string)
     if text[:1] != b'"':
         raise ValueError("not a string")
     if text.isascii() and b"\\" not in text:
-        return len(text) - 2
-    return len(_decode_string(text))  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
+        # Unescaped, the only white space a JSON string can hold is the space: bytes strip as the text would.
+        inner = text[1:-1]
+        return len(inner), (BLANK if not inner.strip() else 0) | (ENDS_IN_SPACE if inner[-1:] == b" " else 0)
+    decoded = _decode_string(text)  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
+    return len(decoded), text_flags(decoded)
 
 
-def _result_chars(content: Raw, depth: int) -> int:
-    """The characters of a tool result's content (`depth`: how deep it sits): a string, or a list
-    of text blocks; ValueError when it is anything else."""
+def _marks(cache_control: Raw) -> int:
+    """1 when the block names a cache_control (whatever its value: `check` counts the key), else 0."""
+    return 1 if cache_control else 0
+
+
+def _result_size(content: Raw, depth: int) -> tuple[int, int]:
+    """(characters, cache_control breakpoints of its text blocks) of a tool result's content
+    (`depth`: how deep it sits): a string, or a list of text blocks; ValueError when it is anything else."""
     if not content:
-        return 0  # no content: an empty string
+        return 0, 0  # no content: an empty string
     if memoryview(content)[:1].tobytes() == b"[":
         try:
             texts = _TEXTS_DECODER.decode(content)
         except (msgspec.MsgspecError, RecursionError) as error:
             raise ValueError(str(error)) from None
         _check(*(t.cache_control for t in texts), *(t.citations for t in texts), depth=depth + 2)
-        return sum(_chars(t.text) for t in texts)
-    return _chars(content)
+        return sum(_chars(t.text) for t in texts), sum(_marks(t.cache_control) for t in texts)
+    return _chars(content), 0
 
 
 def _stand_in(text: str) -> str:

@@ -15,11 +15,17 @@ from typing import TypeGuard
 
 from ..core.model import (
     ASSISTANT,
+    BLANK,
+    ENDS_IN_SPACE,
+    NOT_AN_OBJECT,
+    UNSIGNED,
     USER,
     Block,
+    BlockSize,
     Document,
     Image,
     Message,
+    MessageView,
     Opaque,
     RedactedThinking,
     ServerToolCall,
@@ -91,7 +97,9 @@ def turns(messages: tuple[Message, ...]) -> list[Turn]:
 
 
 def check(transcript: Transcript, *, strict: bool = False, path: str | None = None) -> list[Violation]:
-    """Every violation of the rules of the transcript's dialect (and format), in message order."""
+    """Every violation of the rules of the transcript's dialect (and format), in message order.
+    A message left unread is checked by what its view says of it (`_stood_in`), and stays unread."""
+    transcript = _stood_in(transcript)
     found: list[Violation] = []
     if transcript.dialect == "anthropic":
         found += _anthropic(transcript)
@@ -101,6 +109,38 @@ def check(transcript: Transcript, *, strict: bool = False, path: str | None = No
     if strict:
         found = [Violation(v.rule, ERROR, v.text, v.index, v.line) for v in found]
     return found
+
+
+def _stood_in(transcript: Transcript) -> Transcript:
+    """The transcript with each unread message replaced by blocks made from its view: blocks that
+    hold what the rules look at (ids, names, roles, whether a text is blank or ends in white space,
+    a call's input an object, a thinking signed, the cache_control breakpoints, the line of each
+    block), and nothing else. Only the rules see them; the transcript itself stays unread."""
+    if all(m.view is None for m in transcript.messages):
+        return transcript
+    return transcript.with_messages(m if m.view is None else _stand_in(m, m.view) for m in transcript.messages)
+
+
+def _stand_in(message: Message, view: MessageView) -> Message:
+    lines: list[int | None] = [line for line, count in view.lines for _ in range(count)] if view.lines else [None] * len(view.blocks)
+    return Message(message.role, tuple(_block_like(size, line) for size, line in zip(view.blocks, lines)), line=message.line)
+
+
+def _block_like(size: BlockSize, line: int | None) -> Block:
+    def raw(kind: str) -> dict:
+        return {"type": kind, "cache_control": None} if size.marks else {"type": kind}
+
+    if size.type is Text:
+        text = "" if not size.chars else " " if size.flags & BLANK else "x " if size.flags & ENDS_IN_SPACE else "x"
+        return Text(text, raw=raw("text"), line=line)
+    if size.type is ToolResult:
+        inner = tuple(Text("x", raw=raw("text"), line=line) for _ in range(size.marks - 1))
+        return ToolResult(size.call_id or "", inner or "", raw=raw("tool_result"), line=line)
+    if size.type is ToolCall:
+        return ToolCall(size.call_id or "", size.name or "", None if size.flags & NOT_AN_OBJECT else {}, raw=raw("tool_use"), line=line)
+    if size.type is Thinking:
+        return Thinking("x", None if size.flags & UNSIGNED else "x", raw=raw("thinking"), line=line)
+    return RedactedThinking("x" if size.chars else "", raw=raw("redacted_thinking"), line=line)
 
 
 def errors(violations: list[Violation]) -> list[Violation]:

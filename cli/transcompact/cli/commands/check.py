@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import click
 
@@ -29,7 +29,7 @@ def check(files, patterns, reading, running, as_json, strict, quiet):
     transcompact check logs/
     """
     batch = command_batch("check", files, patterns, running=running, quiet=quiet, prints_as_it_goes=not as_json)
-    work = Checking(reading, strict, printed=not (as_json or quiet))
+    work = Checking(replace(reading, lazily=True), strict, printed=not (as_json or quiet))  # the rules read views
     reports = batch.reports(check_file, work)
     if as_json and not quiet:
         write_stdout(report_json("check", reports))

@@ -25,7 +25,7 @@ from typing import Any
 
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BOM, Lines, Parsed, PartialLine, Record, dumps, kind_of, parse_value
-from ...core.model import ASSISTANT, USER, Block, BlockSize, Message, MessageView, Text, ToolResult, Transcript, block_size
+from ...core.model import ASSISTANT, USER, Block, BlockSize, Message, MessageView, Text, ToolResult, Transcript, block_size, text_flags
 from ...dialects import anthropic as codec
 
 NAME = "claude-code"
@@ -302,7 +302,7 @@ def viewed_lines(value: Any) -> Any:
 
 def _sizes(content: Any) -> tuple[BlockSize, ...] | None:
     if type(content) is str:
-        return (BlockSize(Text, len(content)),)
+        return (BlockSize(Text, len(content), flags=text_flags(content)),)
     if type(content) is not list:
         return None
     sizes = []
@@ -362,7 +362,8 @@ def _message(records: list[Record], run: tuple[int, ...], index: int, name: str,
     first = records[run[0]][1]
     if not cleared_ids and all(type(records[i][1]) is PartialLine for i in run):
         sizes = first.seen if len(run) == 1 else tuple(size for i in run for size in records[i][1].seen)
-        return Message.unread(first["type"], MessageView(sizes, first), None,
+        lines = tuple((i, len(records[i][1].seen)) for i in run)
+        return Message.unread(first["type"], MessageView(sizes, first, lines), None,
                               partial(_read_run, records, run, index, name, cleared_ids), line=run[0] + 1)
     return _read_run(records, run, index, name, cleared_ids)
 
