@@ -157,19 +157,24 @@ def _chars(string: Raw) -> int:
     """The characters of a JSON string left as its bytes (ValueError when it is none, or not
     UTF-8): plain ASCII with no escape is counted from its bytes, anything else decoded (which
     costs less than counting its escapes)."""
-    return _text_size(string)[0]
-
-
-def _text_size(string: Raw) -> tuple[int, int]:
-    """(characters, `text_flags`) of a JSON string left as its bytes, as `_chars` counts them."""
     text = bytes(string)
     if text[:1] != b'"':
         raise ValueError("not a string")
     if text.isascii() and b"\\" not in text:
-        # Unescaped, the only white space a JSON string can hold is the space: bytes strip as the text would.
+        return len(text) - 2
+    return len(_decode_string(text))  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
+
+
+def _text_size(string: Raw) -> tuple[int, int]:
+    """(characters, `text_flags`) of a text block's JSON string left as its bytes, as `_chars` counts them."""
+    text = bytes(string)
+    if text[:1] != b'"':
+        raise ValueError("not a string")
+    if text.isascii() and b"\\" not in text:
+        # Unescaped, the only white space a JSON string can hold is the space.
         inner = text[1:-1]
-        return len(inner), (BLANK if not inner.strip() else 0) | (ENDS_IN_SPACE if inner[-1:] == b" " else 0)
-    decoded = _decode_string(text)  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
+        return len(inner), (BLANK if not inner.strip(b" ") else 0) | (ENDS_IN_SPACE if inner[-1:] == b" " else 0)
+    decoded = _decode_string(text)
     return len(decoded), text_flags(decoded)
 
 

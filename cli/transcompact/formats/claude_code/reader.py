@@ -262,39 +262,44 @@ def _as_sent(block: Block, index: int, cleared: dict[str, int]) -> Block:
 
 
 # The lines no operation reads whole, by their `type` and a field that marks them as Claude
-# Code's (other agents' logs have types of their own): of these only the plain fields that place
-# them on the chain are kept (`linking_fields`).
+# Code's (other agents' logs have types of their own): of these only the fields that place them
+# on the chain are kept (`linking_fields`).
 LINKING_ONLY: dict[str | None, str] = {"progress": "parentUuid", "file-history-snapshot": "snapshot"}
+# What the reader, the rules and the rewrites look at in a line they do not read whole (a line
+# they write anew is read whole again, `whole_value`): where it sits on the chain, whose session
+# it is, what kind of user line it is, and the usage a count may find on it.
+PLACING_FIELDS = ("type", "uuid", "parentUuid", "timestamp", "sessionId", "isSidechain")
+MESSAGE_LINE_FIELDS = (*PLACING_FIELDS, "isMeta", "isCompactSummary", "usage", "tokens")
 
 
 def linking_fields(value: Any) -> Any:
     """What is kept of a line as it is parsed (`jsondata.parse`'s `trim`): a progress line or a
-    file-history snapshot keeps only its plain fields (uuid, parentUuid, type, timestamp, …), not
-    its nested objects, which a long session would otherwise hold in memory a second time (every
-    tool's streamed output, every file's backup). A rewrite that writes such a line anew reads it
-    again from its bytes (`whole_value`)."""
+    file-history snapshot that holds a nested object keeps only the fields that place it
+    (`PLACING_FIELDS`), not what it holds, which a long session would otherwise keep in memory a
+    second time (every tool's streamed output, every file's backup). A rewrite that writes such a
+    line anew reads it again from its bytes (`whole_value`)."""
     if type(value) is dict and LINKING_ONLY.get(line_type(value)) in value:
         for item in value.values():
             if type(item) is dict or type(item) is list:
                 # Its links are kept whatever they hold: a `uuid` that is no string is refused as on any line.
-                return {k: v for k, v in value.items() if (type(v) is not dict and type(v) is not list)
-                        or k in ("uuid", "parentUuid")}
+                return {key: value[key] for key in PLACING_FIELDS if key in value}
     return value
 
 
 def viewed_lines(value: Any) -> Any:
     """The lazy trim (`Format.lazy_trim`, for work that mostly counts): `linking_fields`, and a user
     or assistant line whose content a view can count is kept as a `PartialLine` that has seen the
-    sizes of its blocks: its fields but the UI's copy of a result (`toolUseResult`), and of its
-    message the id and the usage, not the content. Its message is left unread (`read`) until its blocks
-    are asked for, when the line is read again from its bytes (`whole_value`)."""
+    sizes of its blocks: the fields that place it and say what kind of line it is
+    (`MESSAGE_LINE_FIELDS`), and of its message the id and the usage. Its message is left unread
+    (`read`) until its blocks are asked for, when the line is read again from its bytes
+    (`whole_value`), as any rewrite of the line reads it."""
     value = linking_fields(value)
     if type(value) is not dict or line_type(value) not in MESSAGE_TYPES or "sessionId" not in value:
         return value
     message = value.get("message")
     if not isinstance(message, dict) or (sizes := _sizes(message.get("content"))) is None:
         return value  # read whole: a block a view cannot count, or one the reader refuses (and says where)
-    kept = PartialLine((key, item) for key, item in value.items() if key != "toolUseResult")
+    kept = PartialLine((key, value[key]) for key in MESSAGE_LINE_FIELDS if key in value)
     kept["message"] = {key: message[key] for key in ("id", "usage") if key in message}  # what reading and counting look at
     kept.seen = sizes
     return kept
@@ -439,7 +444,7 @@ def write_lines(transcript: Transcript) -> Lines:
             anchor = last_record if last_record is not None else (source.chain[0] if source.chain else None)
             if anchor is None:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
-            inserted.setdefault(anchor, []).append(_new_record(records[anchor][1], message))
+            inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
             continue
         if is_unchanged(message):
             last_record = origin.records[-1]

@@ -90,7 +90,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     """
     source: LogSource = transcript.source
     records = source.records
-    leaf = records[source.leaf][1] if source.leaf is not None else {}
+    leaf = whole_value(source.leaf, records[source.leaf], transcript.name) if source.leaf is not None else {}
     latest = max((t for _, v in records if isinstance(v, dict) and (t := _timestamp(v.get("timestamp"))) is not None),
                  default=0)
     after = latest // 1000  # new lines are stamped 1, 2, 3 … ms after the newest line (capped in year 9999)
