@@ -225,7 +225,16 @@ class Message:
     @property
     def is_tool_result_message(self) -> bool:
         """A message that carries tool results (an Anthropic user turn, an OpenAI `tool` message)."""
+        if (view := self.view) is not None:
+            return any(size.type is ToolResult for size in view.blocks)
         return any(isinstance(b, ToolResult) for b in self.blocks)
+
+    @property
+    def result_count(self) -> int:
+        """How many tool results it carries (from its view, when it is unread)."""
+        if (view := self.view) is not None:
+            return sum(size.type is ToolResult for size in view.blocks)
+        return sum(isinstance(b, ToolResult) for b in self.blocks)
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         return Message(self.role, tuple(blocks), self.raw, self.line, self.origin)
@@ -264,13 +273,14 @@ BLANK = 1  # a text that is empty or white space only
 ENDS_IN_SPACE = 2  # a text that ends in white space
 NOT_AN_OBJECT = 4  # a call whose input is not a JSON object
 UNSIGNED = 8  # a thinking block without a signature
+LISTED = 16  # a tool result whose content is a list of text blocks (joined by newlines where it is read as text)
 
 
 class BlockSize(NamedTuple):
     """What a count and `check` need of a block of an unread message: its type, its characters as
     the counter measures them (a call: its name and its input as compact JSON; a result: its
     text), the call it makes (`call_id`, `name`) or answers (`call_id`), what the rules look at
-    (`flags`: BLANK, ENDS_IN_SPACE, NOT_AN_OBJECT, UNSIGNED) and the cache_control breakpoints it
+    (`flags`: BLANK, ENDS_IN_SPACE, NOT_AN_OBJECT, UNSIGNED, LISTED) and the cache_control breakpoints it
     holds (`marks`: itself, and a result's text blocks). A tuple: a reader makes one per block of
     a large log."""
 
@@ -316,7 +326,7 @@ def block_size(block: Block) -> BlockSize | None:
         if any(type(b) is not Text for b in content):
             return None
         return BlockSize(ToolResult, sum(len(b.text) for b in content if isinstance(b, Text)), block.tool_call_id,
-                         marks=_marked(block.raw) + sum(_marked(b.raw) for b in content))
+                         flags=LISTED, marks=_marked(block.raw) + sum(_marked(b.raw) for b in content))
     if isinstance(block, ToolCall):
         return BlockSize(ToolCall, len(block.name) + len(compact_json(block.input)), block.id, block.name,
                          0 if isinstance(block.input, dict) else NOT_AN_OBJECT, _marked(block.raw))

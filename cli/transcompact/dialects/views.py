@@ -18,6 +18,7 @@ from ..core.jsondata import compact_json, nested_value
 from ..core.model import (
     BLANK,
     ENDS_IN_SPACE,
+    LISTED,
     NOT_AN_OBJECT,
     UNSIGNED,
     BlockSize,
@@ -122,8 +123,9 @@ def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
                 continue
             if isinstance(block, _ToolResult):
                 _check(block.is_error, block.cache_control, depth=depth + 3)
-                chars, inner_marks = _result_size(block.content, depth + 3)
-                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id, marks=_marks(block.cache_control) + inner_marks))
+                chars, inner_marks, listed = _result_size(block.content, depth + 3)
+                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id, flags=LISTED if listed else 0,
+                                       marks=_marks(block.cache_control) + inner_marks))
                 shapes.append({"type": "tool_result"})
                 continue
             if isinstance(block, _ToolUse):
@@ -183,19 +185,20 @@ def _marks(cache_control: Raw) -> int:
     return 1 if cache_control else 0
 
 
-def _result_size(content: Raw, depth: int) -> tuple[int, int]:
-    """(characters, cache_control breakpoints of its text blocks) of a tool result's content
-    (`depth`: how deep it sits): a string, or a list of text blocks; ValueError when it is anything else."""
+def _result_size(content: Raw, depth: int) -> tuple[int, int, bool]:
+    """(characters, cache_control breakpoints of its text blocks, whether it is a list) of a tool
+    result's content (`depth`: how deep it sits): a string, or a list of text blocks; ValueError
+    when it is anything else."""
     if not content:
-        return 0, 0  # no content: an empty string
+        return 0, 0, False  # no content: an empty string
     if memoryview(content)[:1].tobytes() == b"[":
         try:
             texts = _TEXTS_DECODER.decode(content)
         except (msgspec.MsgspecError, RecursionError) as error:
             raise ValueError(str(error)) from None
         _check(*(t.cache_control for t in texts), *(t.citations for t in texts), depth=depth + 2)
-        return sum(_chars(t.text) for t in texts), sum(_marks(t.cache_control) for t in texts)
-    return _chars(content), 0
+        return sum(_chars(t.text) for t in texts), sum(_marks(t.cache_control) for t in texts), True
+    return _chars(content), 0, False
 
 
 def _stand_in(text: str) -> str:

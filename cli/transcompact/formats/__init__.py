@@ -163,6 +163,12 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
     memory; naming the dialect keeps a JSON Lines file that no longer shows its dialect (a plain
     conversation) from being judged by the other dialect's rules.
     """
+    # A request body whose messages went out unread is read back as quickly, those left unread again.
+    if isinstance(data, bytes) and messages_path is None and written.format in ("anthropic", "openai") \
+            and any(not m.is_read for m in written.messages):
+        quickly = read_quickly(data, written.name, written.dialect)
+        if quickly is not None:
+            return quickly
     # A log's lines that the rewrite kept are not parsed and held a second time.
     if isinstance(data, Lines):
         parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False))

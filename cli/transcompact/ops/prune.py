@@ -20,7 +20,20 @@ import re
 from dataclasses import dataclass, replace
 
 from ..core import settings
-from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript, tool_names
+from ..core.model import (
+    ASSISTANT,
+    LISTED,
+    USER,
+    Message,
+    MessageView,
+    RedactedThinking,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    tool_names,
+)
 from ..counting.counter import TokenCounter
 from .truncate import is_truncated, kind_of, truncate
 
@@ -111,11 +124,15 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     names = tool_names(transcript.messages)
     messages = list(transcript.messages)
     counts = dict(soft_trimmed=0, cleared=0, protected=0, excluded=0, untouched_media=0)
-    later_uses = sum(len(transcript.messages[i].tool_results) for indices in groups for i in indices)
+    later_uses = sum(transcript.messages[i].result_count for indices in groups for i in indices)
 
     for position, indices in enumerate(groups):
         age = len(groups) - 1 - position  # how many tool-result messages came after this one
         for index in indices:
+            view = messages[index].view
+            if view is not None and _stays(view, age, later_uses, options, names, counts):
+                later_uses -= messages[index].result_count  # left unread: its view says pruning keeps it
+                continue
             blocks = list(messages[index].blocks)
             for b, block in enumerate(blocks):
                 if not isinstance(block, ToolResult):
@@ -146,17 +163,47 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     return pruned, report
 
 
+def _stays(view: MessageView, age: int, later_uses: int, options: PruneOptions, names: dict, counts: dict) -> bool:
+    """Whether every result of an unread message stays as it is, told from its view alone (then
+    counted as `_pruned_result` counts them); False when one may change, and its text decides."""
+    verdicts = []
+    for size in view.blocks:
+        if size.type is not ToolResult:
+            continue
+        later_uses -= 1
+        verdict = _protection(size.call_id, age, later_uses, options, names)
+        if verdict is None:
+            if options.by_kind or size.flags & LISTED:
+                return False  # the cut depends on the text; a list's text is longer than its blocks'
+            hard = options.keep_tool_uses is not None or age >= options.hard_clear_after
+            limit = len(_ARCHIVED_PLACEHOLDER.format(id=size.call_id) if options.archive else PLACEHOLDER) if hard \
+                else options.soft_trim_chars
+            if size.chars > limit:
+                return False
+        verdicts.append(verdict)
+    for verdict in verdicts:
+        if verdict is not None:
+            counts[verdict] += 1
+    return True
+
+
+def _protection(call_id: str | None, age: int, later_uses: int, options: PruneOptions, names: dict) -> str | None:
+    """"protected" or "excluded" when the result of `call_id` is kept whatever it holds, else None."""
+    keep_uses = options.keep_tool_uses
+    if (later_uses < keep_uses) if keep_uses is not None else (age < options.keep_last):
+        return "protected"
+    if names.get(call_id) in options.exclude_tools:
+        return "excluded"
+    return None
+
+
 def _pruned_result(block: ToolResult, age: int, later_uses: int, options: PruneOptions, names: dict,
                    counts: dict) -> ToolResult | None:
     """The new result, or None when this one stays as it is. `age` counts the tool-result messages
     after it, `later_uses` the tool results after it (what `keep_tool_uses` counts)."""
-    keep_uses = options.keep_tool_uses
-    by_uses = keep_uses is not None
-    if (later_uses < keep_uses) if keep_uses is not None else (age < options.keep_last):
-        counts["protected"] += 1
-        return None
-    if names.get(block.tool_call_id) in options.exclude_tools:
-        counts["excluded"] += 1
+    by_uses = options.keep_tool_uses is not None
+    if (kept := _protection(block.tool_call_id, age, later_uses, options, names)) is not None:
+        counts[kept] += 1
         return None
     text = _text(block)
     if text is None:

@@ -411,6 +411,16 @@ def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str
     return Message(role, message_blocks, raw=first, line=run[0] + 1, origin=origin)
 
 
+def _lines_of(message: Message) -> tuple[int, ...] | None:
+    """The lines a message of this log was read from (its view says, when it is unread), or None
+    for a message an operation made."""
+    view = message.view
+    if view is not None and view.lines is not None:
+        return tuple(line for line, _ in view.lines)
+    origin = message.origin
+    return origin.records if isinstance(origin, _Origin) else None
+
+
 def is_unchanged(message: Message) -> bool:
     origin = message.origin
     return isinstance(origin, _Origin) and message.blocks == origin.blocks
@@ -423,32 +433,33 @@ def write(transcript: Transcript) -> bytes:
 def write_lines(transcript: Transcript) -> Lines:
     source: LogSource = transcript.source
     records = source.records
-    origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
-    claimed = {i for origin in origins for i in origin.records}
+    runs = [_lines_of(m) for m in transcript.messages]
+    claimed = {i for run in runs if run is not None for i in run}
     if (
-        len(origins) == len(transcript.messages)
+        None not in runs
         and claimed == source.message_records
-        and all(is_unchanged(m) for m in transcript.messages)
+        and all(not m.is_read or is_unchanged(m) for m in transcript.messages)
     ):
         return Lines(list(records))  # the first line holds the mark, if any
 
+    origins = [m.origin for m in transcript.messages if m.is_read and isinstance(m.origin, _Origin)]
     string_records = {i for origin in origins for i in origin.string_records}
     cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
     contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
     dropped = set(source.message_records - claimed)
     last_record: int | None = None
-    for message in transcript.messages:
-        origin = message.origin
-        if not isinstance(origin, _Origin):
+    for message, run in zip(transcript.messages, runs):
+        if run is None:
             anchor = last_record if last_record is not None else (source.chain[0] if source.chain else None)
             if anchor is None:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
             inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
             continue
-        if is_unchanged(message):
-            last_record = origin.records[-1]
+        if not message.is_read or is_unchanged(message):  # a message still unread is as it was read
+            last_record = run[-1]
             continue
+        origin = message.origin
         # Each block goes back to the line it came from; a new block joins the line before it.
         per_record: dict[int, list[Block]] = {i: [] for i in origin.records}
         current = origin.records[0]

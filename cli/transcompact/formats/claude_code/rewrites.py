@@ -40,6 +40,8 @@ def replace_ui_copies(transcript: Transcript) -> Transcript:
     source: LogSource = transcript.source
     records = list(source.records)
     for message in transcript.messages:
+        if not message.is_read:
+            continue  # unchanged: its copy is the UI's as it was
         origin = message.origin
         if not isinstance(origin, _Origin):
             continue
