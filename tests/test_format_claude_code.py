@@ -217,7 +217,7 @@ def test_a_progress_line_is_held_by_its_linking_fields_and_written_whole_when_re
     re-linked because its parent went is read again from its bytes, nothing of it lost."""
     transcript = loads(LOG, "s.jsonl")
     values = [value for _, value in transcript.source.records]
-    placing = ("type", "uuid", "parentUuid", "timestamp", "sessionId", "isSidechain")
+    placing = ("type", "uuid", "parentUuid", "timestamp", "sessionId")
     assert values[7] == {k: v for k, v in log_lines()[7].items() if k in placing}
     assert values[0] == {"type": "file-history-snapshot"}
     results = transcript.messages[2]

@@ -98,8 +98,8 @@ def turns(messages: tuple[Message, ...]) -> list[Turn]:
 
 def check(transcript: Transcript, *, strict: bool = False, path: str | None = None) -> list[Violation]:
     """Every violation of the rules of the transcript's dialect (and format), in message order.
-    A message left unread is checked by what its view says of it (`_stood_in`), and stays unread."""
-    transcript = _stood_in(transcript)
+    A message left unread is checked by what its view says of it (`stood_in`), and stays unread."""
+    transcript = stood_in(transcript)
     found: list[Violation] = []
     if transcript.dialect == "anthropic":
         found += _anthropic(transcript)
@@ -111,11 +111,12 @@ def check(transcript: Transcript, *, strict: bool = False, path: str | None = No
     return found
 
 
-def _stood_in(transcript: Transcript) -> Transcript:
+def stood_in(transcript: Transcript) -> Transcript:
     """The transcript with each unread message replaced by blocks made from its view: blocks that
     hold what the rules look at (ids, names, roles, whether a text is blank or ends in white space,
     a call's input an object, a thinking signed, the cache_control breakpoints, the line of each
-    block), and nothing else. Only the rules see them; the transcript itself stays unread."""
+    block), and nothing else. Only the rules (and repair, to find what to fix) see them; the
+    transcript itself stays unread."""
     if all(m.view is None for m in transcript.messages):
         return transcript
     return transcript.with_messages(m if m.view is None else _stand_in(m, m.view) for m in transcript.messages)
@@ -126,9 +127,14 @@ def _stand_in(message: Message, view: MessageView) -> Message:
     return Message(message.role, tuple(_block_like(size, line) for size, line in zip(view.blocks, lines)), line=message.line)
 
 
+# The raw dicts of the blocks `stood_in` makes, shared by all of them (the rules only read them).
+_RAW = {(kind, marked): {"type": kind, "cache_control": None} if marked else {"type": kind}
+        for kind in ("text", "tool_result", "tool_use", "thinking", "redacted_thinking") for marked in (False, True)}
+
+
 def _block_like(size: BlockSize, line: int | None) -> Block:
     def raw(kind: str) -> dict:
-        return {"type": kind, "cache_control": None} if size.marks else {"type": kind}
+        return _RAW[kind, size.marks > 0]
 
     if size.type is Text:
         text = "" if not size.chars else " " if size.flags & BLANK else "x " if size.flags & ENDS_IN_SPACE else "x"

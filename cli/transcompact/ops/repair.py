@@ -15,7 +15,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from ..core.errors import Location, ShapeError
-from ..core.model import ASSISTANT, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
+from ..core.model import ASSISTANT, BLANK, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
 from ..dialects.openai import LEGACY_CALL_ID
 from ..formats import adapter
 from .check import (
@@ -31,6 +31,7 @@ from .check import (
     openai_unanswered,
     orphan_results,
     results_twice,
+    stood_in,
     turns,
     unanswered_calls,
 )
@@ -129,6 +130,9 @@ def _remove_empty_text(t: Transcript, fixes: list[Fix]) -> Transcript:
         return t  # an OpenAI message whose only content is "" is valid
     out = []
     for i, m in enumerate(t.messages):
+        if m.view is not None and not any(size.type is Text and size.flags & BLANK for size in m.view.blocks):
+            out.append(m)  # unread, and its view says no text of it is blank
+            continue
         blank = [b for b in m.blocks if empty_text(b)]
         if blank:
             blocks = tuple(b for b in m.blocks if not empty_text(b))
@@ -150,7 +154,7 @@ def _remove_empty_messages(t: Transcript, fixes: list[Fix]) -> Transcript:
     rule = "A5" if t.dialect == "anthropic" else "O3"
     # Only a final assistant message may be empty; OpenAI allows empty content beside an assistant's.
     empty = {
-        i: (rule, "an empty message") for i, m in enumerate(t.messages)
+        i: (rule, "an empty message") for i, m in enumerate(stood_in(t).messages)  # an unread one as its view says
         if not m.blocks and not (i == last and m.role == ASSISTANT) and (t.dialect == "anthropic" or m.role == ASSISTANT)
     }
     return _remove_messages(t, empty, fixes)
@@ -325,7 +329,7 @@ def _answer_calls(t: Transcript, fixes: list[Fix]) -> Transcript:
     messages = t.messages
     turn_end = {i: turn.indices[-1] for turn in turns(messages) for i in turn.indices}
     results: dict[int, list[ToolResult]] = {}  # the results to add after the turn that ends at a message
-    for i, call in unanswered_calls(messages):
+    for i, call in unanswered_calls(stood_in(t).messages):  # the calls' ids, an unread message's from its view
         if turn_end[i] == len(messages) - 1 and _waits_on_server_tool(messages[-1]):
             continue  # a message after it would split the server call from its result (A3)
         results.setdefault(turn_end[i], []).append(ToolResult(call.id, MISSING_RESULT, True))

@@ -15,6 +15,7 @@ back as they were in the file.
 
 from __future__ import annotations
 
+import sys
 import uuid as uuidlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -268,8 +269,8 @@ LINKING_ONLY: dict[str | None, str] = {"progress": "parentUuid", "file-history-s
 # What the reader, the rules and the rewrites look at in a line they do not read whole (a line
 # they write anew is read whole again, `whole_value`): where it sits on the chain, whose session
 # it is, what kind of user line it is, and the usage a count may find on it.
-PLACING_FIELDS = ("type", "uuid", "parentUuid", "timestamp", "sessionId", "isSidechain")
-MESSAGE_LINE_FIELDS = (*PLACING_FIELDS, "isMeta", "isCompactSummary", "usage", "tokens")
+PLACING_FIELDS = ("type", "uuid", "parentUuid", "timestamp", "sessionId")
+MESSAGE_LINE_FIELDS = (*PLACING_FIELDS, "isSidechain", "isMeta", "isCompactSummary", "usage", "tokens")
 
 
 def linking_fields(value: Any) -> Any:
@@ -277,8 +278,14 @@ def linking_fields(value: Any) -> Any:
     file-history snapshot that holds a nested object keeps only the fields that place it
     (`PLACING_FIELDS`), not what it holds, which a long session would otherwise keep in memory a
     second time (every tool's streamed output, every file's backup). A rewrite that writes such a
-    line anew reads it again from its bytes (`whole_value`)."""
-    if type(value) is dict and LINKING_ONLY.get(line_type(value)) in value:
+    line anew reads it again from its bytes (`whole_value`). A line's uuid and parent are
+    interned: a parent is the uuid of another line, held once."""
+    if type(value) is not dict:
+        return value
+    for key in ("uuid", "parentUuid"):  # a line's parent is the line before it, mostly: one copy of each uuid
+        if type(uid := value.get(key)) is str:
+            value[key] = sys.intern(uid)
+    if LINKING_ONLY.get(line_type(value)) in value:
         for item in value.values():
             if type(item) is dict or type(item) is list:
                 # Its links are kept whatever they hold: a `uuid` that is no string is refused as on any line.
