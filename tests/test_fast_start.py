@@ -117,6 +117,14 @@ def test_a_format_is_imported_when_it_is_first_asked_for():
     assert done.stdout.strip() == "[]"  # its format is named, not yet asked for
 
 
+def test_a_log_read_lazily_imports_no_decoder_of_request_bodies():
+    """The typed decoder (msgspec) reads request bodies; a log, read lazily, needs none of it."""
+    done, modules = run_with_importtime("estimate", str(FIXTURES / "claude-code" / "broken-session.jsonl"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "transcompact.formats.claude_code" in modules
+    assert not any(m.split(".")[0] == "msgspec" for m in modules)
+
+
 def test_the_registry_imports_no_format_rules_or_rewrites():
     """A format's rules and rewrites are imported when an operation first calls one of its hooks."""
     done = subprocess.run([sys.executable, "-c", "import sys, transcompact.formats; "

@@ -197,13 +197,13 @@ def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | No
     None when the input is anything else, or anything is wrong with it: the whole reading then
     decides, and says where. `dialect`: as named (--format), else detected.
     """
+    text = data[len(BOM):] if data.startswith(BOM) else data
+    if not _AN_OBJECT.match(text) or first_line_is_a_value(text):
+        return None  # not one object: a log, JSON Lines, a list (the decoder is not even imported)
     import msgspec
 
     from ..dialects import views
 
-    text = data[len(BOM):] if data.startswith(BOM) else data
-    if not _AN_OBJECT.match(text) or first_line_is_a_value(text):
-        return None
     try:
         top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
         array = top.get("messages")
