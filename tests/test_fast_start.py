@@ -121,7 +121,7 @@ def test_a_log_read_lazily_imports_no_decoder_of_request_bodies():
     """The typed decoder (msgspec) reads request bodies; a log, read lazily, needs none of it."""
     done, modules = run_with_importtime("estimate", str(FIXTURES / "claude-code" / "broken-session.jsonl"))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "transcompact.formats.claude_code" in modules
+    assert "transcompact.formats.claude_code.reader" in modules
     assert not any(m.split(".")[0] == "msgspec" for m in modules)
 
 
