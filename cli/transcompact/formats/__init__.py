@@ -37,6 +37,9 @@ MODULES = {"claude-code": ".claude_code", "codex": ".codex", "gemini": ".gemini"
 NAMES = tuple(MODULES)
 if NAMES != FORMAT_NAMES:
     raise ImportError(f"the formats are {NAMES}, core/format_names.py says {FORMAT_NAMES}: make them agree")
+# The formats with a trim (`Format.trim`, `lazy_trim`), which `parse` runs before the format is
+# known: only these are imported to read a file of JSON Lines, the others when detection asks.
+TRIMMED = ("claude-code",)
 
 
 class _Registry(Mapping[str, Format]):
@@ -51,7 +54,11 @@ class _Registry(Mapping[str, Format]):
         if found is None:
             if name not in MODULES:
                 raise KeyError(name)
-            found = self._imported[name] = importlib.import_module(MODULES[name], __name__).FORMAT
+            found = importlib.import_module(MODULES[name], __name__).FORMAT
+            if (found.trim is not None or found.lazy_trim is not None) != (name in TRIMMED):
+                raise ImportError(f"the {name} format {'has' if name not in TRIMMED else 'lacks'} a trim: "
+                                  "make formats.TRIMMED say so")
+            self._imported[name] = found
         return found
 
     def __iter__(self) -> Iterator[str]:
@@ -73,7 +80,8 @@ def all_formats() -> Iterator[Format]:
 def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
     """The formats' trims, one after the other (`parse` runs it before the format is known);
     `lazily`: their lazy trims where they have one."""
-    trims = [one for f in all_formats() if (one := f.lazy_trim if lazily and f.lazy_trim is not None else f.trim) is not None]
+    adapters = [BY_NAME[name] for name in TRIMMED]
+    trims = [one for f in adapters if (one := f.lazy_trim if lazily and f.lazy_trim is not None else f.trim) is not None]
     if len(trims) <= 1:
         return trims[0] if trims else None
 
