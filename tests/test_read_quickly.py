@@ -19,6 +19,7 @@ from transcompact.formats import BY_NAME, adapter, detect, dumps, loads, trim, w
 from transcompact.formats._document import read_quickly
 from transcompact.ops.check import check
 from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.cut import find_cut_point
 from transcompact.ops.estimate import estimate
 from transcompact.ops.postcondition import comparable, verified
 from transcompact.ops.prune import PruneOptions, prune
@@ -124,6 +125,7 @@ def same_reading(data: bytes) -> None:
     assert TokenCounter(quick).counted(quick) == TokenCounter(whole).counted(whole)
     assert check(quick, path="t.jsonl") == check(whole, path="t.jsonl")  # from the views, for what is unread
     assert not any(m.is_read for m in unread)  # counting and checking read nothing
+    assert find_cut_point(quick, 50) == find_cut_point(whole, 50)  # (it reads the messages around the cut)
     assert bytes(dumps(quick)) == bytes(dumps(whole)) == data
     if not unread:
         return  # read whole: nothing more to compare

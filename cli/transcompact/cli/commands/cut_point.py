@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import click
@@ -38,7 +38,9 @@ def cut_point(files, patterns, reading, running, keep_recent_tokens, keep_recent
     from ..render import report_json
 
     batch = command_batch("cut-point", files, patterns, running=running, prints_as_it_goes=not as_json)
-    work = Cutting(reading, keep_recent_tokens, keep_recent_messages, counting, printed=not as_json, named=batch.several)
+    # The chars estimate counts a message from its view, and the cut reads only the messages around it.
+    lazily = replace(reading, lazily=counting.tokenizer == "chars")
+    work = Cutting(lazily, keep_recent_tokens, keep_recent_messages, counting, printed=not as_json, named=batch.several)
     reports = batch.reports(cut_point_file, work)
     if as_json:
         write_stdout(report_json("cut-point", reports))
