@@ -133,10 +133,10 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
           lazily: bool = False) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
-    `lazily`: for work that mostly counts (estimate), each message of a request body or a Claude
-    Code log whose view can count it is left unread (`Message.unread`), its blocks read when first
-    asked for; work that reads every block reads it at once, which is cheaper than reading each
-    message twice.
+    `lazily`: for work that mostly counts or checks (estimate, cut-point, check, repair), each
+    message of a request body or a Claude Code log whose view can count and check it is left
+    unread (`Message.unread`), its blocks read when first asked for; work that changes most of
+    what it reads (prune, compact) reads at once, which is cheaper than reading a message twice.
     """
     if lazily and messages_path is None and format in (None, "anthropic", "openai"):
         quickly = read_quickly(data, name, format)
