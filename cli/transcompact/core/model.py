@@ -114,10 +114,11 @@ class Message:
     line of that record in a JSON Lines file. `origin` is private to the adapter that read it.
 
     A reader may leave a message unread (`Message.unread`): its `view` holds what the reader
-    saw of it on the way (what a count needs; None once it is read, and for a message read at
-    once), `data` its JSON as it was in the input, and its blocks, `raw` and `origin` are read
-    from those bytes when first asked for. It is the same
-    value as the message read at once; a rewrite that keeps it writes `data` back as it was.
+    saw of it on the way (what a count and `check` need; None once it is read, and for a message
+    read at once), `data` a request body's message's JSON as it was in the input (None for a log's,
+    read again from its lines), and its blocks, `raw` and `origin` are read when first asked for.
+    It is the same value as the message read at once; a rewrite that keeps it writes it back as it
+    was read.
     A frozen value like the blocks (equal by role and blocks), written out by hand for that.
     """
 

@@ -51,7 +51,7 @@ class Reading:
     messages_path: str | None = None
     encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
     writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
-    lazily: bool = False  # the command mostly counts: messages it can count unread stay so (formats.loads)
+    lazily: bool = False  # the command counts or checks: messages a view can count and check stay unread (formats.loads)
 
     def load(self, data: bytes, name: str) -> Transcript:
         from ..formats import ensure_writable, loads
