@@ -110,7 +110,8 @@ class Message:
     """One message as the provider's API sees it.
 
     `raw` is the JSON record the message was read from (the message object; for a Claude Code
-    log, its first line), read-only, for fields the model does not name. `line` is the 1-based
+    log, its first line, and of a log read lazily the fields of it the lazy trim kept), read-only,
+    for fields the model does not name. `line` is the 1-based
     line of that record in a JSON Lines file. `origin` is private to the adapter that read it.
 
     A reader may leave a message unread (`Message.unread`): its `view` holds what the reader
@@ -181,6 +182,11 @@ class Message:
     def is_read(self) -> bool:
         """Whether its blocks are in memory (an unread message's are still only its bytes)."""
         return self._read is None
+
+    def read_apart(self) -> Message:
+        """The message read, without keeping the reading: an unread one stays unread (and small),
+        for a rewrite that reads each message once to make another of it."""
+        return self if self._read is None else self._read()
 
     def _read_now(self) -> None:
         read = self._read

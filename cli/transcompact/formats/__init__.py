@@ -19,7 +19,7 @@ import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
 from ..core.format_names import FORMAT_NAMES
@@ -130,19 +130,21 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
 
 
 def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None,
-          lazily: bool = False) -> Transcript:
+          lazily: bool | Literal["logs"] = False) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
     `lazily`: for work that mostly counts or checks (estimate, cut-point, check, repair), each
     message of a request body or a Claude Code log whose view can count and check it is left
-    unread (`Message.unread`), its blocks read when first asked for; work that changes most of
-    what it reads (prune, compact) reads at once, which is cheaper than reading a message twice.
+    unread (`Message.unread`), its blocks read when first asked for. `"logs"`: only a log's, for
+    work that changes most of what it reads (prune, compact): a request body is read at once,
+    which costs less than reading a changed message twice, and a log's unchanged lines are not
+    held parsed (its changed ones are read apart, `Message.read_apart`).
     """
-    if lazily and messages_path is None and format in (None, "anthropic", "openai"):
+    if lazily is True and messages_path is None and format in (None, "anthropic", "openai"):
         quickly = read_quickly(data, name, format)
         if quickly is not None:
             return quickly
-    parsed = parse(data, name, trim=trim(lazily))
+    parsed = parse(data, name, trim=trim(bool(lazily)))
     named = format
     if format is None:
         format = detect(parsed, messages_path)
@@ -179,7 +181,9 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
             return quickly
     # A log's lines that the rewrite kept are not parsed and held a second time.
     if isinstance(data, Lines):
-        parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False))
+        # Lines made anew from lines read in part are read back in part too.
+        in_part = any(type(value) is PartialLine for _, value in data.records)
+        parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False), trim=trim(True) if in_part else None)
     else:
         parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=trim())
     fmt = adapter(written)
@@ -201,7 +205,7 @@ def written(transcript: Transcript) -> bytes | Lines:
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None,
-         lazily: bool = False) -> Transcript:
+         lazily: bool | Literal["logs"] = False) -> Transcript:
     """Read a transcript from a file (`-`: standard input); `lazily` as `loads` says."""
     from ..io.inputs import read_input
 

@@ -77,7 +77,7 @@ OPENAI_PART_TYPES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per turn of a large log
 class Turn:
     """Consecutive messages of one role, as the Anthropic API merges them."""
 

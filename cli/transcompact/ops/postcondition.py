@@ -63,7 +63,8 @@ def _same_turns(one, other) -> bool:
 def _same_message(one, other) -> bool:
     if one.view is not None and other.view is not None:
         return one.role == other.role and one.view.blocks == other.view.blocks
-    return _same_turn((one.role, one.blocks), (other.role, other.blocks))
+    # Read apart: a message read back to be compared is not held read (a large log's output).
+    return _same_turn((one.role, one.read_apart().blocks), (other.role, other.read_apart().blocks))
 
 
 def _same_turn(one: tuple[str | None, list], other: tuple[str | None, list]) -> bool:

@@ -112,7 +112,10 @@ def _text(result: ToolResult) -> str | None:
 def _with_text(result: ToolResult, text: str) -> ToolResult:
     """The result with new text, in the shape it had (a string, or a list of one text block)."""
     content = text if isinstance(result.content, str) else (Text(text),)
-    return ToolResult(result.tool_call_id, content, result.is_error, raw=result.raw, line=result.line)
+    raw = result.raw
+    if isinstance(raw, dict) and "content" in raw:
+        raw = {**raw, "content": ""}  # the old text is written over (`write_block`): not held for it
+    return ToolResult(result.tool_call_id, content, result.is_error, raw=raw, line=result.line)
 
 
 def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
@@ -133,7 +136,8 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
             if view is not None and _stays(view, age, later_uses, options, names, counts):
                 later_uses -= messages[index].result_count  # left unread: its view says pruning keeps it
                 continue
-            blocks = list(messages[index].blocks)
+            message = messages[index].read_apart()  # an unread one stays unread: the input is not held read
+            blocks = list(message.blocks)
             for b, block in enumerate(blocks):
                 if not isinstance(block, ToolResult):
                     continue
@@ -142,8 +146,8 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
                 if new is None:
                     continue
                 blocks[b] = new
-            if blocks != list(messages[index].blocks):
-                messages[index] = messages[index].with_blocks(tuple(blocks))
+            if blocks != list(message.blocks):
+                messages[index] = message.with_blocks(tuple(blocks))
 
     inputs_cleared = 0
     if options.clear_tool_inputs:

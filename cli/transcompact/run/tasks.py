@@ -14,7 +14,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from ..core import settings
 from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of
@@ -51,7 +51,9 @@ class Reading:
     messages_path: str | None = None
     encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
     writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
-    lazily: bool = False  # the command counts or checks: messages a view can count and check stay unread (formats.loads)
+    # The command counts or checks (True: messages a view can count and check stay unread), or
+    # rewrites ("logs": a log's lines it leaves as they are are not held parsed); formats.loads.
+    lazily: bool | Literal["logs"] = False
 
     def load(self, data: bytes, name: str) -> Transcript:
         from ..formats import ensure_writable, loads

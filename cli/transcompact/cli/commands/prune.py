@@ -70,7 +70,7 @@ def prune(files, patterns, reading, outputs, to, running, pruning, counting, exp
     batch = command_batch("prune", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="pruned",
                           ours=[archive] if archive else [], **outputs.shown())
     start_archive(archive, command="prune", to=to, dry_run=batch.dry_run)
-    work = Pruning(replace(reading, writes_back=to is None), options, prune_ui_copy, None if batch.dry_run else archive, quiet,
+    work = Pruning(replace(reading, writes_back=to is None, lazily="logs"), options, prune_ui_copy, None if batch.dry_run else archive, quiet,
                    outputs.diff, to, counting)
     sys.exit(batch.run(prune_file, work, **outputs.targets(), output_suffix=conversion_suffix(to)))
 
@@ -99,6 +99,7 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     transcript = how.reading.load(data, name)
     counter = TokenCounter(transcript, how.counting if how.counting is not None else Options())
     pruned, report = run_prune(transcript, how.options, counter)
+    del counter  # its tallies: a large log's output is made and read back without them
     output: bytes | Lines
     if how.prune_ui_copy:
         pruned = adapter(pruned).replace_ui_copies(pruned)

@@ -18,7 +18,7 @@ class ClaudeCodeFormat(Format):
     """The adapter: the log's rules and rewrites are imported when an operation first asks for them."""
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
-    detect, read = staticmethod(reader.detect), staticmethod(reader.read)
+    detect, read, reload = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.reload)
     write, write_lines = staticmethod(reader.write), staticmethod(reader.write_lines)
     trim, lazy_trim = staticmethod(reader.linking_fields), staticmethod(reader.viewed_lines)
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import sys
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -49,8 +48,14 @@ class LogSource:
     chain: tuple[int, ...]  # record indices from the root (or boundary) to the leaf, every entry type
     root: int | None  # the compact_boundary record the chain starts at, if any
     leaf: int | None
-    message_records: frozenset[int]  # the records read into messages
+    order: tuple[int, ...]  # the records read into messages, in the order the API sees them
     bom: bool = False  # the file began with a byte-order mark: a rewritten first line keeps it
+
+    @property
+    def message_records(self) -> frozenset[int]:
+        """The records read into messages, as a set: made when asked for (a rewrite asks once), not
+        held beside the order for every log read."""
+        return frozenset(self.order)
 
 
 NOTHING_CLEARED: Mapping[str, ToolResult] = MappingProxyType({})
@@ -60,9 +65,20 @@ NOTHING_CLEARED: Mapping[str, ToolResult] = MappingProxyType({})
 @dataclass(frozen=True, slots=True)
 class _Origin:
     records: tuple[int, ...]
-    blocks: tuple[Block, ...]
+    kept: tuple[Block, ...] | None  # the blocks as read; None: read again from the lines (`reread`)
     string_records: tuple[int, ...]  # the records whose content is a string, not a list of blocks
     cleared: Mapping[str, ToolResult]  # by tool id: results read as the microcompact placeholder
+    reread: Callable[[], Message] | None = None
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        """The blocks as read, which a rewrite compares its own with: a message read from lines
+        parsed in part (`viewed_lines`) reads them again, so that a rewrite that replaces a large
+        result does not hold the old one."""
+        if self.kept is not None:
+            return self.kept
+        assert self.reread is not None
+        return self.reread().blocks
 
 
 def line_type(value: dict) -> str | None:
@@ -142,9 +158,9 @@ def find_chain(records: list[Record], name: str = "<stdin>") -> tuple[tuple[int,
     if best is None:
         return (), None, None
     leaf = best[-1]
-    chain, seen, node, root = [], set(), leaf, None
-    while node is not None and node not in seen:
-        seen.add(node)
+    chain, seen, node, root = [], bytearray(len(records)), leaf, None  # seen: not a set of every line
+    while node is not None and not seen[node]:
+        seen[node] = 1
         value = records[node][1]
         if is_boundary(value):
             root = node
@@ -216,23 +232,23 @@ def api_order(records: list[Record], chain: tuple[int, ...], root: int | None) -
             if _has_tool_result(value):
                 answers.setdefault(value["parentUuid"], []).append(index)
     order: list[int] = []
-    emitted: set[int] = set()
+    emitted = bytearray(len(records))  # not a set of every message line
     for index in chain:
         value = records[index][1]
-        if index in emitted or line_type(value) not in MESSAGE_TYPES:
+        if emitted[index] or line_type(value) not in MESSAGE_TYPES:
             continue
         mid = _message_id(value) if value.get("type") == "assistant" else None
         if mid is None:
             order.append(index)
-            emitted.add(index)
+            emitted[index] = 1
             continue
-        group = [i for i in groups.get(mid, [index]) if i not in emitted]
+        group = [i for i in groups.get(mid, [index]) if not emitted[i]]
         results = sorted({  # a set: lines of one response may share a uuid, and their answers are read once
-            i for g in group for i in answers.get(records[g][1].get("uuid"), ()) if i not in emitted
+            i for g in group for i in answers.get(records[g][1].get("uuid"), ()) if not emitted[i]
         })
         for i in group + results:
             order.append(i)
-            emitted.add(i)
+            emitted[i] = 1
     return order
 
 
@@ -278,11 +294,11 @@ def linking_fields(value: Any) -> Any:
     file-history snapshot that holds a nested object keeps only the fields that place it
     (`PLACING_FIELDS`), not what it holds, which a long session would otherwise keep in memory a
     second time (every tool's streamed output, every file's backup). A rewrite that writes such a
-    line anew reads it again from its bytes (`whole_value`). A line's uuid and parent are
-    interned: a parent is the uuid of another line, held once."""
+    line anew reads it again from its bytes (`whole_value`). A line's uuid, parent and type are
+    interned: a parent is the uuid of another line, held once, and a log has a few types."""
     if type(value) is not dict:
         return value
-    for key in ("uuid", "parentUuid"):  # a line's parent is the line before it, mostly: one copy of each uuid
+    for key in ("uuid", "parentUuid", "type"):
         if type(uid := value.get(key)) is str:
             value[key] = sys.intern(uid)
     if LINKING_ONLY.get(line_type(value)) in value:
@@ -307,9 +323,25 @@ def viewed_lines(value: Any) -> Any:
     if not isinstance(message, dict) or (sizes := _sizes(message.get("content"))) is None:
         return value  # read whole: a block a view cannot count, or one the reader refuses (and says where)
     kept = PartialLine((key, value[key]) for key in MESSAGE_LINE_FIELDS if key in value)
-    kept["message"] = {key: message[key] for key in ("id", "usage") if key in message}  # what reading and counting look at
+    kept["message"] = _message_fields(message)
     kept.seen = sizes
     return kept
+
+
+_NO_MESSAGE_FIELDS: dict = {}  # a user line's: held once (values are never changed in place)
+_last_fields: list[dict] = [_NO_MESSAGE_FIELDS]
+
+
+def _message_fields(message: dict) -> dict:
+    """What reading and counting look at of a line's message: its id and its usage. The lines of
+    one response repeat both: the previous line's are held again, not a copy."""
+    if "id" not in message and "usage" not in message:
+        return _NO_MESSAGE_FIELDS
+    fields = {key: message[key] for key in ("id", "usage") if key in message}
+    if fields == _last_fields[0]:
+        return _last_fields[0]
+    _last_fields[0] = fields
+    return fields
 
 
 def _sizes(content: Any) -> tuple[BlockSize, ...] | None:
@@ -341,13 +373,39 @@ def whole_value(index: int, record: Record, name: str) -> Any:
 
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+    return _read(parsed)
+
+
+def reload(parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
+    """The post-condition's reading of what a rewrite wrote of `written`: a message it left unread,
+    whose lines are still the lines it was read from, at the same place, is that message again
+    (it is what reading those lines gives: a large log's is not built and held twice)."""
+    return _read(parsed, written)
+
+
+def _read(parsed: Parsed, written: Transcript | None = None) -> Transcript:
     records = parsed.records or []
     chain, root, leaf = find_chain(records, parsed.name)
     cleared_ids = microcompacted(records, chain)
     order = api_order(records, chain, root)
-    messages = [_message(records, run, index, parsed.name, cleared_ids) for index, run in enumerate(_runs(records, order))]
-    source = LogSource(records, chain, root, leaf, frozenset(order), parsed.bom)
+    kept = _kept(written, records) if written is not None and not cleared_ids else {}
+    messages = [kept.get((index, run)) or _message(records, run, index, parsed.name, cleared_ids)
+                for index, run in enumerate(_runs(records, order))]
+    source = LogSource(records, chain, root, leaf, tuple(order), parsed.bom)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def _kept(written: Transcript, records: list[Record]) -> dict[tuple[int, tuple[int, ...]], Message]:
+    """The unread messages of `written` by (index, lines), whose lines `records` holds as they were read."""
+    before = written.source.records
+    kept = {}
+    for index, message in enumerate(written.messages):
+        if message.is_read or message.view is None or message.view.lines is None:
+            continue
+        run = tuple(line for line, _ in message.view.lines)
+        if all(line < len(records) and records[line][1] is before[line][1] for line in run):
+            kept[(index, run)] = message
+    return kept
 
 
 def _runs(records: list[Record], order: list[int]) -> list[tuple[int, ...]]:
@@ -375,12 +433,28 @@ def _message(records: list[Record], run: tuple[int, ...], index: int, name: str,
     if not cleared_ids and all(type(records[i][1]) is PartialLine for i in run):
         sizes = first.seen if len(run) == 1 else tuple(size for i in run for size in records[i][1].seen)
         lines = tuple((i, len(records[i][1].seen)) for i in run)
-        return Message.unread(first["type"], MessageView(sizes, first, lines), None,
-                              partial(_read_run, records, run, index, name, cleared_ids), line=run[0] + 1)
+        return Message.unread(first["type"], MessageView(sizes, first, lines), None, _Run(records, lines, index, name),
+                              line=run[0] + 1)
     return _read_run(records, run, index, name, cleared_ids)
 
 
-def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str, cleared_ids: dict[str, int]) -> Message:
+class _Run:
+    """Message `index`, read from its lines when asked for: one per unread message of a log, so
+    small (slots, and the lines its view holds), and the same for the message read from it, whose
+    origin reads it again with it."""
+
+    __slots__ = ("records", "lines", "index", "name")
+
+    def __init__(self, records: list[Record], lines: tuple[tuple[int, int], ...], index: int, name: str):
+        self.records, self.lines, self.index, self.name = records, lines, index, name
+
+    def __call__(self) -> Message:
+        return _read_run(self.records, tuple(line for line, _ in self.lines), self.index, self.name, {}, self)
+
+
+def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str, cleared_ids: dict[str, int],
+              reader: _Run | None = None) -> Message:
+    """Message `index`, read from the lines `run`; `reader`: the `_Run` that reads it again, if any."""
     blocks: list[Block] = []
     string_records: list[int] = []
     cleared: dict[str, ToolResult] = {}
@@ -414,6 +488,12 @@ def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str
             )
     role = first["type"]  # what Claude Code sends, whatever `message.role` says
     message_blocks = tuple(blocks)
+    if not cleared_ids and all(type(records[i][1]) is PartialLine for i in run):
+        # Read from lines parsed in part: what it holds beyond them stays in their bytes.
+        if reader is None:
+            reader = _Run(records, tuple((i, len(records[i][1].seen)) for i in run), index, name)
+        origin = _Origin(run, None, tuple(string_records), NOTHING_CLEARED, reader)
+        return Message(role, message_blocks, raw=records[run[0]][1], line=run[0] + 1, origin=origin)
     origin = _Origin(run, message_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
     return Message(role, message_blocks, raw=first, line=run[0] + 1, origin=origin)
 
@@ -442,9 +522,10 @@ def write_lines(transcript: Transcript) -> Lines:
     records = source.records
     runs = [_lines_of(m) for m in transcript.messages]
     claimed = {i for run in runs if run is not None for i in run}
+    message_records = source.message_records
     if (
         None not in runs
-        and claimed == source.message_records
+        and claimed == message_records
         and all(not m.is_read or is_unchanged(m) for m in transcript.messages)
     ):
         return Lines(list(records))  # the first line holds the mark, if any
@@ -454,7 +535,7 @@ def write_lines(transcript: Transcript) -> Lines:
     cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
     contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
-    dropped = set(source.message_records - claimed)
+    dropped = set(message_records - claimed)
     last_record: int | None = None
     for message, run in zip(transcript.messages, runs):
         if run is None:
@@ -463,10 +544,14 @@ def write_lines(transcript: Transcript) -> Lines:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
             inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
             continue
-        if not message.is_read or is_unchanged(message):  # a message still unread is as it was read
+        if not message.is_read:  # a message still unread is as it was read
             last_record = run[-1]
             continue
         origin = message.origin
+        original = origin.blocks  # once: a message read from lines kept in part reads them again
+        if message.blocks == original:
+            last_record = run[-1]
+            continue
         # Each block goes back to the line it came from; a new block joins the line before it.
         per_record: dict[int, list[Block]] = {i: [] for i in origin.records}
         current = origin.records[0]
@@ -477,7 +562,7 @@ def write_lines(transcript: Transcript) -> Lines:
         for index, blocks in per_record.items():
             if not blocks:
                 dropped.add(index)
-            elif blocks != [b for b in origin.blocks if b.line == index]:
+            elif blocks != [b for b in original if b.line == index]:
                 contents[index] = blocks
         # A message added after this one hangs from its last line that stays.
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
@@ -493,7 +578,11 @@ def write_lines(transcript: Transcript) -> Lines:
                 obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
             if index in parents:
                 obj["parentUuid"] = parents[index]
-            record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
+            if type(record[1]) is PartialLine:
+                # Read in part, it is held so again: its bytes now, and what the lazy trim keeps.
+                record = (dumps(obj, indent=False), viewed_lines(obj))
+            else:
+                record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
         out.append(record)
         out.extend((None, new) for new in inserted.get(index, ()))
     return Lines.of(out, bom=source.bom)

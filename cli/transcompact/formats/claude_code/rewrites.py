@@ -113,13 +113,14 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
         origin = message.origin
         if not isinstance(origin, _Origin):
             raise ShapeError("compact can only carry over messages read from this log")
+        original = origin.blocks  # once: a message read from lines kept in part reads them again
         for index in origin.records:
             blocks = tuple(b for b in message.blocks if b.line == index)
             if not blocks:
                 continue  # a line whose only block was dropped (thinking)
             value = dict(whole_value(index, records[index], transcript.name))
             placeholders = any(type(b) is ToolResult and origin.cleared.get(b.tool_call_id) == b for b in blocks)
-            if placeholders or blocks != tuple(b for b in origin.blocks if b.line == index):
+            if placeholders or blocks != tuple(b for b in original if b.line == index):
                 value["message"] = {**value["message"], "content": codec.write_content(blocks, index in origin.string_records)}
             if placeholders:
                 value.pop("toolUseResult", None)  # the UI copy of the cleared output; Claude Code drops it too

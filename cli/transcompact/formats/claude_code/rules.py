@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid as uuidlib
 from dataclasses import replace
 from typing import Any
@@ -34,7 +35,10 @@ def check_log(t: Transcript, path: str | None) -> list[Violation]:
             if uid in seen:
                 add(Violation("C2", ERROR, f"uuid {uid} is used again (first on line {seen[uid] + 1})", line=index + 1))
             seen.setdefault(uid, index)
-    for index in (*source.chain, *sorted(source.message_records - set(source.chain))):
+    on_chain = bytearray(len(records))  # not a set of a large log's every line
+    for index in source.chain:
+        on_chain[index] = 1
+    for index in itertools.chain(source.chain, sorted({i for i in source.order if not on_chain[i]})):
         value = records[index][1]
         if value.get("type") not in ("user", "assistant"):
             continue
@@ -96,7 +100,7 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
         return transcript, []
     chain, root, leaf = find_chain(records, transcript.name)
     order = api_order(records, chain, root)
-    new_source = LogSource(records, chain, root, leaf, frozenset(order), source.bom)
+    new_source = LogSource(records, chain, root, leaf, tuple(order), source.bom)
     if frozenset(order) != source.message_records:
         # New uuids can change what the chain holds: read the messages again from the fixed lines.
         fixed = read(Parsed(transcript.name, b"", records=records, bom=source.bom))
