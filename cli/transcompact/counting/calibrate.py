@@ -45,6 +45,8 @@ class Calibration:
 
 def _usage(message: Message) -> dict | None:
     view = message.view
+    if view is not None and view.record is None:
+        return None  # an unread message of a request body: nothing but its role and content
     record = view.record if view is not None else message.raw  # an unread message: what its view kept of it
     raw = record if isinstance(record, dict) else {}
     usage = raw.get("usage")

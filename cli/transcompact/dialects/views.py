@@ -16,8 +16,6 @@ from msgspec import Raw, Struct
 
 from ..core.jsondata import compact_json, nested_value
 from ..core.model import (
-    BLANK,
-    ENDS_IN_SPACE,
     LISTED,
     NOT_AN_OBJECT,
     UNSIGNED,
@@ -35,7 +33,8 @@ ABSENT = Raw()  # the default of a Raw field: the field is not there
 
 
 # A long string (a text, a thinking, a result) is left as its bytes: the decoder checks its escapes
-# and control characters on the way, and `_chars` counts it, decoding only what is not plain ASCII.
+# and control characters on the way, and `_viewed` decodes one at a time to count it (not all of a
+# body's texts at once).
 class _Text(Struct, tag="text", tag_field="type", forbid_unknown_fields=True):
     text: Raw
     cache_control: Raw = ABSENT
@@ -110,38 +109,45 @@ def view(data: Any, depth: int) -> Viewed | None:
 def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
     role, content = message.role, message.content
     if isinstance(content, str):
-        return Viewed(role, MessageView((BlockSize(Text, len(content), flags=text_flags(content)),)),
+        return Viewed(role, MessageView((BlockSize(Text, len(content), None, None, text_flags(content)),)),
                       {"role": role, "content": _stand_in(content)} if shaped else None, True)
+    # Positional BlockSizes, and shapes only when asked for: this runs for every message of a body.
     sizes, shapes = [], []
+    inner = depth + 3
     try:
         for block in content:
             if isinstance(block, _Text):
-                _check(block.cache_control, block.citations, depth=depth + 3)
-                chars, flags = _text_size(block.text)
-                sizes.append(BlockSize(Text, chars, flags=flags, marks=_marks(block.cache_control)))
-                shapes.append({"type": "text", "text": _stand_in(_decode_string(bytes(block.text))) if shaped else None})
-                continue
-            if isinstance(block, _ToolResult):
-                _check(block.is_error, block.cache_control, depth=depth + 3)
-                chars, inner_marks, listed = _result_size(block.content, depth + 3)
-                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id, flags=LISTED if listed else 0,
-                                       marks=_marks(block.cache_control) + inner_marks))
-                shapes.append({"type": "tool_result"})
-                continue
-            if isinstance(block, _ToolUse):
-                _check(block.cache_control, depth=depth + 3)
-                arguments = nested_value(bytes(block.input), depth + 3) if block.input else None
+                if block.cache_control or block.citations:
+                    _check(block.cache_control, block.citations, depth=inner)
+                text = _decode_string(block.text)  # msgspec.ValidationError is a ValueError
+                sizes.append(BlockSize(Text, len(text), None, None, text_flags(text), _marks(block.cache_control)))
+                if shaped:
+                    shapes.append({"type": "text", "text": _stand_in(text)})
+            elif isinstance(block, _ToolResult):
+                if block.is_error or block.cache_control:
+                    _check(block.is_error, block.cache_control, depth=inner)
+                chars, inner_marks, listed = _result_size(block.content, inner)
+                sizes.append(BlockSize(ToolResult, chars, block.tool_use_id, None, LISTED if listed else 0,
+                                       _marks(block.cache_control) + inner_marks))
+                if shaped:
+                    shapes.append({"type": "tool_result"})
+            elif isinstance(block, _ToolUse):
+                if block.cache_control:
+                    _check(block.cache_control, depth=inner)
+                arguments = nested_value(bytes(block.input), inner) if block.input else None
                 sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, block.name,
                                        0 if isinstance(arguments, dict) else NOT_AN_OBJECT, _marks(block.cache_control)))
-                shapes.append({"type": "tool_use"})
-                continue
-            if isinstance(block, _Thinking):
-                signature = nested_value(bytes(block.signature), depth + 3) if block.signature else None
-                sizes.append(BlockSize(Thinking, _chars(block.thinking), flags=0 if signature else UNSIGNED))
-                shapes.append({"type": "thinking"})
-                continue
-            sizes.append(BlockSize(RedactedThinking, len(block.data)))
-            shapes.append({"type": "redacted_thinking"})
+                if shaped:
+                    shapes.append({"type": "tool_use"})
+            elif isinstance(block, _Thinking):
+                signature = nested_value(bytes(block.signature), inner) if block.signature else None
+                sizes.append(BlockSize(Thinking, _chars(block.thinking), None, None, 0 if signature else UNSIGNED))
+                if shaped:
+                    shapes.append({"type": "thinking"})
+            else:
+                sizes.append(BlockSize(RedactedThinking, len(block.data)))
+                if shaped:
+                    shapes.append({"type": "redacted_thinking"})
     except ValueError:
         return None
     return Viewed(role, MessageView(tuple(sizes)), {"role": role, "content": shapes} if shaped else None, False)
@@ -157,27 +163,9 @@ def _check(*values: Raw, depth: int) -> None:
 
 def _chars(string: Raw) -> int:
     """The characters of a JSON string left as its bytes (ValueError when it is none, or not
-    UTF-8): plain ASCII with no escape is counted from its bytes, anything else decoded (which
-    costs less than counting its escapes)."""
-    text = bytes(string)
-    if text[:1] != b'"':
-        raise ValueError("not a string")
-    if text.isascii() and b"\\" not in text:
-        return len(text) - 2
-    return len(_decode_string(text))  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
-
-
-def _text_size(string: Raw) -> tuple[int, int]:
-    """(characters, `text_flags`) of a text block's JSON string left as its bytes, as `_chars` counts them."""
-    text = bytes(string)
-    if text[:1] != b'"':
-        raise ValueError("not a string")
-    if text.isascii() and b"\\" not in text:
-        # Unescaped, the only white space a JSON string can hold is the space.
-        inner = text[1:-1]
-        return len(inner), (BLANK if not inner.strip(b" ") else 0) | (ENDS_IN_SPACE if inner[-1:] == b" " else 0)
-    decoded = _decode_string(text)
-    return len(decoded), text_flags(decoded)
+    UTF-8), decoded: a look at its bytes first (a copy of them, to count one of plain ASCII
+    without escapes) took longer than the decoding."""
+    return len(_decode_string(string))  # msgspec.ValidationError and UnicodeDecodeError are ValueErrors
 
 
 def _marks(cache_control: Raw) -> int:
