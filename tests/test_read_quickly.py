@@ -155,6 +155,12 @@ def same_reading(data: bytes) -> None:
         for rewrite in (lambda t: adapter(t).replace_ui_copies(prune(t, options)[0]), lambda t: repair(t)[0],
                         lambda t: compact(t, EMERGENCY)[0]):
             assert values(dumps(rewrite(loads(data, "t.json", lazily=True)))) == values(dumps(rewrite(whole)))
+        # The emergency summary reads the old part apart too: what it dropped is not held read.
+        lazy = loads(data, "t.json", lazily="logs")
+        unread = [i for i, m in enumerate(lazy.messages) if not m.is_read]
+        report = compact(lazy, EMERGENCY)[1]
+        if report.strategy == "emergency" and report.cut is not None:
+            assert not any(lazy.messages[i].is_read for i in unread if i < report.cut)
 
 
 EMERGENCY = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=50))

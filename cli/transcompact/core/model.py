@@ -243,6 +243,20 @@ class Message:
             return sum(size.type is ToolResult for size in view.blocks)
         return sum(isinstance(b, ToolResult) for b in self.blocks)
 
+    @property
+    def call_ids(self) -> tuple[str, ...]:
+        """The ids of the tool calls it makes (from its view, when it is unread)."""
+        if (view := self.view) is not None:
+            return tuple(size.call_id or "" for size in view.blocks if size.type is ToolCall)
+        return tuple(b.id for b in self.blocks if isinstance(b, ToolCall))
+
+    @property
+    def answered_ids(self) -> tuple[str, ...]:
+        """The call ids its tool results answer (from its view, when it is unread)."""
+        if (view := self.view) is not None:
+            return tuple(size.call_id or "" for size in view.blocks if size.type is ToolResult)
+        return tuple(b.tool_call_id for b in self.blocks if isinstance(b, ToolResult))
+
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
         return Message(self.role, tuple(blocks), self.raw, self.line, self.origin)
 
@@ -356,8 +370,14 @@ def tool_names(messages) -> dict[str, str]:
 
 
 def tool_inputs(messages) -> dict[str, Any]:
-    """The input each client call id was given, for telling a tool's results apart (a file view)."""
-    return {b.id: b.input for m in messages for b in m.blocks if isinstance(b, ToolCall)}
+    """The input each client call id was given, for telling a tool's results apart (a file view).
+    An unread message is read (apart: not kept read) only when its view holds a call."""
+    inputs: dict[str, Any] = {}
+    for m in messages:
+        if (view := m.view) is not None and not any(size.type is ToolCall for size in view.blocks):
+            continue
+        inputs.update((b.id, b.input) for b in m.read_apart().blocks if isinstance(b, ToolCall))
+    return inputs
 
 
 PATH_KEYS = ("path", "file_path", "filename", "file", "notebook_path", "target_file", "absolute_path")

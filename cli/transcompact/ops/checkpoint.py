@@ -30,7 +30,7 @@ from ..core.model import ASSISTANT, USER, Message, ToolCall, ToolResult, named_p
 from ..core.summary_text import quoted, text_of
 from .output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from .summary_message import is_summary_message
-from .work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, check_key, find_work_state, is_git_commit, trajectory_runs
+from .work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, WorkStateFinder, check_key, is_git_commit, trajectory_runs
 
 COMMAND_CHARS = 4000  # a command is kept whole up to this
 HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
@@ -78,6 +78,7 @@ class Facts:
     messages: int
     environment: tuple[tuple[str, str], ...] = ()  # (name, value) the agent's own context stated, newest value
     work: WorkState = field(default_factory=WorkState)
+    user_texts: tuple[tuple[int, str], ...] = ()  # (message index, what the user wrote), as `user_texts` finds them
 
 
 # --- finding the facts -----------------------------------------------------------------------
@@ -159,11 +160,17 @@ def trajectory_command(message: Message) -> str | None:
 
 def is_trajectory(messages: Sequence[Message]) -> bool:
     """No tool calls, and most assistant messages run a command whose output comes back as a user message."""
-    if any(isinstance(b, (ToolCall, ToolResult)) for m in messages for b in m.blocks):
+    if any(_has_tool_blocks(m) for m in messages):
         return False
     assistants = [m for m in messages if m.role == ASSISTANT]
-    running = sum(1 for m in assistants if trajectory_command(m))
+    running = sum(1 for m in assistants if trajectory_command(m.read_apart()))
     return running >= 2 and running * 2 >= len(assistants)
+
+
+def _has_tool_blocks(message: Message) -> bool:
+    if (view := message.view) is not None:  # unread: its view says, and it stays unread
+        return any(size.type is ToolCall or size.type is ToolResult for size in view.blocks)
+    return any(isinstance(b, (ToolCall, ToolResult)) for b in message.blocks)
 
 
 # Text an agent puts in the user's turn of its own: reminders, notifications of its background
@@ -192,14 +199,18 @@ def user_texts(messages: Sequence[Message], trajectory: bool,
     what the agent wrote in it (a format's own lines), None to read it whole."""
     found = []
     for index, message in enumerate(messages):
-        if not is_user_text(message):
-            continue
-        text = own_words(injected(message) if injected is not None else text_of(message))
-        if text:
+        if text := user_text(message.read_apart(), injected):
             found.append((index, text))
             if trajectory:
                 break
     return found
+
+
+def user_text(message: Message, injected: Callable[[Message], str] | None = None) -> str:
+    """What the user wrote in `message` ("" for nothing), as `user_texts` finds it."""
+    if not is_user_text(message):
+        return ""
+    return own_words(injected(message) if injected is not None else text_of(message))
 
 
 def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[str, object],
@@ -207,6 +218,8 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
     """The facts of `messages` (the dropped part, an earlier summary's messages left out).
 
     `names` and `inputs` map a call id to its tool's name and input (from the whole transcript).
+    Each message is read once, apart (`Message.read_apart`): the dropped part of a large log read
+    lazily is not held read, only what is found in it.
     """
     trajectory = is_trajectory(messages)
     errors: list[tuple[int, str]] = []
@@ -217,6 +230,7 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
         runs: list[tuple[str, str]] = []
         command = None
         for index, message in enumerate(messages):
+            message = message.read_apart()
             if message.role == ASSISTANT and (command := trajectory_command(message)):
                 commands.append((index, clipped_command(command)))
                 tools["bash"] += 1
@@ -226,8 +240,12 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                 runs.append((command, text))
                 command = None
         work = trajectory_runs(runs)
+        texts = user_texts(messages, trajectory, injected)
     else:
+        finder = WorkStateFinder()
+        texts = []
         for index, message in enumerate(messages):
+            message = message.read_apart()
             for block in message.blocks:
                 if isinstance(block, ToolCall):
                     tools[block.name] += 1
@@ -237,12 +255,14 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                 elif isinstance(block, ToolResult):
                     found = result_error_lines(block, names.get(block.tool_call_id), inputs.get(block.tool_call_id))
                     errors += [(index, line) for line in found]
-        work = find_work_state(messages)
-    texts = user_texts(messages, trajectory, injected)
-    last_state = next((text_of(m).strip() for m in reversed(messages)
-                       if m.role == ASSISTANT and text_of(m).strip()), None)
+            finder.add(message)
+            if text := user_text(message, injected):
+                texts.append((index, text))
+        work = finder.state()
+    last_state = next((text for m in reversed(messages)
+                       if m.role == ASSISTANT and (text := text_of(m.read_apart()).strip())), None)
     return Facts(texts[0][1] if texts else None, last_state, tuple(errors), tuple(commands), tuple(files), tools,
-                 len(messages), work=work)
+                 len(messages), work=work, user_texts=tuple(texts))
 
 
 # --- the sections of a summary, to merge into ---------------------------------------------------

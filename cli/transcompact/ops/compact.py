@@ -37,7 +37,7 @@ from ..counting.models import threshold_tokens
 from ..formats import adapter
 from ..providers import Provider
 from .check import added_errors
-from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, is_trajectory, user_texts
+from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail
 from .cut import Cut, starts_turn, window_cut
 from .estimate import EMERGENCY_FRACTION
 from .prune import PruneOptions, PruneReport, prune
@@ -164,11 +164,12 @@ def without_thinking(messages: Sequence[Message], *, keep_current: bool = False)
     return tuple(out)
 
 
-def user_words(old: Sequence[Message], previous: Previous | None, exclude: Sequence[str], budget_chars: int,
-               trajectory: bool, injected: Callable[[Message], str] | None = None) -> tuple[str, ...]:
-    """The user's own messages of the old part, most recent first, then the earlier summary's,
-    as many as fit in `budget_chars`; the last that does not fit whole is cut to its start and end."""
-    candidates = [text for _, text in reversed(user_texts(old, trajectory, injected))]
+def user_words(texts: Sequence[tuple[int, str]], previous: Previous | None, exclude: Sequence[str],
+               budget_chars: int) -> tuple[str, ...]:
+    """The user's own messages of the old part (`texts`, as `user_texts` finds them), most recent
+    first, then the earlier summary's, as many as fit in `budget_chars`; the last that does not fit
+    whole is cut to its start and end."""
+    candidates = [text for _, text in reversed(texts)]
     if previous is not None:
         candidates += ([previous.summary.opening] if previous.summary.opening else []) + list(previous.summary.words)
     kept: list[str] = []
@@ -240,12 +241,12 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     if cut.split_turn:
         opening_message = transcript.messages[cut.turn_start]
         real = [m for m in real if m is not opening_message]
-        if is_summary_message(opening_message):  # the turn began before the last compaction, which kept its opening
+        read = opening_message.read_apart()
+        if is_summary_message(read):  # the turn began before the last compaction, which kept its opening
             opening = previous.summary.opening if previous else None
         else:
-            opening = head_and_tail(text_of(opening_message).strip(), max(400, budget))
+            opening = head_and_tail(text_of(read).strip(), max(400, budget))
         budget -= len(opening or "")
-    trajectory = is_trajectory(real)
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
     facts = replace(find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages), injected),
                     environment=environment)
@@ -259,7 +260,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
         trail = artifact_trail(facts, options.checkpoint_tokens, ratio, body, counts)
         body = body.rstrip() + "\n\n" + trail if trail else body
     goal = head_and_tail(goal, goal_chars) if goal else ""
-    words = user_words(real, previous, (goal, opening or ""), budget - len(goal), trajectory, injected) if budget > 0 else ()
+    words = user_words(facts.user_texts, previous, (goal, opening or ""), budget - len(goal)) if budget > 0 else ()
     if body is None:
         left = max(0, budget - len(goal) - sum(len(w) + 4 for w in words))
         room = options.checkpoint_tokens + int(left * ratio)
@@ -346,7 +347,7 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
                                    notes=(f"under the threshold of {options.threshold_tokens:,} tokens; --force compacts anyway",))
 
     pruned, prune_report = prune(transcript, options.pruning, counter)
-    pruned_tokens = counter.tokens(pruned) if pruned != transcript else before
+    pruned_tokens = counter.tokens(pruned) if pruned is not transcript else before  # (prune gives back the same one)
     prune_only = (Rebuilt(pruned, "", pruned.messages, None), pruned_tokens)
     if pruned_tokens <= target(options) and not options.force:
         return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, counter)

@@ -65,10 +65,10 @@ def after_complete_round(messages: tuple[Message, ...], index: int) -> bool:
     while start > 0 and messages[start - 1].is_tool_result_message:
         start -= 1
     caller = messages[start - 1] if start > 0 else None
-    if caller is None or caller.role != ASSISTANT or not caller.tool_calls:
+    if caller is None or caller.role != ASSISTANT or not (calls := caller.call_ids):
         return False
-    answered = {r.tool_call_id for m in messages[start:index] for r in m.tool_results}
-    return all(call.id in answered for call in caller.tool_calls)
+    answered = {call_id for m in messages[start:index] for call_id in m.answered_ids}
+    return all(call_id in answered for call_id in calls)
 
 
 def find_cut_point(transcript: Transcript, keep_recent_tokens: int = settings.KEEP_RECENT_TOKENS,
@@ -119,7 +119,10 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
 
 def _uuid(messages: tuple[Message, ...], index: int) -> str | None:
     """The `uuid` of the line the window starts at, in a log whose lines have one (Claude Code)."""
-    raw = messages[index].raw if index < len(messages) else None
+    if index >= len(messages):
+        return None
+    view = messages[index].view  # an unread message: what its view kept of its line
+    raw = view.record if view is not None else messages[index].raw
     return raw["uuid"] if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
 
 

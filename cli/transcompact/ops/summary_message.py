@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.model import ASSISTANT, USER, Message, Opaque
+from ..core.model import ASSISTANT, USER, Message, Opaque, Text
 from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, parse, text_of
 from ..formats.claude_code.rewrites import COMPACT_PREAMBLE
 
@@ -44,13 +44,18 @@ def compaction_text(message: Message) -> str | None:
 
 
 def find_previous(messages: Sequence[Message]) -> Previous | None:
-    """The newest earlier summary among `messages`, or None."""
+    """The newest earlier summary among `messages`, or None. A message left unread is read (apart:
+    not kept read) only when its view says it may be one."""
     found = None
     for index, message in enumerate(messages):
+        if not _may_be_summary(message):
+            continue
+        message = message.read_apart()
         text = text_of(message)
         if message.role == USER and text.startswith(SUMMARY_PREFIX):
             covered = {index}
-            if index + 1 < len(messages) and messages[index + 1].role == ASSISTANT and text_of(messages[index + 1]).strip() == SUMMARY_ACK:
+            if (index + 1 < len(messages) and messages[index + 1].role == ASSISTANT
+                    and text_of(messages[index + 1].read_apart()).strip() == SUMMARY_ACK):
                 covered.add(index + 1)
             found = Previous(parse(text), frozenset(covered), "pair")
         elif isinstance(message.raw, dict) and message.raw.get("isCompactSummary") is True:
@@ -60,3 +65,14 @@ def find_previous(messages: Sequence[Message]) -> Previous | None:
             # Everything before the block is what the API no longer reads; the block's own message stays.
             found = Previous(parse(content), frozenset(range(index)), "compaction")
     return found
+
+
+def _may_be_summary(message: Message) -> bool:
+    """False for an unread message whose view rules out a summary: it holds no user text, is no
+    `isCompactSummary` line, and no compaction block (a view holds none)."""
+    view = message.view
+    if view is None:
+        return True
+    record = view.record
+    return ((message.role == USER and any(size.type is Text for size in view.blocks))
+            or (isinstance(record, dict) and record.get("isCompactSummary") is True))

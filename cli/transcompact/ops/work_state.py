@@ -253,17 +253,31 @@ def _problem(failure: tuple[str, str] | None) -> Problem | None:
 
 
 def find_work_state(messages: Sequence[Message]) -> WorkState:
-    """Where the work stands after `messages`."""
-    tracker = _Tracker()
-    known: dict[str, ToolCall] = {}
+    """Where the work stands after `messages` (each read apart, `Message.read_apart`)."""
+    finder = WorkStateFinder()
     for message in messages:
+        finder.add(message.read_apart())
+    return finder.state()
+
+
+class WorkStateFinder:
+    """Where the work stands, a message at a time: for a pass over the messages that finds other
+    things in them too (`checkpoint.find_facts`), each message read once."""
+
+    def __init__(self) -> None:
+        self._tracker = _Tracker()
+        self._known: dict[str, ToolCall] = {}
+
+    def add(self, message: Message) -> None:
         for block in message.blocks:
             if isinstance(block, ToolCall):
-                known[block.id] = block
-                tracker.call(block)
-            elif isinstance(block, ToolResult) and (call := known.get(block.tool_call_id)) is not None:
-                _result(tracker, call, block)
-    return tracker.state()
+                self._known[block.id] = block
+                self._tracker.call(block)
+            elif isinstance(block, ToolResult) and (call := self._known.get(block.tool_call_id)) is not None:
+                _result(self._tracker, call, block)
+
+    def state(self) -> WorkState:
+        return self._tracker.state()
 
 
 def _result(tracker: _Tracker, call: ToolCall, result: ToolResult) -> None:
