@@ -92,7 +92,8 @@ class Lines:
     A large log is neither copied whole nor held twice: its unchanged lines are still the input's
     own records (views into the input, and the values read from them), and a line made anew may
     be given as `(None, value)`, serialised each time its bytes are needed (`dumps` gives the same
-    bytes each time: the bytes `parse_written` reads back are the bytes written).
+    bytes each time: the bytes `parse_written` reads back are the bytes written), or as
+    `(bytes, None)`, its bytes made at once (a log read in part holds no value of it).
     """
 
     records: list[Record]

@@ -181,8 +181,8 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
             return quickly
     # A log's lines that the rewrite kept are not parsed and held a second time.
     if isinstance(data, Lines):
-        # Lines made anew from lines read in part are read back in part too.
-        in_part = any(type(value) is PartialLine for _, value in data.records)
+        # The lines a rewrite made of a log read in part are read back in part too.
+        in_part = any(type(value) is PartialLine for _, value in getattr(written.source, "records", None) or ())
         parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False), trim=trim(True) if in_part else None)
     else:
         parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=trim())

@@ -579,8 +579,8 @@ def write_lines(transcript: Transcript) -> Lines:
             if index in parents:
                 obj["parentUuid"] = parents[index]
             if type(record[1]) is PartialLine:
-                # Read in part, it is held so again: its bytes now, and what the lazy trim keeps.
-                record = (dumps(obj, indent=False), viewed_lines(obj))
+                # Read in part: held as its bytes only, made now (the post-condition reads them back in part).
+                record = (dumps(obj, indent=False), None)
             else:
                 record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
         out.append(record)
