@@ -218,6 +218,15 @@ def test_a_timestamp_past_year_9999_in_utc_is_no_crash():
     assert "compacted (prune)" in result.stderr
 
 
+def test_a_parent_uuid_that_is_a_large_number_is_named_as_written():
+    """A number orjson cannot hold (kept as written) is shown as its text, not as a Python object."""
+    data = jsonl(session().values())
+    assert data.startswith(b'{"parentUuid": null')  # the first line: the root
+    Path(NAME).write_bytes(data.replace(b"null", b"18446744073709551616", 1))
+    result = run("check", NAME)
+    assert f"{NAME}:1: C3 the chain stops at parentUuid 18446744073709551616, which is not in the file" in result.stdout
+
+
 def test_a_log_without_timestamps_is_read_to_its_last_leaf_not_as_empty():
     lines = session()
     for line in lines.values():

@@ -202,11 +202,14 @@ class _Failure(NamedTuple):
     colno: int
 
 
+_NOT_SPACE = re.compile(rb"\S")  # what bytes.isspace() is not
+
+
 def first_line_is_a_value(text: bytes) -> bool:
     """More than one line, and the first is a complete JSON value: JSON Lines (a document spread
     over several lines never parses on its first line)."""
     end = text.find(b"\n")
-    if end < 0 or text[end:].isspace():
+    if end < 0 or _NOT_SPACE.search(text, end) is None:  # (not `text[end:].isspace()`: a copy of the rest)
         return False
     try:
         orjson.loads(text[:end])

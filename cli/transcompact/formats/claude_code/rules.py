@@ -49,7 +49,8 @@ def check_log(t: Transcript, path: str | None) -> list[Violation]:
         first = records[source.chain[0]][1]
         parent = first.get("parentUuid")
         if source.root is None and parent is not None:
-            add(Violation("C3", ERROR, f"the chain stops at parentUuid {parent}, which is not in the file: resume loses what came before",
+            shown = parent if isinstance(parent, str) else dumps(parent, indent=False).decode()  # a number as written
+            add(Violation("C3", ERROR, f"the chain stops at parentUuid {shown}, which is not in the file: resume loses what came before",
                           line=source.chain[0] + 1))
         if source.root is not None:
             summary = next((records[i][1] for i in source.chain if records[i][1].get("type") == "user"), None)
