@@ -199,6 +199,25 @@ def test_the_lazy_reading_is_the_whole_reading_of_claude_code_logs(lines, ascii_
     same_reading(data)
 
 
+def test_a_response_with_a_line_of_no_block_is_read_whole_and_the_same():
+    """A view's lines are the lines of its blocks: a response one of whose lines holds none is
+    read at once, and reads, counts and rewrites as the whole reading does."""
+    def line(uuid, parent, kind, content, message_id=None):
+        message = {"role": kind, "content": content, **({"id": message_id} if message_id else {})}
+        return {"parentUuid": parent, "isSidechain": False, "sessionId": "s", "type": kind, "message": message,
+                "uuid": uuid, "timestamp": "2026-11-01T10:00:00.000Z"}
+
+    lines = [line("u1", None, "user", "Run the tests."),
+             line("a1", "u1", "assistant", [], "msg_1"),
+             line("a2", "a1", "assistant", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}],
+                  "msg_1"),
+             line("u2", "a2", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": "x " * 3000}])]
+    data = b"".join(json.dumps(value).encode() + b"\n" for value in lines)
+    lazily = loads(data, "t.jsonl", lazily=True)
+    assert [m.is_read for m in lazily.messages] == [False, True, False]
+    same_reading(data)
+
+
 @QUICK
 @given(hostile_transcripts(), st.booleans())
 def test_the_quick_reading_is_the_whole_reading_of_hostile_transcripts(data, bom):

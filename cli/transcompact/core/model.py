@@ -316,14 +316,15 @@ class BlockSize(NamedTuple):
 class MessageView(NamedTuple):
     """What a reader saw of a message it left unread (`Message.unread`): the sizes of its blocks,
     in order; its `record` as far as a count looks at it (the usage a response recorded), or
-    None when it has nothing but its role and content; and for a message read from several lines
-    of a log, the line of each block (`lines`: (line, how many blocks) in order, 0-based lines), or
+    None when it has nothing but its role and content; and for a message read from the lines of
+    a log, the line of each block (`lines`, 0-based, one per block, each line holding one at
+    least: a flat tuple, for a log's tens of thousands of messages), or
     None. A message with a view holds no block an operation or a count would look for (a
     compaction block, an image)."""
 
     blocks: tuple[BlockSize, ...]
     record: Any = None
-    lines: tuple[tuple[int, int], ...] | None = None
+    lines: tuple[int, ...] | None = None
 
 
 def text_flags(text: str) -> int:

@@ -123,7 +123,7 @@ def stood_in(transcript: Transcript) -> Transcript:
 
 
 def _stand_in(message: Message, view: MessageView) -> Message:
-    lines: list[int | None] = [line for line, count in view.lines for _ in range(count)] if view.lines else [None] * len(view.blocks)
+    lines: tuple[int | None, ...] = view.lines if view.lines is not None else (None,) * len(view.blocks)
     return Message(message.role, tuple(_block_like(size, line) for size, line in zip(view.blocks, lines)), line=message.line)
 
 

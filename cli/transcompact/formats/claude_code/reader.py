@@ -402,7 +402,7 @@ def _kept(written: Transcript, records: list[Record]) -> dict[tuple[int, tuple[i
     for index, message in enumerate(written.messages):
         if message.is_read or message.view is None or message.view.lines is None:
             continue
-        run = tuple(line for line, _ in message.view.lines)
+        run = tuple(dict.fromkeys(message.view.lines))
         if all(line < len(records) and records[line][1] is before[line][1] for line in run):
             kept[(index, run)] = message
     return kept
@@ -430,9 +430,10 @@ def _message(records: list[Record], run: tuple[int, ...], index: int, name: str,
     """Message `index`, made of the lines `run`: left unread when each line was kept with its sizes
     (`viewed_lines`) and no microcompact boundary changes what the API saw of them."""
     first = records[run[0]][1]
-    if not cleared_ids and all(type(records[i][1]) is PartialLine for i in run):
+    # (A line without a block is read whole: a view's lines are the lines of its blocks.)
+    if not cleared_ids and all(type(records[i][1]) is PartialLine and records[i][1].seen for i in run):
         sizes = first.seen if len(run) == 1 else tuple(size for i in run for size in records[i][1].seen)
-        lines = tuple((i, len(records[i][1].seen)) for i in run)
+        lines = tuple(i for i in run for _ in records[i][1].seen)
         return Message.unread(first["type"], MessageView(sizes, first, lines), None, _Run(records, lines, index, name),
                               line=run[0] + 1)
     return _read_run(records, run, index, name, cleared_ids)
@@ -445,11 +446,11 @@ class _Run:
 
     __slots__ = ("records", "lines", "index", "name")
 
-    def __init__(self, records: list[Record], lines: tuple[tuple[int, int], ...], index: int, name: str):
+    def __init__(self, records: list[Record], lines: tuple[int, ...], index: int, name: str):
         self.records, self.lines, self.index, self.name = records, lines, index, name
 
     def __call__(self) -> Message:
-        return _read_run(self.records, tuple(line for line, _ in self.lines), self.index, self.name, {}, self)
+        return _read_run(self.records, tuple(dict.fromkeys(self.lines)), self.index, self.name, {}, self)
 
 
 def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str, cleared_ids: dict[str, int],
@@ -488,10 +489,10 @@ def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str
             )
     role = first["type"]  # what Claude Code sends, whatever `message.role` says
     message_blocks = tuple(blocks)
-    if not cleared_ids and all(type(records[i][1]) is PartialLine for i in run):
+    if not cleared_ids and all(type(records[i][1]) is PartialLine and records[i][1].seen for i in run):
         # Read from lines parsed in part: what it holds beyond them stays in their bytes.
         if reader is None:
-            reader = _Run(records, tuple((i, len(records[i][1].seen)) for i in run), index, name)
+            reader = _Run(records, tuple(i for i in run for _ in records[i][1].seen), index, name)
         origin = _Origin(run, None, tuple(string_records), NOTHING_CLEARED, reader)
         return Message(role, message_blocks, raw=records[run[0]][1], line=run[0] + 1, origin=origin)
     origin = _Origin(run, message_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
@@ -503,7 +504,7 @@ def _lines_of(message: Message) -> tuple[int, ...] | None:
     for a message an operation made."""
     view = message.view
     if view is not None and view.lines is not None:
-        return tuple(line for line, _ in view.lines)
+        return tuple(dict.fromkeys(view.lines))
     origin = message.origin
     return origin.records if isinstance(origin, _Origin) else None
 
