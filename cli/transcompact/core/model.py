@@ -179,6 +179,12 @@ class Message:
         return self._origin
 
     @property
+    def record(self) -> Any:
+        """What a count looks at of the record it was read from: `raw`, or of an unread message
+        what its view kept of it (None for a request body's: its role and content only)."""
+        return self.view.record if self.view is not None else self.raw
+
+    @property
     def is_read(self) -> bool:
         """Whether its blocks are in memory (an unread message's are still only its bytes)."""
         return self._read is None
@@ -239,9 +245,7 @@ class Message:
     @property
     def result_count(self) -> int:
         """How many tool results it carries (from its view, when it is unread)."""
-        if (view := self.view) is not None:
-            return sum(size.type is ToolResult for size in view.blocks)
-        return sum(isinstance(b, ToolResult) for b in self.blocks)
+        return len(self.answered_ids)
 
     @property
     def call_ids(self) -> tuple[str, ...]:
@@ -375,9 +379,8 @@ def tool_inputs(messages) -> dict[str, Any]:
     An unread message is read (apart: not kept read) only when its view holds a call."""
     inputs: dict[str, Any] = {}
     for m in messages:
-        if (view := m.view) is not None and not any(size.type is ToolCall for size in view.blocks):
-            continue
-        inputs.update((b.id, b.input) for b in m.read_apart().blocks if isinstance(b, ToolCall))
+        if m.call_ids:
+            inputs.update((b.id, b.input) for b in m.read_apart().blocks if isinstance(b, ToolCall))
     return inputs
 
 

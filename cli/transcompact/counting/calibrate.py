@@ -44,11 +44,9 @@ class Calibration:
 
 
 def _usage(message: Message) -> dict | None:
-    view = message.view
-    if view is not None and view.record is None:
-        return None  # an unread message of a request body: nothing but its role and content
-    record = view.record if view is not None else message.raw  # an unread message: what its view kept of it
-    raw = record if isinstance(record, dict) else {}
+    raw = message.record
+    if not isinstance(raw, dict):
+        return None  # no record to find it in (an unread message of a request body has none)
     usage = raw.get("usage")
     if not isinstance(usage, dict) and isinstance(raw.get("message"), dict):
         usage = raw["message"].get("usage")  # a Claude Code log line

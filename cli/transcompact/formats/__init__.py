@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
 from ..core.format_names import FORMAT_NAMES
-from ..core.jsondata import Lines, Parsed, PartialLine, parse, parse_written
+from ..core.jsondata import Lines, Parsed, PartialLine, Record, parse, parse_written
 from ..core.model import Transcript
 from ._document import read_quickly
 from .adapter import Format
@@ -150,7 +150,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         format = detect(parsed, messages_path)
     elif format not in BY_NAME:
         raise UsageError(f"unknown format {format!r} (choose from {', '.join(NAMES)})")
-    if lazily and BY_NAME[format].lazy_trim is None and _kept_in_part(parsed):
+    if lazily and BY_NAME[format].lazy_trim is None and _kept_in_part(parsed.records):
         # Lines a lazy trim kept in part, in the input of a format that reads them whole: all again.
         return loads(data, name, format=named, messages_path=messages_path)
     if named is not None and not BY_NAME[format].readable(parsed, messages_path):
@@ -162,8 +162,9 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     return BY_NAME[format].read(parsed, messages_path)
 
 
-def _kept_in_part(parsed: Parsed) -> bool:
-    return parsed.records is not None and any(type(value) is PartialLine for _, value in parsed.records)
+def _kept_in_part(records: list[Record] | None) -> bool:
+    """Whether a lazy trim kept any of these lines in part."""
+    return any(type(value) is PartialLine for _, value in records or ())
 
 
 def reload(data: bytes | Lines, written: Transcript, messages_path: str | None = None) -> Transcript:
@@ -182,7 +183,7 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
     # A log's lines that the rewrite kept are not parsed and held a second time.
     if isinstance(data, Lines):
         # The lines a rewrite made of a log read in part are read back in part too.
-        in_part = any(type(value) is PartialLine for _, value in getattr(written.source, "records", None) or ())
+        in_part = _kept_in_part(getattr(written.source, "records", None))
         parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False), trim=trim(True) if in_part else None)
     else:
         parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=trim())

@@ -160,17 +160,11 @@ def trajectory_command(message: Message) -> str | None:
 
 def is_trajectory(messages: Sequence[Message]) -> bool:
     """No tool calls, and most assistant messages run a command whose output comes back as a user message."""
-    if any(_has_tool_blocks(m) for m in messages):
+    if any(m.call_ids or m.is_tool_result_message for m in messages):  # an unread message's view says
         return False
     assistants = [m for m in messages if m.role == ASSISTANT]
     running = sum(1 for m in assistants if trajectory_command(m.read_apart()))
     return running >= 2 and running * 2 >= len(assistants)
-
-
-def _has_tool_blocks(message: Message) -> bool:
-    if (view := message.view) is not None:  # unread: its view says, and it stays unread
-        return any(size.type is ToolCall or size.type is ToolResult for size in view.blocks)
-    return any(isinstance(b, (ToolCall, ToolResult)) for b in message.blocks)
 
 
 # Text an agent puts in the user's turn of its own: reminders, notifications of its background

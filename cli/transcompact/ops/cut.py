@@ -119,10 +119,7 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
 
 def _uuid(messages: tuple[Message, ...], index: int) -> str | None:
     """The `uuid` of the line the window starts at, in a log whose lines have one (Claude Code)."""
-    if index >= len(messages):
-        return None
-    view = messages[index].view  # an unread message: what its view kept of its line
-    raw = view.record if view is not None else messages[index].raw
+    raw = messages[index].record if index < len(messages) else None  # an unread message: what its view kept of its line
     return raw["uuid"] if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
 
 

@@ -299,8 +299,8 @@ def linking_fields(value: Any) -> Any:
     if type(value) is not dict:
         return value
     for key in ("uuid", "parentUuid", "type"):
-        if type(uid := value.get(key)) is str:
-            value[key] = sys.intern(uid)
+        if type(text := value.get(key)) is str:
+            value[key] = sys.intern(text)
     if LINKING_ONLY.get(line_type(value)) in value:
         for item in value.values():
             if type(item) is dict or type(item) is list:
@@ -429,14 +429,22 @@ def _runs(records: list[Record], order: list[int]) -> list[tuple[int, ...]]:
 def _message(records: list[Record], run: tuple[int, ...], index: int, name: str, cleared_ids: dict[str, int]) -> Message:
     """Message `index`, made of the lines `run`: left unread when each line was kept with its sizes
     (`viewed_lines`) and no microcompact boundary changes what the API saw of them."""
+    lines = _view_lines(records, run, cleared_ids)
+    if lines is None:
+        return _read_run(records, run, index, name, cleared_ids)
     first = records[run[0]][1]
-    # (A line without a block is read whole: a view's lines are the lines of its blocks.)
-    if not cleared_ids and all(type(records[i][1]) is PartialLine and records[i][1].seen for i in run):
-        sizes = first.seen if len(run) == 1 else tuple(size for i in run for size in records[i][1].seen)
-        lines = tuple(i for i in run for _ in records[i][1].seen)
-        return Message.unread(first["type"], MessageView(sizes, first, lines), None, _Run(records, lines, index, name),
-                              line=run[0] + 1)
-    return _read_run(records, run, index, name, cleared_ids)
+    sizes = first.seen if len(run) == 1 else tuple(size for i in run for size in records[i][1].seen)
+    return Message.unread(first["type"], MessageView(sizes, first, lines), None, _Run(records, lines, index, name),
+                          line=run[0] + 1)
+
+
+def _view_lines(records: list[Record], run: tuple[int, ...], cleared_ids: dict[str, int]) -> tuple[int, ...] | None:
+    """The line of each block of the message made of the lines `run`, when each was kept in part
+    with its sizes (`viewed_lines`) and holds a block (a view's lines are the lines of its blocks),
+    and no microcompact boundary changes what the API saw of them; else None: it is read whole."""
+    if cleared_ids or not all(type(records[i][1]) is PartialLine and records[i][1].seen for i in run):
+        return None
+    return tuple(i for i in run for _ in records[i][1].seen)
 
 
 class _Run:
@@ -489,10 +497,10 @@ def _read_run(records: list[Record], run: tuple[int, ...], index: int, name: str
             )
     role = first["type"]  # what Claude Code sends, whatever `message.role` says
     message_blocks = tuple(blocks)
-    if not cleared_ids and all(type(records[i][1]) is PartialLine and records[i][1].seen for i in run):
+    if reader is None and (lines := _view_lines(records, run, cleared_ids)) is not None:
+        reader = _Run(records, lines, index, name)
+    if reader is not None:
         # Read from lines parsed in part: what it holds beyond them stays in their bytes.
-        if reader is None:
-            reader = _Run(records, tuple(i for i in run for _ in records[i][1].seen), index, name)
         origin = _Origin(run, None, tuple(string_records), NOTHING_CLEARED, reader)
         return Message(role, message_blocks, raw=records[run[0]][1], line=run[0] + 1, origin=origin)
     origin = _Origin(run, message_blocks, tuple(string_records), cleared or NOTHING_CLEARED)
