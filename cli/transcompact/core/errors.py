@@ -65,7 +65,9 @@ class Location(NamedTuple):
 
 # A setting named in a message, between two private-use characters: its name, and the value it had.
 _OPEN, _VALUE, _CLOSE = "\ue000", "\ue002", "\ue001"
-_OPTION = re.compile(f"{_OPEN}([A-Za-z_][A-Za-z0-9_]*)(?:{_VALUE}([^{_OPEN}{_CLOSE}]*))?{_CLOSE}")
+# The patterns of this module are compiled on first use (re's own cache), not at start-up: most
+# runs print no message, and every run, `--help` too, imports this module.
+_OPTION = f"{_OPEN}([A-Za-z_][A-Za-z0-9_]*)(?:{_VALUE}([^{_OPEN}{_CLOSE}]*))?{_CLOSE}"
 
 
 def option(name: str, value: object = None) -> str:
@@ -94,16 +96,16 @@ def _named(text: str | None, *, flags: bool, variable: Callable[[str], str | Non
             return flag if value is None else f"{flag} {value}"
         return name if value is None else f"{name}={value!r}"
 
-    return _OPTION.sub(spell, text)
+    return re.sub(_OPTION, spell, text)
 
 
 # A URL's user-info (`user:secret@`), which no message, report or event shows.
-_USER_INFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+_USER_INFO = r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@"
 
 
 def without_credentials(text: str) -> str:
     """`text` with every URL in it shown without its user-info (`http://user:secret@host` → `http://host`)."""
-    return _USER_INFO.sub(r"\1", text) if "@" in text else text
+    return re.sub(_USER_INFO, r"\1", text) if "@" in text else text
 
 
 ENVIRONMENT_PREFIX = "TRANSCOMPACT_"  # every setting's variable: TRANSCOMPACT_ and its name in capitals
