@@ -50,7 +50,7 @@ def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
         return " ".join(rng.choice(words) for _ in range(k))
 
     def assistant(parent: str | None, message_id: str, content: list, sidechain: bool = False, **fields) -> str:
-        usage = {"input_tokens": 3, "cache_creation_input_tokens": 120, "cache_read_input_tokens": 20000 + turn,
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 120, "cache_read_input_tokens": 20000 + written // 4,
                  "output_tokens": 80}
         message = {"model": "claude-sonnet-4-5", "id": message_id, "type": "message", "role": "assistant",
                    "stop_reason": None, "usage": usage, "content": content}

@@ -72,11 +72,40 @@ def test_an_estimator_that_counts_more_than_was_recorded_never_gives_a_negative_
     report = estimate(transcript)
     assert report.by_kind["overhead"] < estimate(transcript, CONTENT).by_kind["overhead"]
     assert report.tokens == report.recorded.context + report.per_message[-1].tokens
-    tail = transcript.with_messages(transcript.messages[-1:])
     counter = TokenCounter(transcript)
+    # A rewrite counts at least the smaller of its content and what the API read of the input: the
+    # negative overhead is not taken off its content again (which left 0 of the last message).
+    tail = transcript.with_messages(transcript.messages[-1:])
     counted = estimate(tail, counter=counter)
-    assert counted.tokens == counter.tokens(tail) == 0
-    assert sum(counted.by_kind.values()) == 0 and all(m.running >= 0 for m in counted.per_message)
+    assert counted.tokens == counter.tokens(tail) == estimate(tail, CONTENT).tokens == 10
+    assert sum(counted.by_kind.values()) == 10 and all(m.running >= 0 for m in counted.per_message)
+    # Less its first message, it still holds more than the API read: it counts what was read.
+    most = transcript.with_messages(transcript.messages[1:])
+    assert estimate(most, CONTENT).tokens > report.tokens == counter.tokens(most)
+
+
+def test_a_log_pruned_of_what_its_agent_had_cleared_counts_its_content_not_zero(tmp_path):
+    """Claude Code clears old tool results before it sends them and its log keeps them, so the log
+    holds more than its recorded usage says the API read. Pruned of those results, the log counts
+    what it now holds; compacted, what the compaction left (it counted 0 tokens for both)."""
+    from .test_archive import claude_log
+
+    lines = [json.loads(line) for line in claude_log(rounds=6).splitlines()]
+    last = max(i for i, line in enumerate(lines) if line["type"] == "assistant")
+    lines[last]["message"]["usage"] = {"input_tokens": 3000, "output_tokens": 20}  # the content is about 9,000
+    log = tmp_path / "session.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    before = json.loads(run("estimate", "--json", str(log)).stdout)["files"][0]["tokens"]
+    for command in (["prune", "--hard-clear-after", "1", "--keep-last", "1"], ["compact", "--emergency", "--force",
+                                                                               "--keep-recent-tokens", "500"]):
+        out = tmp_path / "out.jsonl"
+        done = run(*command, "--report", str(tmp_path / "report.json"), "-o", str(out), str(log))
+        assert done.exit_code == 0, done.stderr
+        report = json.loads((tmp_path / "report.json").read_text())
+        content = json.loads(run("estimate", "--json", "--count", "content", str(out)).stdout)["files"][0]["tokens"]
+        assert report["tokens_before"] == before and 0 < report["tokens_after"] == content < before
+    # Read back, the compacted log counts what compact reported (the negative overhead is not carried).
+    assert json.loads(run("estimate", "--json", str(out)).stdout)["files"][0]["tokens"] == report["tokens_after"]
 
 
 # --- one basis for a transcript and its rewrites --------------------------------------------

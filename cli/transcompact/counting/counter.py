@@ -321,9 +321,16 @@ def _fixed(tally: _Tally | None) -> int:
     return sum(f for _, f in tally.fixed) if tally is not None else 0
 
 
-def _with_overhead(counted: _Counted, overhead: int) -> _Counted:
-    """The content estimate plus a hidden overhead, which may be negative but never takes the total below 0."""
-    overhead = max(overhead, -sum(counted.by_kind.values()))
+def _with_overhead(counted: _Counted, overhead: int, input_tokens: int) -> _Counted:
+    """The content estimate plus a hidden overhead. A negative one (the log holds more than the API
+    read: the agent cleared old tool results itself, or the estimator counts more than the API)
+    stands for content the agent left out, which a rewrite may have removed as well: so a
+    transcript counts at least the smaller of its content and what the API read of the input
+    (`input_tokens`), not what is left when the whole of it is taken off again (0 for a log pruned
+    of its old results)."""
+    content = sum(counted.by_kind.values())
+    if overhead < 0:
+        overhead = max(overhead, min(0, input_tokens - content), -content)
     by_kind = counted.by_kind.copy()
     by_kind["overhead"] += overhead
     return _Counted(by_kind, counted.messages, counted.results, counted.head + overhead)
@@ -394,7 +401,9 @@ def _carried(transcript: Transcript, options: Options, method: str, notes: tuple
     if previous is None:
         return Basis(method, notes=notes)
     basis = TokenCounter(previous, replace(options, calibrate=False)).basis
-    if basis.anchor is None and not basis.overhead:
+    # A negative overhead is not carried: it stood for old content the agent left out of what it
+    # sent, which the compaction has replaced.
+    if basis.overhead < 0 or (basis.anchor is None and not basis.overhead):
         return Basis(method, notes=notes)
     return Basis(f"{method} + the overhead the usage recorded before the compaction showed ({basis.overhead:,})",
                  overhead=basis.overhead, notes=notes)
@@ -426,6 +435,7 @@ class TokenCounter:
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
         self.basis = _basis(transcript, options, method, system, tools, tallies, counted, self.recorded(transcript))
+        self._input_tokens = sum(counted.by_kind.values()) + self.basis.overhead  # what the API read of the input (`_with_overhead`)
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
             self.factor = self.exact(transcript).tokens / max(1, sum(counted.by_kind.values()))
@@ -464,7 +474,7 @@ class TokenCounter:
 
     def _on_scale(self, counted: _Counted) -> _Counted:
         """A content estimate put on the input's scale: its hidden overhead, its exact count's factor."""
-        counted = _with_overhead(counted, self.basis.overhead) if self.basis.overhead else counted
+        counted = _with_overhead(counted, self.basis.overhead, self._input_tokens) if self.basis.overhead else counted
         return counted if self.factor == 1.0 else apportioned(counted, round(sum(counted.by_kind.values()) * self.factor))
 
     def recorded(self, transcript: Transcript) -> Recorded | None:
