@@ -23,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 REWIND_EVERY = 7
 SUBAGENT_EVERY = 11
 SIDECHAIN_FREE_BYTES = 64 * 1024
+_FRAMING = 32  # the characters' worth of tokens the API adds for each message (its role, its block markers)
 
 
 def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
@@ -34,6 +35,7 @@ def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
     start = datetime(2026, 2, 10, 22, 0, tzinfo=timezone.utc)
     out: list[str] = []
     written = 0
+    said = 0  # the characters of the conversation so far, which each response's usage grows with
 
     def line(kind: str, parent: str | None, sidechain: bool = False, **fields) -> str:
         """Append one line after `parent`; its uuid."""
@@ -50,13 +52,19 @@ def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
         return " ".join(rng.choice(words) for _ in range(k))
 
     def assistant(parent: str | None, message_id: str, content: list, sidechain: bool = False, **fields) -> str:
-        usage = {"input_tokens": 3, "cache_creation_input_tokens": 120, "cache_read_input_tokens": 20000 + written // 4,
+        nonlocal said
+        # The prompt a response recorded: a system prompt and tools of about 20,000 tokens, and the
+        # conversation before it, as a real log's usage grows.
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 120, "cache_read_input_tokens": 20000 + said // 4,
                  "output_tokens": 80}
+        said += _FRAMING + sum(len(block.get("text", "")) + len(json.dumps(block.get("input", ""))) for block in content)
         message = {"model": "claude-sonnet-4-5", "id": message_id, "type": "message", "role": "assistant",
                    "stop_reason": None, "usage": usage, "content": content}
         return line("assistant", parent, sidechain, message=message, **fields)
 
     def result(parent: str, tool: str, output: str, sidechain: bool = False, **fields) -> str:
+        nonlocal said
+        said += _FRAMING + len(output)
         content = [{"tool_use_id": tool, "type": "tool_result", "content": output, "is_error": False}]
         return line("user", parent, sidechain, message={"role": "user", "content": content},
                     toolUseResult={"stdout": output, "stderr": "", "interrupted": False, "isImage": False},

@@ -14,8 +14,11 @@ from transcompact.core.jsondata import parse
 from transcompact.core.model import Message, Text, Thinking, ToolCall, ToolResult
 from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code import reader as claude_code
+from transcompact.ops.estimate import estimate
+from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
 from .conftest import FIXTURES
+from .test_counting import corpus_logs
 
 SESSION = "0c6f5a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 
@@ -152,7 +155,11 @@ def test_a_changed_result_rewrites_its_line_only_and_keeps_the_line_s_other_fiel
     first = results.blocks[0]
     cleared = results.with_blocks((ToolResult(first.tool_call_id, "[cleared]", raw=first.raw, line=first.line), results.blocks[1]))
     out = dumps(transcript.with_messages([*transcript.messages[:2], cleared, *transcript.messages[3:]]))
-    assert changed_lines(LOG, out) == [5]
+    # 9: the next response, its prompt restated 8 tokens less (10 of the result, 2 of "[cleared]"):
+    # all 3 it recorded, none below 0.
+    assert changed_lines(LOG, out) == [5, 9]
+    assert written(out)[9] == {**log_lines()[9], "message": {**log_lines()[9]["message"], "usage": {
+        "input_tokens": 0, "output_tokens": 9}}}
     after = written(out)[5]
     assert after == {**log_lines()[5], "message": {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_a", "content": "[cleared]"}]}}
@@ -167,7 +174,8 @@ def test_a_line_left_with_no_content_is_dropped_and_its_child_re_linked():
     lines = [value for value in written(out) if value is not None]
     assert [value.get("uuid") for value in lines] == [None, "u0", "a1", "a2", "r1", "r2", "p1", "b1", "a3", "s1", "u1", "u2", None]
     assert lines[2]["parentUuid"] == "u0"  # a1 hung from the thinking line a0
-    assert changed_lines(LOG, out) == [2]
+    assert changed_lines(LOG, out) == [2, 8]  # 8: the next response, its prompt restated without the thinking
+    assert lines[8]["message"] == {**log_lines()[9]["message"], "usage": lines[8]["message"]["usage"]}
     assert [m.blocks for m in loads(out, "s.jsonl").messages] == [
         transcript.messages[0].blocks, response.blocks[1:], *[m.blocks for m in transcript.messages[2:]]]
 
@@ -227,3 +235,60 @@ def test_a_progress_line_is_held_by_its_linking_fields_and_written_whole_when_re
     assert lines[0] == log_lines()[0]
     assert [v for v in lines if v.get("uuid") == "p1"] == [{**log_lines()[7], "parentUuid": "a2"}]
     assert [v.get("uuid") for v in lines if v.get("parentUuid") == "a2"] == ["p1", "b1", "a3"]
+
+
+# --- the usage Claude Code judges its context by --------------------------------------------------
+
+
+def with_usage(data: bytes, overhead: int = 15_000) -> bytes:
+    """The log with each response's usage: a system prompt and tools of `overhead` tokens and the
+    conversation before it at 4 characters a token, mostly read from the cache, as a real log's."""
+    lines, sent = [], 0
+    for line in (json.loads(text) for text in data.splitlines()):
+        message = line.get("message")
+        if line.get("type") == "assistant":
+            message["usage"] = {"input_tokens": 3, "cache_creation_input_tokens": 200,
+                                "cache_read_input_tokens": overhead + sent // 4 - 203, "output_tokens": 40}
+        if isinstance(message, dict):
+            sent += len(json.dumps(message.get("content")))
+        lines.append(line)
+    return encode(lines)
+
+
+def prompt(usage: dict) -> int:
+    return sum(usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+
+
+def test_a_prune_restates_the_prompt_claude_code_judges_and_estimate_says_what_prune_said():
+    """Claude Code judges the size of its context by the last response's usage plus its own estimate
+    of what follows (`tokenCountWithEstimation`: it refuses to send at its blocking limit and
+    compacts above its threshold): the last response records a prompt smaller by what the cleared
+    results held, at Claude Code's 4 characters a token, taken from the cached part; its output,
+    its other fields and every earlier response stay. `estimate` of the output is what prune said."""
+    from .test_archive import claude_log
+
+    data = with_usage(claude_log(rounds=8))
+    transcript = loads(data, "s.jsonl")
+    pruned, report = prune(transcript, PruneOptions(keep_last=1, hard_clear_after=1))
+    out = dumps(pruned)
+    assert report.cleared == 7 and report.tokens_after < report.tokens_before * 0.7
+    assert abs(estimate(loads(out, "s.jsonl")).tokens - report.tokens_after) <= report.tokens_after * 0.01
+    old, new = written(data)[:-1], written(out)[:-1]
+    changed = [k for k, (a, b) in enumerate(zip(old, new)) if a != b]
+    cleared = [k for k in changed if old[k]["message"]["content"] != new[k]["message"]["content"]]
+    taken = sum(round(len(old[k]["message"]["content"][0]["content"]) / 4) - round(len(PLACEHOLDER) / 4) for k in cleared)
+    last = max(k for k, a in enumerate(old) if a["type"] == "assistant")
+    assert len(cleared) == 7 and changed == [*cleared, last]
+    usage, restated = old[last]["message"]["usage"], new[last]["message"]["usage"]
+    assert new[last] == {**old[last], "message": {**old[last]["message"], "usage": restated}}
+    assert restated == {**usage, "cache_read_input_tokens": usage["cache_read_input_tokens"] - taken} and taken > 1000
+    assert prompt(restated) == prompt(usage) - taken
+
+
+@pytest.mark.parametrize("path", corpus_logs())
+def test_estimate_of_a_pruned_claude_code_log_is_what_prune_said(path):
+    transcript = loads(path.read_bytes(), str(path))
+    pruned, report = prune(transcript, PruneOptions(keep_last=1, hard_clear_after=1))
+    counted = estimate(loads(dumps(pruned), str(path))).tokens
+    assert abs(counted - report.tokens_after) <= max(20, report.tokens_after * 0.01)
+    assert counted == report.tokens_after or report.cleared  # a log with nothing to prune counts the same

@@ -128,6 +128,10 @@ def test_clear_tool_inputs_and_clear_thinking():
         False, False, False, False, True]
 
 
+def prompt(usage: dict) -> int:
+    return sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+
+
 def test_claude_code_changes_message_content_only_unless_asked():
     path = FIXTURES / "claude-code/broken-session.jsonl"
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
@@ -135,10 +139,16 @@ def test_claude_code_changes_message_content_only_unless_asked():
     assert result.exit_code == 0, result.stderr
     out = [json.loads(line) for line in result.stdout_bytes.splitlines()]
     changed = [(a, b) for a, b in zip(lines, out) if a != b]
-    assert len(changed) == 1
-    before, after = changed[0]
-    assert {k for k in before if before[k] != after[k]} == {"message"}
+    assert all({k for k in a if a[k] != b[k]} == {"message"} for a, b in changed)
+    content = [(a, b) for a, b in changed if a["message"]["content"] != b["message"]["content"]]
+    assert len(content) == 1
+    before, after = content[0]
     assert after["message"]["content"][0]["content"] == PLACEHOLDER
+    # The last response recorded a prompt that held the old result: restated, its usage only.
+    last = [(a["message"], b["message"]) for a, b in changed if (a, b) not in content]
+    last_id = next(line["message"]["id"] for line in reversed(lines) if line.get("type") == "assistant")
+    assert last and all(a["id"] == last_id and b == {**a, "usage": b["usage"]} and prompt(b["usage"]) < prompt(a["usage"])
+                        for a, b in last)
     ui = CliRunner().invoke(cli, ["prune", "--keep-last", "0", "--hard-clear-after", "0", "--prune-ui-copy", str(path)])
     changed = [(a, json.loads(b)) for a, b in zip(lines, ui.stdout_bytes.splitlines()) if a != json.loads(b)]
     assert changed[0][1]["toolUseResult"] == PLACEHOLDER

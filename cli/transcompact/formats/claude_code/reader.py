@@ -25,7 +25,24 @@ from typing import Any
 
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BOM, Lines, Parsed, PartialLine, Record, dumps, kind_of, parse_value
-from ...core.model import ASSISTANT, USER, Block, BlockSize, Message, MessageView, Text, ToolResult, Transcript, block_size, text_flags
+from ...core.model import (
+    ASSISTANT,
+    USER,
+    Block,
+    BlockSize,
+    Document,
+    Image,
+    Message,
+    MessageView,
+    RedactedThinking,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    block_size,
+    text_flags,
+)
 from ...dialects import anthropic as codec
 
 NAME = "claude-code"
@@ -545,6 +562,7 @@ def write_lines(transcript: Transcript) -> Lines:
     contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
     dropped = set(message_records - claimed)
+    taken: dict[int, int] = {}  # the tokens a changed record lost (less what it gained), by Claude Code's estimate
     last_record: int | None = None
     for message, run in zip(transcript.messages, runs):
         if run is None:
@@ -552,6 +570,7 @@ def write_lines(transcript: Transcript) -> Lines:
             if anchor is None:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
             inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
+            taken[anchor] = taken.get(anchor, 0) - sum(map(estimated_tokens, message.blocks))
             continue
         if not message.is_read:  # a message still unread is as it was read
             last_record = run[-1]
@@ -569,22 +588,29 @@ def write_lines(transcript: Transcript) -> Lines:
                 current = block.line
             per_record[current].append(block)
         for index, blocks in per_record.items():
+            was = [b for b in original if b.line == index]
             if not blocks:
                 dropped.add(index)
-            elif blocks != [b for b in original if b.line == index]:
+            elif blocks != was:
                 contents[index] = blocks
+            else:
+                continue
+            taken[index] = taken.get(index, 0) + sum(map(estimated_tokens, was)) - sum(map(estimated_tokens, blocks))
         # A message added after this one hangs from its last line that stays.
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
     parents = _relink(source, dropped, inserted)
+    restated = _restated_prompts(source, taken)
     out: list[Record] = []
     for index, record in enumerate(records):
         if index in dropped:
             continue
-        if index in contents or index in parents:
+        if index in contents or index in parents or index in restated:
             obj = dict(whole_value(index, record, transcript.name))
             if index in contents:
                 obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
+            if index in restated:
+                obj["message"] = {**obj["message"], "usage": _usage_less(obj["message"]["usage"], restated[index])}
             if index in parents:
                 obj["parentUuid"] = parents[index]
             if type(record[1]) is PartialLine:
@@ -595,6 +621,79 @@ def write_lines(transcript: Transcript) -> Lines:
         out.append(record)
         out.extend((None, new) for new in inserted.get(index, ()))
     return Lines.of(out, bom=source.bom)
+
+
+# Claude Code judges the size of its context by the usage the last response recorded plus its own
+# estimate of what came after (cli.js 2.1.112 `tokenCountWithEstimation`): it refuses to send
+# at its blocking limit and compacts on its own above its threshold. Left as it was, the usage after
+# a rewrite that shrank the history would count what the rewrite took out: Claude Code would
+# compact (or refuse) a pruned log it no longer needs to, and `estimate` would say what the log was.
+# So a write restates the prompt the last response recorded (each of its lines: they share it),
+# less what the changes took out before it (more what they added), by Claude Code's own estimate
+# (`roughTokenCountEstimation`: a block's characters / 4, rounded; 2,000 for an image or a
+# document): from the cached part first (`cache_read_input_tokens`, then
+# `cache_creation_input_tokens`, then `input_tokens`), none below 0; what a change added goes to
+# `input_tokens`. The output (`output_tokens`) stays. The responses before it keep what they
+# recorded: restating each would rewrite every assistant line after the first change (a third of
+# a long log's lines), and only the last one is judged by.
+_ESTIMATED_MEDIA_TOKENS = 2000
+_PROMPT_PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens")
+
+
+def estimated_tokens(block: Block) -> int:
+    """Claude Code's estimate of a block (`roughTokenCountEstimationForBlock`)."""
+    if isinstance(block, Text):
+        return round(len(block.text) / 4)
+    if isinstance(block, ToolResult):
+        content = block.content
+        return round(len(content) / 4) if isinstance(content, str) else sum(map(estimated_tokens, content))
+    if isinstance(block, ToolCall):
+        return round(len(block.name + dumps(block.input if block.input is not None else {}, indent=False).decode()) / 4)
+    if isinstance(block, Thinking):
+        return round(len(block.thinking) / 4)
+    if isinstance(block, RedactedThinking):
+        return round(len(block.data) / 4)
+    if isinstance(block, (Image, Document)):
+        return _ESTIMATED_MEDIA_TOKENS
+    return round(len(dumps(block.raw, indent=False).decode()) / 4)
+
+
+def _restated_prompts(source: LogSource, taken: dict[int, int]) -> dict[int, int]:
+    """The lines of the last response that recorded usage, each with the tokens the changes before
+    the response's first line took out of its prompt (put in, when negative), in the order the API
+    sees the lines (parallel results hang off their calls, not all on the chain); none when those
+    changes took nothing."""
+    if not taken:
+        return {}
+    records = source.records
+    last: list[int] = []  # the lines (with usage) of the last response that has some
+    lines: list[int] = []
+    so_far, response, before_response, before_last = 0, None, 0, 0
+    for index in source.order:
+        value = records[index][1]
+        if isinstance(value, dict) and value.get("type") == ASSISTANT and isinstance(message := value.get("message"), dict):
+            if message.get("id") != response or response is None:  # a response's lines share its id and its usage
+                response, before_response, lines = message.get("id"), so_far, []
+            if isinstance(message.get("usage"), dict):
+                lines.append(index)
+                last, before_last = lines, before_response
+        so_far += taken.get(index, 0)
+    return dict.fromkeys(last, before_last) if before_last else {}
+
+
+def _usage_less(usage: dict, tokens: int) -> dict:
+    """`usage` whose prompt counts `tokens` fewer (negative: more)."""
+    out = dict(usage)
+    if tokens < 0:
+        if type(out.get("input_tokens")) is int:
+            out["input_tokens"] -= tokens
+        return out
+    for part in _PROMPT_PARTS:
+        if tokens and type(out.get(part)) is int and out[part] > 0:
+            less = min(out[part], tokens)
+            out[part] -= less
+            tokens -= less
+    return out
 
 
 def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:
