@@ -10,7 +10,9 @@ twice), the request must:
   note it adds to an interrupted turn, the "No response requested." sentinel, the new prompt);
 - hold nothing from before our compact boundary;
 - answer every `tool_use` in the next message, and send no `tool_use` id twice.
-The uncompacted original is resumed too, as a control.
+The uncompacted original is resumed too, as a control. And a log over Claude Code's blocking
+limit, which it refuses to send, is sent once pruned below it (prune restates the usage Claude
+Code judges its context by).
 
 Claude Code runs offline: `ANTHROPIC_BASE_URL` points at the loopback, the key is a dummy, and
 telemetry, auto-update, auto-compact and other nonessential traffic are off. It is installed by
@@ -86,9 +88,21 @@ def project_dir(cwd: Path) -> str:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(cwd))
 
 
-def resume(claude: list[str], log: bytes, where: Path, api: Loopback) -> Resumed:
+def resume(claude: list[str], log: bytes, where: Path, api: Loopback, env: dict[str, str] | None = None) -> Resumed:
     """Put `log` where Claude Code keeps the sessions of a project, in a fresh HOME; resume it there
-    with one prompt; return the one request it sent."""
+    with one prompt (`env`: more of Claude Code's variables); return the one request it sent."""
+    done, sent = run_resumed(claude, log, where, api, env or {})
+    assert done.returncode == 0, f"claude exited {done.returncode}: {done.stdout[-1000:]}{done.stderr[-2000:]}"
+    assert done.stdout.strip() == REPLY
+    assert [r.route for r in sent] == ["/v1/messages"], f"Claude Code asked for {[r.path for r in sent]}"
+    body = sent[0].body
+    messages = [{**m, "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]}
+                for m in body["messages"]]
+    return Resumed(body, messages)
+
+
+def run_resumed(claude: list[str], log: bytes, where: Path, api: Loopback, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list]:
+    """One `claude -p --resume` run on `log` in a fresh HOME: how it ended, and the requests it sent."""
     home, cwd = where / "home", (where / "project")
     cwd.mkdir(parents=True)
     cwd = cwd.resolve()
@@ -100,19 +114,12 @@ def resume(claude: list[str], log: bytes, where: Path, api: Loopback) -> Resumed
     # A fresh "metrics are off" answer, or it asks api.anthropic.com for one on exit.
     (home / ".claude.json").write_text(json.dumps({"metricsStatusCache": {"enabled": False, "timestamp": int(time.time() * 1000)}}))
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "TMPDIR": str(where),
-           "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-loopback-dummy", **OFFLINE}
+           "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-loopback-dummy", **OFFLINE, **env}
     api.answer = Loopback.text(REPLY)
     before = len(api.requests)
     done = subprocess.run([*claude, "-p", "--resume", session, PROMPT], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
-    assert done.returncode == 0, f"claude exited {done.returncode}: {done.stdout[-1000:]}{done.stderr[-2000:]}"
-    assert done.stdout.strip() == REPLY
-    sent = api.requests[before:]
-    assert [r.route for r in sent] == ["/v1/messages"], f"Claude Code asked for {[r.path for r in sent]}"
-    body = sent[0].body
-    messages = [{**m, "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]}
-                for m in body["messages"]]
-    return Resumed(body, messages)
+    return done, api.requests[before:]
 
 
 # --- reading what it sent ----------------------------------------------------------------
@@ -345,3 +352,21 @@ def test_the_judge_sees_the_originals_pulled_back_in(claude, api, tmp_path):
     resumed = resume(claude, broken, tmp_path, api)
     problems = differences(broken, resumed.messages)
     assert problems and all("texts" in p and "sent, [] read" in p for p in problems)  # each copied text twice
+
+
+def test_a_pruned_log_is_sent_where_the_original_was_refused(claude, api, tmp_path):
+    """Claude Code refuses to send a context at its blocking limit (set here by its
+    CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE), which it judges by the usage the last response recorded
+    plus its estimate of what follows. The original is over the limit and refused; pruned below it,
+    it is sent as we read it: prune restated that usage (left as it was, it still counted what
+    prune took out, and Claude Code refused the pruned log too)."""
+    log = original("spotter-session-8463c716-compacted-1593lines.jsonl")  # 132,649 tokens; pruned, 91,687
+    limit = {"CLAUDE_CODE_BLOCKING_LIMIT_OVERRIDE": "110000"}
+    done, sent = run_resumed(claude, log, tmp_path / "original", api, limit)
+    assert sent == [] and done.returncode != 0 and "too long" in (done.stdout + done.stderr).lower(), done.stdout[-500:]
+    result = CliRunner().invoke(cli, ["prune", "-q"], input=log, prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    pruned = result.stdout_bytes
+    resumed = resume(claude, pruned, tmp_path / "pruned", api, limit)
+    assert_pairs(resumed.messages)
+    assert differences(pruned, resumed.messages, control=True) == []
