@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 REWIND_EVERY = 7
 SUBAGENT_EVERY = 11
 SIDECHAIN_FREE_BYTES = 64 * 1024
-_FRAMING = 32  # the characters' worth of tokens the API adds for each message (its role, its block markers)
+_FRAMING = 16  # the characters' worth of tokens the API adds for each message (its role, its block markers)
 
 
 def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
@@ -36,6 +36,7 @@ def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
     out: list[str] = []
     written = 0
     said = 0  # the characters of the conversation so far, which each response's usage grows with
+    usages: dict[str, dict] = {}  # the usage of each response, by its message id
 
     def line(kind: str, parent: str | None, sidechain: bool = False, **fields) -> str:
         """Append one line after `parent`; its uuid."""
@@ -54,10 +55,12 @@ def generate(lines_wanted: int, seed: int = 7, branchy: bool = False) -> bytes:
     def assistant(parent: str | None, message_id: str, content: list, sidechain: bool = False, **fields) -> str:
         nonlocal said
         # The prompt a response recorded: a system prompt and tools of about 20,000 tokens, and the
-        # conversation before it, as a real log's usage grows.
-        usage = {"input_tokens": 3, "cache_creation_input_tokens": 120, "cache_read_input_tokens": 20000 + said // 4,
-                 "output_tokens": 80}
-        said += _FRAMING + sum(len(block.get("text", "")) + len(json.dumps(block.get("input", ""))) for block in content)
+        # conversation before it, as a real log's usage grows; each line of the response repeats it.
+        first = message_id not in usages  # a response's lines are one message to the API
+        usage = usages.setdefault(message_id, {"input_tokens": 3, "cache_creation_input_tokens": 120,
+                                               "cache_read_input_tokens": 20000 + said // 4, "output_tokens": 80})
+        said += _FRAMING * first + sum(len(block["text"]) if block["type"] == "text" else
+                               len(block["name"]) + len(json.dumps(block["input"], separators=(",", ":"))) for block in content)
         message = {"model": "claude-sonnet-4-5", "id": message_id, "type": "message", "role": "assistant",
                    "stop_reason": None, "usage": usage, "content": content}
         return line("assistant", parent, sidechain, message=message, **fields)

@@ -527,3 +527,21 @@ def test_a_compacted_log_counts_read_back_what_compact_reported(name):
     read_back = estimate(loads(bytes(dumps(compacted)), name))
     assert abs(read_back.tokens - report.tokens_after) <= 0.05 * report.tokens_after, (read_back.tokens, report.tokens_after)
     assert "before the compaction" in read_back.method
+
+
+def test_a_hidden_overhead_over_the_target_keeps_the_window_asked_for_and_summarizes_once(monkeypatch):
+    """A log whose recorded usage shows more tokens than the target outside what it holds (a system
+    prompt and tool schemas that large): no window is small enough, so the window asked for is kept
+    and the reason says so, without summarizing the old part again for each smaller window."""
+    import transcompact.ops.compact as compacting
+
+    from .test_estimate_cli import usage_log
+
+    transcript = loads(usage_log(150_000, 0.25, turns=40), "log.jsonl")
+    summaries = []
+    summary_text = compacting.summary_text
+    monkeypatch.setattr(compacting, "summary_text", lambda *args, **kwargs: summaries.append(1) or summary_text(*args, **kwargs))
+    compacted, report = compact(transcript, CompactOptions(force=True, emergency=True))
+    assert report.strategy == "emergency" and report.tokens_after > compacting.target(CompactOptions())
+    assert report.fallback_reason.endswith("over the target of 100,000 tokens before the window: the window asked for is kept")
+    assert len(summaries) <= 3  # the window asked for, pruned harder twice; no smaller window

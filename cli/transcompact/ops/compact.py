@@ -423,17 +423,24 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         counts: Counter[str] = Counter()
         return replace(rebuild(fitted, cut_now, summary_text(original, cut_now, None, options, counts), options), facts=counts)
 
-    # The window as asked with harder and harder pruning, then a smaller and smaller window.
+    # The window as asked with harder and harder pruning, then a smaller and smaller window, unless
+    # what every attempt keeps before its window (the messages kept first, and with them the system
+    # prompt, the tools, a log's hidden overhead) is over the target already: then no window is
+    # small enough, and each smaller one would only have summarized the old part again.
     attempts = [(level, keep) for level in range(3)]
     attempts += [(2, keep >> halvings) for halvings in range(1, 16) if keep >> halvings >= 100]
     first: Rebuilt | None = None
+    fits: Rebuilt | None = None
     for level, keep_now in attempts:
+        if keep_now < keep and counter.tokens(harder(2).with_messages(harder(2).messages[:head])) >= goal:
+            break
         attempt = attempt_at(harder(level), keep_now)
         first = first or attempt
         if counter.tokens(attempt.transcript) <= goal:
+            fits = attempt
             break
-    else:
-        assert first is not None  # attempts is never empty
+    if fits is None:
+        assert first is not None  # the attempts at the window asked for are always made
         attempt, reason = _squeezed(attempt, first, goal, options, counter, reason)
     if attempt.transcript is pruned:  # nothing old to drop: pruning was all there was to do
         return _finish(original, attempt, "prune", before, prune_report, None, options, prune_only, counter)
