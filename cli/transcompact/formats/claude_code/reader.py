@@ -630,8 +630,7 @@ def write_lines(transcript: Transcript) -> Lines:
 # compact (or refuse) a pruned log it no longer needs to, and `estimate` would say what the log was.
 # So a write restates the prompt the last response recorded (each of its lines: they share it),
 # less what the changes took out before it (more what they added), by Claude Code's own estimate
-# (`roughTokenCountEstimation`: a block's characters / 4, rounded; 2,000 for an image or a
-# document): from the cached part first (`cache_read_input_tokens`, then
+# (`estimated_tokens`): from the cached part first (`cache_read_input_tokens`, then
 # `cache_creation_input_tokens`, then `input_tokens`), none below 0; what a change added goes to
 # `input_tokens`. The output (`output_tokens`) stays. The responses before it keep what they
 # recorded: restating each would rewrite every assistant line after the first change (a third of
@@ -641,7 +640,8 @@ _PROMPT_PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "inpu
 
 
 def estimated_tokens(block: Block) -> int:
-    """Claude Code's estimate of a block (`roughTokenCountEstimationForBlock`)."""
+    """Claude Code's estimate of a block (cli.js 2.1.112 `w4z`: its text, a call's name and input as
+    JSON, a thinking, a result's content, each as characters / 4, rounded)."""
     if isinstance(block, Text):
         return round(len(block.text) / 4)
     if isinstance(block, ToolResult):
