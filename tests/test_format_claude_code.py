@@ -292,3 +292,22 @@ def test_estimate_of_a_pruned_claude_code_log_is_what_prune_said(path):
     counted = estimate(loads(dumps(pruned), str(path))).tokens
     assert abs(counted - report.tokens_after) <= max(20, report.tokens_after * 0.01)
     assert counted == report.tokens_after or report.cleared  # a log with nothing to prune counts the same
+
+
+def test_a_synthetic_last_line_leaves_the_last_real_response_to_be_restated():
+    """Claude Code ends a session cut short with a line of its own (model `<synthetic>`, usage all
+    zeros: an API error, "No response requested."), which it does not judge its context by: the
+    response before it is the one restated."""
+    from .test_archive import claude_log
+
+    lines = [json.loads(text) for text in with_usage(claude_log(rounds=6)).splitlines()]
+    lines.append({**lines[-2], "uuid": "synthetic-1", "parentUuid": lines[-1]["uuid"], "message": {
+        "id": "msg_synthetic", "model": "<synthetic>", "role": "assistant", "type": "message",
+        "content": [{"type": "text", "text": "No response requested."}],
+        "usage": {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+    data = encode(lines)
+    pruned, report = prune(loads(data, "s.jsonl"), PruneOptions(keep_last=1, hard_clear_after=1))
+    out = written(dumps(pruned))[:-1]
+    real = max(k for k, line in enumerate(lines[:-1]) if line["type"] == "assistant")
+    assert out[-1] == lines[-1]
+    assert prompt(out[real]["message"]["usage"]) < prompt(lines[real]["message"]["usage"])

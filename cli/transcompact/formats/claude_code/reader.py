@@ -659,7 +659,7 @@ def estimated_tokens(block: Block) -> int:
 
 
 def _restated_prompts(source: LogSource, taken: dict[int, int]) -> dict[int, int]:
-    """The lines of the last response that recorded usage, each with the tokens the changes before
+    """The lines of the last response that recorded a prompt, each with the tokens the changes before
     the response's first line took out of its prompt (put in, when negative), in the order the API
     sees the lines (parallel results hang off their calls, not all on the chain); none when those
     changes took nothing."""
@@ -674,11 +674,17 @@ def _restated_prompts(source: LogSource, taken: dict[int, int]) -> dict[int, int
         if isinstance(value, dict) and value.get("type") == ASSISTANT and isinstance(message := value.get("message"), dict):
             if message.get("id") != response or response is None:  # a response's lines share its id and its usage
                 response, before_response, lines = message.get("id"), so_far, []
-            if isinstance(message.get("usage"), dict):
+            if isinstance(usage := message.get("usage"), dict) and _prompt(usage) > 0:
                 lines.append(index)
                 last, before_last = lines, before_response
         so_far += taken.get(index, 0)
     return dict.fromkeys(last, before_last) if before_last else {}
+
+
+def _prompt(usage: dict) -> int:
+    """The prompt a usage counts; 0 for a line Claude Code made itself (`<synthetic>`: an API error,
+    "No response requested."), whose usage is zeros and which it does not judge by."""
+    return sum(usage[part] for part in _PROMPT_PARTS if type(usage.get(part)) is int)
 
 
 def _usage_less(usage: dict, tokens: int) -> dict:
