@@ -256,7 +256,8 @@ def with_usage(data: bytes, overhead: int = 15_000) -> bytes:
 
 
 def prompt(usage: dict) -> int:
-    return sum(usage[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+    """The prompt a response's usage counts (a part it does not record counts 0)."""
+    return sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
 
 
 def test_a_prune_restates_the_prompt_claude_code_judges_and_estimate_says_what_prune_said():

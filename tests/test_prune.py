@@ -18,6 +18,7 @@ from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
 from .conftest import FIXTURES, supported_corpus_files
 from .strategies import transcripts
+from .test_format_claude_code import prompt
 from .test_properties import _loads
 
 
@@ -126,10 +127,6 @@ def test_clear_tool_inputs_and_clear_thinking():
     assert report.thinking_removed == 3
     assert [any(isinstance(b, Thinking) for b in m.blocks) for m in pruned.messages if m.role == "assistant"] == [
         False, False, False, False, True]
-
-
-def prompt(usage: dict) -> int:
-    return sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
 
 
 def test_claude_code_changes_message_content_only_unless_asked():

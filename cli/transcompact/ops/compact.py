@@ -412,6 +412,12 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
 
     head = _head(pruned.messages, pruned.dialect)
 
+    @cache
+    def before_any_window() -> int:
+        """What every attempt keeps before its window: the messages kept first, and with them the
+        system prompt, the tools, a log's hidden overhead."""
+        return counter.tokens(harder(2).with_messages(harder(2).messages[:head]))
+
     def attempt_at(candidate: Transcript, keep_now: int) -> Rebuilt:
         same = candidate is pruned and keep_now == keep
         # A window made smaller to fit the budget no longer promises --keep-recent-messages: the budget wins.
@@ -424,15 +430,14 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         return replace(rebuild(fitted, cut_now, summary_text(original, cut_now, None, options, counts), options), facts=counts)
 
     # The window as asked with harder and harder pruning, then a smaller and smaller window, unless
-    # what every attempt keeps before its window (the messages kept first, and with them the system
-    # prompt, the tools, a log's hidden overhead) is over the target already: then no window is
+    # what every attempt keeps before its window is over the target already: then no window is
     # small enough, and each smaller one would only have summarized the old part again.
     attempts = [(level, keep) for level in range(3)]
     attempts += [(2, keep >> halvings) for halvings in range(1, 16) if keep >> halvings >= 100]
     first: Rebuilt | None = None
     fits: Rebuilt | None = None
     for level, keep_now in attempts:
-        if keep_now < keep and counter.tokens(harder(2).with_messages(harder(2).messages[:head])) >= goal:
+        if keep_now < keep and before_any_window() >= goal:
             break
         attempt = attempt_at(harder(level), keep_now)
         first = first or attempt
