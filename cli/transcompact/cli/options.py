@@ -12,7 +12,7 @@ import functools
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -260,10 +260,20 @@ class Outputs:
     diff_as_json: bool = False
     report_file: str | None = None
 
-    def check(self, files: Sequence[str]) -> None:
-        """`check_output_flags` for these inputs."""
+    def check(self, files: Sequence[str], patterns: Sequence[str] = (), *, own: Mapping[str, str | None] | None = None,
+              reads: Mapping[str, str | None] | None = None, output_suffix: str | None = None) -> None:
+        """`check_output_flags` for these inputs; then that no path the run writes clashes with an
+        input or with another (`io.clashes`). `own`: the files the run writes besides its outputs
+        and the report, by flag (--archive, --events); `reads`: the files it reads besides its
+        inputs (expand's --archive)."""
         check_output_flags(files, self.output, self.in_place, self.output_dir, diff=self.diff, dry_run=self.dry_run,
                            report_file=self.report_file)
+        from ..io.clashes import Named, check_paths
+
+        check_paths(files, patterns, output=self.output, in_place=self.in_place, output_dir=self.output_dir,
+                    output_suffix=output_suffix,
+                    own=[Named(flag, path) for flag, path in {"--report": self.report_file, **(own or {})}.items() if path],
+                    reads=[Named(flag, path) for flag, path in (reads or {}).items() if path])
 
     def shown(self) -> dict[str, Any]:
         """What the batch shows of them: its `dry_run`, `report_file` and `diff` (`diff_view`)."""

@@ -248,17 +248,19 @@ def rich_print(sections: Sequence[Section]) -> None:
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
+    # Text, not str: a file or tool name is shown as it is, never read as markup (`[/x]`, `[copy]`).
     for section in sections:
         headed = any(section.headers)
-        table = Table(title=section.title, title_justify="left", show_header=headed, box=box.SIMPLE_HEAD if headed else None,
+        table = Table(title=Text(section.title), title_justify="left", show_header=headed, box=box.SIMPLE_HEAD if headed else None,
                       pad_edge=False, title_style="bold")
         for i, header in enumerate(section.headers):
             right = i < len(section.numeric) and section.numeric[i]
             table.add_column(header, justify="right" if right else "left", style="bold" if not headed and i == 0 else None)
         for row in section.rows:
-            table.add_row(*row)
+            table.add_row(*map(Text, row))
         console.print(table)
         console.print()
 

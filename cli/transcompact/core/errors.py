@@ -44,6 +44,25 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130  # 128 + SIGINT
 
 
+def shown_name(path: str) -> str:
+    """A file's name as every message, report and `--json` shows it: the bytes of a name that are
+    not UTF-8 (which Python holds as surrogates) as `\\xff`, a control character as `\\n`, `\\t` or
+    `\\x1b`, so that a name can neither make a JSON report fail nor forge a line on a terminal.
+    Any other name is shown as it is."""
+    if path.isprintable():
+        return path
+    return "".join(character if character.isprintable() else _escaped(character) for character in path)
+
+
+def _escaped(character: str) -> str:
+    code = ord(character)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (os's surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if character in "\n\t\r":
+        return repr(character)[1:-1]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 class Location(NamedTuple):
     """Where in an input something is: renders as `path:line:column: pointer`."""
 
@@ -53,7 +72,7 @@ class Location(NamedTuple):
     pointer: str | None = None  # e.g. "message 3" or "/messages/3/content/0"
 
     def __str__(self) -> str:
-        text = self.path
+        text = shown_name(self.path)
         if self.line is not None:
             text += f":{self.line}"
             if self.column is not None:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.errors import Location, OutputError
+from ..core.errors import InputError, Location, OutputError
 from . import urls
 
 if TYPE_CHECKING:  # not imported at start-up: --help needs no orjson
@@ -31,7 +31,11 @@ def read_file(path: str) -> bytes:
     are half a small file's reading, which a batch of thousands pays each time)."""
     fd = os.open(path, _READ)
     try:
-        size = os.fstat(fd).st_size
+        found = os.fstat(fd)
+        if stat.S_ISCHR(found.st_mode) and not os.isatty(fd) and found.st_rdev != os.stat(os.devnull).st_rdev:
+            # /dev/zero, /dev/urandom: read for ever
+            raise InputError("is a device, not a transcript: a file, a pipe or a terminal is read", location=Location(path))
+        size = found.st_size
         chunks = [os.read(fd, size + 1)]
         if len(chunks[0]) <= size:  # short of what was asked: the end of the file
             return chunks[0]

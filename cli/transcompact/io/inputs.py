@@ -79,7 +79,7 @@ def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Se
     for: a large tree is not listed before the first file is read. `ours`, the files the run
     itself keeps (a `--report` or an archive inside the tree it walks), are no input."""
     patterns = patterns or TRANSCRIPT_PATTERNS
-    matches = _matcher(patterns)
+    matches = matcher(patterns)
     seen: set[str] = {os.path.realpath(path) for path in ours}
     for argument in arguments or (STDIN,):
         if argument == STDIN or not _is_directory(argument):
@@ -132,7 +132,13 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
         if entry.is_dir(follow_symlinks=False):
             yield from _files_under(entry.path, key, f"{path}/", matches, top)
             continue
-        if entry.is_file() and matches(path, entry.name):
+        try:
+            is_file = entry.is_file()
+        except OSError as error:  # a link in a loop: named and left, as a link out of the tree
+            if matches(path, entry.name):
+                yield Source(entry.path, path, left=f"a link that leads nowhere ({error.strerror}): left as it is"), key
+            continue
+        if is_file and matches(path, entry.name):
             linked = entry.is_symlink() and not urls.is_url(entry.path)  # a link to a file named elsewhere too
             target = os.path.realpath(entry.path) if linked else key
             if linked and not target.startswith(top.rstrip(os.sep) + os.sep):
@@ -141,7 +147,7 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
             yield Source(entry.path, path), target
 
 
-def _matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:
+def matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:
     """Whether a file (its path under its argument, its name) matches one of `patterns`, as
     `PurePath(path).match` says: a pattern without a slash is matched against the name alone,
     by fnmatch, which needs no path object made per file."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from ..core import settings
-from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, variable_of
+from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, shown_name, variable_of
 from ..core.jsondata import Lines, is_blank, same_bytes
 from ..io.files import STDIN, make_directory
 from ..io.inputs import Source, read_input
@@ -90,8 +90,8 @@ class Task(Generic[Settings]):
 
 @dataclass(frozen=True)
 class Outcome:
-    name: str  # the input as reports name it (STDIN_NAME for stdin)
-    target: str | None
+    name: str  # the input as reports name it (STDIN_NAME for stdin; `shown_name`)
+    target: str | None  # where its output went, as reports name it
     exit: int
     result: Result | None = None  # None: the file failed
     changed: bool = False  # the output is not the input, byte for byte
@@ -132,7 +132,8 @@ def process(task: Task[Any]) -> Outcome:
     # worth finding before it ends, and the collector runs again between files.
     gc.disable()
     source = task.source
-    name = STDIN_NAME if source.path == STDIN else source.path
+    name = STDIN_NAME if source.path == STDIN else shown_name(source.path)
+    target = None if task.target is None else shown_name(task.target)
     try:
         if _stopped:
             raise KeyboardInterrupt
@@ -157,20 +158,20 @@ def process(task: Task[Any]) -> Outcome:
                 write_output(task.target, result.output, source.path, durable=task.target == source.path)
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
-        return Outcome(name, task.target, result.exit, result, changed, written)
+        return Outcome(name, target, result.exit, result, changed, written)
     except TranscompactError as error:
         if task.traceback:
             raise
         line, hint = error.for_command_line(variable_of(task.from_environment))
         names_the_file = error.location is not None or line.startswith(f"{name}:")
-        return Outcome(name, task.target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
+        return Outcome(name, target, error.exit_code, error=line, hint=hint, error_names_file=names_the_file)
     except (KeyboardInterrupt, MemoryError):
         raise
     except Exception as error:  # a bug, met on this file: the batch goes on, each input gets its outcome
         if task.traceback:
             raise
         line, hint = InternalError(error).for_command_line()
-        return Outcome(name, task.target, InternalError.exit_code, error=line, hint=hint)
+        return Outcome(name, target, InternalError.exit_code, error=line, hint=hint)
     finally:
         _busy = False
         gc.enable()

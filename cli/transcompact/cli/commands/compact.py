@@ -124,11 +124,12 @@ def compact(files, patterns, reading, outputs, to, running, options, previous_su
     transcompact compact --emergency -i logs/
     transcompact compact --provider openai --base-url http://localhost:8000/v1 --model qwen3 chat.json
     """
-    outputs.check(files)
     check_conversion_flags(to, outputs.in_place)
+    outputs.check(files, patterns, own={"--archive": archive, "--events": events_file, "--resume": state_file},
+                  output_suffix=conversion_suffix(to))
     options = replace(options, summary=replace(options.summary, previous_summary=given_summary(previous_summary)))
     batch = command_batch("compact", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="compacted",
-                          events_file=events_file, ours=[archive] if archive else [], **outputs.shown())
+                          events_file=events_file, ours=[path for path in (archive, state_file) if path], **outputs.shown())
     work = Compacting(replace(reading, writes_back=to is None, lazily="logs"), options, asking.resolved, timeout=asking.timeout,
                       retries=asking.retries, emergency=options.emergency, quiet=quiet, verbose=verbose,
                       chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=outputs.diff, to=to,

@@ -30,7 +30,7 @@ def expand(files, patterns, outputs, running, archive, quiet, verbose):
     \b
     transcompact expand --archive originals.jsonl pruned.jsonl > original.jsonl
     """
-    outputs.check(files)
+    outputs.check(files, patterns, reads={"--archive": archive})
     _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
     found = _read_archive(archive)
     if found.torn_line is not None and not quiet:

@@ -64,8 +64,8 @@ def prune(files, patterns, reading, outputs, to, running, pruning, counting, exp
         sys.exit(_explain(files, patterns, reading, pruning, counting, quiet=quiet, report_file=outputs.report_file,
                           running=running, writing=outputs.output or outputs.in_place or outputs.output_dir or archive
                           or outputs.diff or to or prune_ui_copy))
-    outputs.check(files)
     check_conversion_flags(to, outputs.in_place)
+    outputs.check(files, patterns, own={"--archive": archive}, output_suffix=conversion_suffix(to))
     options = replace(pruning, archive=archive is not None)
     batch = command_batch("prune", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="pruned",
                           ours=[archive] if archive else [], **outputs.shown())

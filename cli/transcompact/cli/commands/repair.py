@@ -32,8 +32,8 @@ def repair(files, patterns, reading, outputs, to, running, quiet, verbose):
     transcompact repair broken.json > fixed.json
     transcompact repair -i ~/.claude/projects/*/SESSION.jsonl
     """
-    outputs.check(files)
     check_conversion_flags(to, outputs.in_place)
+    outputs.check(files, patterns, output_suffix=conversion_suffix(to))
     batch = command_batch("repair", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="repaired",
                           **outputs.shown())
     work = Repairing(replace(reading, writes_back=to is None, lazily=True), quiet, outputs.diff, to)
