@@ -182,6 +182,9 @@ def test_without_a_key_every_file_falls_back_with_the_reason(api, tmp_path, monk
     assert result.exit_code == 0, result.stderr
     assert result.stderr.count("the emergency mode was used: the batch API failed: no Anthropic API key") == 4
     assert api.requests == []
+    closing = result.stderr.splitlines()[-1]
+    assert closing.startswith("4 files: 4 compacted, 0 unchanged, 0 failed; 4 fell back to the emergency mode "
+                              "(the batch API failed: no Anthropic API key); ")
 
 
 # --- limits ----------------------------------------------------------------------------------
@@ -337,6 +340,17 @@ def test_the_poll_is_one_plain_line_now_and_then_when_stderr_is_not_a_terminal(p
 
 
 
+def test_the_closing_line_counts_the_time_spent_waiting_for_the_batches(provider, api, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSCOMPACT_POLL_INTERVAL", "0.3")
+    api.batch_polls = 3
+    started = time.monotonic()
+    result = run(*BULK, "-i", str(logs(tmp_path / "logs", dialect_of(provider), ["alpha", "beta"])))
+    took = time.monotonic() - started
+    assert result.exit_code == 0, result.stderr
+    said = float(result.stderr.splitlines()[-1].rsplit("; ", 1)[1].removesuffix(" s"))
+    assert took >= 0.6 and said >= took - 0.5  # the waits (three polls 0.3 s apart) are in it
+
+
 def test_a_dry_run_says_what_it_would_submit_and_submits_nothing(provider, api, tmp_path):
     directory = logs(tmp_path / "logs", dialect_of(provider))
     result = run(*BULK, "--dry-run", "-i", str(directory))
@@ -350,7 +364,7 @@ def test_a_dry_run_says_what_it_would_submit_and_submits_nothing(provider, api, 
 def test_stdin_and_resume_without_batch_api_are_usage_errors(api, tmp_path):
     assert run(*COMPACT, "--batch-api").exit_code == ExitCode.USAGE
     result = run(*COMPACT, "--resume", str(tmp_path / "state.json"), str(logs(tmp_path / "logs", projects=["alpha"]) / "alpha.json"))
-    assert result.exit_code == ExitCode.USAGE and "--resume goes with --batch-api" in result.stderr
+    assert result.exit_code == ExitCode.USAGE and "--resume has no effect without --batch-api" in result.stderr
 
 
 def test_a_state_file_of_another_provider_is_refused(api, tmp_path):

@@ -213,3 +213,29 @@ def test_a_file_that_holds_more_than_its_size_said_is_read_to_its_end(tmp_path):
     writer.start()
     assert read_input(str(fifo)) == (str(fifo), b"".join(lines))
     writer.join()
+
+
+def test_a_directory_that_refuses_a_new_file_is_named_not_the_file(tmp_path, monkeypatch, transcompact):
+    """A file is replaced through a temporary file beside it: in a read-only directory the file
+    itself may be writable, and the error must say it is the directory that refuses. (Root writes
+    in any directory, so the refusal is made here.)"""
+    import errno
+
+    from transcompact.io import files
+
+    real_open = os.open
+
+    def refusing(path, flags, mode=0o777, **kwargs):
+        if str(path).endswith(".tmp"):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return real_open(path, flags, mode, **kwargs)
+
+    session = tmp_path / "logs" / "session.json"
+    session.parent.mkdir()
+    session.write_bytes(orjson.dumps(ORPHAN))
+    monkeypatch.setattr(files.os, "open", refusing)
+    result = transcompact("repair", "-i", str(session))
+    assert result.exit_code == ExitCode.OUTPUT
+    assert result.stderr.splitlines()[0] == (f"transcompact: error: {session}: cannot write: the directory {session.parent} "
+                                             "refuses a new file (Permission denied), and a file is replaced through one")
+    assert session.read_bytes() == orjson.dumps(ORPHAN)

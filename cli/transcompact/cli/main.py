@@ -53,6 +53,22 @@ class Group(click.Group):
         module = importlib.import_module(f"{__package__}.commands.{COMMANDS[name][0]}")
         return _checked(getattr(module, name.replace("-", "_")))
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args:  # `transcompact` alone: what is missing, not the whole help
+            raise UsageError(f"a command is missing: {', '.join(sorted(COMMANDS))}", hint="see 'transcompact --help'")
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        """A name that is no command is refused as click refuses it, with the nearest one named."""
+        name = args[0] if args else ""
+        if name and name not in COMMANDS and not name.startswith("-"):
+            import difflib
+
+            near = difflib.get_close_matches(name, COMMANDS, n=1)
+            raise UsageError(f"no such command: {name!r}",
+                             hint=f"did you mean '{near[0]}'?" if near else f"the commands are {', '.join(sorted(COMMANDS))}")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from COMMANDS, without importing every command to read its help."""
         from click.utils import make_default_short_help  # deprecated: click.utils' module __getattr__ gives it
@@ -133,8 +149,10 @@ def _termination_interrupts() -> Iterator[None]:
 def cli() -> None:
     """Keep long LLM conversations inside their context window.
 
-    Reads a transcript (Anthropic Messages, OpenAI Chat Completions, JSON Lines of messages,
-    Claude Code session logs) from files or stdin and writes a rewritten transcript to stdout.
+    Reads a transcript (an Anthropic Messages or OpenAI Chat Completions request, Responses API
+    input, JSON Lines of messages, or the session log of Claude Code, Codex CLI, Gemini CLI, pi,
+    OpenHands or Copilot CLI) from files or stdin, and writes a rewritten transcript to stdout in
+    the shape it was read in.
 
     Every default is also a TRANSCOMPACT_* variable (each command's --help names them); a flag
     beats a variable, and a variable set to the empty string counts as unset.
@@ -157,7 +175,7 @@ def _checked(command: click.Command) -> click.Command:
 
     Done once per command, when it is first loaded, so that no command can forget a check.
     """
-    from .options import Number  # loaded with the command already
+    from .options import Number, refuse_idle_flags  # loaded with the command already
 
     if getattr(command, "_transcompact_checked", False):
         return command
@@ -173,6 +191,7 @@ def _checked(command: click.Command) -> click.Command:
             ctx = click.get_current_context()
             cast("RunNotes", ctx.find_root().command).from_environment = frozenset(
                 name for name in names if ctx.get_parameter_source(name) is click.core.ParameterSource.ENVIRONMENT)
+            refuse_idle_flags(ctx)
             if budget:
                 check_budget(kwargs["window"], kwargs["max_output"])
             return callback(*args, **kwargs)

@@ -92,6 +92,52 @@ def number_option(name: str, default: int, help: str, minimum: int = 0, maximum:
                         envvar=env_name(name.upper().replace("-", "_")), show_envvar=True, help=help)
 
 
+# --- flags that would do nothing ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Flags that do nothing `without` a flag, or `with` one (parameter names): given on the
+    command line there, they are refused (a TRANSCOMPACT_* variable set for every run is not)."""
+
+    flags: tuple[str, ...]
+    without: str | None = None
+    with_: str | None = None
+    why: str = ""
+
+
+_MODEL_CALL = ("provider", "model", "base_url", "timeout", "retries", "instructions", "style", "summary_input_tokens",
+               "result_chars", "no_fallback", "batch_api", "poll_interval", "state_file")
+_PRUNING = (Idle(("result_token_cap", "kinds"), without="by_kind", why="it sets how --by-kind cuts"),
+            Idle(("soft_trim_chars", "head", "tail"), with_="by_kind", why="--by-kind cuts instead of the soft trim"),
+            Idle(("keep_last", "hard_clear_after", "soft_trim_chars", "head", "tail"), with_="keep_tool_uses",
+                 why="--keep-tool-uses clears instead"))
+# Per command; every command is checked against its own rules before it runs (main._checked).
+IDLE_FLAGS: dict[str, tuple[Idle, ...]] = {
+    "prune": _PRUNING,
+    "compact": (*_PRUNING,
+                Idle(_MODEL_CALL, with_="emergency", why="--emergency makes no model call"),
+                Idle(("poll_interval", "state_file"), without="batch_api", why="it is for the batches of --batch-api")),
+}
+
+
+def refuse_idle_flags(ctx: click.Context) -> None:
+    """A usage error for the first flag given on the command line that `IDLE_FLAGS` says would do nothing."""
+    from click.core import ParameterSource
+
+    flags = {param.name: max(param.opts, key=len) for param in ctx.command.params if isinstance(param, click.Option)}
+    for rule in IDLE_FLAGS.get(ctx.command.name or "", ()):
+        if rule.without is not None and not ctx.params.get(rule.without):
+            context = f"without {flags[rule.without]}"
+        elif rule.with_ is not None and ctx.params.get(rule.with_):
+            context = f"with {flags[rule.with_]}"
+        else:
+            continue
+        for name in rule.flags:
+            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+                raise UsageError(f"{flags[name]} has no effect {context}: {rule.why}")
+
+
 # --- groups of flags ----------------------------------------------------------------------------
 
 
@@ -301,11 +347,12 @@ output_options = OptionGroup(  # `outputs`: an Outputs
 )
 
 
-def verbose_option(fn: Callable) -> Callable:
-    """-v (the rewriting commands): a line for every file of a batch, the unchanged ones too."""
+def verbose_option(also: str | None = None) -> Callable[[Callable], Callable]:
+    """-v (the rewriting commands): a line for every file of a batch, the unchanged ones too; and
+    what else the command says of each file (`also`)."""
     return click.option("-v", "--verbose", is_flag=True,
                         help="Report every file of a batch on stderr, the unchanged ones too (they are otherwise only "
-                             "counted in the closing summary), and what the summary kept of each kind of fact.")(fn)
+                             f"counted in the closing summary){f', and {also}' if also else ''}.")
 
 
 def check_output_flags(files: Sequence[str], output: str | None, in_place: bool, output_dir: str | None, *,

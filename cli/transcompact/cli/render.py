@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..core.errors import without_credentials
+from ..core.words import counted
 
 if TYPE_CHECKING:
     from ..ops.diff import BlockChange, MessageChange
@@ -69,11 +70,13 @@ def where(index: int | None, line: int | None) -> str:
 
 
 def batch_summary(tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str:
-    """The closing line of a batch: `12 files: 9 compacted, 2 unchanged, 1 failed; 1,203,118 →
-    160,442 tokens; 3.1 s`."""
+    """The closing line of a batch: `12 files: 9 compacted, 2 unchanged, 1 failed; 3 fell back to
+    the emergency mode (no Anthropic API key); 1,203,118 → 160,442 tokens; 3.1 s`."""
     files = tally.changed + tally.unchanged + tally.failed
-    text = (f"{files:,} file{'s' if files != 1 else ''}: {tally.changed:,} {'would be ' if dry_run else ''}{verb}, "
+    text = (f"{counted(files, 'file')}: {tally.changed:,} {'would be ' if dry_run else ''}{verb}, "
             f"{tally.unchanged:,} unchanged, {tally.failed:,} failed")
+    if tally.fell_back:
+        text += f"; {tally.fell_back:,} {'would fall' if dry_run else 'fell'} back to {tally.first_fallback}"
     if tally.counted:
         text += f"; {tally.tokens_before:,} → {tally.tokens_after:,} tokens"
     return f"{text}; {seconds:.1f} s"
@@ -164,7 +167,7 @@ def summary(e: Estimate) -> Section:
                  if c.error is not None else "too few responses to measure its error")
         rows.append(("calibration", f"ratio {c.ratio:.4f}, overhead {_n(round(c.overhead))}, {c.samples} responses; {error}"))
     rows += [("note", note) for note in e.notes]
-    return Section(f"{e.name}: {e.format}, {e.messages} messages", ("", ""), tuple(rows))
+    return Section(f"{e.name}: {e.format}, {counted(e.messages, 'message')}", ("", ""), tuple(rows))
 
 
 def breakdown(e: Estimate) -> list[Section]:

@@ -10,8 +10,8 @@ before it is read, the archive would be written into the log. Such a run is refu
 An output may name its own input (`-o log.jsonl log.jsonl` is `-i`: the write is atomic, after
 the read; `-o` takes one input); under `--output-dir`, never another input, which it would
 replace before that one is read. A file of the
-run's own inside a directory it walks is left out of the walk, unless a transcript is there: one
-the run wrote before (a report, events, an archive: known by how it begins) is taken back.
+run's own inside a directory it walks is left out of the walk, unless a transcript (JSON) is
+there: one the run wrote before (a report, events, an archive: known by how it begins) is taken back.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def check_paths(files: Sequence[str], patterns: Sequence[str] = (), *, output: s
                                  hint="give it a path of its own")
     for directory in (path for path in files if path != STDIN and _walked(path)):
         for named in own:
-            if _walk_finds(directory, named.path, patterns) and not _is_ours(named.path):
+            if _walk_finds(directory, named.path, patterns) and _holds_a_transcript(named.path):
                 raise UsageError(f"{named} would replace a transcript in {shown_name(directory)}, which the run reads; "
                                  "nothing written", hint="give it a path outside the directory, or a new name")
     if output_dir:
@@ -117,16 +117,17 @@ def _walk_finds(directory: str, path: str, patterns: Sequence[str]) -> bool:
     return matcher(patterns or TRANSCRIPT_PATTERNS)(relative.replace(os.sep, "/"), os.path.basename(real))
 
 
-def _is_ours(path: str) -> bool:
-    """Whether the file at `path` is missing, empty, or one the run writes (by how it begins)."""
+def _holds_a_transcript(path: str) -> bool:
+    """Whether the file at `path` holds JSON (a transcript, as the walk would read it) that the run
+    did not write itself (known by how its files begin)."""
     try:
         with open(path, "rb") as file:
             start = file.read(64)
     except FileNotFoundError:
-        return True
-    except OSError:
         return False
-    return not start or start.startswith(_OURS)
+    except OSError:
+        return True
+    return start.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") and not start.startswith(_OURS)
 
 
 def _exists(path: str) -> bool:

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..core.errors import InputError, Location, OutputError
+from ..core.errors import InputError, Location, OutputError, shown_name
 from . import urls
 
 if TYPE_CHECKING:  # not imported at start-up: --help needs no orjson
@@ -81,6 +81,8 @@ def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines, *, durable
         else:
             resolved, mode = replaced
             _replace(resolved, data, mode, durable)
+    except OutputError:  # one that says more than the system call's error (an OSError too)
+        raise
     except OSError as error:
         raise OutputError(f"cannot write: {error.strerror}", location=Location(target)) from None
 
@@ -194,6 +196,12 @@ def _temporary_beside(target: str, mode: int) -> tuple[str, int]:
             return path, os.open(path, _EXCLUSIVE, mode)
         except FileExistsError:
             continue
+        except OSError as error:
+            if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise
+            # The file may well be writable: it is the directory that refuses a new file beside it.
+            raise OutputError(f"cannot write: the directory {shown_name(directory or '.')} refuses a new file "
+                              f"({error.strerror}), and a file is replaced through one", location=Location(target)) from None
     raise FileExistsError(errno.EEXIST, "no unused name for a temporary file", target)
 
 

@@ -31,6 +31,7 @@ from ..core.errors import PostConditionError, ProviderError, option
 from ..core.jsondata import compact_json
 from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
+from ..core.words import counted
 from ..counting.counter import Options as EstimateOptions
 from ..counting.counter import TokenCounter
 from ..counting.models import threshold_tokens
@@ -97,9 +98,9 @@ class CompactReport:
     def line(self) -> str:
         if self.strategy == "none":
             why = self.notes[0] if self.notes else "nothing to gain"
-            return f"not compacted ({self.tokens_before:,} tokens, {self.messages_before} messages): {why}"
+            return f"not compacted ({self.tokens_before:,} tokens, {counted(self.messages_before, 'message')}): {why}"
         return (f"compacted ({self.strategy}): {self.tokens_before:,} → {self.tokens_after:,} tokens, "
-                f"{self.messages_before} → {self.messages_after} messages")
+                f"{self.messages_before:,} → {counted(self.messages_after, 'message')}")
 
     def ci_line(self) -> str:
         """The line in seed 002's CI form: `[transcompact:compacted:summary] 60674 → 7144 tokens`."""

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from ..core.errors import ExitCode, without_credentials
 from ..io.files import STDIN, streamed, write_stdout
 from ..io.inputs import Source, discover, output_paths, several
-from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Result, Settings, Task, interrupts_noted, process, worker_signals
+from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Result, Settings, Task, interrupts_noted, process, stop_worker, worker_signals
 
 # Worst last: a finding (1) is better than a file that could not be used (3), which is better than
 # a provider that failed (4), an output that could not be written (5), and a run cut short (130).
@@ -91,6 +91,8 @@ def outcomes(tasks: Iterable[Task], jobs: int, *, fail_fast: bool = False,
         following = next(tasks, None)  # found before this file is worked on: the count is known sooner
         outcome = process(task)
         yield outcome
+        if outcome.interrupted:  # the stop that came while its file was written, now that the file is told
+            raise KeyboardInterrupt
         if fail_fast and outcome.failed:
             return
         task = following
@@ -105,8 +107,17 @@ SMALL = 64 * 1024
 
 
 def _process_all(tasks: Sequence[Task]) -> list[Outcome]:
-    """`process` over every task of a worker's hand-out, in order."""
-    return [process(task) for task in tasks]
+    """`process` over every task of a worker's hand-out, in order; when the worker is stopped
+    (`tasks.worker_signals`), the outcomes of those it finished, whose files may be written: the
+    parent still reports them."""
+    done: list[Outcome] = []
+    with contextlib.suppress(KeyboardInterrupt):
+        for task in tasks:
+            done.append(process(task))
+            if done[-1].interrupted:  # stopped while its file was written: the file is told, no other is started
+                stop_worker()
+                break
+    return done
 
 
 def _hand_outs(tasks: Iterator[Task]) -> Iterator[list[Task]]:
@@ -142,22 +153,25 @@ def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[O
     def failed(future) -> bool:
         return future.done() and not future.cancelled() and any(outcome.failed for outcome in future.result())
 
-    # With --fail-fast one file at a time, so that no file is done after the first failure is known.
+    # With --fail-fast one file a worker, none waiting: no file is started after the first failure
+    # is known, and at most one a worker is under way when it fails.
     hand_outs = ([task] for task in tasks) if fail_fast else _hand_outs(tasks)
+    ahead = 1 if fail_fast else AHEAD
     with interrupts_noted() as interrupted, ProcessPoolExecutor(workers, initializer=worker_signals) as pool:
         window: collections.deque = collections.deque()  # futures in task order
         stopped = False
         try:
             while True:
-                while not stopped and len(window) < AHEAD * workers and (hand_out := next(hand_outs, None)) is not None:
+                while not stopped and len(window) < ahead * workers and (hand_out := next(hand_outs, None)) is not None:
                     window.append(pool.submit(_process_all, hand_out))
                 if not window:
                     return
-                future = window.popleft()
+                future = window[0]
                 while not interrupted and not wait([future], timeout=INTERRUPT_POLL).done:
                     pass  # the outcomes come in task order
                 if interrupted:
                     raise KeyboardInterrupt
+                window.popleft()
                 if future.cancelled():
                     continue
                 for outcome in future.result():
@@ -166,11 +180,33 @@ def _in_pool(tasks: Iterator[Task], workers: int, fail_fast: bool) -> Iterator[O
                         for waiting in window:
                             waiting.cancel()  # those not started; the running ones finish
                     yield outcome
-        except BaseException:  # an interrupt, or the caller stopped reading
+        except KeyboardInterrupt:
+            for future in window:
+                future.cancel()
+            _stop_workers(pool)
+            yield from _finished(window)
+            raise
+        except BaseException:  # the caller stopped reading
             for future in window:
                 future.cancel()
             _stop_workers(pool)
             raise
+
+
+# Seconds the workers have, once told to stop, to tell what they finished.
+STOPPING = 5.0
+
+
+def _finished(window: Iterable) -> Iterator[Outcome]:
+    """The outcomes of the files the stopped workers had finished (written, some of them), in task
+    order: a run cut short reports every file it changed."""
+    from concurrent.futures import wait
+
+    running = [future for future in window if not future.cancelled()]
+    wait(running, timeout=STOPPING)
+    for future in running:
+        if future.done() and not future.cancelled() and future.exception() is None:
+            yield from future.result()
 
 
 def _stop_workers(pool) -> None:
@@ -235,10 +271,15 @@ class Tally:
     tokens_before: int = 0  # of the files that did not fail, when the command counts tokens
     tokens_after: int = 0
     counted: bool = False  # whether the command counts tokens (prune, compact)
+    fell_back: int = 0  # files done another way than asked (`Result.fallback`)
+    first_fallback: str | None = None  # the first one's reason
 
     def add(self, outcome: Outcome) -> None:
         setattr(self, outcome.status, getattr(self, outcome.status) + 1)
         report = outcome.result.report if outcome.result is not None else {}
+        if outcome.result is not None and outcome.result.fallback is not None:
+            self.fell_back += 1
+            self.first_fallback = self.first_fallback or outcome.result.fallback
         if "tokens_before" in report:
             self.counted = True
             self.tokens_before += report["tokens_before"]
@@ -272,6 +313,7 @@ class Batch:
         self.ours = (*ours, *[path for path in (report_file, events_file) if path and path != STDIN])
         self.prints_as_it_goes = prints_as_it_goes or diff == "text"
         self.exit: int = ExitCode.OK
+        self.started = time.monotonic()  # the closing line's time includes what came before the files (--batch-api's waits)
 
     def run(self, work: Callable[[str, bytes, Settings], Result], settings: Settings, **options: Any) -> int:
         """Run a rewriting command over every input; its exit status."""
@@ -291,7 +333,6 @@ class Batch:
         """Run `work` over every input (in `running.jobs` processes: by default the CPUs, 1 for one
         input); yield each outcome that did not fail, in input order, once its lines are out."""
         render, running = self.command_line.render, self.running
-        started = time.monotonic()
         tally = Tally()
         diffs: list[tuple[str, dict]] = []  # --diff --json: one report of every file, at the end
         planned = tasks(discover(self.files, self.patterns, ours=self.ours), work, settings, output=output, in_place=in_place,
@@ -336,7 +377,7 @@ class Batch:
             write_stdout(render.report_json(self.command, diffs))
         if self.verb and self.several and not self.quiet:
             self.command_line.say(render.batch_summary(tally, self.verb, dry_run=self.dry_run,
-                                                       seconds=time.monotonic() - started))
+                                                       seconds=time.monotonic() - self.started))
 
     def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
         import orjson

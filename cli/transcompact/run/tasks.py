@@ -41,6 +41,7 @@ class Result:
     exit: int = ExitCode.OK  # VIOLATIONS when check or repair found errors
     value: Any = None  # estimate's count, for the table of every file
     events: tuple[dict, ...] = ()  # compact --events: what happened to the file, as events
+    fallback: str | None = None  # why the file was done another way than asked (compact: no summary by the model)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Outcome:
     hint: str | None = None
     error_names_file: bool = False  # a provider's or a setting's error does not
     left: bool = False  # a file the walk named and left (a link out of its tree): no result to yield
+    interrupted: bool = False  # a stop came while its output was written: told once the outcome is reported
 
     @property
     def failed(self) -> bool:
@@ -131,6 +133,18 @@ def process(task: Task[Any]) -> Outcome:
     # objects pile up (a third of prune's time on a 50 MB file); one file's work makes no cycles
     # worth finding before it ends, and the collector runs again between files.
     gc.disable()
+    writing = _StopsHeld()
+    try:
+        outcome = _outcome(task, writing)
+    finally:
+        _busy = False
+        gc.enable()
+        stopped = writing.release()
+    return dataclasses.replace(outcome, interrupted=True) if stopped else outcome
+
+
+def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
+    global _busy
     source = task.source
     name = STDIN_NAME if source.path == STDIN else shown_name(source.path)
     target = None if task.target is None else shown_name(task.target)
@@ -155,7 +169,9 @@ def process(task: Task[Any]) -> Outcome:
                     make_directory(os.path.dirname(task.target) or ".")
                 # A conversation directory stays one. Only a file rewritten in place waits for the
                 # disk: elsewhere the input is still there if a power cut loses the output.
+                writing.hold()  # from here a stop waits: a file written gets its outcome, and its report line
                 write_output(task.target, result.output, source.path, durable=task.target == source.path)
+                _busy = False  # a worker's file is done: its stop (`_stop_the_file`) no longer raises
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
         return Outcome(name, target, result.exit, result, changed, written)
@@ -172,9 +188,37 @@ def process(task: Task[Any]) -> Outcome:
             raise
         line, hint = InternalError(error).for_command_line()
         return Outcome(name, target, InternalError.exit_code, error=line, hint=hint)
-    finally:
-        _busy = False
-        gc.enable()
+
+
+class _StopsHeld:
+    """Ctrl-C, SIGTERM and SIGHUP held back (where the platform can) from `hold` to `release`:
+    while a file's output is written and its outcome made, so that a file written is never a
+    file unreported. `release` takes the stops that came meanwhile (no handler runs for them)
+    and says whether one did: the caller reports the file, then stops."""
+
+    STOPS = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.previous: set | None = None
+
+    def hold(self) -> None:
+        import threading
+
+        if hasattr(signal, "pthread_sigmask") and threading.current_thread() is threading.main_thread():
+            self.previous = signal.pthread_sigmask(signal.SIG_BLOCK, self._stops())
+
+    def release(self) -> bool:
+        if self.previous is None:
+            return False
+        came = signal.sigpending() & self._stops()
+        for number in came:
+            signal.sigwait({number})  # taken now, so that no handler runs for it
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.previous)
+        self.previous = None
+        return any(signal.getsignal(number) != signal.SIG_IGN for number in came)  # a worker ignores Ctrl-C
+
+    def _stops(self) -> set:
+        return {getattr(signal, name) for name in self.STOPS if hasattr(signal, name)}
 
 
 # How far the pool (or the cluster) may run ahead of the oldest outcome not yet given back, in
@@ -217,6 +261,12 @@ def worker_signals() -> None:
     for name in ("SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _stop_the_file)
+
+
+def stop_worker() -> None:
+    """This worker starts no other file (its stop came while a file was written, and was taken)."""
+    global _stopped
+    _stopped = True
 
 
 def _stop_the_file(signum, frame) -> None:

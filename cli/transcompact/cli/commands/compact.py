@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 import click
 
 from ...core import settings
-from ...core.errors import UsageError
 from ...run.tasks import Reading, Result
 from ..options import (
     OptionGroup,
@@ -109,7 +108,7 @@ compact_options = OptionGroup(  # `options`: a CompactOptions, the previous summ
               show_default=True, show_envvar=True,
               help="ci: each file's line as `[transcompact:compacted:summary] 60674 → 7144 tokens (FILE)`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-@verbose_option
+@verbose_option("what the summary kept of each kind of fact")
 def compact(files, patterns, reading, outputs, to, running, options, previous_summary, asking, batch_api, state_file, poll_interval,
             archive, pre_compact, events_file, log_format, quiet, verbose):
     """Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim.
@@ -137,8 +136,6 @@ def compact(files, patterns, reading, outputs, to, running, options, previous_su
                       archive=None if batch.dry_run else archive)
     start_archive(archive, command="compact", to=to, dry_run=batch.dry_run)
     # What a flag needs is imported when it is given: start-up pays for the plain run only.
-    if state_file and not batch_api:
-        raise UsageError("--resume goes with --batch-api")
     answering: AbstractContextManager[Answers | None] = nullcontext()
     if batch_api:
         from ...run.batch_api import answers_for_files
@@ -209,10 +206,11 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
         from ...ops.archive import compaction_record
 
         lines += archived(how.archive, compaction_record(data, bytes(written), name))
+    reason = report.fallback_reason if report.strategy == "emergency" and not how.emergency else None
+    if reason and not how.quiet:
+        why = "" if reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
+        lines.append(f"{name}: {why}the emergency mode was used: {reason}")
     if not how.quiet:
-        if report.fallback_reason and report.strategy == "emergency" and not how.emergency:
-            why = "" if report.fallback_reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
-            lines.append(f"{name}: {why}the emergency mode was used: {report.fallback_reason}")
         lines.append(f"{report.ci_line()} ({name})" if how.ci_lines else f"{name}: {report.line()}")
         lines += [f"{name}: note: {note}" for note in (report.notes[1:] if report.strategy == "none" else report.notes)]
         if how.verbose and report.facts:
@@ -227,7 +225,8 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
         from ...ops.diff import diff
 
         changes = tuple(diff(transcript, compacted, how.options.counting))
-    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events, changes=changes)
+    return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events, changes=changes,
+                  fallback=f"the emergency mode ({reason})" if reason else None)
 
 
 def run_pre_compact(command: str, name: str, transcript: Transcript, cut: int) -> list[str]:

@@ -19,7 +19,7 @@ from ..options import batch_options, command_batch, file_options, output_options
 @click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
               help="The archive `prune --archive` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
-@verbose_option
+@verbose_option()
 def expand(files, patterns, outputs, running, archive, quiet, verbose):
     """Put back what `prune --archive` replaced and `compact --archive` dropped.
 

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
 @click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
-@verbose_option
+@verbose_option()
 def prune(files, patterns, reading, outputs, to, running, pruning, counting, explain, prune_ui_copy, archive, quiet, verbose):
     """Trim and clear old tool results, without a model.
 

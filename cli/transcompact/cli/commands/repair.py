@@ -19,7 +19,7 @@ from ..render import where
 @conversion_option
 @batch_options
 @click.option("-q", "--quiet", is_flag=True, help="Do not report the fixes on stderr.")
-@verbose_option
+@verbose_option()
 def repair(files, patterns, reading, outputs, to, running, quiet, verbose):
     """Make invalid transcripts valid with the smallest change, reporting each fix on stderr.
 

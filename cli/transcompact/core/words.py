@@ -1,0 +1,8 @@
+"""How a count is written in a line a user reads: `1 message`, `2 messages`, `12,345 tokens`."""
+
+from __future__ import annotations
+
+
+def counted(number: int, noun: str) -> str:
+    """`number` with thousands separators, and `noun` in the singular for exactly one."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
