@@ -24,6 +24,14 @@ compact, and compact leaves it as it is). The request must:
 The uncompacted original is resumed too, as the control. `--drop-history` is refused for a
 paginated rollout (exit 2): Codex indexes it by its bytes as an append-only log.
 
+Those resume from a fresh CODEX_HOME, where Codex has indexed nothing yet. The rollouts a user
+rewrites sit in the CODEX_HOME that recorded them, whose thread-history database indexes each by
+its bytes (formats/codex/thread_store.py): so a session is also recorded, rewritten there in place
+(`prune`, `compact` by pruning alone and by appending, `repair`; -i, and -o onto it) and resumed
+there, and Codex must warn of nothing, send what transcompact reads from the file and keep every
+turn in its own history of the thread; a rewrite that would change what a fork reads of its parent
+is refused.
+
 Codex runs offline: a custom provider points at the stand-in, plugins, analytics and update checks
 are off, and a dead `HTTPS_PROXY` stops anything else. Without the CLI, or without node, the tests
 skip, except under `CI=true`, where they install it with npm (and fail if they cannot).
@@ -31,9 +39,11 @@ skip, except under `CI=true`, where they install it with npm (and fail if they c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sqlite3
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -42,7 +52,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transcompact import check, loads
+from transcompact import check, estimate, loads
 from transcompact.cli.main import cli
 from transcompact.formats.codex.reader import CODEX_SUMMARY_START
 from transcompact.ops.check import errors
@@ -296,42 +306,96 @@ class Recorded:
     project: Path
 
 
+@dataclass
+class Recording:
+    """A CODEX_HOME in which the real Codex records sessions against the stand-in, in a scratch
+    project (its `a.txt` and `b.txt`, which the scripted calls read)."""
+
+    codex: list[str]
+    standin: Responses
+    home: Path  # HOME; CODEX_HOME is its .codex
+    project: Path
+
+    @classmethod
+    def start(cls, codex: list[str], standin: Responses, root: Path) -> Recording:
+        home, project = root / "home", root / "project"
+        (home / ".codex").mkdir(parents=True)
+        project.mkdir()
+        (project / "a.txt").write_text("alpha\n")
+        (project / "b.txt").write_text("beta\n")
+        return cls(codex, standin, home, project)
+
+    @property
+    def sessions(self) -> Path:
+        return self.home / ".codex" / "sessions"
+
+    def rollouts(self) -> set[Path]:
+        return set(self.sessions.rglob("rollout-*.jsonl"))
+
+    def turn(self, responses: list[Response], *args: str) -> Run:
+        """One `codex exec` run, the model's answers scripted."""
+        self.standin.answer = script = Script(list(responses), SUMMARY_OF_CODEX)
+        run = run_codex(self.codex, self.standin, self.home, self.project, *args)
+        assert not script.responses, f"Codex asked for {len(responses) - len(script.responses)} of {len(responses)} responses"
+        return run
+
+    def tool_loop(self) -> Path:
+        """A new session of four turns (the tool loop); its rollout."""
+        before = self.rollouts()
+        self.turn(TURNS[0], "Turn 0: read the notes.")
+        (session,) = self.rollouts() - before
+        for number, script in enumerate(TURNS[1:], 1):
+            self.turn(script, "resume", thread_of(session.read_bytes()), f"Turn {number}: go on.")
+        return session
+
+    def compacted_by_codex(self, session: Path) -> None:
+        """The session compacted by Codex itself before a fifth turn (its auto-compaction at a low
+        limit), then two more turns."""
+        thread = thread_of(session.read_bytes())
+        # A limit the history is over: Codex compacts it before the turn (and the turn's answer stays under it).
+        self.turn([Response((message("Summed up."),))], "-c", "model_auto_compact_token_limit=6000", "resume", thread,
+                  "Turn 4: sum up.")
+        assert session.read_bytes().count(b'"type":"compacted"') == 1, "Codex did not compact (once)"
+        for number, script in enumerate(AFTER_COMPACTION, 5):
+            self.turn(script, "resume", thread, f"Turn {number}: go on.")
+
+    def fork(self, session: Path) -> Path:
+        """A fork of the session and one turn in it; the fork's rollout."""
+        before = self.rollouts()
+        self.turn([Response((reasoning("Branch off."), ex("call_7a", "seq 7000 7300"))),
+                   Response((message("Forked and counted."),))], "fork", thread_of(session.read_bytes()), "Turn 7: a fork.")
+        (fork,) = self.rollouts() - before
+        assert b'"history_base"' in fork.read_bytes()
+        return fork
+
+    def resume(self, rollout: Path) -> Run:
+        """The rollout resumed here, in the CODEX_HOME that recorded it, with one prompt."""
+        self.standin.answer = Responses.text(REPLY)
+        done = run_codex(self.codex, self.standin, self.home, self.project, "resume", thread_of(rollout.read_bytes()), PROMPT)
+        assert done.stdout.strip() == REPLY
+        assert len(done.inputs) == 1, f"Codex sent {len(done.inputs)} requests"
+        return done
+
+
+def thread_of(log: bytes) -> str:
+    """A rollout's thread id (its `session_meta.id`)."""
+    return json.loads(log.split(b"\n", 1)[0])["payload"]["id"]
+
+
 @pytest.fixture(scope="session")
 def recorded(codex, standin, tmp_path_factory) -> Recorded:
     """Codex's own sessions, recorded once: the tool loop (four turns), the same after Codex
     compacted it itself before a fifth (its auto-compaction at a low limit) and two more, a fork of
     that; the tool loop as a legacy rollout; the corpus rollout."""
-    root = tmp_path_factory.mktemp("codex-recorded")
-    home, project = root / "home", root / "project"
-    (home / ".codex").mkdir(parents=True)
-    project.mkdir()
-    (project / "a.txt").write_text("alpha\n")
-    (project / "b.txt").write_text("beta\n")
-
-    def turn(responses: list[Response], *args: str) -> None:
-        standin.answer = script = Script(list(responses), SUMMARY_OF_CODEX)
-        run_codex(codex, standin, home, project, *args)
-        assert not script.responses, f"Codex asked for {len(responses) - len(script.responses)} of {len(responses)} responses"
-
-    turn(TURNS[0], "Turn 0: read the notes.")
-    sessions = home / ".codex" / "sessions"
-    session = next(sessions.rglob("rollout-*.jsonl"))
-    thread = json.loads(session.read_bytes().split(b"\n", 1)[0])["payload"]["id"]
-    for number, script in enumerate(TURNS[1:], 1):
-        turn(script, "resume", thread, f"Turn {number}: go on.")
+    recording = Recording.start(codex, standin, tmp_path_factory.mktemp("codex-recorded"))
+    session = recording.tool_loop()
     tool_loop = session.read_bytes()
-    # A limit the history is over: Codex compacts it before the turn (and the turn's answer stays under it).
-    turn([Response((message("Summed up."),))], "-c", "model_auto_compact_token_limit=6000", "resume", thread, "Turn 4: sum up.")
-    assert session.read_bytes().count(b'"type":"compacted"') == 1, "Codex did not compact (once)"
-    for number, script in enumerate(AFTER_COMPACTION, 5):
-        turn(script, "resume", thread, f"Turn {number}: go on.")
+    recording.compacted_by_codex(session)
     codex_compacted = session.read_bytes()
-    turn([Response((reasoning("Branch off."), ex("call_7a", "seq 7000 7300"))), Response((message("Forked and counted."),))],
-         "fork", thread, "Turn 7: a fork.")
-    fork = next(p for p in sessions.rglob("rollout-*.jsonl") if p != session).read_bytes()
-    assert b'"history_base"' in fork and session.read_bytes() == codex_compacted
+    fork = recording.fork(session).read_bytes()
+    assert session.read_bytes() == codex_compacted
     return Recorded({"tool-loop": [tool_loop], "codex-compacted": [codex_compacted], "forked": [fork, codex_compacted],
-                     "legacy": [as_legacy(tool_loop)], "corpus": [corpus_log()]}, project)
+                     "legacy": [as_legacy(tool_loop)], "corpus": [corpus_log()]}, recording.project)
 
 
 def as_legacy(log: bytes) -> bytes:
@@ -518,3 +582,126 @@ def test_the_judge_refuses_a_line_without_its_ordinal(judge, tmp_path):
     done = run_codex(judge.codex, judge.standin, tmp_path / "home", judge.recorded.project, "resume", thread, PROMPT,
                      fails=True)
     assert "is missing an ordinal" in done.stderr
+
+
+# --- in place, in the CODEX_HOME that recorded the rollout ------------------------------------
+#
+# Codex 0.171 projects a paginated rollout into its thread-history database as it writes it: per
+# thread, the byte offset and ordinal of the next line to read, and the turns and items of the lines
+# before it (formats/codex/thread_store.py). A resume in a fresh CODEX_HOME, as above, starts with no
+# projection; these rewrite a rollout where Codex keeps it, as a user does, and resume it there.
+
+THREAD_HISTORY = "thread_history_1.sqlite"
+
+
+def projection(recording: Recording, thread: str) -> tuple[int, int] | None:
+    """Where Codex's projection of the thread stands: the byte offset and ordinal of its next line."""
+    with contextlib.closing(sqlite3.connect(recording.home / ".codex" / THREAD_HISTORY)) as db:
+        return db.execute("SELECT next_rollout_byte_offset, next_rollout_ordinal FROM thread_history_projection_state "
+                          "WHERE thread_id = ?", (thread,)).fetchone()
+
+
+def prompts_shown(recording: Recording, thread: str) -> list[str]:
+    """The user's messages in the history Codex keeps of the thread for its UI (thread/items), in order."""
+    with contextlib.closing(sqlite3.connect(recording.home / ".codex" / THREAD_HISTORY)) as db:
+        rows = db.execute("SELECT item_json FROM thread_items WHERE thread_id = ? AND item_type = 'userMessage' "
+                          "ORDER BY rollout_ordinal", (thread,)).fetchall()
+    return ["".join(part.get("text", "") for part in json.loads(item)["content"]) for (item,) in rows]
+
+
+def assert_projected_whole(recording: Recording, rollout: Path, rewritten: bytes) -> None:
+    """Codex's projection of the rollout ends at a line of the file, with the ordinal after that
+    line's, and covers at least what transcompact wrote."""
+    log = rollout.read_bytes()
+    offset, ordinal = projection(recording, thread_of(log)) or (0, 0)
+    assert len(rewritten) <= offset <= len(log) and log[:offset].endswith(b"\n"), \
+        f"the projection stops at byte {offset} of {len(log)}, not after a line"
+    assert json.loads(log[:offset].rstrip().rsplit(b"\n", 1)[-1])["ordinal"] == ordinal - 1
+
+
+def damaged(log: bytes, call_id: str) -> bytes:
+    """The rollout without the output of one call, its later lines numbered down (a file another
+    tool damaged, its ordinals whole): what `repair` puts right."""
+    out, shift = [], 0
+    for line in log.split(b"\n"):
+        value = json.loads(line) if line.strip() else None
+        if value and value["type"] == "response_item" and value["payload"].get("call_id") == call_id \
+                and value["payload"]["type"] == "function_call_output":
+            shift += 1
+            continue
+        if value and shift:
+            line = line.replace(b'"ordinal":%d,' % value["ordinal"], b'"ordinal":%d,' % (value["ordinal"] - shift), 1)
+        out.append(line)
+    return b"\n".join(out)
+
+
+# (id, the command's arguments before the file, whether its output keeps every byte of the input)
+IN_PLACE = [
+    ("prune", ["prune", "--hard-clear-after", "2", "-i"], False),
+    ("prune-o-onto-it", ["prune", "--hard-clear-after", "2", "-o", "{rollout}"], False),
+    ("prune-o-from-a-copy", ["prune", "--hard-clear-after", "2", "-o", "{rollout}"], False),
+    # A target 300 tokens under the session's: pruning alone (some 900 fewer) brings it under (issue 36).
+    ("compact-by-pruning-alone", ["compact", "--emergency", "--force", "--threshold", "{threshold}", "-i"], False),
+    ("compact", ["compact", "--emergency", "--force", "--keep-recent-tokens", "1500", "-i"], True),
+    ("repair", ["repair", "-i"], False),
+]
+
+
+@pytest.mark.parametrize(("flags", "appends"), [(flags, appends) for _, flags, appends in IN_PLACE],
+                         ids=[name for name, *_ in IN_PLACE])
+def test_a_rollout_rewritten_in_place_resumes_in_its_home(flags, appends, codex, standin, tmp_path, request):
+    """Recorded by Codex, rewritten where Codex keeps it (-i, or -o onto it), resumed in the same
+    CODEX_HOME: Codex says nothing of its projection (no "malformed rollout line", no "missing
+    rollout ordinal range", no "durable rollout shrank"), sends what transcompact reads from the
+    file, and the history it keeps of the thread holds every turn, the one just resumed too.
+    A compaction, which only appends, leaves the projection as Codex made it."""
+    recording = Recording.start(codex, standin, tmp_path / "recorded")
+    rollout = recording.tool_loop()
+    original = rollout.read_bytes()
+    thread = thread_of(original)
+    source = rollout
+    if request.node.callspec.id == "repair":
+        rollout.write_bytes(damaged(original, "call_2d"))
+    elif request.node.callspec.id == "prune-o-from-a-copy":
+        source = tmp_path / "copy.jsonl"
+        source.write_bytes(original)
+    before = projection(recording, thread)
+    assert before is not None, "Codex keeps no projection of the rollout it recorded"
+    threshold = estimate(loads(rollout.read_bytes(), str(rollout))).tokens - 300
+    result = CliRunner().invoke(cli, [*(f.format(rollout=rollout, threshold=threshold) for f in flags), str(source)],
+                                prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    rewritten = rollout.read_bytes()
+    assert rewritten != original and rewritten.startswith(original.rstrip(b"\n")) == appends
+    if appends:
+        assert projection(recording, thread) == before
+    run = recording.resume(rollout)
+    assert run.warnings == [], f"Codex warned: {run.warnings}"
+    read, system = read_view(rewritten, rollout)
+    sent = conversation(Resumed(run.inputs[0], run.warnings, rollout), system)
+    assert_paired(sent)
+    assert differences(read, sent) == []
+    assert_projected_whole(recording, rollout, rewritten)
+    assert prompts_shown(recording, thread) == [*(f"Turn {n}: go on." if n else "Turn 0: read the notes."
+                                                  for n in range(len(TURNS))), PROMPT]
+
+
+def test_the_parent_of_a_fork_is_not_rewritten_under_it(codex, standin, tmp_path):
+    """A fork reads its parent's lines below the parent's size when it forked: a rewrite that
+    changes them is refused (exit 2) and the file left as it was, so that the fork still resumes;
+    a compaction of the parent, which only appends, goes ahead, and the fork resumes too."""
+    recording = Recording.start(codex, standin, tmp_path)
+    parent = recording.tool_loop()
+    fork = recording.fork(parent)
+    before = parent.read_bytes()
+    result = CliRunner().invoke(cli, ["prune", "--hard-clear-after", "2", "-i", str(parent)], prog_name="transcompact")
+    assert result.exit_code == 2, result.output
+    assert f"{fork.name} is a fork of this one" in result.output
+    assert parent.read_bytes() == before
+    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", "1500", "-i",
+                                      str(parent)], prog_name="transcompact")
+    assert result.exit_code == 0 and parent.read_bytes().startswith(before.rstrip(b"\n")), result.output
+    run = recording.resume(fork)
+    assert run.warnings == [], f"Codex warned: {run.warnings}"
+    assert last_assistant_text(run.inputs[0]) == "Forked and counted."
+    assert run.inputs[0][-1]["role"] == "user" and text_of(run.inputs[0][-1]) == PROMPT

@@ -15,6 +15,7 @@ the registry checks the two agree as it is imported.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -221,7 +222,21 @@ def dump(transcript: Transcript, path: str | os.PathLike) -> None:
     from ..io.outputs import write_output
 
     data = dumps(transcript)
-    write_stdout(data) if os.fspath(path) == STDIN else write_output(path, data, transcript.name)
+    if os.fspath(path) == STDIN:
+        write_stdout(data)
+        return
+    with rewriting(path, data):
+        write_output(path, data, transcript.name)
+
+
+def rewriting(path: str | os.PathLike, data: bytes | Lines) -> contextlib.AbstractContextManager[None]:
+    """Around a rewrite's write of `data` over the file at `path`: what an agent keeps beside its
+    logs about that file's bytes, checked before the write (a change it cannot follow is refused)
+    and brought up to date after it (Codex's thread-history projection, codex/thread_store.py).
+    Any other file is written as it is."""
+    from .codex.thread_store import rewriting
+
+    return rewriting(path, data)
 
 
 def _hint(parsed: Parsed) -> str | None:

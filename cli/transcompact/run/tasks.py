@@ -169,8 +169,13 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
                     make_directory(os.path.dirname(task.target) or ".")
                 # A conversation directory stays one. Only a file rewritten in place waits for the
                 # disk: elsewhere the input is still there if a power cut loses the output.
+                from ..formats import rewriting
+
                 writing.hold()  # from here a stop waits: a file written gets its outcome, and its report line
-                write_output(task.target, result.output, source.path, durable=task.target == source.path)
+                # What an agent keeps beside its logs about the file's bytes (Codex's thread store):
+                # checked before the write, brought up to date after it.
+                with rewriting(task.target, result.output):
+                    write_output(task.target, result.output, source.path, durable=task.target == source.path)
                 _busy = False  # a worker's file is done: its stop (`_stop_the_file`) no longer raises
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here

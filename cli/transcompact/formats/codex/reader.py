@@ -48,7 +48,9 @@ move up by one (down by one after a line that went), so the numbering stays whol
 (`session_meta.history_base`) holds only its own lines: its history starts with its parent
 rollout's lines below `end_ordinal_exclusive`, read from the parent's file as Codex finds it (by
 its id, next to the fork or under the same `sessions` directory). Those lines are read, never
-written: a change to one of their items is refused.
+written: a change to one of their items is refused. What Codex keeps beside a paginated rollout
+about its bytes (its thread-history projection, a fork's cut in its parent) is kept true by a write
+over the file where Codex keeps it (thread_store.py).
 """
 
 from __future__ import annotations
