@@ -3,9 +3,10 @@
 The real `anthropic` and `openai` SDKs talk to it over a real socket on 127.0.0.1: never the
 network, never a mock of an SDK. It records every request and answers as `answer` says: ok, an
 error status (once or always), too slow, empty text, a summary without sections, "prompt is too
-long" above a size, or no answer at all (the connection closed: a connection error). A request
-with `"stream": true` gets the message as server-sent events (the real Claude Code CLI streams,
-see test_claude_resume.py); any other GET is recorded and answered 404.
+long" above a size, a proxy's HTML page or a body that is no API's answer (`page`, `raw`), or no
+answer at all (the connection closed: a connection error). A request with `"stream": true` gets
+the message as server-sent events (the real Claude Code CLI streams, see test_claude_resume.py);
+any other GET is recorded and answered 404.
 
 It speaks both batch APIs too (test_batch_api.py): Anthropic's Message Batches (create,
 retrieve, results as JSONL, cancel) and OpenAI's Batch API (a JSONL file uploaded, create,
@@ -33,6 +34,24 @@ ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 429: "
 # the model cannot take, expiry, cancellation.
 BATCH_OUTCOMES = ("succeeded", "not a summary", "errored", "prompt too long", "expired", "canceled")
 TOO_LONG = "prompt is too long: 250000 tokens > 200000 maximum"
+# What a proxy in front of the API answers when it cannot reach it: a page of 16 lines, no JSON.
+PROXY_PAGE = """<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8">
+<title>{status} Bad Gateway</title>
+<style>
+body {{ font-family: sans-serif; }}
+</style>
+</head>
+<body>
+<center><h1>{status} Bad Gateway</h1></center>
+<hr>
+<center>nginx/1.25.3</center>
+<p>The upstream server did not answer in time.</p>
+</body>
+</html>
+"""
 
 
 @dataclass
@@ -166,6 +185,17 @@ class Loopback:
             time.sleep(seconds)
             return Loopback.ok(request)
         return answer
+
+    @staticmethod
+    def page(status: int, html: str = "") -> Answer:
+        """An HTML page with `status`, as a proxy in front of the API answers (nginx's 502), never the API's JSON."""
+        data = (html or PROXY_PAGE.format(status=status)).encode()
+        return lambda request: (status, data, {"content-type": "text/html", "retry-after-ms": "1"})
+
+    @staticmethod
+    def raw(status: int, data: bytes, content_type: str = "application/json") -> Answer:
+        """`data` as it is, with `status`: JSON that is not an API's answer, a body that is not JSON."""
+        return lambda request: (status, data, {"content-type": content_type, "retry-after-ms": "1"})
 
     @staticmethod
     def text(text: str) -> Answer:
@@ -354,12 +384,13 @@ def serve() -> tuple[Loopback, Callable[[], None]]:
                         and isinstance(answer, dict) and answer.get("type") == "message")
             raw = isinstance(answer, bytes)  # a file's content, or JSON Lines
             data = answer if raw else sse_events(answer) if streamed else json.dumps(answer).encode()
+            headers = {"content-type": "application/octet-stream" if raw else
+                       "text/event-stream" if streamed else "application/json",
+                       **{name.lower(): value for name, value in (extra[0] if extra else {}).items()}}  # may set its own type
             try:
                 self.send_response(status)
-                self.send_header("content-type", "application/octet-stream" if raw else
-                                 "text/event-stream" if streamed else "application/json")
                 self.send_header("content-length", str(len(data)))
-                for name, value in (extra[0] if extra else {}).items():
+                for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)

@@ -207,10 +207,10 @@ def test_a_write_that_fails_on_a_url_leaves_the_old_file_and_no_temporary_one(me
 
 
 def test_a_scheduler_that_cannot_be_reached_is_a_usage_error(tree):
-    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):  # Dask's own timeout, when shorter, is the one
         result = run(*COMPACT, "-i", "--scheduler", "tcp://127.0.0.1:9", str(tree))
     assert result.exit_code == ExitCode.USAGE
-    assert result.stderr.startswith("transcompact: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9: ")
+    assert result.stderr.startswith("transcompact: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (tried for 1 s): ")
     assert files(tree)["a/long-session.json"] == (FIXTURES / "anthropic/long-session.json").read_bytes()
 
 
@@ -227,3 +227,86 @@ def test_without_the_extra_a_plain_batch_works_and_a_scheduler_or_a_url_says_wha
     assert result.exit_code == ExitCode.USAGE
     assert result.stderr.splitlines() == ["transcompact: error: s3://bucket/logs: a URL needs fsspec, which is not installed",
                                           "hint: pip install 'transcompact[dask]'"]
+
+
+# --- what cannot be reached: one line, the right status, no password, no wait (issue 36) ---
+
+
+@pytest.mark.parametrize("url, reason", [
+    ("ftp://127.0.0.1:9/x.json", "Connection refused"),  # nothing listens there
+    ("ftp://bob:s3cretpw@127.0.0.1:9/x.json", "Connection refused"),
+    ("zip://a.json::{tmp}/missing.zip", "No such file or directory: {tmp}/missing.zip"),
+])
+def test_a_url_whose_filesystem_cannot_be_made_is_an_input_or_output_error_of_that_url(tmp_path, url, reason):
+    url, reason = url.format(tmp=tmp_path), reason.format(tmp=tmp_path)
+    shown = url.replace("bob:s3cretpw@", "")
+    alone = run("check", url)
+    assert alone.exit_code == ExitCode.INPUT
+    assert alone.stderr.splitlines() == [f"transcompact: error: {shown}: cannot read: {reason}"]
+    good = str(FIXTURES / "anthropic/tool-loop.json")
+    among_others = run("check", good, url)  # the others are read, this one fails
+    assert among_others.exit_code == ExitCode.INPUT
+    assert f"transcompact: error: {shown}: cannot read: {reason}" in among_others.stderr.splitlines()
+    written = run(*COMPACT, "-o", url, str(FIXTURES / "anthropic/long-session.json"))
+    assert written.exit_code == ExitCode.OUTPUT
+    assert written.stderr.splitlines() == [f"transcompact: error: {shown}: cannot write: {reason}"]
+    for result in (alone, among_others, written):
+        assert "s3cretpw" not in result.stdout + result.stderr
+
+
+def test_an_address_where_nothing_listens_fails_in_seconds_not_in_dasks_30(tree, monkeypatch):
+    monkeypatch.setattr("transcompact.run.cluster.REACH_WITHIN", 1.0, raising=False)  # 5 s by default; Dask's own connect timeout stays 30 s
+    started = time.monotonic()
+    result = run(*COMPACT, "-i", "--scheduler", "tcp://127.0.0.1:9", str(tree))
+    assert time.monotonic() - started < 6
+    assert result.exit_code == ExitCode.USAGE
+    assert result.stderr.splitlines() == ["transcompact: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 (tried for 1 s): "
+                                          "Connection refused",
+                                          "hint: start one with `dask scheduler` (it listens on tcp://HOST:8786)"]
+    assert files(tree)["a/long-session.json"] == (FIXTURES / "anthropic/long-session.json").read_bytes()
+
+
+def exits(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """The command in a fresh interpreter (what a failed client leaves behind shows at its exit), and how long it took."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")} | (env or {})
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "transcompact", *args], capture_output=True, text=True, env=environment,
+                          timeout=30)
+    return done, time.monotonic() - started
+
+
+@pytest.mark.parametrize("address, line", [
+    ("tcp://user:s3cretpw@127.0.0.1:9", "a Dask scheduler's address has no user name or password: --scheduler tcp://127.0.0.1:9"),
+    ("user:s3cretpw@127.0.0.1:9", "a Dask scheduler's address has no user name or password: --scheduler 127.0.0.1:9"),
+    ("tcp://us%40er:s3cret/pw@127.0.0.1:9", "a Dask scheduler's address has no user name or password: --scheduler tcp://127.0.0.1:9"),
+    ("tcp://127.0.0.1", "--scheduler tcp://127.0.0.1: missing port number in address '127.0.0.1'"),
+    ("foo://host:8786", "--scheduler foo://host:8786: unknown address scheme 'foo'"),
+])
+def test_an_address_that_is_not_one_is_one_line_at_once_and_shows_no_password(tree, address, line):
+    """Dask's message quoted the address without its scheme (so with its password, unscrubbed),
+    and the client it had half made hung the exit for 60 s, then printed a traceback."""
+    done, took = exits(*COMPACT, "-i", "--scheduler", address, str(tree))
+    assert took < 15
+    assert done.returncode == ExitCode.USAGE
+    error, hint = done.stderr.splitlines()
+    assert error.startswith(f"transcompact: error: {line}") and hint.startswith("hint: ")
+    assert "s3cret" not in done.stdout + done.stderr and done.stdout == ""
+    assert files(tree)["a/long-session.json"] == (FIXTURES / "anthropic/long-session.json").read_bytes()
+
+
+def test_what_listens_but_is_no_scheduler_is_not_waited_for_for_ever(tree):
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True).start()  # and never says a word
+    address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        done, took = exits(*COMPACT, "-i", "--scheduler", address, str(tree),
+                           env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
+    finally:
+        listener.close()
+    assert took < 15 and done.returncode == ExitCode.USAGE
+    assert done.stderr.splitlines()[0] == (f"transcompact: error: cannot reach the Dask scheduler at {address}: what listens "
+                                           "there did not answer as a Dask scheduler within 2 s")

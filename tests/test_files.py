@@ -1,5 +1,6 @@
-"""Writes are atomic whatever ends them: an error, Ctrl-C, SIGTERM or SIGHUP leaves the old file
-and no temporary file, and the command exits 130. What is not a regular file is written through
+"""Writes are atomic whatever ends them: an error leaves the old file, Ctrl-C, SIGTERM or SIGHUP
+the old one or (come while it is written) the new one whole, never a temporary file, and the
+command exits 130. What is not a regular file is written through
 (more in test_write_targets.py). Reading: a byte-order mark is kept, invalid UTF-8 named where it is."""
 
 from __future__ import annotations
@@ -63,7 +64,10 @@ def test_a_signal_during_a_write_exits_130_and_leaves_no_temporary_file(tmp_path
     assert done.stderr.decode().splitlines()[-1] == "transcompact: interrupted"
     assert "Traceback" not in done.stderr.decode()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["big.json", "out.json"]
-    assert (tmp_path / "out.json").read_bytes() == b"the previous output\n"
+    # A stop that comes while a file is written waits for it: the file is the new one, whole.
+    repaired = subprocess.run([sys.executable, "-m", "transcompact", "repair", "-q", "big.json"], cwd=tmp_path, env=env_name(),
+                              capture_output=True, timeout=60)
+    assert (tmp_path / "out.json").read_bytes() == repaired.stdout
 
 
 def test_only_a_file_rewritten_in_place_waits_for_the_disk(tmp_path, monkeypatch):

@@ -3,6 +3,9 @@ retries and errors reach us, through the real anthropic and openai SDKs against 
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from click.testing import CliRunner
 
@@ -199,3 +202,85 @@ def test_a_client_error_is_not_retried(api, name):
     with pytest.raises(ProviderError, match="answered HTTP 400: messages: bad request$"):
         ask(name, api, retries=2)
     assert len(api.requests) == 1
+
+
+# --- an answer that is not the API's: one line, never a body (issue 36) --------------------
+
+
+SERVICE = {"anthropic": "the Anthropic API", "openai": "/v1/chat/completions"}
+EXPECTED = {"anthropic": ("a message", "content"), "openai": ("a chat completion", "choices")}
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+def test_a_proxys_html_page_is_named_by_its_title_in_one_line(api, name):
+    api.answer = Loopback.page(502)
+    with pytest.raises(ProviderError) as raised:
+        ask(name, api, retries=1)
+    message = str(raised.value)
+    assert re.fullmatch(f".*{SERVICE[name]} answered HTTP 502: an HTML page titled '502 Bad Gateway' \\(after 1 retries\\)",
+                        message)
+    assert len(api.requests) == 2  # a 502 is retried, page or not
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+@pytest.mark.parametrize("status, body, content_type, said", [
+    # What a proxy says as plain text is a body too: the status's name stands for it.
+    (502, b"upstream connect error or disconnect/reset before headers.\nreset reason: connection failure", "text/plain",
+     "Bad Gateway"),
+    (503, b"<h1>Service Unavailable</h1>\n<p>Back soon.</p>\n", "text/html", "Service Unavailable"),
+    (503, b"<html><head></head><body>\n<p>Back soon.</p>\n</body></html>", "text/html", "an HTML page"),
+    (520, b"", "text/plain", "no message"),  # a status of a CDN's own, without a name
+    # The service's own words, in one line however many it used.
+    (500, json.dumps({"error": {"message": "the model\ncrashed\n\n   badly", "type": "api_error"}}).encode(),
+     "application/json", "the model crashed badly"),
+    (404, json.dumps({"error": "model 'qwen3' not found, try pulling it first"}).encode(), "application/json",
+     "model 'qwen3' not found, try pulling it first"),  # Ollama's
+    (400, json.dumps({"object": "error", "message": "bad\nrequest", "code": 400}).encode(), "application/json",
+     "bad request"),  # vLLM's
+    (500, json.dumps({"error": {"message": "x" * 5000}}).encode(), "application/json", "x" * 299 + "…"),
+])
+def test_a_status_error_says_the_services_words_or_the_status_in_one_line(api, name, status, body, content_type, said):
+    api.answer = Loopback.raw(status, body, content_type)
+    with pytest.raises(ProviderError) as raised:
+        ask(name, api, retries=0)
+    assert re.fullmatch(f".*{SERVICE[name]} answered HTTP {status}: {re.escape(said)}( \\(after 0 retries\\))?", str(raised.value))
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai"])
+@pytest.mark.parametrize("answer, said", [
+    (Loopback.page(200, "<!doctype html>\n<html><head>\n<title>\n  Sign in &amp; continue\n</title></head>\n"
+                        "<body><form>...</form></body></html>\n"), "an HTML page titled 'Sign in & continue'"),
+    (Loopback.raw(200, b'{"hello": 1}'), "a JSON object without '{field}' (its fields: hello)"),
+    (Loopback.raw(200, json.dumps({"content": "text", "choices": "text"}).encode()), "a JSON object whose '{field}' has another shape"),
+    (Loopback.raw(200, b"[1, 2]"), "JSON that is not an object"),
+    (Loopback.raw(200, b"null"), "JSON that is not an object"),
+    (Loopback.raw(200, b"{not json"), "a body that is not JSON"),
+    (Loopback.raw(200, b""), "a body that is not JSON"),
+    (Loopback.raw(200, b"all fine\nreally", "text/plain"), "a body that is not a JSON object"),
+])
+def test_an_answer_that_is_not_the_apis_is_a_provider_error_in_one_line(api, name, answer, said):
+    """The SDKs hand back whatever came with a 200 (a page as text, JSON of another shape as a
+    model with none of its fields): that is the service's failure, not ours (exit 4, and compact's
+    fallback), said in one line."""
+    api.answer = answer
+    thing, field = EXPECTED[name]
+    with pytest.raises(ProviderError) as raised:
+        ask(name, api, retries=2)
+    assert re.fullmatch(f".*{api.url}.* did not answer with {thing} but with {re.escape(said.format(field=field))}",
+                        str(raised.value))
+    assert len(api.requests) == 1  # a 200 is not retried
+
+
+def test_count_tokens_that_gets_no_count_is_a_provider_error(api):
+    from transcompact.formats import loads
+    from transcompact.providers.anthropic import count_tokens
+
+    transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes(), "tool-loop.json")
+    resolved = resolve("anthropic", key="sk-test", base_url=api.url, environ={})
+    api.answer = Loopback.raw(200, b'{"hello": 1}')
+    with pytest.raises(ProviderError, match="^count_tokens failed: .* did not answer with a count but with a JSON object "
+                                            "without 'input_tokens' \\(its fields: hello\\)$"):
+        count_tokens(transcript, resolved)
+    api.answer = Loopback.page(502)
+    with pytest.raises(ProviderError, match="^count_tokens failed: HTTP 502: an HTML page titled '502 Bad Gateway'$"):
+        count_tokens(transcript, resolved)

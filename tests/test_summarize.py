@@ -321,3 +321,61 @@ def test_progress_counts_the_chunks(api, monkeypatch):
         summarizer.close()
     assert [k for k, _ in seen] == list(range(1, result.chunks + 1))
     assert seen[-1] == (result.chunks, result.chunks)
+
+
+# --- a proxy's page, an answer that is not the API's: one line, exit 4, or compact's fallback (issue 36) ---
+
+
+def provider_flags(api, provider: str) -> list[str]:
+    return ["--provider", provider, "--base-url", api.url + ("/v1" if provider == "openai" else "")]
+
+
+NOT_THE_API = {
+    "a proxy's 502 page": (Loopback.page(502), "answered HTTP 502: an HTML page titled '502 Bad Gateway' (after 0 retries)"),
+    "a 200 that is no answer": (Loopback.raw(200, b'{"hello": 1}'), "did not answer with a"),
+    "a 200 page": (Loopback.page(200, "<html><head><title>Sign in</title></head><body>\n\n</body></html>"),
+                   "but with an HTML page titled 'Sign in'"),
+}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("answer, said", list(NOT_THE_API.values()), ids=list(NOT_THE_API))
+def test_summarize_says_what_is_not_the_apis_answer_in_one_line_and_exits_4(api, provider, answer, said):
+    api.answer = answer
+    result = run("--all", "--retries", "0", *provider_flags(api, provider), str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 4, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("transcompact: error: ") and said in line and "<" not in line
+    assert result.stdout == ""
+
+
+def compact(*args):
+    return CliRunner().invoke(cli, ["compact", "--force", "--retries", "0", "--keep-recent-tokens", "500", *args],
+                              prog_name="transcompact")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("answer, said", list(NOT_THE_API.values()), ids=list(NOT_THE_API))
+def test_compact_falls_back_in_one_line_per_file_or_exits_4(api, tmp_path, provider, answer, said):
+    api.answer = answer
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_bytes((FIXTURES / "anthropic/long-session.json").read_bytes())
+    result = compact(*provider_flags(api, provider), "--output-dir", str(tmp_path / "out"), str(tmp_path / "a.json"),
+                     str(tmp_path / "b.json"))
+    assert result.exit_code == 0, result.stderr
+    fell_back = [line for line in result.stderr.splitlines() if "the summary failed, so the emergency mode was used: " in line]
+    assert [line.split(":")[0] for line in fell_back] == [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    assert all(said in line for line in fell_back)
+    assert "<" not in result.stderr and len(result.stderr.splitlines()) == 5  # per file: the fallback, the result; the summary
+    refused = compact(*provider_flags(api, provider), "--no-fallback", str(tmp_path / "a.json"))
+    assert refused.exit_code == 4 and refused.stdout == ""
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("transcompact: error: ") and said in line
+
+
+def test_nothing_to_summarize_needs_no_key(transcompact):
+    """The provider (and its key) is made only once there is something to summarize."""
+    result = transcompact("summarize", str(FIXTURES / "anthropic/orphans.json"))
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(f"{FIXTURES / 'anthropic/orphans.json'}: nothing old to summarize: ")
+    assert result.stdout == ""

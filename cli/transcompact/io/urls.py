@@ -14,7 +14,7 @@ import posixpath
 import re
 from typing import Any, NamedTuple
 
-from ..core.errors import InputError, Location, OutputError, UsageError
+from ..core.errors import InputError, Location, OutputError, UsageError, without_credentials
 
 EXTRA = "pip install 'transcompact[dask]'"  # what to do when fsspec or Dask is missing
 
@@ -29,8 +29,11 @@ def is_url(path: str) -> bool:
     return _URL.match(path) is not None
 
 
-def filesystem(url: str) -> tuple[Any, str]:
-    """(the fsspec filesystem, the path in it) of a URL."""
+def filesystem(url: str, *, writing: bool = False) -> tuple[Any, str]:
+    """(the fsspec filesystem, the path in it) of a URL. Some filesystems reach out when they are
+    made (an FTP or SFTP server, the archive of a `zip://a.json::logs.zip`): one that cannot be
+    made is an InputError of the URL ("cannot read: …"), or with `writing` an OutputError
+    ("cannot write: …")."""
     try:
         import fsspec
     except ImportError:
@@ -39,6 +42,14 @@ def filesystem(url: str) -> tuple[Any, str]:
         return fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as error:  # the protocol's own package is missing (s3fs, gcsfs), or no such protocol
         raise UsageError(f"{url}: {error}") from None
+    except Exception as error:  # refused, no such host, no such archive: each filesystem raises its own kinds
+        failure = OutputError if writing else InputError
+        raise failure(f"{'cannot write' if writing else 'cannot read'}: {_unmade(error)}", location=_at(url)) from None
+
+
+def _at(url: str) -> Location:
+    """Where an error of `url` is: the URL without its user-info (a location is shown as it is)."""
+    return Location(without_credentials(url))
 
 
 def read(url: str) -> bytes:
@@ -46,11 +57,11 @@ def read(url: str) -> bytes:
     try:
         return fs.cat_file(path)
     except FileNotFoundError:
-        raise InputError("no such file", location=Location(url)) from None
+        raise InputError("no such file", location=_at(url)) from None
     except IsADirectoryError:
-        raise InputError("is a directory, not a transcript file", location=Location(url)) from None
+        raise InputError("is a directory, not a transcript file", location=_at(url)) from None
     except Exception as error:  # a remote filesystem raises its own kinds (botocore's, aiohttp's), not only OSError
-        raise InputError(f"cannot read: {_reason(error)}", location=Location(url)) from None
+        raise InputError(f"cannot read: {_reason(error)}", location=_at(url)) from None
 
 
 def local_path(url: str) -> str | None:
@@ -58,7 +69,7 @@ def local_path(url: str) -> str | None:
     file is written as a plain path is (`files.write_file`), not through fsspec, whose move
     would replace a device, a FIFO or a link with a file (as root, /dev/null), and drop the
     file's mode."""
-    fs, path = filesystem(url)
+    fs, path = filesystem(url, writing=True)
     from fsspec.implementations.local import LocalFileSystem
 
     return path if isinstance(fs, LocalFileSystem) else None
@@ -72,7 +83,7 @@ def write(url: str, data: bytes) -> None:
     temporary file beside the target, moved over it: a rename where the filesystem has one
     (SFTP, HDFS), atomic; a copy and a delete where it has none (`memory://`), not atomic.
     """
-    fs, path = filesystem(url)
+    fs, path = filesystem(url, writing=True)
     try:
         if url.split("://", 1)[0].lower() in OBJECT_STORES:
             fs.pipe_file(path, data)
@@ -87,19 +98,22 @@ def write(url: str, data: bytes) -> None:
                 fs.rm_file(temporary)
             raise
     except Exception as error:
-        raise OutputError(f"cannot write: {_reason(error)}", location=Location(url)) from None
+        raise OutputError(f"cannot write: {_reason(error)}", location=_at(url)) from None
 
 
 def make_directory(url: str) -> None:
-    fs, path = filesystem(url)
+    fs, path = filesystem(url, writing=True)
     try:
         fs.makedirs(path, exist_ok=True)  # on an object store, where directories are only prefixes, nothing
     except Exception as error:
-        raise OutputError(f"cannot create the directory: {_reason(error)}", location=Location(url)) from None
+        raise OutputError(f"cannot create the directory: {_reason(error)}", location=_at(url)) from None
 
 
 def is_directory(url: str) -> bool:
-    fs, path = filesystem(url)
+    try:
+        fs, path = filesystem(url)
+    except InputError:  # its filesystem cannot be made: then it is read as a file, and the error is that file's
+        return False
     try:
         return fs.isdir(path)
     except Exception:  # then it is read as a file, and the error is that file's
@@ -127,7 +141,10 @@ class Entry(NamedTuple):  # not a dataclass: this module is imported at every st
 def scandir(url: str) -> contextlib.nullcontext[list[Entry]]:
     """The entries of the directory at `url`, as `os.scandir` gives a local one (a context
     manager); an error is an OSError with its reason in `strerror`."""
-    fs, path = filesystem(url)
+    try:
+        fs, path = filesystem(url)
+    except InputError as error:
+        raise OSError(None, error.message.removeprefix("cannot read: ")) from None
     try:
         listing = fs.ls(path, detail=True)
     except Exception as error:
@@ -144,3 +161,12 @@ def scandir(url: str) -> contextlib.nullcontext[list[Entry]]:
 
 def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error) or type(error).__name__
+
+
+def _unmade(error: BaseException) -> str:
+    """Why a filesystem could not be made, in one line: an OSError's words and the file it names
+    (the archive of a `zip://` URL), else the error's."""
+    reason, filename = getattr(error, "strerror", None), getattr(error, "filename", None)
+    if reason and isinstance(filename, str):
+        reason += f": {filename}"
+    return " ".join((reason or str(error) or type(error).__name__).split())

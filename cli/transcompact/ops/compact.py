@@ -369,12 +369,9 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
         try:
             if provider is None:
                 raise ProviderError("no summarizer was given")
-            summarizer = provider()
-            try:
-                # The summarizer reads the old part as it was, not as pruning left it (indices are the same).
-                result = summarize(transcript, summarizer, options.summary, progress, cut=cut)
-            finally:
-                summarizer.close()
+            # The summarizer reads the old part as it was, not as pruning left it (indices are the
+            # same); it is made only if there is something to summarize.
+            result = summarize(transcript, provider, options.summary, progress, cut=cut)
             if result is not None:
                 fitted = fitted_window(pruned, cut, keep, options, counter)
                 counts: Counter[str] = Counter()

@@ -312,10 +312,12 @@ def halved(chunk: list[str]) -> list[list[str]]:
 # --- the whole thing -----------------------------------------------------------------------
 
 
-def summarize(transcript: Transcript, provider: Provider, options: SummaryOptions = SummaryOptions(),
+def summarize(transcript: Transcript, provider: Provider | Callable[[], Provider], options: SummaryOptions = SummaryOptions(),
               progress: Callable[[int, int], None] | None = None, cut: Cut | None = None) -> Summary | None:
     """The summary of the old part (before `cut`, found when not given; everything with
-    `options.everything`); None when there is nothing old to summarize."""
+    `options.everything`); None when there is nothing old to summarize. `provider` may be a
+    function that makes one: it is called (and the provider closed after) only when there is
+    something to summarize, so that a transcript with nothing old needs no key."""
     messages = transcript.messages
     if not options.everything:
         cut = cut or find_cut_point(transcript, options.keep_recent_tokens, options.counting,
@@ -328,6 +330,12 @@ def summarize(transcript: Transcript, provider: Provider, options: SummaryOption
     pieces = [text for m in old if (text := serialize(m, names, options.result_chars))]
     if not pieces:
         return None
+    if not isinstance(provider, Provider):
+        made = provider()
+        try:
+            return summarize(transcript, made, options, progress, cut)
+        finally:
+            made.close()
 
     if options.style not in settings.STYLES:
         raise UsageError(f"unknown summary style {options.style!r} (choose from {', '.join(settings.STYLES)})")

@@ -3,17 +3,24 @@
 A provider turns (system prompt, user prompt) into text. Each is an official SDK, which retries
 what is worth retrying (connection errors, timeouts, 408, 409, 429, 5xx) with backoff; what still
 fails is raised as `ProviderError`, or `PromptTooLong` when the service says the prompt does not
-fit, so that the caller can send less. Each provider imports its SDK only when it is built.
+fit, so that the caller can send less. An answer that is not the API's (an HTML page, JSON of
+another shape, with any status) is a `ProviderError` too. Each error is one line, however much
+the service said: its own message, or the title of the page that came instead, never a body.
+Each provider imports its SDK only when it is built.
 
 A provider is built from plain values (`Resolved`); `resolve` is where they come from.
 """
 
 from __future__ import annotations
 
+import html
+import http
+import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..core import settings
 from ..core.errors import ProviderError, UsageError, option
@@ -46,6 +53,7 @@ class Resolved:
     auth_token: str | None = None  # Anthropic only, sent instead of a key
 
 
+@runtime_checkable
 class Provider(Protocol):
     name: str
     model: str
@@ -109,14 +117,90 @@ def retried(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` as one line of at most `limit` characters: what a service said goes into an error's
+    one line, and a service may say it over many."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def page_title(text: str) -> str | None:
+    """The <title> of an HTML page (what a proxy answers with: a 502 from nginx, a login page), as one
+    line; None when `text` has none."""
+    found = re.search(r"<title[^>]*>(.*?)</title\s*>", text[:65536], re.IGNORECASE | re.DOTALL)
+    if found is None:
+        return None
+    return one_line(html.unescape(found[1]), 120) or None
+
+
+def _is_html(text: str) -> bool:
+    start = text.lstrip()[:512].lower()
+    return start.startswith("<") and ("<html" in start or "<!doctype html" in start or "<head" in start
+                                      or "<body" in start or "<title" in start)
+
+
+def _json_message(body: object) -> str | None:
+    """The message of a JSON error: `{"error": {"message"}}` (OpenAI; Anthropic's inside
+    `{"type": "error"}`), `{"error": "..."}` (Ollama), `{"message"}` (vLLM), `{"detail": "..."}`."""
+    if not isinstance(body, dict):
+        return None
+    inner = body.get("error")
+    for said in (inner.get("message") if isinstance(inner, dict) else inner, body.get("message"), body.get("detail")):
+        if isinstance(said, str) and said.strip():
+            return said
+    return None
+
+
 def error_message(error) -> str:
-    """The service's own words from an SDK's status error (Anthropic nests them once more than OpenAI)."""
+    """What an SDK's status error says, in one line, never its body: the service's own words (the
+    message of its JSON error), else the title of the HTML page that came instead (a proxy's), else
+    the status's name."""
     body = error.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        body = body["error"]
-    if isinstance(body, dict) and body.get("message"):
-        return str(body["message"])
-    return str(error.message)
+    if not isinstance(body, dict):  # the OpenAI SDK keeps only what is under "error", a string for Ollama
+        try:
+            body = json.loads(error.response.text)
+        except Exception:  # not JSON, or not read
+            body = error.body
+    said = _json_message(body)
+    if said is not None:
+        return one_line(said)
+    body = error.body if isinstance(error.body, str) else ""
+    if _is_html(body):
+        return described(body)
+    try:
+        return http.HTTPStatus(error.status_code).phrase
+    except ValueError:  # a status of its own (Cloudflare's 520-530)
+        return one_line(getattr(error.response, "reason_phrase", "") or "") or "no message"
+
+
+def described(answer: object, wanted: str | None = None) -> str:
+    """An answer that is not what the API answers, in a few words, never its content: an HTML page
+    by its title, JSON by its kind (an object by the fields it has, when `wanted`, the field that
+    should have been there, is missing)."""
+    if isinstance(answer, bytes):
+        answer = answer.decode("utf-8", "replace")
+    if isinstance(answer, str):
+        if _is_html(answer):
+            title = page_title(answer)
+            return f"an HTML page titled {title!r}" if title else "an HTML page"
+        return "an empty body" if not answer.strip() else "a body that is not a JSON object"
+    if answer is None or isinstance(answer, (list, int, float, bool)):
+        return "JSON that is not an object"
+    fields = sorted(set(getattr(answer, "model_fields_set", ()) or ()) | set(getattr(answer, "model_extra", None) or {}))
+    if not fields:
+        return "an empty JSON object"
+    shown = one_line(", ".join(fields[:8]) + (", …" if len(fields) > 8 else ""), 120)
+    if wanted is None:
+        return f"a JSON object (its fields: {shown})"
+    if wanted in fields:
+        return f"a JSON object whose {wanted!r} has another shape"
+    return f"a JSON object without {wanted!r} (its fields: {shown})"
+
+
+def tokens(usage: object, name: str) -> int:
+    """A count in a response's usage; 0 when the service left it out (a compatible server may)."""
+    found = getattr(usage, name, None)
+    return found if isinstance(found, int) and not isinstance(found, bool) and found >= 0 else 0
 
 
 def sdk_error(sdk, error: Exception, *, service: str, address: str, timeout: float, retries: int) -> ProviderError:
@@ -132,5 +216,5 @@ def sdk_error(sdk, error: Exception, *, service: str, address: str, timeout: flo
         return ProviderError(f"{service} did not answer within {timeout:g} s (after {retries} retries)", hint=f"raise {option('timeout')}")
     if isinstance(error, sdk.APIConnectionError):
         # The SDK says only "Connection error."; the cause says which (refused, no such host, ...).
-        return ProviderError(f"cannot reach {address}: {error.__cause__ or error} (after {retries} retries)")
-    return ProviderError(f"{service}: {error}")
+        return ProviderError(f"cannot reach {address}: {one_line(str(error.__cause__ or error))} (after {retries} retries)")
+    return ProviderError(f"{service}: {one_line(str(error))}")

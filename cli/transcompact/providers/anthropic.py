@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 
 from ..core import settings
 from ..core.errors import ProviderError, UsageError, option
 from ..core.model import Text, Transcript
-from . import Completion, Resolved, error_message, resolve, sdk_error
+from . import Completion, Resolved, described, error_message, resolve, sdk_error, tokens
 
 _PROBE = [{"role": "user", "content": "."}]
 
@@ -62,14 +63,22 @@ class AnthropicProvider:
     def complete(self, system: str, prompt: str, max_tokens: int) -> Completion:
         import anthropic
 
+        address = f"the Anthropic API at {self.api.base_url}"
         try:
             response = self.api.messages.create(**params(self.model, system, prompt, max_tokens))
         except anthropic.APIError as error:
-            raise sdk_error(anthropic, error, service="the Anthropic API", address=f"the Anthropic API at {self.api.base_url}",
+            raise sdk_error(anthropic, error, service="the Anthropic API", address=address,
                             timeout=self.timeout, retries=self.retries) from None
-        text = "".join(block.text for block in response.content if getattr(block, "type", None) == "text")
-        usage = response.usage
-        return Completion(text, usage.input_tokens or 0, usage.output_tokens or 0)
+        except json.JSONDecodeError:  # said to be JSON, and not
+            raise ProviderError(f"{address} did not answer with a message but with a body that is not JSON") from None
+        # The SDK does not check what came: a page (as text), or JSON of another shape (with what it has).
+        content = getattr(response, "content", None)
+        if not isinstance(content, list):
+            raise ProviderError(f"{address} did not answer with a message but with {described(response, 'content')}")
+        text = "".join(block.text for block in content
+                       if getattr(block, "type", None) == "text" and isinstance(getattr(block, "text", None), str))
+        usage = getattr(response, "usage", None)
+        return Completion(text, tokens(usage, "input_tokens"), tokens(usage, "output_tokens"))
 
     def close(self) -> None:
         self.api.close()
@@ -82,12 +91,21 @@ def _call(api, **request) -> int:
 
     try:
         if "context_management" in request:  # context editing is a beta: its endpoint and its header
-            return api.beta.messages.count_tokens(**request, betas=[CONTEXT_MANAGEMENT_BETA]).input_tokens
-        return api.messages.count_tokens(**request).input_tokens
+            counted = api.beta.messages.count_tokens(**request, betas=[CONTEXT_MANAGEMENT_BETA])
+        else:
+            counted = api.messages.count_tokens(**request)
     except anthropic.APIStatusError as error:
         raise ProviderError(f"count_tokens failed: HTTP {error.status_code}: {error_message(error)}") from None
     except anthropic.APIConnectionError as error:
         raise ProviderError(f"count_tokens failed: cannot reach {api.base_url}: {error}") from None
+    except json.JSONDecodeError:
+        raise ProviderError(f"count_tokens failed: {api.base_url} did not answer with a count but with a body "
+                            "that is not JSON") from None
+    found = getattr(counted, "input_tokens", None)
+    if not isinstance(found, int) or isinstance(found, bool):
+        raise ProviderError(f"count_tokens failed: {api.base_url} did not answer with a count but with "
+                            f"{described(counted, 'input_tokens')}")
+    return found
 
 
 def count_tokens(transcript: Transcript, api: Resolved | None, model: str | None = None,

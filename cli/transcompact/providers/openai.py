@@ -3,11 +3,12 @@ a local model server (vLLM, llama.cpp, Ollama), through the official `openai` SD
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..core import settings
 from ..core.errors import ProviderError
-from . import Completion, Resolved, sdk_error
+from . import Completion, Resolved, described, sdk_error, tokens
 
 # The SDK refuses to start without a key, and a local server needs none (and ignores this one).
 NO_KEY = "no-key"
@@ -50,13 +51,18 @@ class OpenAIProvider:
         except openai.APIError as error:
             raise sdk_error(openai, error, service=self.url, address=self.url, timeout=self.timeout,
                             retries=self.retries) from None
+        except json.JSONDecodeError:  # said to be JSON, and not
+            raise ProviderError(f"{self.url} did not answer with a chat completion but with a body that is not JSON") from None
+        # The SDK does not check what came: a page (as text), or JSON of another shape (with what it has).
         try:  # a server that is not quite compatible may leave out what OpenAI always sends
-            text = response.choices[0].message.content or ""
-        except (AttributeError, IndexError, TypeError):
-            raise ProviderError(f"{self.url} answered with something that is not a chat completion: "
-                                f"{str(response)[:200]}") from None
-        usage = response.usage
-        return Completion(text, getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+            text = response.choices[0].message.content
+        except (AttributeError, IndexError, KeyError, TypeError):
+            raise ProviderError(f"{self.url} did not answer with a chat completion but with "
+                                f"{described(response, 'choices')}") from None
+        if text is not None and not isinstance(text, str):
+            raise ProviderError(f"{self.url} answered with a chat completion whose content is not text")
+        usage = getattr(response, "usage", None)
+        return Completion(text or "", tokens(usage, "prompt_tokens"), tokens(usage, "completion_tokens"))
 
     def close(self) -> None:
         self.api.close()

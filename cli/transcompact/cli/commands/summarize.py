@@ -71,11 +71,9 @@ def summarize_file(name: str, data: bytes, how: Summarizing) -> Result:
     from ...providers import provider as make_provider
 
     transcript = how.reading.load(data, name)
-    summarizer = make_provider(how.summarizer, timeout=how.timeout, retries=how.retries)
-    try:
-        result = run_summarize(transcript, summarizer, how.options, progress=progress_printer(how.quiet))
-    finally:
-        summarizer.close()
+    # Made once there is something to summarize: a transcript with nothing old needs no key.
+    result = run_summarize(transcript, lambda: make_provider(how.summarizer, timeout=how.timeout, retries=how.retries),
+                           how.options, progress=progress_printer(how.quiet))
     if result is None:
         keep = how.options.keep_recent_tokens
         return Result(
