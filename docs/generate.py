@@ -10,7 +10,10 @@ NAME is one of
 - `commands`: the command list, from `transcompact.cli.main.COMMANDS` (what `transcompact --help` lists);
 - `help COMMAND`: the output of `transcompact COMMAND --help` at 80 columns;
 - `rules`: the table of `transcompact.ops.check.RULES`;
-- `models`: the table of `transcompact.counting.models.MODELS`.
+- `models`: the table of `transcompact.counting.models.MODELS`;
+- `console` (or `console SETUP`): a ```console block whose `$ ` lines are kept and run, each
+  followed by what it prints: docs/console.py says how (a scratch directory made from the
+  fixtures, a loopback stand-in for the APIs, what is compared loosely).
 
 `python docs/generate.py` rewrites the files; `python docs/generate.py --check` changes nothing
 and exits 1, naming each part that differs from what the code gives (tests/test_docs.py runs it).
@@ -18,7 +21,10 @@ and exits 1, naming each part that differs from what the code gives (tests/test_
 
 from __future__ import annotations
 
+import difflib
+import functools
 import importlib
+import importlib.util
 import os
 import re
 import sys
@@ -26,7 +32,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+CONSOLE = "console"
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[^>]*?) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+
+
+@functools.cache
+def _console():
+    """docs/console.py, loaded by its path (this file is run as a script, and loaded by path by the tests)."""
+    spec = importlib.util.spec_from_file_location("docs_console", Path(__file__).resolve().parent / "console.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _cell(text: str) -> str:
@@ -71,30 +88,61 @@ def generate(name: str) -> str:
         return help_text(argument)
     if kind in makers and not argument:
         return makers[kind]()
+    if kind == CONSOLE:
+        raise SystemExit("a console part is made from its own commands: see rewrite")
     raise SystemExit(f"unknown generated part {name!r}")
 
 
 def rewrite(text: str) -> tuple[str, list[str]]:
     """The text with every generated part as the code gives it, and the names of those that changed."""
+    return rewrite_all([text])[0]
+
+
+def rewrite_all(texts: list[str]) -> list[tuple[str, list[str]]]:
+    """`rewrite` of each text; the console parts of all of them run side by side."""
+    console = _console()
+    parts = [(i, match) for i, text in enumerate(texts) for match in BLOCK.finditer(text)
+             if match["name"].partition(" ")[0] == CONSOLE]
+    jobs = [(console.commands(match["body"]), match["name"].partition(" ")[2]) for _, match in parts]
+    produced = {(i, match.start()): body for (i, match), body in zip(parts, console.run_all(jobs))}
+    return [_rewritten(text, {start: body for (j, start), body in produced.items() if j == i}, console)
+            for i, text in enumerate(texts)]
+
+
+def _rewritten(text: str, consoles: dict[int, str], console) -> tuple[str, list[str]]:
+    """`text` with its parts rewritten, the console parts (by where they start) as given."""
     changed: list[str] = []
 
     def replace(match: re.Match) -> str:
-        body = generate(match["name"])
+        name, body = match["name"], consoles.get(match.start())
+        if body is None:
+            body = generate(name)
+        else:
+            name = f"{name} ($ {console.commands(match['body'])[0]})"
+            if console.loose(body) == console.loose(match["body"]):
+                body = match["body"]  # it differs at most in what varies from run to run: left as it is
         if body != match["body"]:
-            changed.append(match["name"])
+            changed.append(name)
         return match.group(1) + body + match.group(4)
 
     return BLOCK.sub(replace, text), changed
 
 
+def differences(text: str, new: str, name: str) -> str:
+    """What rewriting `text` would change, as a unified diff."""
+    lines = difflib.unified_diff(text.splitlines(keepends=True), new.splitlines(keepends=True), name, f"{name} (from the code)")
+    return "".join(lines)
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale = []
-    for path in FILES:
-        text = path.read_text()
-        new, changed = rewrite(text)
+    texts = [path.read_text() for path in FILES]
+    for path, text, (new, changed) in zip(FILES, texts, rewrite_all(texts)):
         for name in changed:
             stale.append(f"{path.relative_to(ROOT)}: {name}")
+        if changed and check:
+            sys.stderr.write(differences(text, new, str(path.relative_to(ROOT))))
         if changed and not check:
             path.write_text(new)
     if stale:

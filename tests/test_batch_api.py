@@ -373,3 +373,14 @@ def test_a_state_file_of_another_provider_is_refused(api, tmp_path):
     result = run(*BULK, "--resume", str(state), "-i", str(logs(tmp_path / "logs", projects=["alpha"])))
     assert result.exit_code == ExitCode.USAGE
     assert "its batches are openai's, and --provider is anthropic" in result.stderr
+
+
+@pytest.mark.parametrize("answer", [b'{"hello": 1}', b"<html><head><title>Sign in</title></head></html>"], ids=["json", "page"])
+def test_a_batch_api_that_answers_what_is_not_its_own_falls_back_per_file(provider, api, tmp_path, answer):
+    api.batch_api = lambda request: (200, answer, {"content-type": "application/json"})
+    directory = logs(tmp_path / "logs", dialect_of(provider), ["alpha", "beta"])
+    result = run(*BULK, "-i", str(directory))
+    assert result.exit_code == 0, result.stderr  # a fallback is not an error
+    fell_back = [line for line in result.stderr.splitlines() if "the emergency mode was used: the batch API failed: " in line]
+    assert len(fell_back) == 2 and all("<" not in line for line in fell_back)
+    assert all(run("check", str(directory / f"{project}.json")).exit_code == 0 for project in ("alpha", "beta"))

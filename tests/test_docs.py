@@ -1,9 +1,11 @@
-"""The README and docs/: the generated parts match the code, the README fits on a screen and
-starts with `make run` and `make test`, every relative link lands, the library page runs."""
+"""The README and docs/: the generated parts match the code (the console examples too: they are
+run, docs/console.py), the README fits on a screen and starts with `make run` and `make test`,
+every relative link lands, and the Python examples run and do what their comments say."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -50,9 +52,13 @@ def _anchors(path: Path) -> set[str]:
 def test_generated_parts_match_the_code(path):
     text = path.read_text()
     generator = _generator()
+    missing = generator._console().missing([line[2:] for line in text.splitlines() if line.startswith("$ ")])
+    if missing:
+        pytest.skip(f"{path.relative_to(ROOT)}: its console examples run {', '.join(missing)}, which is not installed")
     new, changed = generator.rewrite(text)
     assert not changed, (f"{path.relative_to(ROOT)}: the generated part(s) {', '.join(changed)} differ from what the "
-                         "code gives: run `make docs` (python docs/generate.py) and commit the result")
+                         "code gives: run `make docs` (python docs/generate.py) and commit the result\n"
+                         + generator.differences(text, new, str(path.relative_to(ROOT))))
 
 
 def test_the_generated_parts_are_there():
@@ -116,9 +122,85 @@ def test_relative_links_land(path):
     assert not broken, f"{path.relative_to(ROOT)}: " + "; ".join(broken)
 
 
-def test_the_library_page_example_runs(monkeypatch):
-    blocks = [body for language, body in _fences((DOCS / "library.md").read_text()) if language == "python"]
-    assert blocks
+def test_every_console_block_is_generated():
+    """A ```console block shows what its commands print: only the code may write it."""
+    for path in PAGES:
+        lines = path.read_text().splitlines()
+        for number, line in enumerate(lines):
+            if line.startswith("```console"):
+                assert number > 0 and re.fullmatch(r"<!-- generated: console( [\w-]+)? -->", lines[number - 1]), (
+                    f"{path.relative_to(ROOT)}:{number + 1}: a console block outside `<!-- generated: console -->`: "
+                    "wrap it so that `make docs` writes its output (or make it a ```sh block, without output)")
+
+
+def _console_part(commands: str, shown: str) -> str:
+    return f"<!-- generated: console -->\n```console\n{commands}{shown}```\n<!-- end generated -->\n"
+
+
+def test_a_console_part_is_what_its_commands_print_in_order_with_what_varies_compared_loosely():
+    generator = _generator()
+    made, changed = generator.rewrite(_console_part("$ false\n$ echo $?   # the status of the one before\n$ ls logs\n", ""))
+    assert changed == ["console ($ false)"]
+    assert made == _console_part("$ false\n$ echo $?   # the status of the one before\n1\n$ ls logs\n",
+                                 "api\nchat.jsonl\nclaude\nnotes.json\n")
+    assert generator.rewrite(made) == (made, [])
+    took = _console_part("$ echo '3 files; 0.2 s'\n", "3 files; 41.6 s\n")
+    assert generator.rewrite(took) == (took, []), "the seconds a run took are masked"
+    assert generator.rewrite(_console_part("$ echo '3 files; 0.2 s'\n", "4 files; 0.2 s\n"))[1], "a count is not"
+    event = _console_part("""$ echo '{"time":"2026-11-22T22:33:29.181Z","tokens":8957,"duration_ms":34}'\n""",
+                          '{"time":"2025-01-01T00:00:00.000Z","tokens":8957,"duration_ms":1}\n')
+    assert generator.rewrite(event) == (event, []), "an event's time and duration are masked"
+
+
+def _examples(path: Path, monkeypatch, capsys) -> tuple[dict, list[str]]:
+    """Run a page's Python blocks in order, in one namespace, from the project's root: what they
+    define, and the lines they print."""
+    blocks = [body for language, body in _fences(path.read_text()) if language == "python"]
+    assert blocks, f"{path.relative_to(ROOT)} has no Python example"
     monkeypatch.chdir(ROOT)
+    namespace: dict = {}
     for code in blocks:
-        exec(compile(code, "docs/library.md", "exec"), {})
+        exec(compile(code, str(path.relative_to(ROOT)), "exec"), namespace)
+    return namespace, capsys.readouterr().out.splitlines()
+
+
+def _compacted_as_promised(namespace: dict, report, written: bytes, api) -> None:
+    """`load` detects the format, `format="openai"` forces one; compact took the emergency
+    checkpoint with no provider and no model call; `dumps` gives bytes in the shape read in."""
+    from transcompact import load
+
+    source = ROOT / "fixtures/anthropic/long-session.json"
+    assert namespace["transcript"].format == "anthropic" and load(source, format="openai").format == "openai"
+    assert report.strategy == "emergency" and report.fallback_reason == "--emergency"
+    assert report.tokens_after < report.tokens_before and report.messages_after < report.messages_before
+    assert api.requests == [], "a model was called, though a key and a server were at hand"
+    assert isinstance(written, bytes) and json.loads(written).keys() == json.loads(source.read_bytes()).keys()
+
+
+LIBRARY = DOCS / "library.md"
+
+
+def test_the_readme_library_example_does_what_it_says(api, monkeypatch, capsys):
+    namespace, printed = _examples(README, monkeypatch, capsys)
+    report = namespace["report"]
+    _compacted_as_promised(namespace, report, namespace["data"], api)
+    assert printed == [f"emergency {report.tokens_before} → {report.tokens_after}"]
+
+
+def test_the_library_page_example_does_what_it_says(api, monkeypatch, capsys):
+    from transcompact import Transcript, dumps
+
+    namespace, printed = _examples(LIBRARY, monkeypatch, capsys)
+    transcript, estimated, result = namespace["transcript"], namespace["report"], namespace["result"]
+    assert dumps(namespace["same"]) == dumps(transcript) and namespace["same"].messages == transcript.messages  # from bytes
+    assert printed[0] == f"{estimated.tokens} {estimated.status} {estimated.method} {estimated.by_kind['tool_results']}"
+    assert isinstance(namespace["fixed"], Transcript) and isinstance(namespace["fixes"].as_dict(), dict)  # (transcript, report)
+    _compacted_as_promised(namespace, result, namespace["written"], api)
+    assert result.as_dict()["window_messages"] > 0
+    assert printed[-1] == f"emergency {result.tokens_before} → {result.tokens_after} {result.as_dict()['window_messages']}"
+
+
+def test_every_python_example_is_run():
+    """Each page with a Python example has a test above that runs it and checks its comments."""
+    pages = {path for path in PAGES if any(language == "python" for language, _ in _fences(path.read_text()))}
+    assert pages == {README, LIBRARY}, "a new page with a Python example needs a test here that runs it"

@@ -38,7 +38,7 @@ from ..core import settings
 from ..core.errors import ProviderError, TranscompactError, UsageError, option
 from ..core.model import Transcript
 from ..io.files import write_file
-from ..providers import Completion, PromptTooLong, Resolved, is_too_long, sdk_error
+from ..providers import Completion, PromptTooLong, Resolved, is_too_long, one_line, sdk_error
 
 if TYPE_CHECKING:
     from ..ops.compact import CompactOptions
@@ -224,6 +224,25 @@ class BatchService(Protocol):
     def close(self) -> None: ...
 
 
+@contextlib.contextmanager
+def _answer_read(service: str) -> Iterator[None]:
+    """Reading what a batch API answered: an answer that is not its own (a page, JSON of another
+    shape, which the SDKs hand over as it came) is the service's error, not ours."""
+    try:
+        yield
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError) as error:
+        raise ProviderError(f"{service} did not answer as the batch API does "
+                            f"({type(error).__name__}: {one_line(str(error), 120)})") from None
+
+
+def _given(found: Any, name: str) -> Any:
+    """The field `name` of what the batch API answered (the SDKs leave a missing one None)."""
+    value = getattr(found, name)
+    if value is None:
+        raise ValueError(f"no {name!r} in its answer")
+    return value
+
+
 class AnthropicBatches:
     """Message Batches (`/v1/messages/batches`) through the official SDK."""
 
@@ -243,23 +262,31 @@ class AnthropicBatches:
         try:
             return call()
         except anthropic.APIError as error:
-            raise sdk_error(anthropic, error, service="the Anthropic Message Batches API",
+            raise sdk_error(anthropic, error, service=self.SERVICE,
                             address=f"the Anthropic API at {self.api.base_url}", timeout=self.timeout,
                             retries=self.retries) from None
 
     def entry(self, key: str, body: dict) -> dict:
         return {"custom_id": key, "params": body}
 
+    SERVICE = "the Anthropic Message Batches API"
+
     def submit(self, entries: list[dict]) -> str:
-        return self._calling(lambda: self.api.messages.batches.create(requests=entries)).id
+        with _answer_read(self.SERVICE):
+            return str(_given(self._calling(lambda: self.api.messages.batches.create(requests=entries)), "id"))
 
     def poll(self, batch: str) -> Polled:
         found = self._calling(lambda: self.api.messages.batches.retrieve(batch))
-        counts = found.request_counts
-        total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
-        return Polled(total - counts.processing, total, found.processing_status == "ended")
+        with _answer_read(self.SERVICE):
+            counts = _given(found, "request_counts")
+            total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
+            return Polled(total - counts.processing, total, _given(found, "processing_status") == "ended")
 
     def results(self, batch: str) -> tuple[dict[str, Answer], str]:
+        with _answer_read(self.SERVICE):
+            return self._results(batch)
+
+    def _results(self, batch: str) -> tuple[dict[str, Answer], str]:
         answers = {}
         for item in self._calling(lambda: list(self.api.messages.batches.results(batch))):
             result = item.result
@@ -305,7 +332,7 @@ class OpenAIBatches:
         try:
             return call()
         except openai.APIError as error:
-            address = f"{self.api.base_url}batches"
+            address = self._service()
             raise sdk_error(openai, error, service=address, address=address, timeout=self.timeout,
                             retries=self.retries) from None
 
@@ -314,18 +341,28 @@ class OpenAIBatches:
 
     def submit(self, entries: list[dict]) -> str:
         data = b"".join(json.dumps(entry, ensure_ascii=False).encode() + b"\n" for entry in entries)
-        upload = self._calling(lambda: self.api.files.create(file=("transcompact-batch.jsonl", data, "application/jsonl"),
-                                                             purpose="batch"))
-        return self._calling(lambda: self.api.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                                             completion_window="24h")).id
+        with _answer_read(self._service()):
+            upload = self._calling(lambda: self.api.files.create(file=("transcompact-batch.jsonl", data, "application/jsonl"),
+                                                                 purpose="batch"))
+            created = self._calling(lambda: self.api.batches.create(input_file_id=_given(upload, "id"),
+                                                                    endpoint="/v1/chat/completions", completion_window="24h"))
+            return str(_given(created, "id"))
 
     def poll(self, batch: str) -> Polled:
         found = self._calling(lambda: self.api.batches.retrieve(batch))
-        counts = found.request_counts
-        done, total = (counts.completed + counts.failed, counts.total) if counts else (0, 0)
-        return Polled(done, total, found.status in self.ENDED)
+        with _answer_read(self._service()):
+            counts = found.request_counts
+            done, total = (counts.completed + counts.failed, counts.total) if counts else (0, 0)
+            return Polled(done, total, _given(found, "status") in self.ENDED)
+
+    def _service(self) -> str:
+        return f"{self.api.base_url}batches"
 
     def results(self, batch: str) -> tuple[dict[str, Answer], str]:
+        with _answer_read(self._service()):
+            return self._results(batch)
+
+    def _results(self, batch: str) -> tuple[dict[str, Answer], str]:
         found = self._calling(lambda: self.api.batches.retrieve(batch))
         answers: dict[str, Answer] = {}
         for file_id in (found.output_file_id, found.error_file_id):
