@@ -165,6 +165,19 @@ def test_a_dry_run_over_a_directory_needs_no_output_flag(tree):
     assert contents(tree) == before and result.stdout == "" and "would" in result.stderr
 
 
+def test_a_dry_run_into_an_output_dir_names_every_file_it_would_write(tmp_path):
+    """An unchanged file is copied to --output-dir as well: the dry run says so, not only of those it changes."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("a.json", "b.json"):
+        shutil.copy(FIXTURES / "anthropic/orphans.json", logs / name)
+    result = run("compact", "--emergency", "--dry-run", "--output-dir", str(tmp_path / "out"), str(logs))
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "dry run" in line] == [
+        f"{logs / name}: dry run: would write {tmp_path / 'out' / name}" for name in ("a.json", "b.json")]
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_report_and_the_transcript_never_share_stdout(tree, tmp_path):
     source = str(FIXTURES / "anthropic/long-session.json")
     refused = run(*COMPACT, "--report", "-", source)

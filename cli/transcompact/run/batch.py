@@ -406,8 +406,10 @@ class Batch:
         for line in result.stderr if said else ():
             progress.echo(line)
         # With --diff and no -o, -i or --output-dir, the diff on stdout stands in for the transcript.
-        if self.dry_run and not self.quiet and said and (self.diff is None or outcome.target is not None):
-            left = not outcome.changed and outcome.target == outcome.name
+        left = not outcome.changed and outcome.target == outcome.name
+        # What a dry run would write is said of every file, an unchanged one copied to --output-dir too.
+        would_write = outcome.target is not None and not left
+        if self.dry_run and not self.quiet and (said or would_write) and (self.diff is None or outcome.target is not None):
             # Several inputs with nowhere to go (a dry run needs no -i): what would change, not where.
             where = outcome.target or ("stdout" if not self.several else None)
             progress.echo(f"{outcome.name}: dry run: " + ("unchanged, would be left as it is" if left else
