@@ -11,6 +11,7 @@ NAME is one of
 - `help COMMAND`: the output of `transcompact COMMAND --help` at 80 columns;
 - `rules`: the table of `transcompact.ops.check.RULES`;
 - `models`: the table of `transcompact.counting.models.MODELS`;
+- `errors`: the tree of the error classes `transcompact` exports, with their exit statuses;
 - `console` (or `console SETUP`): a ```console block whose `$ ` lines are kept and run, each
   followed by what it prints: docs/console.py says how (a scratch directory made from the
   fixtures, a loopback stand-in for the APIs, what is compared loosely).
@@ -81,9 +82,30 @@ def models() -> str:
     return "| model | window | max output |\n| --- | --- | --- |\n" + rows
 
 
+def errors() -> str:
+    """The tree of the error classes the package exports, each with its exit status and docstring."""
+    import inspect
+
+    import transcompact
+
+    classes = [value for name in transcompact.__all__ if isinstance(value := getattr(transcompact, name), type)
+               and issubclass(value, transcompact.TranscompactError)]
+
+    def lines(parent: type, depth: int) -> list[str]:
+        out = []
+        for cls in sorted((c for c in classes if parent in c.__bases__), key=lambda c: c.__name__):
+            status = f" ({int(cls.exit_code)})" if depth == 1 or cls.exit_code != parent.exit_code else ""
+            said = " ".join(inspect.getdoc(cls).split())
+            out += [f"{'  ' * depth}- `{cls.__name__}`{status}: {said}", *lines(cls, depth + 1)]
+        return out
+
+    root = transcompact.TranscompactError
+    return "\n".join([f"- `{root.__name__}`: {' '.join(inspect.getdoc(root).split())}", *lines(root, 1)]) + "\n"
+
+
 def generate(name: str) -> str:
     kind, _, argument = name.partition(" ")
-    makers = {"commands": commands, "rules": rules, "models": models}
+    makers = {"commands": commands, "rules": rules, "models": models, "errors": errors}
     if kind == "help" and argument:
         return help_text(argument)
     if kind in makers and not argument:

@@ -12,7 +12,10 @@ DOCUMENTED = ["Cut", "CompactOptions", "CompactReport", "Estimate", "EstimateOpt
               "PruneOptions", "PruneReport", "RepairReport", "Summary", "SummaryOptions", "Transcript", "TranscompactError",
               "Violation", "check", "compact", "context_management", "convert", "diff", "dump", "dumps", "estimate", "expand",
               "find_cut_point", "load", "loads",
-              "prune", "repair", "summarize"]
+              "prune", "repair", "summarize",
+              # the errors (docs/errors.md's tree)
+              "Location", "UsageError", "InputError", "ParseError", "UnknownFormat", "ShapeError", "InstallationError",
+              "ProviderError", "PromptTooLong", "RefusedByCommand", "OutputError", "PostConditionError", "InternalError"]
 
 
 def test_every_operation_is_importable_from_the_package():
@@ -42,3 +45,16 @@ def test_every_rewrite_returns_the_transcript_and_a_report():
     for operation in (transcompact.prune, transcompact.repair, transcompact.compact):
         rewritten, report = operation(transcript)
         assert isinstance(rewritten, transcompact.Transcript) and isinstance(report.as_dict(), dict), operation
+
+
+def test_every_error_class_is_exported_from_the_package():
+    """`except transcompact.InputError:` works for every error the library raises."""
+    import inspect
+
+    import transcompact
+    from transcompact.core import errors
+
+    defined = {name for name, value in inspect.getmembers(errors, inspect.isclass)
+               if issubclass(value, errors.TranscompactError) and value.__module__ == errors.__name__}
+    assert defined <= set(transcompact.__all__)
+    assert all(getattr(transcompact, name) is getattr(errors, name) for name in defined)

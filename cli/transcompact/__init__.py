@@ -15,7 +15,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "ExitCode": ("core.errors", "ExitCode"),
-    "TranscompactError": ("core.errors", "TranscompactError"),
+    "Location": ("core.errors", "Location"),
+    **{name: ("core.errors", name) for name in (  # the errors, as docs/errors.md shows their tree
+        "TranscompactError", "UsageError", "InputError", "ParseError", "UnknownFormat", "ShapeError", "InstallationError",
+        "ProviderError", "PromptTooLong", "RefusedByCommand", "OutputError", "PostConditionError", "InternalError")},
     "Message": ("core.model", "Message"),
     "Transcript": ("core.model", "Transcript"),
     "load": ("formats", "load"),

@@ -1,19 +1,7 @@
 """Errors, where they happened, and the exit status each one maps to.
 
-The tree (each class carries its exit status):
-
-- TranscompactError            base; never raised itself
-  - UsageError (2)             a flag or value that makes no sense
-  - InputError (3)             the input cannot be used
-    - ParseError               malformed JSON or JSONL (file:line:column)
-    - UnknownFormat            no format recognised the input; names the ones tried
-    - ShapeError               a known format with a shape it forbids (names the message)
-    - InstallationError        data this installation should carry is missing or damaged
-                               (the tokenizer's BPE files); its hint says what to reinstall
-  - ProviderError (4)          the model call failed and no fallback was allowed
-  - OutputError (5)            the output cannot be written
-  - PostConditionError (5)     a rewrite would have produced an invalid transcript (one that
-                               does not read back, or has a `check` error its input did not)
+The tree: `TranscompactError` and its subclasses below, each with its exit status and what it
+means in its docstring (docs/errors.md shows the tree as the package exports it).
 
 A result that is merely not smaller is not an error: compact then writes the input as it is
 (strategy `none`, status 0) and says why in its report's notes.
@@ -136,7 +124,8 @@ def variable_of(from_environment: frozenset[str]) -> Callable[[str], str | None]
 
 
 class TranscompactError(Exception):
-    """An error shown to the user as one line (and a hint), never as a traceback."""
+    """Every error of transcompact's: shown to the user as one line (and a hint), never as a
+    traceback; never raised itself."""
 
     exit_code = ExitCode.INPUT
 
@@ -173,31 +162,43 @@ class InternalError(TranscompactError):
 
 
 class UsageError(TranscompactError, ValueError):
+    """A flag or value that makes no sense, alone or with the others given."""
+
     exit_code = ExitCode.USAGE
 
 
 class InputError(TranscompactError):
+    """The input cannot be used."""
+
     exit_code = ExitCode.INPUT
 
 
 class ParseError(InputError, ValueError):
-    """Malformed JSON or JSONL."""
+    """Malformed JSON or JSON Lines (file:line:column)."""
 
 
 class UnknownFormat(InputError):
-    """No format adapter recognised the input."""
+    """No format recognised the input; the message names the ones tried."""
 
 
 class ShapeError(InputError, ValueError):
-    """The input is in a known format but has a shape that format forbids."""
+    """The input is in a known format but has a shape that format forbids (names the message)."""
 
 
 class InstallationError(InputError):
-    """Something this installation should carry is missing or damaged (the tokenizer data)."""
+    """Something this installation should carry is missing or damaged (the tokenizer's data); the
+    hint says what to reinstall."""
 
 
 class ProviderError(TranscompactError):
+    """The model call failed (no key, an HTTP error after the retries, an answer that is not the
+    API's) and no fallback was allowed."""
+
     exit_code = ExitCode.PROVIDER
+
+
+class PromptTooLong(ProviderError):
+    """The service refused the prompt as too long for the model (the summary sends less)."""
 
 
 class RefusedByCommand(TranscompactError):
@@ -208,8 +209,13 @@ class RefusedByCommand(TranscompactError):
 
 
 class OutputError(TranscompactError, OSError):
+    """The output cannot be written."""
+
     exit_code = ExitCode.OUTPUT
 
 
 class PostConditionError(TranscompactError):
+    """A rewrite would have produced an invalid transcript (one that does not read back, or has a
+    `check` error its input did not): nothing is written."""
+
     exit_code = ExitCode.OUTPUT

@@ -23,16 +23,12 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ..core import settings
-from ..core.errors import ProviderError, UsageError, option
+from ..core.errors import PromptTooLong, ProviderError, UsageError, option
 
 PROVIDERS = ("anthropic", "openai")
 KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 TOKEN_VARIABLE = "ANTHROPIC_AUTH_TOKEN"  # a bearer token instead of a key, as gateways in front of Anthropic take
 BASE_URL_VARIABLES = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
-
-
-class PromptTooLong(ProviderError):
-    """The service refused the prompt as too long for the model."""
 
 
 @dataclass(frozen=True)
