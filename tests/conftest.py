@@ -108,17 +108,8 @@ def in_root(monkeypatch):
 
 @pytest.fixture
 def transcompact():
-    """The command line, run in this process: `transcompact("prune", "-q", path)` gives click's
-    Result (exit_code, stdout, stderr). A traceback or an internal error (exit 70) fails the test:
-    nothing a user types may end that way."""
-    from click.testing import CliRunner
+    """The command line, run in this process (`builders.run_cli`): `transcompact("prune", "-q",
+    path)` gives click's Result; a traceback or an internal error fails the test."""
+    from .builders import run_cli
 
-    from transcompact.cli.main import cli
-
-    def run(*args: str, input: bytes | str | None = None):
-        result = CliRunner().invoke(cli, [str(arg) for arg in args], input=input, prog_name="transcompact")
-        assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-        assert result.exit_code != 70, result.stderr
-        return result
-
-    return run
+    return run_cli

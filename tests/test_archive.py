@@ -9,9 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import InputError
 from transcompact.formats import dumps, loads, rewrites_lines
 from transcompact.formats.claude_code import reader as claude_code
@@ -22,8 +20,8 @@ from transcompact.ops.expand import expand
 from transcompact.ops.prune import PruneOptions, prune
 from transcompact.ops.summarize import SummaryOptions
 
+from .builders import claude_log, prune_and_expand, run_cli, session
 from .conftest import FIXTURES, supported_corpus_files
-from .test_prune import session
 
 ALL_OPTIONS = PruneOptions(archive=True, clear_tool_inputs=True, clear_thinking=True)
 
@@ -33,50 +31,10 @@ def _in_tmp(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
-def run(*args: str, input: bytes | None = None):
-    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
-    assert "Traceback" not in result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
-def claude_log(rounds: int = 8, size: int = 6000) -> bytes:
-    """A Claude Code session: each response a thinking line and a tool_use line, each result with
-    the `toolUseResult` copy the UI shows."""
-    stamp = iter(f"2025-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z" for i in range(1000))
-    envelope = {"isSidechain": False, "userType": "external", "cwd": "/work", "sessionId": "s-1", "version": "1.0.0"}
-    lines, parent = [], None
-
-    def add(kind: str, message: dict, **extra) -> None:
-        nonlocal parent
-        uuid = f"line-{len(lines)}"
-        lines.append({"parentUuid": parent, **envelope, "type": kind, "message": message, "uuid": uuid,
-                      "timestamp": next(stamp), **extra})
-        parent = uuid
-
-    add("user", {"role": "user", "content": "Fix the failing build."})
-    for i in range(rounds):
-        output = "".join(f"line {i}.{n} of the output\n" for n in range(size // 20))[:size]
-        response = {"id": f"msg_{i}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
-        add("assistant", {**response, "content": [{"type": "thinking", "thinking": f"Step {i} needs a look.", "signature": "c2ln"}]})
-        add("assistant", {**response, "content": [{"type": "tool_use", "id": f"toolu_{i:02d}", "name": "Bash",
-                                                   "input": {"command": f"make step{i}"}}]})
-        add("user", {"role": "user", "content": [{"tool_use_id": f"toolu_{i:02d}", "type": "tool_result", "content": output}]},
-            toolUseResult={"stdout": output, "stderr": "", "interrupted": False})
-    add("assistant", {"id": "msg_end", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "Done."}]})
-    add("user", {"role": "user", "content": "Thanks."})
-    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
 
 
-def prune_and_expand(*flags: str, source: str) -> tuple[bytes, bytes, bytes]:
-    """(original, pruned, expanded) of a file through the command line."""
-    original = Path(source).read_bytes()
-    pruned = run("prune", "-q", "--archive", "originals.jsonl", *flags, source)
-    assert pruned.exit_code == 0, pruned.stderr
-    Path("pruned").write_bytes(pruned.stdout_bytes)
-    expanded = run("expand", "-q", "--archive", "originals.jsonl", "pruned")
-    assert expanded.exit_code == 0, expanded.stderr
-    return original, pruned.stdout_bytes, expanded.stdout_bytes
 
 
 # --- expand(prune(x)) == x ---------------------------------------------------------------------
@@ -84,7 +42,7 @@ def prune_and_expand(*flags: str, source: str) -> tuple[bytes, bytes, bytes]:
 
 def test_archive_and_expand_give_the_input_back():
     Path("session.json").write_bytes(session())
-    result = run("prune", "--archive", "originals.jsonl", "--clear-tool-inputs", "session.json")
+    result = run_cli("prune", "--archive", "originals.jsonl", "--clear-tool-inputs", "session.json")
     assert result.exit_code == 0, result.stderr
     assert "[Tool output cleared — content was processed in earlier turns; archived as toolu_00]" in result.stdout
     assert "of 6000 chars; archived as toolu_04) ---" in result.stdout
@@ -96,7 +54,7 @@ def test_archive_and_expand_give_the_input_back():
     assert set(records[0]) == {"kind", "file", "pruned_sha256", "pruned_bytes", "original_sha256", "path", "message",
                                "tool_call_ids", "original"}
     Path("pruned.json").write_bytes(result.stdout_bytes)
-    expanded = run("expand", "--archive", "originals.jsonl", "pruned.json")
+    expanded = run_cli("expand", "--archive", "originals.jsonl", "pruned.json")
     assert expanded.exit_code == 0, expanded.stderr
     assert expanded.stderr == "pruned.json: restored 12 originals from originals.jsonl\n"
     assert json.loads(expanded.stdout) == json.loads(session())
@@ -114,12 +72,12 @@ def test_ui_copies_and_thinking_come_back_byte_for_byte():
 def test_a_transcript_pruned_twice_comes_back_whole():
     Path("session.jsonl").write_bytes(claude_log())
     original = Path("session.jsonl").read_bytes()
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "--soft-trim-chars", "1000", "session.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "--soft-trim-chars", "1000", "session.jsonl").exit_code == 0
     once = Path("session.jsonl").read_bytes()
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "--hard-clear-after", "1", "--keep-last", "0",
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "--hard-clear-after", "1", "--keep-last", "0",
                "--clear-thinking", "session.jsonl").exit_code == 0
     assert Path("session.jsonl").read_bytes() != once
-    result = run("expand", "-i", "--archive", "originals.jsonl", "session.jsonl")
+    result = run_cli("expand", "-i", "--archive", "originals.jsonl", "session.jsonl")
     assert result.exit_code == 0, result.stderr
     assert Path("session.jsonl").read_bytes() == original
 
@@ -127,11 +85,11 @@ def test_a_transcript_pruned_twice_comes_back_whole():
 def test_a_session_that_went_on_after_prune_still_gets_its_originals():
     Path("session.jsonl").write_bytes(claude_log())
     original = Path("session.jsonl").read_bytes()
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
     more = b'{"type":"summary","summary":"later work","leafUuid":"line-30"}\n'
     with open("session.jsonl", "ab") as log:  # Claude Code appends to the log it resumed
         log.write(more)
-    result = run("expand", "-q", "--archive", "originals.jsonl", "session.jsonl")
+    result = run_cli("expand", "-q", "--archive", "originals.jsonl", "session.jsonl")
     assert result.exit_code == 0, result.stderr
     assert result.stdout_bytes == original + more
 
@@ -141,9 +99,9 @@ def test_two_sessions_sharing_an_archive_each_get_only_their_own_originals():
     Path("a.jsonl").write_bytes(claude_log())
     Path("b.jsonl").write_bytes(claude_log().replace(b"of the output", b"of the OTHER output"))
     originals = {name: Path(name).read_bytes() for name in ("a.jsonl", "b.jsonl")}
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl", "b.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl", "b.jsonl").exit_code == 0
     for name in ("b.jsonl", "a.jsonl"):
-        result = run("expand", "--archive", "originals.jsonl", name)
+        result = run_cli("expand", "--archive", "originals.jsonl", name)
         assert result.exit_code == 0, result.stderr
         assert result.stdout_bytes == originals[name]
 
@@ -151,8 +109,8 @@ def test_two_sessions_sharing_an_archive_each_get_only_their_own_originals():
 def test_expand_leaves_a_transcript_the_archive_has_nothing_for_and_says_so():
     Path("a.jsonl").write_bytes(claude_log())
     Path("c.jsonl").write_bytes(claude_log(rounds=9))
-    assert run("prune", "-q", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
-    result = run("expand", "--archive", "originals.jsonl", "c.jsonl")
+    assert run_cli("prune", "-q", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    result = run_cli("expand", "--archive", "originals.jsonl", "c.jsonl")
     assert result.exit_code == 0
     assert result.stdout_bytes == Path("c.jsonl").read_bytes()
     assert result.stderr.splitlines()[-1].startswith("c.jsonl: note: none of the 6 records is for this transcript")
@@ -160,25 +118,25 @@ def test_expand_leaves_a_transcript_the_archive_has_nothing_for_and_says_so():
 
 def test_prune_creates_the_archive_even_when_nothing_is_pruned():
     Path("short.jsonl").write_bytes(claude_log(rounds=1))
-    result = run("prune", "-q", "--archive", "originals.jsonl", "short.jsonl")
+    result = run_cli("prune", "-q", "--archive", "originals.jsonl", "short.jsonl")
     assert result.exit_code == 0
     assert Path("originals.jsonl").read_bytes() == b""
-    assert run("expand", "-q", "--archive", "originals.jsonl", "short.jsonl").stdout_bytes == Path("short.jsonl").read_bytes()
+    assert run_cli("expand", "-q", "--archive", "originals.jsonl", "short.jsonl").stdout_bytes == Path("short.jsonl").read_bytes()
 
 
 def test_an_archive_already_there_is_left_as_it_is_when_nothing_is_pruned():
     Path("a.jsonl").write_bytes(claude_log())
-    assert run("prune", "-q", "-o", "a.pruned", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-o", "a.pruned", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
     archived = Path("originals.jsonl").read_bytes()
     Path("short.jsonl").write_bytes(claude_log(rounds=1))
-    assert run("prune", "-q", "-o", "short.pruned", "--archive", "originals.jsonl", "short.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-o", "short.pruned", "--archive", "originals.jsonl", "short.jsonl").exit_code == 0
     assert Path("originals.jsonl").read_bytes() == archived
-    assert run("expand", "-q", "--archive", "originals.jsonl", "a.pruned").stdout_bytes == claude_log()
+    assert run_cli("expand", "-q", "--archive", "originals.jsonl", "a.pruned").stdout_bytes == claude_log()
 
 
 def test_an_archive_that_cannot_be_created_exits_5_naming_it():
     Path("short.jsonl").write_bytes(claude_log(rounds=1))
-    result = run("prune", "-q", "--archive", "missing/originals.jsonl", "short.jsonl")
+    result = run_cli("prune", "-q", "--archive", "missing/originals.jsonl", "short.jsonl")
     assert result.exit_code == 5
     assert result.stderr == ("transcompact: error: missing/originals.jsonl: cannot write the archive: "
                              "No such file or directory\n")
@@ -224,7 +182,7 @@ def test_expand_undoes_prune_on_the_corpus(path):
 def test_a_full_disk_leaves_the_archive_and_the_transcript_as_they_were(monkeypatch):
     Path("a.jsonl").write_bytes(claude_log())
     Path("b.jsonl").write_bytes(claude_log(rounds=9))
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
     archived, before = Path("originals.jsonl").read_bytes(), Path("b.jsonl").read_bytes()
 
     def full(fd):
@@ -232,7 +190,7 @@ def test_a_full_disk_leaves_the_archive_and_the_transcript_as_they_were(monkeypa
 
     with monkeypatch.context() as patched:
         patched.setattr("os.fsync", full)  # where a full disk shows at the latest, for every file written
-        result = run("prune", "-q", "-i", "--archive", "originals.jsonl", "b.jsonl")
+        result = run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "b.jsonl")
     assert result.exit_code == 5
     assert result.stderr.startswith("transcompact: error: originals.jsonl: cannot write: No space left on device")
     assert Path("originals.jsonl").read_bytes() == archived
@@ -242,18 +200,18 @@ def test_a_full_disk_leaves_the_archive_and_the_transcript_as_they_were(monkeypa
 
 def test_a_torn_last_record_from_an_interrupted_write_is_left_out_with_a_warning():
     Path("a.jsonl").write_bytes(claude_log())
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
     good = Path("originals.jsonl").read_bytes()
     Path("originals.jsonl").write_bytes(good + b'{"kind": "line", "file": "b.jsonl", "pruned_sha')  # an older writer, a full disk
     lines = good.count(b"\n") + 1
-    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    result = run_cli("expand", "--archive", "originals.jsonl", "a.jsonl")
     assert result.exit_code == 0
     assert result.stderr.splitlines()[0] == (f"originals.jsonl:{lines}: warning: left out a last line that was cut short "
                                              "(an earlier write did not finish)")
     assert result.stdout_bytes == claude_log()
     # The next prune drops the torn line: the archive is whole again.
     Path("b.jsonl").write_bytes(claude_log(rounds=9))
-    assert run("prune", "-q", "--archive", "originals.jsonl", "b.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "--archive", "originals.jsonl", "b.jsonl").exit_code == 0
     assert Path("originals.jsonl").read_bytes().startswith(good)
     assert archive.read("originals.jsonl").torn_line is None
 
@@ -263,7 +221,7 @@ LONG_SESSION = FIXTURES / "anthropic" / "long-session.json"
 
 def pruned_long_session() -> tuple[bytes, list[bytes]]:
     """The long session with every result cleared (one record each, toolu_00 to toolu_13), and its archive's lines."""
-    result = run("prune", "-q", "--archive", "originals.jsonl", "--hard-clear-after", "0", "--keep-last", "0",
+    result = run_cli("prune", "-q", "--archive", "originals.jsonl", "--hard-clear-after", "0", "--keep-last", "0",
                  "-o", "pruned.json", str(LONG_SESSION))
     assert result.exit_code == 0, result.stderr
     lines = Path("originals.jsonl").read_bytes().splitlines(keepends=True)
@@ -279,7 +237,7 @@ def test_an_archive_cut_short_gives_nothing_back_and_names_the_results_that_stay
     pruned, lines = pruned_long_session()
     kept = b"".join(lines[:6]) + (lines[6][:len(lines[6]) // 2] if cut == "mid-record" else b"")
     Path("originals.jsonl").write_bytes(kept)
-    result = run("expand", "--archive", "originals.jsonl", "--report", "report.jsonl", "-i", "pruned.json")
+    result = run_cli("expand", "--archive", "originals.jsonl", "--report", "report.jsonl", "-i", "pruned.json")
     assert result.exit_code == 3
     stays = ("8 results would stay pruned: toolu_06 (message 14), toolu_07 (message 18), toolu_08 (message 20), "
              "toolu_09 (message 22), toolu_10 (message 24), toolu_11 (message 26), toolu_12 (message 28), "
@@ -294,18 +252,18 @@ def test_an_archive_cut_short_gives_nothing_back_and_names_the_results_that_stay
     assert Path("pruned.json").read_bytes() == pruned
     # The whole archive still gives it back.
     Path("originals.jsonl").write_bytes(b"".join(lines))
-    assert run("expand", "-q", "--archive", "originals.jsonl", "-i", "pruned.json").exit_code == 0
+    assert run_cli("expand", "-q", "--archive", "originals.jsonl", "-i", "pruned.json").exit_code == 0
     assert Path("pruned.json").read_bytes() == LONG_SESSION.read_bytes()
 
 
 def test_a_log_whose_archive_was_cut_short_is_named_as_such_not_as_changed():
     Path("a.jsonl").write_bytes(claude_log())
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
     lines = Path("originals.jsonl").read_bytes().splitlines(keepends=True)
     last = json.loads(lines[-1])
     assert last["tool_call_ids"] == ["toolu_05"] and last["kind"] == "line"
     Path("originals.jsonl").write_bytes(b"".join(lines[:-1]) + lines[-1][:300])
-    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    result = run_cli("expand", "--archive", "originals.jsonl", "a.jsonl")
     assert result.exit_code == 3 and result.stdout == ""
     assert ("a.jsonl: the archive cannot give it back whole: records of the run that wrote it are missing (its last "
             "record, cut short, was one); 1 result would stay pruned: toolu_05 (message 12)") in result.stderr
@@ -313,25 +271,25 @@ def test_a_log_whose_archive_was_cut_short_is_named_as_such_not_as_changed():
 
 def test_a_compaction_whose_record_was_cut_short_is_not_taken_for_another_transcript():
     Path("session.jsonl").write_bytes(claude_log(rounds=12))
-    assert run("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", "1000", "-i",
+    assert run_cli("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", "1000", "-i",
                "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
     record = Path("originals.jsonl").read_bytes()
     assert record.count(b"\n") == 1 and b'"compaction"' in record
     Path("originals.jsonl").write_bytes(record[:400])  # the one record of the run, cut short
-    result = run("expand", "--archive", "originals.jsonl", "session.jsonl")
+    result = run_cli("expand", "--archive", "originals.jsonl", "session.jsonl")
     assert result.exit_code == 3
     assert ("session.jsonl: the archive cannot give it back whole: records of the run that wrote it are missing "
             "(its last record, cut short, was one)\n") in result.stderr
     Path("originals.jsonl").write_bytes(record[:40])  # cut before it says what it applies to: no telling
-    assert run("expand", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+    assert run_cli("expand", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
 
 
 def test_a_pruned_transcript_the_archive_has_no_record_for_is_not_given_back():
     """Its results name the archive they went to; this one has none of them (another archive's, or lost)."""
     pruned, lines = pruned_long_session()
     Path("other.jsonl").write_bytes(claude_log())
-    assert run("prune", "-q", "-i", "--archive", "elsewhere.jsonl", "other.jsonl").exit_code == 0
-    result = run("expand", "--archive", "elsewhere.jsonl", "pruned.json")
+    assert run_cli("prune", "-q", "-i", "--archive", "elsewhere.jsonl", "other.jsonl").exit_code == 0
+    result = run_cli("expand", "--archive", "elsewhere.jsonl", "pruned.json")
     assert result.exit_code == 3
     assert ("pruned.json: the archive cannot give it back whole: it holds no record of the run that wrote it (they "
             "were lost, or written into another archive, or the transcript was changed since); 14 results would stay "
@@ -362,7 +320,7 @@ def test_a_torn_record_says_what_it_applied_to_when_it_got_that_far():
 ])
 def test_a_changed_archive_record_is_an_input_error_naming_its_line(field, value, message):
     Path("a.jsonl").write_bytes(claude_log())
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
     lines = Path("originals.jsonl").read_bytes().splitlines()
     record = json.loads(lines[1])
     assert record["kind"] == "line"
@@ -373,7 +331,7 @@ def test_a_changed_archive_record_is_an_input_error_naming_its_line(field, value
     lines[1] = orjson.dumps(record)
     Path("originals.jsonl").write_bytes(b"\n".join(lines) + b"\n")
     for args in (["expand", "--archive", "originals.jsonl", "a.jsonl"], ["prune", "--archive", "originals.jsonl", "a.jsonl"]):
-        result = run(*args)
+        result = run_cli(*args)
         assert result.exit_code == 3
         assert result.stderr.splitlines()[0] == f"transcompact: error: originals.jsonl:2: archive record: {message}"
 
@@ -381,20 +339,20 @@ def test_a_changed_archive_record_is_an_input_error_naming_its_line(field, value
 def test_a_malformed_archive_line_names_the_line():
     Path("a.jsonl").write_text('{"kind": "result"}\n')
     Path("originals.jsonl").write_text('[]\n{oops\n')
-    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    result = run_cli("expand", "--archive", "originals.jsonl", "a.jsonl")
     assert result.exit_code == 3
     assert result.stderr.startswith("transcompact: error: originals.jsonl:1: an archive record must be an object, not an array")
     Path("originals.jsonl").write_text('{oops\n{}\n')
-    assert run("expand", "--archive", "originals.jsonl", "a.jsonl").stderr.startswith(
+    assert run_cli("expand", "--archive", "originals.jsonl", "a.jsonl").stderr.startswith(
         "transcompact: error: originals.jsonl:1:2: malformed JSON line: ")
 
 
 def test_records_that_do_not_give_back_what_prune_read_are_refused():
     Path("a.jsonl").write_bytes(claude_log())
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
     text = Path("originals.jsonl").read_text()
     Path("originals.jsonl").write_text(text.replace("line 0.1 of the output", "line 0.1 of the FORGED output", 1))
-    result = run("expand", "--archive", "originals.jsonl", "a.jsonl")
+    result = run_cli("expand", "--archive", "originals.jsonl", "a.jsonl")
     assert result.exit_code == 3
     assert result.stderr.startswith("transcompact: error: a.jsonl: the archive's records for it do not give back what "
                                     "prune read: the archive was changed")
@@ -406,23 +364,23 @@ def test_records_that_do_not_give_back_what_prune_read_are_refused():
 def test_prune_then_compact_twice_then_expand_gives_the_session_back_and_keeps_what_came_after():
     Path("session.jsonl").write_bytes(claude_log(rounds=12))
     original = Path("session.jsonl").read_bytes()
-    assert run("prune", "-q", "-i", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
+    assert run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "session.jsonl").exit_code == 0
     for keep in ("3000", "1000"):
-        result = run("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", keep, "-i",
+        result = run_cli("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", keep, "-i",
                      "--archive", "originals.jsonl", "session.jsonl")
         assert result.exit_code == 0, result.stderr
     assert len([line for line in Path("originals.jsonl").read_text().splitlines() if '"compaction"' in line]) == 2
     more = b'{"type":"summary","summary":"later work","leafUuid":"line-30"}\n'
     with open("session.jsonl", "ab") as log:  # the session went on after its compaction
         log.write(more)
-    result = run("expand", "--archive", "originals.jsonl", "session.jsonl")
+    result = run_cli("expand", "--archive", "originals.jsonl", "session.jsonl")
     assert result.exit_code == 0, result.stderr
     assert result.stdout_bytes == original + more
 
 
 def test_compact_archive_refuses_to_go_with_to():
     Path("session.jsonl").write_bytes(claude_log())
-    result = run("compact", "--emergency", "--archive", "a.jsonl", "--to", "openai", "session.jsonl")
+    result = run_cli("compact", "--emergency", "--archive", "a.jsonl", "--to", "openai", "session.jsonl")
     assert result.exit_code == 2 and "--archive and --to cannot be used together" in result.stderr
 
 

@@ -16,12 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 from transcompact.run.batch import worst
 
+from .builders import run_cli as run
 from .conftest import FIXTURES
 
 COMPACT = ["compact", "--emergency", "--force", "--keep-recent-tokens", "1000"]
@@ -32,8 +31,6 @@ BAD = {"bad.json": "malformed JSON", "c/not-a-transcript.json": "not a transcrip
 IGNORED = ["notes.txt", ".hidden/long-session.json", ".git/long-session.json", "b/.long-session.json"]
 
 
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
 @pytest.fixture
@@ -266,7 +263,7 @@ def test_a_bug_met_on_one_file_ends_only_that_file(tmp_path, monkeypatch, jobs):
     for index in range(8):
         shutil.copy(FIXTURES / "anthropic/long-session.json", logs / f"{index}{'-boom' * (index == 3)}.json")
     result = run("prune", "--jobs", jobs, "--output-dir", str(tmp_path / "out"), "--report", str(tmp_path / "r.jsonl"),
-                 str(logs))
+                 str(logs), bug_planted=True)
     assert result.exit_code == ExitCode.INTERNAL
     lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_bytes().splitlines()]
     assert [line["status"] for line in lines] == ["changed"] * 3 + ["failed"] + ["changed"] * 4

@@ -15,14 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 from transcompact.ops.summarize import CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT
 from transcompact.run.batch_api import AnthropicBatches, OpenAIBatches, custom_id, split
 
-from .test_prune import session
+from .builders import run_cli as run
+from .builders import session
 
 COMPACT = ["compact", "--force", "--keep-recent-tokens", "1000", "--jobs", "1"]
 BULK = [*COMPACT, "--batch-api"]
@@ -60,8 +59,6 @@ def dialect_of(provider: str) -> str:
     return "openai" if provider == "openai" else "anthropic"
 
 
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
 def reports(path: Path) -> dict[str, dict]:

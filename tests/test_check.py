@@ -2,88 +2,34 @@
 
 from __future__ import annotations
 
-import json
-import time
-
 import pytest
 
-from transcompact import loads
 from transcompact.core.model import USER, Message, Text, Transcript
 from transcompact.core.violation import ERROR, WARNING
 from transcompact.ops.check import RULES, check, errors
 
-SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
+from .builders import (
+    LINEAR,
+    SESSION,
+    THINKING_OFF,
+    THINKING_ON,
+    anthropic,
+    assistant,
+    claude_code,
+    growth,
+    log_assistant,
+    log_user,
+    openai,
+    openai_call,
+    server_call,
+    server_result,
+    text,
+    thinking,
+    tool_result,
+    tool_use,
+    user,
+)
 
-
-def anthropic(*messages, **request) -> Transcript:
-    return loads(json.dumps({**request, "messages": list(messages)}).encode(), "request.json", format="anthropic")
-
-
-def openai(*messages) -> Transcript:
-    return loads(json.dumps(list(messages)).encode(), "chat.json", format="openai")
-
-
-def claude_code(*entries: dict) -> Transcript:
-    """A Claude Code log: each entry a line, chained to the one before unless it names its parent."""
-    lines, parent = [], None
-    for n, entry in enumerate(entries, 1):
-        line = {
-            "parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/work",
-            "sessionId": SESSION, "version": "2.1.20", "uuid": f"00000000-0000-4000-8000-{n:012d}",
-            "timestamp": f"2026-11-01T10:00:{n:02d}.000Z", **entry,
-        }
-        lines.append({k: v for k, v in line.items() if v is not ...})  # `...` leaves a field out
-        parent = line["uuid"]
-    data = b"".join(json.dumps(v, separators=(",", ":")).encode() + b"\n" for v in lines)
-    return loads(data, f"{SESSION}.jsonl", format="claude-code")
-
-
-def user(content) -> dict:
-    return {"role": "user", "content": content}
-
-
-def assistant(content) -> dict:
-    return {"role": "assistant", "content": content}
-
-
-def tool_use(call_id: str, **extra) -> dict:
-    return {"type": "tool_use", "id": call_id, "name": "bash", "input": {"command": "ls"}, **extra}
-
-
-def tool_result(call_id: str) -> dict:
-    return {"type": "tool_result", "tool_use_id": call_id, "content": "README.md"}
-
-
-def text(value: str, **extra) -> dict:
-    return {"type": "text", "text": value, **extra}
-
-
-def thinking(value: str = "Let me look.", signature: str | None = "sig") -> dict:
-    return {"type": "thinking", "thinking": value, **({"signature": signature} if signature is not None else {})}
-
-
-def server_call(call_id: str) -> dict:
-    return {"type": "server_tool_use", "id": call_id, "name": "web_search", "input": {"query": "rfc 9110"}}
-
-
-def server_result(call_id: str) -> dict:
-    return {"type": "web_search_tool_result", "tool_use_id": call_id, "content": []}
-
-
-def openai_call(call_id: str, name: str = "ls") -> dict:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
-
-
-def log_user(content, **extra) -> dict:
-    return {"type": "user", "message": user(content), **extra}
-
-
-def log_assistant(content, message_id: str = "msg_1", **extra) -> dict:
-    return {"type": "assistant", "message": {"id": message_id, **assistant(content)}, **extra}
-
-
-THINKING_ON = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 1024}}
-THINKING_OFF = {"model": "claude-sonnet-4-5", "max_tokens": 4096}
 INTERLEAVED = [thinking("Search first."), server_call("srvtoolu_1"), server_result("srvtoolu_1"),
                thinking("Now the second one."), server_call("srvtoolu_2"), server_result("srvtoolu_2"), text("Both say GET is safe.")]
 
@@ -220,35 +166,10 @@ def test_in_a_claude_code_log_a_violation_names_the_line_of_its_block():
 # --- linear time ----------------------------------------------------------------------------
 
 
-def best_time(work, repeat: int = 5) -> float:
-    """The best of `repeat` runs, with the garbage collector off (its passes over a large heap are
-    what varies from run to run, not the work measured)."""
-    import gc
-
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        gc.disable()
-        try:
-            start = time.process_time()  # this process's CPU time: other processes' load does not count
-            work()
-            best = min(best, time.process_time() - start)
-        finally:
-            gc.enable()
-    return best
 
 
-LINEAR = 6  # the most a 4× larger input may take, in times the smaller one's (linear: about 4; quadratic: 16)
 
 
-def growth(work, small, large, tries: int = 3) -> float:
-    """How much longer `work(large)` takes than `work(small)` (4× the size): the lowest of a few
-    measurements, since a busy machine only ever makes one slower. The first within `LINEAR`
-    is that lowest as far as the test can tell, so the others are not taken."""
-    ratios = []
-    while len(ratios) < tries and (not ratios or ratios[-1] > LINEAR):
-        ratios.append(best_time(lambda: work(large)) / best_time(lambda: work(small)))
-    return min(ratios)
 
 
 def test_growth_tells_quadratic_work_from_linear():

@@ -19,7 +19,8 @@ from transcompact.ops.cut import find_cut_point
 from transcompact.ops.estimate import estimate
 from transcompact.ops.summarize import SummaryOptions
 
-from .conftest import CORPUS, FIXTURES
+from .builders import claude_code_logs
+from .conftest import CORPUS
 
 SESSION = "5b0e8a1c-2f4d-4c6e-9a7b-3d1f0e2c4b6a"
 OUTPUT = "line of output\n" * 400  # 6,000 characters
@@ -217,9 +218,6 @@ def test_the_loader_model_pulls_back_the_lines_of_a_reused_message_id():
     assert calls == ["toolu_one", "toolu_two", "toolu_one", "toolu_two"]  # duplicate tool_use ids: an API 400
 
 
-def claude_code_logs() -> list:
-    paths = sorted(FIXTURES.glob("claude-code/*.jsonl")) + (sorted(CORPUS.glob("claude-code/*.jsonl")) if CORPUS.is_dir() else [])
-    return [pytest.param(p, id=p.name) for p in paths]
 
 
 @pytest.mark.parametrize("path", claude_code_logs())

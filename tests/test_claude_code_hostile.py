@@ -14,7 +14,8 @@ from transcompact import loads
 from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 
-from .test_check import LINEAR, growth
+from .builders import LINEAR, growth
+from .builders import run_cli as run
 
 SESSION = "5b0e8a1c-2f4d-4c6e-9a7b-3d1f0e2c4b6a"
 NAME = f"{SESSION}.jsonl"  # a session file name, so that check has nothing to say about it
@@ -67,11 +68,6 @@ def jsonl(lines) -> bytes:
     return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
-def run(*args: str):
-    result = CliRunner().invoke(cli, list(args), prog_name="transcompact")
-    assert "internal error" not in result.stderr and "Traceback" not in result.stderr, result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def test_the_log_these_tests_spoil_is_valid_and_every_command_rewrites_it():

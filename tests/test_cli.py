@@ -5,25 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from transcompact.cli.main import COMMANDS, cli
 
+from .builders import TextSnapshot, relative
+from .builders import run_cli as run
 from .conftest import FIXTURES, ROOT, fixture_files
-
-
-class TextSnapshot(SingleFileSnapshotExtension):
-    _write_mode = WriteMode.TEXT
-    file_extension = "txt"
-
-
-def run(*args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
-
-
-def relative(path) -> str:
-    return str(path.relative_to(ROOT))
 
 
 @pytest.mark.parametrize("path", fixture_files())

@@ -21,6 +21,8 @@ from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, InputError, TranscompactError
 from transcompact.formats import NAMES
 
+from .builders import ORPHAN, env_name
+from .builders import run_cli as run
 from .conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,12 +40,6 @@ VALID = {
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "print('hi')"}]},
         {"role": "assistant", "content": "It prints hi."},
         {"role": "user", "content": "Thanks."},
-    ],
-}
-ORPHAN = {
-    "system": "s",
-    "messages": [
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_gone", "content": "o"}, {"type": "text", "text": "go"}]},
     ],
 }
 ORPHAN_REPAIRED = {"system": "s", "messages": [{"role": "user", "content": [{"type": "text", "text": "go"}]}]}
@@ -65,13 +61,6 @@ def write(path: Path | str, value) -> Path:
     return path
 
 
-def run(*args: str, input: bytes | None = None):
-    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
-    assert "Traceback" not in result.output
-    assert "Traceback" not in result.stderr
-    # Every outcome is a plain exit status: no exception escaped the error handler.
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def stderr_lines(result) -> list[str]:
@@ -491,10 +480,6 @@ def test_traceback_flag_keeps_exit_status_3_in_a_process(tmp_path):
     assert done.returncode == ExitCode.INPUT
 
 
-def env_name(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    env.update(extra)
-    return env
 
 
 # Buffered stdout (the default) raises BrokenPipeError, which the handler must silence; with

@@ -6,10 +6,8 @@ import json
 
 import orjson
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 
-from transcompact.cli.main import cli
 from transcompact.core.model import RedactedThinking, Text, Thinking
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 from transcompact.formats import dumps, loads
@@ -20,16 +18,16 @@ from transcompact.ops.estimate import estimate
 from transcompact.ops.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
 from transcompact.ops.summary_message import find_previous, is_summary_message
 
+from .builders import loads_checked, run_cli
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback
 from .strategies import transcripts
-from .test_properties import _loads
 
 LONG = FIXTURES / "anthropic/long-session.json"
 
 
-def run(*args, input=None):
-    return CliRunner().invoke(cli, ["compact", *args], input=input, prog_name="transcompact")
+def run(*args, **given):
+    return run_cli("compact", *args, **given)
 
 
 def messages_of(stdout: bytes) -> list:
@@ -276,7 +274,7 @@ def properties(transcript, data: bytes, options: CompactOptions) -> None:
 @given(transcripts(damaged=False))
 def test_compact_properties_on_generated_transcripts(generated):
     _, data = generated
-    transcript = _loads(data)
+    transcript = loads_checked(data)
     assume(transcript is not None)
     properties(transcript, data, TINY)
     compose_k_times(transcript, (64, 32, 16), keep_user_tokens=20, checkpoint_tokens=40)
@@ -535,7 +533,7 @@ def test_a_hidden_overhead_over_the_target_keeps_the_window_asked_for_and_summar
     and the reason says so, without summarizing the old part again for each smaller window."""
     import transcompact.ops.compact as compacting
 
-    from .test_estimate_cli import usage_log
+    from .builders import usage_log
 
     transcript = loads(usage_log(150_000, 0.25, turns=40), "log.jsonl")
     summaries = []

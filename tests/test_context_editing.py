@@ -14,8 +14,7 @@ from transcompact.formats import loads
 from transcompact.ops.context_editing import context_management, differences
 from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
-from .test_archive import run
-from .test_prune import results, session, text_of
+from .builders import results, run_cli, session, text_of
 
 
 @pytest.fixture(autouse=True)
@@ -108,7 +107,7 @@ def test_the_object_speaks_every_option_that_has_an_api_name():
 
 def test_explain_prints_the_object_and_writes_nothing():
     Path("s.json").write_bytes(session())
-    result = run("prune", "--explain", "--keep-tool-uses", "3", "--clear-tool-inputs-of", "bash", "--keep-thinking-turns", "2",
+    result = run_cli("prune", "--explain", "--keep-tool-uses", "3", "--clear-tool-inputs-of", "bash", "--keep-thinking-turns", "2",
                  "--clear-at-least", "100", "--exclude-tool", "read", "s.json")
     assert result.exit_code == 0, result.stderr
     (line,) = result.stdout.splitlines()
@@ -117,7 +116,7 @@ def test_explain_prints_the_object_and_writes_nothing():
         {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 3}, "keep": {"type": "tool_uses", "value": 3},
          "clear_at_least": {"type": "input_tokens", "value": 100}, "exclude_tools": ["read"], "clear_tool_inputs": ["bash"]}]}}
     assert result.stderr == "" and sorted(p.name for p in Path().iterdir()) == ["s.json"]
-    refused = run("prune", "--explain", "-o", "out.json", "s.json")
+    refused = run_cli("prune", "--explain", "-o", "out.json", "s.json")
     assert refused.exit_code == 2 and "--explain writes nothing" in refused.stderr
 
 
@@ -125,7 +124,7 @@ def test_explain_gives_a_line_per_file_in_a_batch():
     Path("logs").mkdir()
     Path("logs/a.json").write_bytes(session(rounds=3))
     Path("logs/b.json").write_bytes(session(rounds=8))
-    result = run("prune", "--explain", "logs")
+    result = run_cli("prune", "--explain", "logs")
     assert result.exit_code == 0, result.stderr
     keeps = {line["file"]: line["context_management"]["edits"][0]["keep"]["value"] for line in map(json.loads, result.stdout.splitlines())}
     assert keeps == {"logs/a.json": 3, "logs/b.json": 6}
@@ -133,7 +132,7 @@ def test_explain_gives_a_line_per_file_in_a_batch():
 
 def test_explain_with_the_anthropic_tokenizer_asks_count_tokens_with_the_object(api):
     Path("s.json").write_bytes(session())
-    result = run("prune", "--explain", "--tokenizer", "anthropic", "--keep-tool-uses", "2", "s.json")
+    result = run_cli("prune", "--explain", "--tokenizer", "anthropic", "--keep-tool-uses", "2", "s.json")
     assert result.exit_code == 0, result.stderr
     explained = json.loads(result.stdout)
     edited = [r for r in api.requests if "context_management" in r.body]
@@ -147,6 +146,6 @@ def test_explain_with_the_anthropic_tokenizer_asks_count_tokens_with_the_object(
 
 def test_compact_takes_the_api_names_too():
     Path("s.json").write_bytes(session())
-    result = run("compact", "--emergency", "--keep-tool-uses", "1", "--clear-at-least", "10", "--keep-thinking-turns", "1",
+    result = run_cli("compact", "--emergency", "--keep-tool-uses", "1", "--clear-at-least", "10", "--keep-thinking-turns", "1",
                  "--clear-tool-inputs-of", "bash", "s.json")
     assert result.exit_code == 0, result.stderr

@@ -8,10 +8,8 @@ from collections import Counter
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
 from transcompact import check, convert, dumps, loads
-from transcompact.cli.main import cli
 from transcompact.cli.options import CONVERSION_TARGETS
 from transcompact.core.errors import UsageError
 from transcompact.core.model import ASSISTANT, USER, Text, ToolCall, ToolResult, result_text
@@ -19,11 +17,8 @@ from transcompact.counting.counter import server_compaction
 from transcompact.ops.check import errors
 from transcompact.ops.convert import TARGETS
 
+from .builders import run_cli as run
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files, supported_corpus_files
-
-
-def run(*args, input=None, env=None):
-    return CliRunner().invoke(cli, list(args), input=input, env=env, prog_name="transcompact")
 
 
 def body(messages, **fields) -> bytes:

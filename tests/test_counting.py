@@ -6,23 +6,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from transcompact import dumps
-from transcompact.cli.main import cli
 from transcompact.counting.counter import Options, TokenCounter
 from transcompact.formats import loads
 from transcompact.ops.estimate import estimate
 
-from .conftest import CORPUS, FIXTURES
-from .test_estimate import formula
-from .test_estimate_cli import usage_log
+from .builders import corpus_logs, formula, usage_log
+from .builders import run_cli as run
+from .conftest import FIXTURES
 
 CONTENT = Options(count="content")
 
 
-def run(*args, env=None):
-    return CliRunner().invoke(cli, list(args), env=env, prog_name="transcompact")
 
 
 def usage_transcript(overhead: int = 12_000, ratio: float = 0.31, shape: str = "anthropic"):
@@ -88,7 +84,7 @@ def test_a_log_pruned_of_what_its_agent_had_cleared_counts_its_content_not_zero(
     """Claude Code clears old tool results before it sends them and its log keeps them, so the log
     holds more than its recorded usage says the API read. Pruned of those results, the log counts
     what it now holds; compacted, what the compaction left (it counted 0 tokens for both)."""
-    from .test_archive import claude_log
+    from .builders import claude_log
 
     lines = [json.loads(line) for line in claude_log(rounds=6).splitlines()]
     last = max(i for i, line in enumerate(lines) if line["type"] == "assistant")
@@ -148,8 +144,6 @@ def test_calibrate_without_enough_usage_says_so_and_keeps_the_anchor():
 SYNTHETIC_USAGE = {"agentsessions-claude-schema-fixture-small.jsonl"}  # an upstream schema fixture: 10 input tokens
 
 
-def corpus_logs() -> list:
-    return [pytest.param(p, id=p.name) for p in sorted(CORPUS.glob("claude-code/*.jsonl"))] if CORPUS.is_dir() else []
 
 
 @pytest.mark.parametrize("path", corpus_logs())

@@ -5,25 +5,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from transcompact.cli.main import cli
 from transcompact.core.model import ToolCall, ToolResult
 from transcompact.counting.counter import Options
 from transcompact.formats import loads
 from transcompact.ops.cut import after_complete_round, find_cut_point, starts_turn
 from transcompact.ops.estimate import estimate
 
+from .builders import loads_checked, session
+from .builders import run_cli as run
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .strategies import transcripts
-from .test_properties import _loads
-from .test_prune import session
-
-
-def run(*args):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
 def assert_safe(transcript, cut, keep, keep_messages=0):
@@ -102,7 +96,7 @@ SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[Healt
 @SETTINGS
 @given(transcripts(damaged=False), st.integers(1, 60), st.integers(0, 12))
 def test_cut_properties_on_generated_transcripts(generated, keep, keep_messages):
-    transcript = _loads(generated[1])
+    transcript = loads_checked(generated[1])
     assume(transcript is not None)
     assert_safe(transcript, find_cut_point(transcript, keep, keep_recent_messages=keep_messages), keep, keep_messages)
 

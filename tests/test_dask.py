@@ -19,12 +19,11 @@ from pathlib import Path
 import dask
 import fsspec
 import pytest
-from click.testing import CliRunner
 from distributed import LocalCluster
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 
+from .builders import run_cli as run
 from .conftest import FIXTURES
 
 COMPACT = ["compact", "--emergency", "--force", "--keep-recent-tokens", "1000"]
@@ -35,8 +34,6 @@ BAD = b'{"messages": ['
 COMPACTED = 2  # every-block.json and long-session.json; the others have nothing to gain
 
 
-def run(*args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact", env=env)
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from transcompact import CompactOptions, PruneOptions, SummaryOptions, compact, load, prune
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 from transcompact.core.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult, Transcript
 from transcompact.ops.diff import EXCERPT_CHARS, diff, excerpt
 
+from .builders import run_cli as run
 from .conftest import FIXTURES
 
 LONG = "fixtures/anthropic/long-session.json"
@@ -28,8 +27,6 @@ class TextSnapshot(SingleFileSnapshotExtension):
     file_extension = "txt"
 
 
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
 def contents(directory: Path) -> dict[str, tuple[bytes, int]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import math
 import struct
 import typing
@@ -14,136 +13,21 @@ import pytest
 
 from transcompact.core.errors import UsageError
 from transcompact.core.media import image_size, image_tokens, pdf_tokens
-from transcompact.core.model import Opaque
 from transcompact.counting.counter import KINDS, Options
 from transcompact.counting.models import MODELS, model_family, model_limits
-from transcompact.dialects import anthropic as anthropic_wire
-from transcompact.dialects import openai as openai_wire
 from transcompact.formats import loads
 from transcompact.ops.estimate import estimate
 
+from .builders import formula
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
-
-
-def compact(value) -> str:
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
 
 # --- the README's table, written again from the wire JSON ----------------------------------
 
 
-def anthropic_block(block: dict) -> tuple[list[str], int]:
-    """(texts counted, figure tokens) of one Anthropic content block, as the README defines them."""
-    kind = block.get("type")
-    if kind == "text":
-        return [block["text"]], 0
-    if kind == "thinking":
-        return [block["thinking"]], 0
-    if kind == "redacted_thinking":
-        return [block["data"]], 0
-    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-        return [block["name"] + compact(block["input"])], 0
-    if kind == "tool_result":
-        content = block.get("content", "")
-        if isinstance(content, str):
-            return [content], 0
-        parts = [anthropic_block(b) for b in content]
-        return [t for texts, _ in parts for t in texts], sum(f for _, f in parts)
-    if kind == "image":
-        return [], image_tokens(block["source"].get("data"))
-    if kind == "document":
-        source = block["source"]
-        if isinstance(source.get("content"), list):
-            return [p["text"] for p in source["content"] if "text" in p], 0
-        if source.get("type") == "text" or str(source.get("media_type", "")).startswith("text/"):
-            return [source["data"]], 0
-        return [], pdf_tokens(source.get("data"))
-    if str(kind).endswith("_tool_result"):
-        return [compact(block.get("content", ""))], 0
-    if kind == "compaction":
-        return [block["content"] or ""], 0
-    return [compact(block)], 0
 
 
-def openai_message(message: dict) -> tuple[list[str], int]:
-    texts, fixed = [], 0
-    content = message.get("content")
-    if isinstance(content, str):
-        texts.append(content)
-    for part in content if isinstance(content, list) else []:
-        if part.get("type") == "text":
-            texts.append(part["text"])
-        elif part.get("type") == "image_url":
-            url = part["image_url"]["url"]
-            fixed += image_tokens(url.split(",", 1)[1] if url.startswith("data:") else None)
-        elif part.get("type") == "file":
-            url = part["file"].get("file_data") or ""
-            data = url.split(",", 1)[1] if url.startswith("data:") else None
-            if url.startswith("data:text/"):
-                texts.append(base64.b64decode(data).decode())
-            else:
-                fixed += pdf_tokens(data)
-        else:
-            texts.append(compact(part))
-    calls = [c["function"] for c in message.get("tool_calls") or []]
-    calls += [message["function_call"]] if message.get("function_call") else []
-    for call in calls:
-        arguments = call.get("arguments", "")
-        try:
-            arguments = json.loads(arguments)
-        except (TypeError, ValueError):
-            pass
-        texts.append(call["name"] + compact(arguments))
-    return texts, fixed
 
 
-def formula(transcript, ratio: float = 0.25, count=None) -> int:
-    """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once, from the last
-    compaction block on; with `count` (a tokenizer), the sum of its counts of the same texts + 4 per message.
-    This is what the transcript holds: `--count content`."""
-
-    def cost(texts: list[str]) -> int:
-        if count is not None:
-            return sum(count(t) for t in texts)
-        return max(1, int(sum(map(len, texts)) * ratio))
-
-    last_compaction = (-1, 0)
-    if transcript.dialect == "anthropic":
-        for index, m in enumerate(transcript.messages):
-            for position, block in enumerate(anthropic_wire.write_content(m.blocks, False)):
-                if block.get("type") == "compaction":
-                    last_compaction = (index, position)
-    else:  # a compaction item (Codex, Responses) is a message of its own
-        for index, m in enumerate(transcript.messages):
-            if any(type(b) is Opaque and b.type == "compaction" for b in m.blocks):
-                last_compaction = (index, 0)
-
-    total = 0
-    for index, m in enumerate(transcript.messages):
-        if transcript.dialect == "anthropic":
-            wire = anthropic_wire.write_content(m.blocks, False)
-            if index < last_compaction[0]:
-                continue  # the API ignores everything before the last compaction block
-            if index == last_compaction[0]:
-                wire = wire[last_compaction[1]:]
-            parts = [anthropic_block(b) for b in wire]
-            texts, fixed = [t for ts, _ in parts for t in ts], sum(f for _, f in parts)
-        else:
-            if index < last_compaction[0]:
-                continue
-            texts, fixed = openai_message(openai_wire.write_message(m))
-        total += cost(texts) + fixed + 4
-    system = [b.text for b in transcript.system]
-    if "".join(system):
-        total += cost(system)
-    schemas = []
-    for tool in transcript.tools:
-        spec = tool.get("function", tool)
-        schema = spec.get("input_schema", spec.get("parameters"))
-        schemas.append(spec["name"] + (spec.get("description") or "") + compact(schema) if schema is not None else compact(tool))
-    if "".join(schemas):
-        total += cost(schemas) if count is not None else max(1, int(sum(map(len, schemas)) * ratio))
-    return total
 
 
 CONTENT = Options(count="content")

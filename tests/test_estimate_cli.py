@@ -10,20 +10,14 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.counting.counter import Options
 from transcompact.formats import loads
 from transcompact.ops.estimate import estimate
 
+from .builders import TextSnapshot, heavy_in, relative, run_with_importtime, usage_log
+from .builders import run_cli as run
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files
-from .test_cli import TextSnapshot, relative
-from .test_fast_start import heavy_in, run_with_importtime
-
-
-def run(*args, input=None, env=None):
-    return CliRunner().invoke(cli, list(args), input=input, env=env, prog_name="transcompact")
 
 
 @pytest.mark.parametrize("path", fixture_files())
@@ -128,21 +122,6 @@ def test_ratio_variable_and_bad_values(in_root):
 # --- calibration ---------------------------------------------------------------------------
 
 
-def usage_log(overhead: int, ratio: float, turns: int = 12, shape: str = "anthropic") -> bytes:
-    """A JSON Lines conversation whose responses record usage = overhead + ratio × chars before them."""
-    lines, chars = [], 0
-    for turn in range(turns):
-        question = f"Question {turn}: " + "why does the build fail? " * (turn + 1)
-        lines.append({"role": "user", "content": question})
-        chars += len(question)
-        answer = f"Answer {turn}: " + "the linker cannot find libfoo. " * (3 * turn + 2)
-        tokens = round(overhead + ratio * chars)
-        usage = ({"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": tokens - 103,
-                  "output_tokens": 9}
-                 if shape == "anthropic" else {"prompt_tokens": tokens, "completion_tokens": 9})
-        lines.append({"role": "assistant", "content": answer, "usage": usage})
-        chars += len(answer)
-    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
@@ -239,7 +218,7 @@ def test_estimate_imports_no_heavy_module_when_piped():
 
 
 def test_a_log_that_holds_more_than_its_recorded_usage_says_so_and_keeps_shares_of_what_it_holds(tmp_path):
-    from .test_archive import claude_log
+    from .builders import claude_log
 
     lines = [json.loads(line) for line in claude_log(rounds=6).splitlines()]
     last = max(i for i, line in enumerate(lines) if line["type"] == "assistant")

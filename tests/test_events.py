@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 
-from click.testing import CliRunner
-
-from transcompact.cli.main import cli
-
+from .builders import run_cli
 from .conftest import FIXTURES
 
 
-def run(*args, env=None):
-    return CliRunner().invoke(cli, ["compact", *args], prog_name="transcompact", env=env)
+def run(*args, **given):
+    return run_cli("compact", *args, **given)
 
 
 def batch(tmp_path):

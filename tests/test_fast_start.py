@@ -5,43 +5,15 @@ Runs the CLI in a fresh interpreter with `-X importtime` and reads the module na
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from .builders import heavy_in, imported_modules, run_with_importtime
+
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-HEAVY = ("anthropic", "openai", "tiktoken", "rich", "dask", "distributed", "fsspec")
-
-
-def imported_modules(importtime_stderr: str) -> set[str]:
-    """Module names from `import time: self | cumulative | name` lines (the header line excluded)."""
-    names = set()
-    for line in importtime_stderr.splitlines():
-        if not line.startswith("import time:"):
-            continue
-        fields = line.split("|")
-        if len(fields) != 3 or not fields[0].split(":")[1].strip().isdigit():
-            continue  # the "import time: self [us] | cumulative | imported package" header
-        names.add(fields[2].strip())
-    return names
-
-
-def run_with_importtime(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "transcompact", *args],
-        capture_output=True, text=True, env=env, timeout=60,
-    )
-    modules = imported_modules(done.stderr)
-    assert "transcompact.cli.main" in modules  # the parse saw the import log
-    return done, modules
-
-
-def heavy_in(modules: set[str]) -> list[str]:
-    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
 
 
 def test_parser_reads_importtime_lines():

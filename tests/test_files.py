@@ -19,7 +19,7 @@ from transcompact.core.errors import ExitCode, OutputError
 from transcompact.core.jsondata import BOM
 from transcompact.io.files import write_file
 
-from .test_cli_errors import ORPHAN, env_name
+from .builders import ORPHAN, env_name
 
 # Runs the command line with a hook in os.replace, the rename that ends writing a file: the
 # signal arrives while the temporary file exists and holds the whole output.

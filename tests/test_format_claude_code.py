@@ -17,8 +17,8 @@ from transcompact.formats.claude_code import reader as claude_code
 from transcompact.ops.estimate import estimate
 from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
+from .builders import corpus_logs, prompt
 from .conftest import FIXTURES
-from .test_counting import corpus_logs
 
 SESSION = "0c6f5a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 
@@ -255,9 +255,6 @@ def with_usage(data: bytes, overhead: int = 15_000) -> bytes:
     return encode(lines)
 
 
-def prompt(usage: dict) -> int:
-    """The prompt a response's usage counts (a part it does not record counts 0)."""
-    return sum(usage.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
 
 
 def test_a_prune_restates_the_prompt_claude_code_judges_and_estimate_says_what_prune_said():
@@ -266,7 +263,7 @@ def test_a_prune_restates_the_prompt_claude_code_judges_and_estimate_says_what_p
     compacts above its threshold): the last response records a prompt smaller by what the cleared
     results held, at Claude Code's 4 characters a token, taken from the cached part; its output,
     its other fields and every earlier response stay. `estimate` of the output is what prune said."""
-    from .test_archive import claude_log
+    from .builders import claude_log
 
     data = with_usage(claude_log(rounds=8))
     transcript = loads(data, "s.jsonl")
@@ -299,7 +296,7 @@ def test_a_synthetic_last_line_leaves_the_last_real_response_to_be_restated():
     """Claude Code ends a session cut short with a line of its own (model `<synthetic>`, usage all
     zeros: an API error, "No response requested."), which it does not judge its context by: the
     response before it is the one restated."""
-    from .test_archive import claude_log
+    from .builders import claude_log
 
     lines = [json.loads(text) for text in with_usage(claude_log(rounds=6)).splitlines()]
     lines.append({**lines[-2], "uuid": "synthetic-1", "parentUuid": lines[-1]["uuid"], "message": {

@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from transcompact import check, dumps, estimate, loads
-from transcompact.cli.main import cli
 from transcompact.core.errors import UnknownFormat, UsageError
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Text, ToolCall, ToolResult
@@ -20,6 +18,7 @@ from transcompact.ops.check import errors
 from transcompact.ops.compact import CompactOptions, compact
 from transcompact.ops.summarize import SummaryOptions
 
+from .builders import run_cli as run
 from .conftest import FIXTURES
 
 TOOL_LOOP = FIXTURES / "copilot" / "events.jsonl"
@@ -35,8 +34,6 @@ def texts(message) -> str:
     return "".join(b.text for b in message.blocks if isinstance(b, Text))
 
 
-def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], prog_name="transcompact")
 
 
 # --- reading -----------------------------------------------------------------------------------
@@ -108,3 +105,19 @@ def test_the_library_writes_it_back_only_unchanged():
     assert report.strategy == "emergency"
     with pytest.raises(UsageError, match="does not write the copilot format"):
         dumps(result)
+
+
+@pytest.mark.parametrize("requests", ["5", "true", "1180591620717411303424"], ids=["a-number", "a-boolean", "beyond-64-bits"])
+def test_tool_requests_that_are_no_list_are_no_calls(requests, tmp_path):
+    """Iterated as they were: an internal error for every reading command."""
+    lines = TOOL_LOOP.read_bytes().splitlines()
+    at = next(i for i, line in enumerate(lines) if b'"toolRequests":[{' in line)
+    value = json.loads(lines[at])
+    value["data"]["toolRequests"] = "REQUESTS"
+    lines[at] = json.dumps(value).replace('"REQUESTS"', requests).encode()
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    reply = next(m for m in read(path).messages if m.line == at + 1)
+    assert reply.role == "assistant" and not reply.tool_calls and texts(reply)
+    assert run("check", path).exit_code == 1  # the calls' results now answer nothing
+    assert run("estimate", path).exit_code == 0

@@ -533,3 +533,48 @@ def test_a_null_among_a_legacy_files_messages_stays_where_it_was(tmp_path):
     assert json.loads(pruned.read_bytes())["messages"][1] is None and pruned.read_bytes() != path.read_bytes()
     expanded = CliRunner().invoke(cli, ["expand", "-q", "--archive", str(archived), str(pruned)], prog_name="transcompact")
     assert expanded.exit_code == 0 and json.loads(expanded.stdout_bytes) == document
+
+
+def legacy_with(change) -> bytes:
+    """The legacy fixture with `change` made to its `messages`, pretty-printed as the agent writes it."""
+    document = json.loads(LEGACY.read_bytes())
+    change(document["messages"])
+    return json.dumps(document, indent=2).encode()
+
+
+def call_renamed_last(messages: list) -> None:
+    """The chat ends on the record whose call was renamed: its result answers no call."""
+    del messages[2:]
+    messages[1]["toolCalls"][0]["id"] = "read_file-renamed"
+
+
+def result_names_another_id(messages: list) -> None:
+    messages[1]["toolCalls"][0]["result"][0]["functionResponse"]["id"] = "read_file-other"
+
+
+def result_names_the_next_calls_id(messages: list) -> None:
+    """A second record of one call after the first; the first call's result names the second's id."""
+    second = json.loads(json.dumps(messages[1]).replace("read_file-1765928822000-0a1b2c3d", "read_file-second"))
+    messages.insert(2, {**second, "id": "d2b"})
+    messages[1]["toolCalls"][0]["result"][0]["functionResponse"]["id"] = "read_file-second"
+
+
+def result_an_empty_string(messages: list) -> None:
+    """A string result is sent as the call's output: the stand-in, an error, is written as a response part."""
+    messages[1]["toolCalls"][0]["result"] = ""
+
+
+@pytest.mark.parametrize("change", [call_renamed_last, result_names_another_id, result_names_the_next_calls_id, result_an_empty_string],
+                         ids=lambda change: change.__name__)
+def test_repair_of_a_legacy_chat_whose_call_and_result_ids_differ_answers_the_call_in_its_record(change):
+    """Repair drops the result that answers no call and answers the call with a stand-in in its own
+    record, where the agent resumes it from: a placeholder repair leaves after it is a user record of
+    its own (it was an internal error), and a stand-in no longer lands in the next record's calls
+    (dropped: the output read back otherwise) or the next user record (sent a turn too late)."""
+    repaired = CliRunner().invoke(cli, ["repair", "-q", "-"], input=legacy_with(change), prog_name="transcompact")
+    assert repaired.exit_code == 0, repaired.stderr
+    assert CliRunner().invoke(cli, ["check", "-q", "-"], input=repaired.stdout_bytes).exit_code == 0
+    records = agent_records(repaired.stdout_bytes)
+    assert_every_call_answered(client_history(records))
+    stand_in = records[1]["toolCalls"][0]["result"]
+    assert [p["functionResponse"]["response"] for p in stand_in] == [{"error": "[No result recorded]"}]

@@ -24,7 +24,7 @@ from transcompact.core.summary_text import SUMMARY_PREFIX
 from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.openhands import reader as openhands
-from transcompact.io.openhands_store import is_conversation, read_conversation
+from transcompact.io.openhands_store import is_conversation, read_conversation, write_conversation
 from transcompact.ops.check import errors
 from transcompact.ops.compact import CompactOptions
 from transcompact.ops.prune import PruneOptions
@@ -436,6 +436,30 @@ def test_a_conversation_directory_is_one_input_and_a_batch_finds_it(tmp_path, mo
     assert is_conversation(tmp_path / "pruned" / "runs" / "1c2d3e") and (tmp_path / "pruned" / "chat.jsonl").is_file()
     assert load(tmp_path / "pruned" / "runs" / "1c2d3e").format == "openhands"
 
+
+
+def test_a_conversation_written_to_another_directory_takes_its_other_files_along(tmp_path):
+    """What the agent or its user keeps beside the state and the events was left out of `-o DIR`."""
+    source = copy(TOOLS, tmp_path)
+    (source / "workspace" / "notes").mkdir(parents=True)
+    (source / "workspace" / "notes" / "todo.md").write_bytes(b"- fix add()\n")
+    (source / "TASKS.json").write_bytes(b'{"tasks": []}')
+    (source / "events" / "README").write_bytes(b"not an event: the agent's scan skips it")
+    target = tmp_path / "out" / source.name
+    write_conversation(target, read_conversation(source), source)
+    assert files(target) == files(source)
+    write_conversation(source, read_conversation(source), source)  # in place: nothing to take along
+    assert files(source) == files(target)
+
+
+def test_compact_to_another_directory_takes_the_conversations_other_files_along(tmp_path, transcompact):
+    source = copy(TOOLS, tmp_path)
+    (source / "TASKS.json").write_bytes(b'{"tasks": []}')
+    target = tmp_path / "out"
+    result = transcompact("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", "100", "-o", target, source)
+    assert result.exit_code == 0, result.stderr
+    assert (target / "TASKS.json").read_bytes() == b'{"tasks": []}'
+    assert transcompact("check", target).exit_code == 0
 
 def test_a_conversation_without_events_or_with_a_broken_one_is_named(tmp_path):
     empty = tmp_path / "e0e0e0"

@@ -8,16 +8,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from transcompact import check, convert, dumps, estimate, loads, repair
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, UnknownFormat, UsageError
 from transcompact.core.model import Image, Text, ToolCall, ToolResult
 from transcompact.ops.check import errors
 
+from .builders import formula
+from .builders import run_cli as run
 from .conftest import CORPUS, FIXTURES
-from .test_estimate import formula
 
 TRAJECTORY = FIXTURES / "openhands-v0" / "trajectory.json"
 OUTPUT = FIXTURES / "openhands-v0" / "output.jsonl"
@@ -38,8 +37,6 @@ def texts(message) -> str:
     return "".join(b.text for b in message.blocks if isinstance(b, Text))
 
 
-def run(*args):
-    return CliRunner().invoke(cli, [str(a) for a in args], prog_name="transcompact")
 
 
 def call(event_id, call_ids, response_id, own=0):
@@ -110,6 +107,32 @@ def test_a_response_is_sent_only_when_every_call_of_it_is_answered():
     answered = from_events([*events, answer(6, third)])
     assert [m.role for m in answered.messages] == ["user", "assistant", "tool", "assistant", "tool", "tool"]
     assert [b.tool_call_id for m in answered.messages[4:] for b in m.tool_results] == ["b", "c"]
+
+
+
+def test_a_response_that_names_a_call_id_twice_is_read_with_its_result_once(tmp_path):
+    """It was an internal error (a KeyError) in every command; check now names the duplicate id."""
+    action = call(1, ["a", "a"], "r1")
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([USER, action, answer(2, action)]))
+    transcript = read(path)
+    assert [(m.role, [b.id for b in m.tool_calls], [b.tool_call_id for b in m.tool_results]) for m in transcript.messages] == [
+        ("user", [], []), ("assistant", ["a", "a"], []), ("tool", [], ["a"])]
+    checked = run("check", path)
+    assert checked.exit_code == 1 and "O1 tool call id a (execute_bash) is used twice in its message" in checked.stdout
+    assert run("estimate", path).exit_code == 0
+
+
+def test_a_response_whose_tool_calls_are_no_list_makes_no_call(tmp_path):
+    """Iterated as they were: an internal error for every reading command."""
+    action = call(1, ["a"], "r1")
+    action["tool_call_metadata"]["model_response"]["choices"][0]["message"]["tool_calls"] = 5
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps([USER, action, answer(2, action)]))
+    # A response with no call waits on no observation: it is sent, and the observation with it is no call's.
+    assert [(m.role, m.tool_calls) for m in read(path).messages] == [("user", ()), ("assistant", ())]
+    assert "O3 assistant content is null without tool_calls" in run("check", path).stdout
+    assert run("estimate", path).exit_code == 0
 
 
 def test_a_condensation_forgets_its_events_and_puts_its_summary_at_its_offset():
@@ -183,6 +206,22 @@ def test_a_resolver_output_gets_the_hint_too(tmp_path):
         "hint: this holds 2 OpenHands runs, each a legacy (V0) event stream under 'history': "
         "read one with --messages-path 0.history (runs 0 to 1)")
 
+
+
+def test_a_resolver_output_of_one_issue_is_read_as_it_is_and_as_run_0(tmp_path):
+    """One line, which reads as a document: it was refused with no hint, and with the hint's own
+    --messages-path 0.history ("the input has nothing at 0")."""
+    run_of = json.loads(OUTPUT.read_bytes())
+    issue = {"issue": {"number": 7}, "issue_type": "issue", "git_patch": "", "success": False,
+             "history": [*run_of["history"], {"id": 99, "timestamp": "2025-01-01T00:00:00", "message": "done"}]}
+    path = tmp_path / "output.jsonl"
+    path.write_bytes((json.dumps(issue) + "\n").encode())
+    assert read(path).messages == read(path, "0.history").messages == read(OUTPUT).messages
+    for flags in ((), ("--messages-path", "0.history")):
+        for command in ("check", "estimate"):
+            result = run(command, *flags, path)
+            assert result.exit_code == 0, (command, flags, result.stderr)
+    assert "nothing at 1" in run("check", "--messages-path", "1.history", path).stderr
 
 @needs_corpus
 def test_the_corpus_trajectory_reads():

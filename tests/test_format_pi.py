@@ -704,6 +704,24 @@ def test_a_compaction_before_a_result_that_comes_later_is_still_p2():
     assert [v.rule for v in errors(check(loads(broken_sessions()["unanswered"], "s.jsonl")))] == ["A2"]
 
 
+@pytest.mark.parametrize("path, call_id", [(VERSION_1, "toolu_01V1Edit"), (COMPACTED, "toolu_01Test")], ids=["version-1", "version-3"])
+@pytest.mark.parametrize("corrupted", ["toolCallId", "id"])
+def test_check_or_repair_mends_a_corrupted_call_id_kept_before_the_compaction(path, call_id, corrupted, tmp_path):
+    """The kept call's result names another id (or the call does): repair drops the orphan and answers
+    the call right after its message, as pi itself would, not after the reply that follows it (past
+    the compaction, P2, or an orphan once pi answers the call before that reply)."""
+    session_file = tmp_path / "s.jsonl"
+    session_file.write_bytes(path.read_bytes().replace(f'"{corrupted}":"{call_id}"'.encode(), f'"{corrupted}":"{call_id}X"'.encode(), 1))
+    invoke = CliRunner().invoke
+    assert invoke(cli, ["check", "-q", str(session_file)]).exit_code == 1
+    repaired = invoke(cli, ["repair", "-q", "-i", str(session_file)], prog_name="transcompact")
+    assert repaired.exit_code == 0, repaired.stderr
+    assert invoke(cli, ["check", "-q", str(session_file)]).exit_code == 0
+    sent = assert_pi_sends_what_we_read(session_file.read_bytes())
+    stand_in = next(k for k, m in enumerate(sent) if m["role"] == "toolResult" and m["content"][0]["text"] == "[No result recorded]")
+    assert sent[stand_in - 1]["role"] == "assistant" and sent[stand_in - 1]["content"][-1]["type"] == "toolCall"
+
+
 REDACTED = {"type": "thinking", "thinking": "[Reasoning redacted]", "thinkingSignature": "EmwKAhgBEgy3va3pzix/LafPsn4a", "redacted": True}
 
 
@@ -771,3 +789,61 @@ def test_five_compactions_in_a_row_leave_one_summary_and_the_newest_entries(vers
 def test_five_compactions_with_turns_between(version, turns, first, shrink, added, unanswered):
     windows = [first - sum(shrink[:k]) for k in range(5)]
     compact_again_and_again(session(turns, version), version, windows, [0, *added], unanswered)
+
+
+def mutant(data: bytes, old: bytes, new: bytes) -> bytes:
+    """A fixture's bytes with the first `old` replaced by `new`."""
+    assert old in data
+    return data.replace(old, new, 1)
+
+
+@pytest.mark.parametrize("data", [
+    # It was an internal error: restating the usage asked whether a list is a stop reason pi does not send.
+    mutant(COMPACTED.read_bytes(), b'"stopReason":"toolUse","timestamp":1768035623000', b'"stopReason":["toolUse"],"timestamp":1768035623000'),
+    # Refused (exit 5): prune made the result one text block, which read back as a string.
+    mutant(COMPACTED.read_bytes(), b'{"type":"text","text":"Successfully replaced text in calc.py."}]',
+           b'{"type":"text","text":"Successfully replaced text in calc.py."},{"type":"text","text":"Successfully replaced text in calc.py."}]'),
+], ids=["stop-reason-a-list", "result-of-two-text-blocks"])
+def test_prune_of_an_odd_session_writes_what_pi_reads(data):
+    pruned = CliRunner().invoke(cli, ["prune", "-q", "--keep-last", "0", "--hard-clear-after", "1", "--soft-trim-chars", "10",
+                                      "--head", "2", "--tail", "2", "-"], input=data)
+    assert pruned.exit_code == 0, pruned.stderr
+    assert pruned.stdout_bytes != data
+    assert CliRunner().invoke(cli, ["check", "-q", "-"], input=pruned.stdout_bytes).exit_code == 0
+    assert_pi_sends_what_we_read(pruned.stdout_bytes)
+
+
+def test_an_entry_pi_no_longer_sends_that_reads_as_no_message_is_no_error_of_estimate():
+    """Before the compaction's kept window, pi sends nothing of it: check reads past it, and estimate
+    (which reads what came before the compaction for its recorded usage when no reply after it has
+    one) refused it."""
+    data = mutant(VERSION_1.read_bytes(), b'"content":[{"type":"text","text":"Show calc.py."}]',
+                  b'"content":{"type":"text","text":"Show calc.py."}')
+    data = mutant(data, b'"role":"assistant","content":[{"type":"text","text":"Fixed add()."}]',
+                  b'"role":["assistant"],"content":[{"type":"text","text":"Fixed add()."}]')
+    for command in ("check", "estimate"):
+        result = CliRunner().invoke(cli, [command, "-q", "-"], input=data)
+        assert result.exit_code == 0, (command, result.stderr)
+
+
+def test_repair_of_an_empty_first_kept_entry_keeps_from_the_next():
+    """The compaction's first kept entry is an empty message: repair removes it, and the compaction
+    keeps from the entry after it (it named no entry, and pi kept nothing before it: exit 5)."""
+    data = mutant(COMPACTED.read_bytes(), b'"content":[{"type":"text","text":"Run the tests."}]', b'"content":[]')
+    repaired = CliRunner().invoke(cli, ["repair", "-q", "-"], input=data)
+    assert repaired.exit_code == 0, repaired.stderr
+    assert CliRunner().invoke(cli, ["check", "-q", "-"], input=repaired.stdout_bytes).exit_code == 0
+    compaction = next(json.loads(line) for line in repaired.stdout_bytes.splitlines() if b'"type":"compaction"' in line)
+    assert compaction["firstKeptEntryId"] == "66f7a8b9"  # the call after the emptied request
+    assert len(assert_pi_sends_what_we_read(repaired.stdout_bytes)) == len(pi_context(data)) - 1
+
+
+def test_repair_of_a_blank_last_reply_keeps_its_entry_emptied():
+    """Repair takes out the reply's whitespace-only text, and the last reply may then be empty: its
+    entry went with the text, and the output read back a message short (exit 5)."""
+    data = mutant(VERSION_1.read_bytes(), b'"text":"Fixed add()."', b'"text":" "')
+    repaired = CliRunner().invoke(cli, ["repair", "-q", "-"], input=data)
+    assert repaired.exit_code == 0, repaired.stderr
+    assert CliRunner().invoke(cli, ["check", "-q", "-"], input=repaired.stdout_bytes).exit_code == 0
+    last = json.loads(repaired.stdout_bytes.splitlines()[-1])["message"]
+    assert (last["role"], last["content"], last["stopReason"]) == ("assistant", [], "stop")

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
 
-from .test_prune import session
+from .builders import run_cli as run
+from .builders import session
 
 
 @pytest.fixture(autouse=True)
@@ -18,11 +17,6 @@ def _in_tmp(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
-def run(*args: str):
-    result = CliRunner().invoke(cli, list(args), prog_name="transcompact")
-    assert "Traceback" not in result.stderr
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def write(name: str, value) -> str:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, ParseError
 from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
 from transcompact.core.jsondata import dumps as dumps_value
 from transcompact.formats import dumps, loads
 
-from .test_archive import claude_log
+from .builders import claude_log
+from .builders import run_cli as run
+from .conftest import FIXTURES
 
 
 @pytest.fixture(autouse=True)
@@ -21,10 +21,6 @@ def _in_tmp(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
-def run(*args: str, input: bytes | None = None):
-    result = CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def request(*messages: dict, **fields) -> dict:
@@ -68,6 +64,43 @@ def test_a_big_integer_in_a_rewritten_jsonl_line_survives():
     rewritten = result.stdout_bytes.splitlines()[2]
     assert b"[Tool output cleared" in rewritten
     assert rewritten.endswith(b'"usage":{"id":123456789012345678901234567890,"cost":1e-05}}')
+
+
+# JSON, though beyond a double: orjson refuses them, and they were "malformed JSON".
+BEYOND_A_DOUBLE = (b'{"overflow": 1e400, "negative": -1E+999, "digits": 1' + b"0" * 308 + b', "many": -' + b"9" * 5000
+                   + b', "tiny": 1.5e-400}')
+
+
+@pytest.mark.parametrize("name", ["request.json", "chat.jsonl"])
+def test_numbers_beyond_a_double_are_kept_as_written(name):
+    messages = [{"role": "user", "content": "Go."}, {"role": "assistant", "content": "Done."}, {"role": "user", "content": "Thanks."}]
+    numbers = b',"usage":' + BEYOND_A_DOUBLE.replace(b": ", b":").replace(b", ", b",") + b"}"
+    if name == "request.json":
+        data = orjson.dumps({"model": "m", "messages": messages})[:-1] + numbers + b"\n"
+    else:
+        lines = [orjson.dumps(m) for m in messages]
+        data = b"\n".join([lines[0][:-1] + numbers, *lines[1:]]) + b"\n"
+    open(name, "wb").write(data)
+    assert run("check", "-q", name).exit_code == 0
+    pruned = run("prune", "-q", name)  # nothing to prune: written back byte for byte
+    assert pruned.exit_code == 0 and pruned.stdout_bytes == data, pruned.stderr
+    assert run("estimate", name).exit_code == 0
+
+
+def test_numbers_beyond_a_double_beside_a_rewritten_field_keep_their_text():
+    body = orjson.dumps(request()).replace(b'"system":"s",', b'"system":"s","metadata":' + BEYOND_A_DOUBLE + b",")
+    open("big.json", "wb").write(body)
+    result = run(*PRUNE_ALL, "big.json")
+    assert result.exit_code == 0, result.stderr
+    assert b"[Tool output cleared" in result.stdout_bytes  # the document was written again
+    assert BEYOND_A_DOUBLE.replace(b": ", b":").replace(b", ", b",") in result.stdout_bytes
+
+
+def test_an_error_after_a_number_beyond_a_double_is_named_where_it_is_without_one():
+    for number in (b"1e400", b"1"):
+        with pytest.raises(ParseError) as error:
+            parse(b'{"a": ' + number + b',\n "b": "\\ud800", "c": 1}', "body.json")
+        assert str(error.value) == "body.json:2:8: malformed JSON: no low surrogate in string"
 
 
 # --- a byte-order mark is read and written back ------------------------------------------------
@@ -191,11 +224,26 @@ def test_lines_are_records_with_blank_lines_and_the_text_after_the_final_newline
     (b'{"role":"user","content":"a"}\n', True),  # a message: also JSON Lines of one line
     (b'{"type":"summary","summary":"s"}', True),  # a log line
     (b'{"model":"m","messages":[]}\n', False),  # a request body is a document only
+    (b'\n\n{"role":"user","content":"a"}\n\n', True),  # blank lines around it: what a rewrite left of a log
+    (BOM + b'\n{"role":"user","content":"a"}', True),
 ])
 def test_one_line_is_a_document_and_a_record_only_when_it_could_be_one(data, records):
     parsed = parse(data, "one.json")
-    assert parsed.document == orjson.loads(data) and parsed.is_document
+    assert parsed.document == orjson.loads(data.removeprefix(BOM)) and parsed.is_document
     assert (parsed.records is not None) is records
+    if records:
+        assert parsed.values() == [parsed.document] and b"\n".join(bytes(line) for line, _ in parsed.records) == data
+
+
+def test_repair_that_leaves_one_line_after_a_blank_one_writes_a_file_check_reads():
+    """The first line removed (a role the API refuses), a blank line after it: the output, a blank
+    line and one message, read as one JSON document that is no transcript (exit 3)."""
+    lines = open(FIXTURES / "jsonl" / "chat.jsonl", "rb").read().splitlines()
+    data = b"\n".join([lines[0].replace(b'"role": "user"', b'"role": " "'), b"", lines[2]]) + b"\n"
+    repaired = run("repair", "-q", "-", input=data)
+    assert repaired.exit_code == 0, repaired.stderr
+    assert repaired.stdout_bytes == b"\n" + lines[2] + b"\n"
+    assert run("check", "-q", "-", input=repaired.stdout_bytes).exit_code == 0
 
 
 def test_a_broken_first_line_is_a_malformed_document_and_a_broken_later_line_a_malformed_line():

@@ -7,14 +7,13 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core import settings
 from transcompact.core.errors import ProviderError, UsageError
 from transcompact.providers import PromptTooLong, Resolved, provider, resolve
 from transcompact.providers.openai import NO_KEY
 
+from .builders import run_cli
 from .conftest import FIXTURES
 from .loopback import Loopback
 
@@ -103,8 +102,7 @@ def test_the_openai_sdk_does_not_look_up_its_variables(api, monkeypatch):
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["summarize", "--all", *args, str(FIXTURES / "openai/tool-calls.json")],
-                              prog_name="transcompact")
+    return run_cli("summarize", "--all", *args, str(FIXTURES / "openai/tool-calls.json"))
 
 
 def test_the_command_line_resolves_from_its_environment(api, monkeypatch):

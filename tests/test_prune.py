@@ -11,46 +11,13 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from transcompact.cli.main import cli
-from transcompact.core.model import Text, Thinking, ToolCall, ToolResult
+from transcompact.core.model import Thinking, ToolCall
 from transcompact.formats import dumps, loads
-from transcompact.ops.check import check, errors
 from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
 
+from .builders import loads_checked, prompt, properties, results, session, text_of
 from .conftest import FIXTURES, supported_corpus_files
 from .strategies import transcripts
-from .test_format_claude_code import prompt
-from .test_properties import _loads
-
-
-def session(rounds: int = 10, size: int = 6000, dialect: str = "anthropic") -> bytes:
-    """An agent session: one request, then `rounds` tool calls with results of `size` characters."""
-    messages = [{"role": "user", "content": "Fix the failing build."}]
-    for i in range(rounds):
-        output = "".join(f"line {i}.{n} of the output\n" for n in range(size // 20))[:size]
-        if dialect == "anthropic":
-            messages.append({"role": "assistant", "content": [
-                {"type": "text", "text": f"Running step {i}."},
-                {"type": "tool_use", "id": f"toolu_{i:02d}", "name": "bash" if i % 3 else "read", "input": {"n": i}}]})
-            messages.append({"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_{i:02d}", "content": output, "is_error": i == 1},
-                {"type": "text", "text": f"(user note {i})"}]})
-        else:
-            messages.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"call_{i}a", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"n": i})}},
-                {"id": f"call_{i}b", "type": "function", "function": {"name": "read", "arguments": "{}"}}]})
-            messages.append({"role": "tool", "tool_call_id": f"call_{i}a", "content": output})
-            messages.append({"role": "tool", "tool_call_id": f"call_{i}b", "content": output[:100] * 50})
-    messages.append({"role": "assistant", "content": "Done." if dialect == "anthropic" else "Done."})
-    messages.append({"role": "user", "content": "Thanks."})
-    return json.dumps({"model": "m", "messages": messages}, indent=2).encode()
-
-
-def results(transcript) -> list[ToolResult]:
-    return [r for m in transcript.messages for r in m.tool_results]
-
-
-def text_of(result: ToolResult) -> str:
-    return result.content if isinstance(result.content, str) else "".join(b.text for b in result.content)
 
 
 def test_the_spec_algorithm_with_its_defaults():
@@ -174,39 +141,15 @@ SMALL = PruneOptions(soft_trim_chars=8, head=2, tail=2, hard_clear_after=2, keep
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def untouched(before, after, options):
-    """User text and assistant blocks are identical; protected results are identical."""
-    for m_before, m_after in zip(before.messages, after.messages):
-        if m_before.role == "assistant":
-            assert m_before.blocks == m_after.blocks
-        assert [b for b in m_before.blocks if isinstance(b, Text)] == [b for b in m_after.blocks if isinstance(b, Text)]
-    from transcompact.ops.prune import tool_result_groups
-
-    groups = tool_result_groups(before)
-    for indices in groups[len(groups) - options.keep_last:] if options.keep_last else []:
-        for i in indices:
-            assert before.messages[i] == after.messages[i]
 
 
-def properties(data: bytes, name: str, options: PruneOptions) -> None:
-    transcript = loads(data, name)
-    pruned, _ = prune(transcript, options)
-    out = dumps(pruned)
-    again = loads(out, name)
-    twice, _ = prune(again, options)
-    assert dumps(twice) == out  # pruning twice is pruning once
-    if not errors(check(transcript)):
-        assert not errors(check(again))
-    untouched(transcript, again, options)
-    never = PruneOptions(soft_trim_chars=10**9, hard_clear_after=10**9)
-    assert dumps(prune(transcript, never)[0]) == data
 
 
 @SETTINGS
 @given(transcripts(), st.sampled_from([SMALL, PruneOptions()]))
 def test_properties_on_generated_transcripts(generated, options):
     _, data = generated
-    assume(_loads(data) is not None)  # an empty conversation is not a transcript
+    assume(loads_checked(data) is not None)  # an empty conversation is not a transcript
     properties(data, "generated", options)
 
 

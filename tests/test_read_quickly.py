@@ -27,9 +27,21 @@ from transcompact.ops.prune import PruneOptions, prune
 from transcompact.ops.repair import repair
 from transcompact.ops.summarize import SummaryOptions
 
-from .strategies import anthropic_messages, conversations, encode_document, openai_messages, transcripts
-from .test_claude_code import claude_code_logs
-from .test_fuzz import claude_code_log, encode_json, hostile_transcripts, mutated_files, seed_files
+from .builders import claude_code_logs
+from .conftest import CORPUS
+from .strategies import (
+    anthropic_messages,
+    claude_code_log,
+    conversations,
+    corpus_seeds,
+    encode_document,
+    encode_json,
+    fixture_seeds,
+    hostile_transcripts,
+    mutated_files,
+    openai_messages,
+    transcripts,
+)
 
 BODY = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [
     {"role": "user", "content": "Fix the tests."},
@@ -224,9 +236,15 @@ def test_the_quick_reading_is_the_whole_reading_of_hostile_transcripts(data, bom
     same_reading(BOM + data if bom and not data.startswith(BOM) else data)
 
 
-@pytest.mark.skipif(not seed_files(), reason="the shared corpus is not here")
 @QUICK
-@given(mutated_files())
+@given(mutated_files(fixture_seeds()))
+def test_the_quick_reading_is_the_whole_reading_of_mutated_fixtures(data):
+    same_reading(data)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared corpus is not at {CORPUS}")
+@QUICK
+@given(st.deferred(lambda: mutated_files(corpus_seeds())))
 def test_the_quick_reading_is_the_whole_reading_of_mutated_corpus_files(data):
     same_reading(data)
 

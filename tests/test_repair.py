@@ -7,18 +7,14 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact import dumps, loads, repair
-from transcompact.cli.main import cli
 from transcompact.core.model import Transcript
 from transcompact.ops.check import check, errors
 
-from .conftest import CORPUS, supported_corpus_files
-from .strategies import anthropic_messages, claude_code_lines, conversations, encode_document, encode_lines, openai_messages
-from .test_check import (
+from .builders import (
     LINEAR,
     SESSION,
     THINKING_OFF,
@@ -36,6 +32,9 @@ from .test_check import (
     tool_use,
     user,
 )
+from .builders import run_cli as run
+from .conftest import CORPUS, supported_corpus_files
+from .strategies import anthropic_messages, claude_code_lines, conversations, encode_document, encode_lines, openai_messages
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -177,8 +176,6 @@ def test_a_bad_role_after_the_final_assistant_message_is_replaced_when_removing_
 # --- repair's report is check's verdict -----------------------------------------------------
 
 
-def run(*args, input=None):
-    return CliRunner().invoke(cli, list(args), input=input, prog_name="transcompact")
 
 
 def assert_report_is_checks_verdict(data: bytes) -> None:

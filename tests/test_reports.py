@@ -14,19 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from transcompact.cli.main import COMMANDS, cli
 from transcompact.cli.render import JSON_VERSION
 
+from .builders import run_cli as run
 from .conftest import FIXTURES
 
 ONE = [str(FIXTURES / "anthropic/long-session.json")]
 TWO = ONE + [str(FIXTURES / "openai/tool-calls.json")]
 
 
-def run(*args):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
 def report_on_stdout(command: str, *args: str) -> tuple[int, dict]:

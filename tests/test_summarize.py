@@ -22,13 +22,13 @@ from transcompact.ops.summarize import (
 )
 from transcompact.providers.openai import NO_KEY
 
+from .builders import run_cli, session
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback, reply, summary_for
-from .test_prune import session
 
 
 def run(*args, input=None):
-    return CliRunner().invoke(cli, ["summarize", *args], input=input, prog_name="transcompact")
+    return run_cli("summarize", *args, input=input)
 
 
 def write(tmp_path, data: bytes, name="session.json"):

@@ -15,16 +15,15 @@ import threading
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.counting.counter import Options
 from transcompact.formats import loads
 from transcompact.ops.estimate import estimate
 
+from .builders import formula
+from .builders import run_cli as run
 from .conftest import FIXTURES, fixture_files, supported_corpus_files
 from .loopback import Loopback, count_tokens_of
-from .test_estimate import formula
 
 PINNED = {  # tiktoken_ext/openai_public.py
     "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
@@ -189,8 +188,6 @@ def test_the_encoding_equals_tiktokens(tokenizer, tiktoken_encodings):
 # --- Anthropic count_tokens against a loopback server --------------------------------------
 
 
-def run(*args):
-    return CliRunner().invoke(cli, list(args), prog_name="transcompact")
 
 
 def test_anthropic_counts_the_whole_request(api: Loopback):

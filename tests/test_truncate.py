@@ -20,11 +20,9 @@ from transcompact.ops.expand import expand
 from transcompact.ops.prune import PruneOptions, prune
 from transcompact.ops.truncate import CHARS_PER_TOKEN, GAP, KINDS, is_truncated, kind_of, truncate
 
+from .builders import claude_log, loads_checked, properties, prune_and_expand, results, run_cli, session, text_of
 from .conftest import supported_corpus_files
 from .strategies import transcripts
-from .test_archive import claude_log, prune_and_expand, run
-from .test_properties import _loads
-from .test_prune import properties, results, session, text_of
 
 
 @pytest.fixture(autouse=True)
@@ -140,7 +138,7 @@ BY_KIND = PruneOptions(by_kind=True, result_token_cap=4, keep_last=1, hard_clear
 @given(transcripts(), st.sampled_from([BY_KIND, PruneOptions(by_kind=True)]))
 def test_prune_by_kind_keeps_prune_s_properties(generated, options):
     _, data = generated
-    assume(_loads(data) is not None)
+    assume(loads_checked(data) is not None)
     properties(data, "generated", options)  # twice is once, valid stays valid, protected stays, the rest stays
 
 
@@ -161,23 +159,23 @@ def test_prune_by_kind_cuts_each_result_by_its_tool():
 
 def test_kinds_from_the_command_line_and_the_environment():
     Path("s.json").write_bytes(session(size=20_000))
-    as_matches = run("prune", "-q", "--by-kind", "--result-token-cap", "500", "--kind", "bash=matches", "--kind", "read=matches", "s.json")
+    as_matches = run_cli("prune", "-q", "--by-kind", "--result-token-cap", "500", "--kind", "bash=matches", "--kind", "read=matches", "s.json")
     assert as_matches.exit_code == 0, as_matches.stderr
     assert GAP not in as_matches.stdout and "bytes omitted ...]" in as_matches.stdout
     from_env = CliRunner().invoke(cli, ["prune", "-q", "--by-kind", "s.json"],
                                   env={"TRANSCOMPACT_KIND": "bash=matches read=matches", "TRANSCOMPACT_RESULT_TOKEN_CAP": "500"})
     assert from_env.stdout == as_matches.stdout
-    bad = run("prune", "--by-kind", "--kind", "bash=tail", "s.json")
+    bad = run_cli("prune", "--by-kind", "--kind", "bash=tail", "s.json")
     assert bad.exit_code == 2 and "'bash=tail' is not TOOL=KIND with KIND one of head-tail, matches, file, generic" in bad.stderr
 
 
 def test_expand_undoes_prune_by_kind():
     Path("session.json").write_bytes(session(size=20_000))
-    result = run("prune", "--by-kind", "--result-token-cap", "500", "--archive", "originals.jsonl", "session.json")
+    result = run_cli("prune", "--by-kind", "--result-token-cap", "500", "--archive", "originals.jsonl", "session.json")
     assert result.exit_code == 0, result.stderr
     assert "bytes omitted; archived as toolu_04 ...]" in result.stdout
     Path("pruned.json").write_bytes(result.stdout_bytes)
-    expanded = run("expand", "-q", "--archive", "originals.jsonl", "pruned.json")
+    expanded = run_cli("expand", "-q", "--archive", "originals.jsonl", "pruned.json")
     assert json.loads(expanded.stdout) == json.loads(session(size=20_000))
     Path("session.jsonl").write_bytes(claude_log(size=30_000))
     original, pruned, back = prune_and_expand("--by-kind", "--keep-last", "0", "--hard-clear-after", "100",
@@ -187,7 +185,7 @@ def test_expand_undoes_prune_by_kind():
 
 def test_compact_takes_by_kind_too():
     Path("session.json").write_bytes(session(size=20_000))
-    result = run("compact", "--emergency", "--by-kind", "--result-token-cap", "300", "--kind", "read=generic", "session.json")
+    result = run_cli("compact", "--emergency", "--by-kind", "--result-token-cap", "300", "--kind", "read=generic", "session.json")
     assert result.exit_code == 0, result.stderr
 
 
@@ -210,7 +208,7 @@ def round_trip(data: bytes, name: str, options: PruneOptions) -> None:
 @given(transcripts())
 def test_expand_undoes_prune_by_kind_on_generated_transcripts(generated):
     _, data = generated
-    assume(_loads(data) is not None)
+    assume(loads_checked(data) is not None)
     round_trip(data, "generated", PruneOptions(archive=True, by_kind=True, result_token_cap=4, keep_last=0))
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import orjson
 import pytest
-from click.testing import CliRunner
 
-from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode
+
+from .builders import run_cli as run
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="devices, FIFOs and /dev/fd are POSIX's")
 
@@ -43,10 +43,6 @@ def _inputs(monkeypatch, tmp_path):
     assert run("prune", "-q", "--archive", "originals.jsonl", "-o", "pruned.json", "long-session.json").exit_code == 0
 
 
-def run(*args: str):
-    result = CliRunner().invoke(cli, list(args), prog_name="transcompact")
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 def write_to(command: str, target: str):

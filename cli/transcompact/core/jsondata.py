@@ -7,6 +7,8 @@ What is read must be writable again exactly, which orjson alone does not promise
   (`1e5` → `100000.0`): a value that holds a float is read again by the standard library, which
   hands over each number's text, and a number orjson would spell differently is kept as an
   `orjson.Fragment` of that text (a value no operation looks into, written back as it was);
+- orjson refuses a number beyond a double (`1e400`, an integer of 309 digits), which is JSON:
+  such a value is read by the standard library too, each such number kept as written;
 - orjson reads 1024 levels of nesting but writes only 254: deeper input is refused on read.
 Both checks take one walk over the containers of what was parsed, not over the bytes.
 """
@@ -14,6 +16,7 @@ Both checks take one walk over the containers of what was parsed, not over the b
 from __future__ import annotations
 
 import gc
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -179,7 +182,7 @@ def parse(data: bytes, name: str, known: Sequence[Record] = (),
         return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim), bom=bom)
     whole: _Failure | None = None
     try:
-        document = orjson.loads(text)
+        document = load_json(text)
     except orjson.JSONDecodeError as error:
         if "UTF-8" in error.msg:
             raise _not_utf8(data, name) from None
@@ -190,9 +193,11 @@ def parse(data: bytes, name: str, known: Sequence[Record] = (),
         return Parsed(name, data, records=_parse_lines(data, name, whole, bom, (), trim), bom=bom)
     document = _writable(document, text, name, first_line=1)
     records: list[Record] | None = None
-    if isinstance(document, dict) and _could_be_a_record(document) and b"\n" not in data.rstrip():
-        # One line: also a JSON Lines file of one record (the value already parsed, not parsed again).
-        records = [(line, document if i == 0 else BLANK) for i, line in enumerate(data.split(b"\n"))]
+    if isinstance(document, dict) and _could_be_a_record(document) and b"\n" not in text.strip():
+        # One line, blank ones around it (a log whose other lines a rewrite took out): also a JSON
+        # Lines file of one record (the value already parsed, not parsed again).
+        lines = text.split(b"\n")
+        records = [(line, document if lines[i].strip() else BLANK) for i, line in enumerate(data.split(b"\n"))]
     return Parsed(name, data, document=document, records=records, bom=bom)
 
 
@@ -212,7 +217,7 @@ def first_line_is_a_value(text: bytes) -> bool:
     if end < 0 or _NOT_SPACE.search(text, end) is None:  # (not `text[end:].isspace()`: a copy of the rest)
         return False
     try:
-        orjson.loads(text[:end])
+        load_json(text[:end])
     except orjson.JSONDecodeError:
         return False
     return True
@@ -241,7 +246,6 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
     # Each line is a view into `data`, not a copy: the lines of a large log would double it.
     records: list[Record] = []
     seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
-    loads = orjson.loads
     previous: dict = {}
     view = memoryview(data)
     start, number, size = 0, 0, len(data)
@@ -256,7 +260,7 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
             records.append((line, value))
             continue
         try:
-            value = loads(text)
+            value = load_json(text)
         except orjson.JSONDecodeError as error:
             if not bytes(text).strip():
                 records.append((line, BLANK))
@@ -282,7 +286,7 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
 def parse_value(text: bytes, name: str, line: int) -> Any:
     """One line of JSON Lines (line `line` of `name`), read as `parse` reads each record."""
     try:
-        value = orjson.loads(text)
+        value = load_json(text)
     except orjson.JSONDecodeError as error:
         raise _malformed_line(error, text, name, line) from None
     return _writable(value, text, name, first_line=line)
@@ -307,7 +311,7 @@ def nested_value(text: bytes, depth: int) -> Any:
     """A value that sits `depth` levels deep in a document (1: the document itself), read as
     `parse` reads it; ValueError when it is not JSON or would make the document too deep to
     write (the caller reads the whole input again, which says where)."""
-    value = orjson.loads(text)
+    value = load_json(text)
     too_deep, has_float = _scan(value, depth)
     if too_deep:
         raise ValueError("nested too deep")
@@ -336,6 +340,34 @@ def _scan(value: Any, depth: int = 1) -> tuple[bool, bool]:
     return False, has_float
 
 
+_BEYOND_A_DOUBLE = "number is infinity when parsed as double"  # orjson's refusal of `1e400`
+# A JSON string (skipped whole) or a number: enough to find the numbers of a document.
+_STRING_OR_NUMBER = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+
+
+def load_json(text: bytes | memoryview) -> Any:
+    """orjson's reading of one JSON value, and of a number beyond a double too (`1e400`, which
+    orjson refuses): orjson checks the rest with each such number read as 0 (so that any other
+    error is its own, where it is), then the standard library reads it, each number as written."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        if error.msg != _BEYOND_A_DOUBLE:
+            raise
+    data = bytes(text)
+    checked = orjson.loads(_STRING_OR_NUMBER.sub(_zero_if_beyond_a_double, data))
+    if _scan(checked)[0]:
+        return checked  # too deep to write: its reader refuses it (the standard library would recurse that deep)
+    return _exact_loads(data)
+
+
+def _zero_if_beyond_a_double(match: re.Match[bytes]) -> bytes:
+    token = match.group()
+    if token[:1] == b'"' or not math.isinf(float(token)):
+        return token
+    return b"0".ljust(len(token))  # as long as the number: orjson's positions stay the input's
+
+
 def _exact_loads(text: bytes) -> Any:
     """The standard library's reading, which sees each number's text: keep the ones orjson would change."""
     import json
@@ -344,6 +376,8 @@ def _exact_loads(text: bytes) -> Any:
 
 
 def _exact_int(text: str) -> Any:
+    if len(text) > 20:  # beyond 64 bits (`-9223372036854775808`); not converted: Python refuses 4300 digits
+        return orjson.Fragment(text)
     value = int(text)
     return value if -(2**63) <= value < 2**64 else orjson.Fragment(text)  # what orjson writes as an integer
 

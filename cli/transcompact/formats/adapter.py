@@ -29,6 +29,10 @@ class Format(ABC):
     lines: bool  # whether a line is the unit a rewrite changes, keeps or removes (else a message of one JSON document)
     writes: bool = True  # False: transcompact only reads it, and a command that would write it stops (`ensure_writable`)
     results_twice: bool = False  # the agent sends each tool result twice itself: its copy is no second answer (check)
+    # A call's results belong right after the message that makes it, not after the assistant turn that
+    # message begins (pi answers a call before the next message; a Gemini record holds its calls'
+    # results): repair's stand-in for a missing one goes there.
+    answers_each_message: bool = False
     # What of a line is kept as it is parsed (`jsondata.parse`'s trim). It runs before detection,
     # on every input: it must leave the lines of every other format as they are.
     trim: Callable[[Any], Any] | None = None

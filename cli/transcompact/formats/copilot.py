@@ -93,7 +93,8 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
 
 def _assistant_blocks(data: dict) -> tuple[Block, ...]:
     blocks: list[Block] = [Text(data["content"])] if isinstance(data.get("content"), str) and data["content"] else []
-    for request in data.get("toolRequests") or ():
+    requests = data.get("toolRequests")
+    for request in requests if isinstance(requests, list) else ():
         if isinstance(request, dict):
             blocks.append(ToolCall(_string(request.get("toolCallId")), _string(request.get("name")),
                                    request.get("arguments", {}), raw=request))

@@ -10,8 +10,9 @@ directory is refused rather than read as part of itself. An event file as OpenHa
 one line of JSON (`model_dump_json`), taken as it is; one laid out over several lines is taken
 compacted. Writing a bundle back to a directory writes only what differs: an event file (or the
 state) whose JSON is unchanged is left as it is, byte for byte, and a new event gets the file
-name OpenHands gives it. The bundle is also what goes to stdout, and reads back as the same
-conversation.
+name OpenHands gives it; written to another directory, the conversation takes along the files
+beside them that are no part of the bundle. The bundle is also what goes to stdout, and reads
+back as the same conversation.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import re
 import orjson
 
 from ..core.errors import InputError, Location, OutputError, ParseError
-from ..core.jsondata import dumps
+from ..core.jsondata import dumps, load_json
 from .files import write_file
 
 BASE_STATE = "base_state.json"
@@ -84,7 +85,7 @@ def _line(path: str) -> bytes:
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror}", location=Location(path)) from None
     try:
-        value = orjson.loads(data)
+        value = load_json(data)
     except orjson.JSONDecodeError as error:
         raise ParseError(f"malformed JSON: {error.msg}", location=Location(path, error.lineno, error.colno)) from None
     return data if b"\n" not in data and not data.startswith(b"\xef\xbb\xbf") else dumps(value, indent=False)
@@ -101,12 +102,13 @@ def read_conversation(path: str) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def write_conversation(path: str | os.PathLike, data: bytes) -> None:
-    """Write a bundle into the conversation directory at `path` (made if new): the event files
-    that are new or changed, then `base_state.json` if it changed, so that the state never names
-    an event that is not on disk yet."""
+def write_conversation(path: str | os.PathLike, data: bytes, read_from: str | os.PathLike | None = None) -> None:
+    """Write a bundle into the conversation directory at `path` (made if new): the files of the
+    conversation at `read_from` that the bundle does not hold, when that is another directory,
+    then the event files that are new or changed, then `base_state.json` if it changed, so that
+    the state never names an event that is not on disk yet."""
     path = os.fspath(path)
-    values = [(line, orjson.loads(line)) for line in data.split(b"\n") if line.strip()]
+    values = [(line, load_json(line)) for line in data.split(b"\n") if line.strip()]
     if not values or not isinstance(values[0][1], dict) or "kind" in values[0][1]:
         raise OutputError("not a conversation's bundle: its first line is no base_state", location=Location(path))
     (state_line, _), events = values[0], values[1:]
@@ -122,14 +124,37 @@ def write_conversation(path: str | os.PathLike, data: bytes) -> None:
             ours = f", not {names[index]}" if index < len(names) else f", past this conversation's {len(names)} events"
             raise OutputError(f"already holds event {index} as {', '.join(held)}{ours}; nothing written",
                               location=Location(directory))
+    if read_from is not None and not os.path.samefile(read_from, path):
+        _copy_the_rest(os.fspath(read_from), path)
     for name, (line, _) in zip(names, events):
         _write_if_changed(os.path.join(directory, name), line)
     _write_if_changed(os.path.join(path, BASE_STATE), state_line)
 
 
+def _copy_the_rest(source: str, target: str) -> None:
+    """Every file of the conversation at `source` but the state and the event files (what else the
+    agent, or its user, keeps there), to the same place under `target`."""
+    for directory, _, names in os.walk(source):
+        inside = os.path.relpath(directory, source)
+        for name in names:
+            if (inside, name) == (os.curdir, BASE_STATE) or inside == EVENTS_DIR and EVENT_NAME.match(name):
+                continue
+            try:
+                with open(os.path.join(directory, name), "rb") as handle:
+                    data = handle.read()
+            except OSError as error:
+                raise InputError(f"cannot read: {error.strerror}", location=Location(os.path.join(directory, name))) from None
+            into = os.path.normpath(os.path.join(target, inside))
+            try:
+                os.makedirs(into, exist_ok=True)
+            except OSError as error:
+                raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(into)) from None
+            _write_if_changed(os.path.join(into, name), data)
+
+
 def is_bundle(data: bytes) -> bool:
     try:
-        first = orjson.loads(data.split(b"\n", 1)[0])
+        first = load_json(data.split(b"\n", 1)[0])
     except orjson.JSONDecodeError:
         return False
     return isinstance(first, dict) and "kind" not in first and "agent" in first
@@ -150,6 +175,6 @@ def _write_if_changed(path: str, line: bytes) -> None:
 
 def _same_json(old: bytes, new: bytes) -> bool:
     try:
-        return orjson.loads(old) == orjson.loads(new)
+        return load_json(old) == load_json(new)
     except orjson.JSONDecodeError:
         return False

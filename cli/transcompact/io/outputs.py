@@ -15,6 +15,6 @@ def write_output(path: str | os.PathLike, data: bytes | jsondata.Lines, read_fro
     `read_from`, else as a file (a conversation converted to another format is one file).
     `durable`: as `files.write_file`'s."""
     if isinstance(data, bytes) and is_conversation(read_from) and is_bundle(data):
-        write_conversation(path, data)
+        write_conversation(path, data, read_from)
     else:
         write_file(path, data, durable=durable)

@@ -327,12 +327,15 @@ def _answer_calls(t: Transcript, fixes: list[Fix]) -> Transcript:
     if t.dialect == "openai":
         return _answer_openai_calls(t, fixes)
     messages = t.messages
-    turn_end = {i: turn.indices[-1] for turn in turns(messages) for i in turn.indices}
-    results: dict[int, list[ToolResult]] = {}  # the results to add after the turn that ends at a message
+    if adapter(t).answers_each_message:  # right after the call's message, where the agent has its results
+        answer_after = list(range(len(messages)))
+    else:
+        answer_after = [turn.indices[-1] for turn in turns(messages) for _ in turn.indices]
+    results: dict[int, list[ToolResult]] = {}  # the results to add after a message
     for i, call in unanswered_calls(stood_in(t).messages):  # the calls' ids, an unread message's from its view
-        if turn_end[i] == len(messages) - 1 and _waits_on_server_tool(messages[-1]):
+        if answer_after[i] == len(messages) - 1 and _waits_on_server_tool(messages[-1]):
             continue  # a message after it would split the server call from its result (A3)
-        results.setdefault(turn_end[i], []).append(ToolResult(call.id, MISSING_RESULT, True))
+        results.setdefault(answer_after[i], []).append(ToolResult(call.id, MISSING_RESULT, True))
         fixes.append(Fix("A2", f"added a tool_result {MISSING_RESULT} (is_error) for tool_use {call.id}", i, messages[i].line))
     out = []
     for i, m in enumerate(messages):

@@ -20,6 +20,7 @@ class GeminiFormat(Format):
     # Gemini CLI 0.61 records each tool result twice and sends both (the agents' issue): check and
     # repair do not count its own copy as a second answer (check.results_twice).
     results_twice = True
+    answers_each_message = True  # a record holds its calls' results: they follow its model turn
     detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
     rewrites_lines, unrecorded_messages = staticmethod(reader.rewrites_lines), staticmethod(reader.unrecorded_messages)
 

@@ -273,9 +273,10 @@ def call_results(call: dict) -> tuple[ToolResult, ...]:
 def write_results(blocks: list[ToolResult], call: dict, names: dict[str, str]) -> Any:
     """Changed results put back into their call the way the agent records them: a functionResponse
     part each (whose `response.output` takes the new text, and `name` the name of the call it
-    answers) and the other parts it had; the call's own result alone stays a string if it was one."""
+    answers) and the other parts it had; the call's own result alone stays a string if it was one
+    (not an error: a string is sent as the output)."""
     old = call.get("result")
-    if isinstance(old, str) and len(blocks) == 1:
+    if isinstance(old, str) and len(blocks) == 1 and not blocks[0].is_error:
         return _result_string(blocks[0])
     out: list[Any] = []
     for block in blocks:
@@ -489,12 +490,22 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
     added: dict[int, list[Message]] = {}  # new messages, by the entry of the message before them
     folded: dict[int, list[ToolResult]] = {}
     last = -1
+    folds = False  # whether results added after the message before go into its record's calls
     for message in messages:
         origin = message.origin
         if isinstance(origin, _Origin):
-            turns.setdefault(origin.entry, {})[origin.turn] = message.blocks
-            last = origin.entry
-        elif message.role == USER and message.blocks and all(isinstance(b, ToolResult) for b in message.blocks) and last >= 0:
+            blocks = message.blocks
+            rest: tuple[Block, ...] = ()
+            if origin.turn == "results":
+                # The calls hold the results the turn opens with; what follows them (a placeholder repair
+                # left, a text an operation added) is a user record of its own right after the record.
+                head = next((k for k, b in enumerate(blocks) if not isinstance(b, ToolResult)), len(blocks))
+                blocks, rest = blocks[:head], blocks[head:]
+                if rest:
+                    added.setdefault(origin.entry, []).append(Message(USER, rest))
+            turns.setdefault(origin.entry, {})[origin.turn] = blocks
+            last, folds = origin.entry, not rest
+        elif message.role == USER and message.blocks and all(isinstance(b, ToolResult) for b in message.blocks) and folds:
             folded.setdefault(last, []).extend(cast("tuple[ToolResult, ...]", message.blocks))  # each is one: all() above
         else:
             added.setdefault(last, []).append(message)

@@ -5,8 +5,10 @@ Before the V1 SDK, OpenHands kept a conversation as a stream of events serialise
 cause?, action | observation, args | content + extras, tool_call_metadata?, llm_metrics?}`. They
 are found as a JSON array of such events (`tests/runtime/trajs/*.json`) or under `history` in an
 evaluation output (`evaluation/.../output.jsonl`: JSON Lines, one run a line, each
-`{instance_id, instruction, metadata, history, metrics, error, …}`). A file of several runs is
-read one run at a time: `--messages-path N.history` picks the run on line N + 1.
+`{instance_id, instruction, metadata, history, metrics, error, …}`; a resolver's is one issue a
+line, its history holding entries besides events, which are left out). A file of one run is read
+as it is; one of several is read one run at a time: `--messages-path N.history` picks the run on
+line N + 1.
 
 The messages are rebuilt the way the V0 `CodeActAgent` built them (`StateTracker`'s history
 filter, `View.from_events`, then `ConversationMemory.process_events`), as far as the stream
@@ -119,17 +121,23 @@ def find_events(parsed: Parsed, messages_path: str | None) -> list[dict] | None:
     path = split_path(messages_path)
     node = _runs(parsed)
     if path is None:
-        if isinstance(node, dict):
-            node = node.get(HISTORY)
+        if isinstance(node, dict):  # one run: an evaluation's, or a resolver's issue
+            return _history_events(node.get(HISTORY))
         return node if _is_event_list(node) else None
+    if path[:1] == (0,) and isinstance(node, dict):
+        node = [node]  # a file of one run (one line, read as a document) holds run 0 as well
     for key in path:
         try:
             node = node[key]
         except (KeyError, IndexError, TypeError):
             return None  # not this format: the formats after it say what is missing
-    # Asked for by path: a history may hold entries besides events (a resolver's notes); the events are read.
-    if isinstance(node, list) and all(isinstance(v, dict) for v in node) and any(is_event(v) for v in node):
-        return [v for v in node if is_event(v)]
+    return _history_events(node)
+
+
+def _history_events(history: Any) -> list[dict] | None:
+    """The events of a run's history, which may hold entries besides them (a resolver's notes)."""
+    if isinstance(history, list) and all(isinstance(v, dict) for v in history) and any(is_event(v) for v in history):
+        return [v for v in history if is_event(v)]
     return None
 
 
@@ -237,7 +245,8 @@ def _response_message(metadata: dict) -> dict:
 
 def _tool_calls(response: dict) -> tuple[ToolCall, ...]:
     calls = []
-    for call in response.get("tool_calls") or ():
+    listed = response.get("tool_calls")
+    for call in listed if isinstance(listed, list) else ():
         if isinstance(call, dict):
             function = _fields(call, "function")
             calls.append(ToolCall(_string(call.get("id")), _string(function.get("name")),
@@ -340,7 +349,8 @@ def messages_of(view: list[dict]) -> list[Message]:
         added = _action(event, pending) if "action" in event else _observation(event, results)
         for response_id, message in list(pending.items()):
             if all(call.id in results for call in message.tool_calls):
-                added += [message, *(results.pop(call.id) for call in message.tool_calls)]
+                # A response that names a call id twice has its one result once (the agent's own pop would fail).
+                added += [message, *(results.pop(call_id) for call_id in dict.fromkeys(c.id for c in message.tool_calls))]
                 del pending[response_id]
         messages += added
     return _separated(messages)

@@ -20,6 +20,8 @@ class PiFormat(Format):
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
+    answers_each_message = True
+    reload = staticmethod(reader.reload)
 
     def check_log(self, transcript: Transcript, path: str | None) -> list[Violation]:
         from .rules import check_log

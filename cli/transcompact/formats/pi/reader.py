@@ -74,7 +74,7 @@ NAME = "pi"
 DESCRIPTION = "pi coding-agent session (JSON Lines: a `session` header, then entries with id / parentId)"
 LINES = True  # a line is what a rewrite changes, keeps or removes
 
-UNSENT_STOP_REASONS = frozenset({"error", "aborted"})
+UNSENT_STOP_REASONS = ("error", "aborted")  # a tuple: `in` compares, so a `stopReason` of any JSON type may be asked
 REDACTED_THINKING = "[Reasoning redacted]"  # the text pi stores for a redacted_thinking block (pi-ai anthropic.ts)
 # What pi wraps around the other summaries it sends (messages.ts).
 BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
@@ -287,7 +287,8 @@ def _derived(role: str, text: str, raw: Any, record: int) -> Message:
     return Message(role, (block,), raw=raw, line=record + 1, origin=_Origin(record, (block,), (text,), True, False))
 
 
-def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> Message | None:
+def _read_entry(index: int, value: dict, compaction: int | None, name: str,
+                listed: frozenset[tuple[str, str]] = frozenset()) -> Message | None:
     kind = _entry_type(value)
     where = f"line {index + 1}"
     if kind == "compaction":
@@ -327,8 +328,10 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> M
                 raise ShapeError(f"{where}: a toolResult's `toolCallId` must be a string, not {kind_of(call_id)}")
             blocks, items, string = _content(message.get("content", []), where)
             is_error = message.get("isError")
-            # One text block reads as a string, as a result an operation makes is: they compare equal.
+            # One text block reads as a string, as a result an operation makes is: they compare equal
+            # (but for one `listed` as a block: `reload`).
             one_text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is Text else None
+            one_text = None if (call_id, one_text) in listed else one_text
             # `isError: false` reads as no flag, as the results operations make have: pi writes it on every result.
             result = ToolResult(call_id, blocks if one_text is None else one_text, True if is_error is True else None)
             return Message(USER, (result,), raw=message, line=index + 1,
@@ -344,18 +347,27 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str) -> M
     return None  # a role pi does not send
 
 
-def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
+def read(parsed: Parsed, messages_path: str | None = None, listed: frozenset[tuple[str, str]] = frozenset()) -> Transcript:
+    """`listed`: the (call id, text) of results that read as one text block, not as a string."""
     records = parsed.records or []
     version = version_of(records)
     path = find_path(records, version)
     order, compaction = active_entries(records, path, version)
     messages = []
     for index in order:
-        message = _read_entry(index, records[index][1], compaction, parsed.name)
+        message = _read_entry(index, records[index][1], compaction, parsed.name, listed)
         if message is not None:
             messages.append(message)
     source = SessionSource(records, version, path, compaction, frozenset(m.origin.record for m in messages), parsed.bom)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def reload(parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
+    """The post-condition's reading of what a rewrite wrote of `written`: a result it made one text
+    block (prune keeps the shape of a result of several blocks) reads as that block, not a string."""
+    listed = frozenset((b.tool_call_id, b.content[0].text) for m in written.messages for b in m.tool_results
+                       if not isinstance(b.content, str) and len(b.content) == 1 and type(b.content[0]) is Text)
+    return read(parsed, messages_path, listed)
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -382,9 +394,10 @@ def _own_piece(message: Message, parts: list[tuple[Block, ...]]) -> int | None:
     origin: _Origin = message.origin
     read_as = origin.blocks[0] if len(origin.blocks) == 1 and isinstance(origin.blocks[0], ToolResult) else None
     for k, part in enumerate(parts):
-        if read_as is not None and isinstance(part[0], ToolResult) and part[0].tool_call_id == read_as.tool_call_id:
+        first = part[0] if part else None
+        if read_as is not None and isinstance(first, ToolResult) and first.tool_call_id == read_as.tool_call_id:
             return k
-        if read_as is None and not isinstance(part[0], ToolResult):
+        if read_as is None and not isinstance(first, ToolResult):
             return k
     return None
 
@@ -392,7 +405,7 @@ def _own_piece(message: Message, parts: list[tuple[Block, ...]]) -> int | None:
 def _written_entry(blocks: tuple[Block, ...], value: dict, origin: _Origin | None) -> dict:
     """A message entry holding `blocks` (one piece), in the envelope of `value` (its own, or a template)."""
     pi_message = dict(value["message"])
-    result = blocks[0]
+    result = blocks[0] if blocks else None
     if isinstance(result, ToolResult):
         content = (Text(result.content),) if isinstance(result.content, str) else result.content
         read_blocks = origin.blocks[0].content if origin is not None and isinstance(origin.blocks[0], ToolResult) else ()
@@ -562,7 +575,8 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
             claimed.add(origin.record)
             last_record = origin.record
             continue
-        parts = pieces(message.blocks)
+        # A reply left with no block (the last one may be) keeps its entry, holding none.
+        parts = pieces(message.blocks) or ([()] if message.role == ASSISTANT else [])
         own = _own_piece(message, parts)
         kept_as_read = own is not None and parts[own] == origin.blocks
         if not origin.writable and not kept_as_read:
@@ -582,19 +596,37 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
             raise ShapeError(f"line {index + 1}: pi makes this message from its entry; it cannot be dropped")
 
     parents = _relink(source, dropped, inserted)
+    kept_from = _kept_from_the_next(source, dropped)
     out: list[Rewritten] = []
     for index, (line, value) in enumerate(records):
         if index not in dropped:
-            if index in contents or index in parents:
+            if index in contents or index in parents or index in kept_from:
                 value = contents[index] if index in contents else value
                 if index in parents:
                     value = {**value, "parentId": parents[index]}
+                if index in kept_from:
+                    value = {**value, "firstKeptEntryId": kept_from[index]}
                 line = dumps(value, indent=False)
             out.append((line, value, index))
         out.extend((dumps(new, indent=False), new, None) for new in inserted.get(index, ()))
     if source.version >= 2 and source.path and source.path[-1] in dropped:
         _keep_the_messages_on_the_leafs_path(out, claimed, source, transcript.name)
     return out
+
+
+def _kept_from_the_next(source: SessionSource, dropped: set[int]) -> dict[int, str]:
+    """The active compaction's new `firstKeptEntryId` (by its record) when the entry it names is
+    dropped: the next entry on the path that stays, so that pi keeps what it kept but that entry
+    (version 1 names a line by its place, which the next line then has)."""
+    if source.version < 2 or source.compaction is None:
+        return {}
+    records, path = source.records, source.path
+    at = path.index(source.compaction)
+    start = first_kept(records, path, at, source.version)
+    if start is None or path[start] not in dropped:
+        return {}
+    after = next((records[i][1]["id"] for i in path[start:at] if i not in dropped and isinstance(records[i][1].get("id"), str)), None)
+    return {source.compaction: after} if after is not None else {}
 
 
 def _keep_the_messages_on_the_leafs_path(out: list[Rewritten], claimed: set[int],
