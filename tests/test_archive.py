@@ -395,3 +395,18 @@ def test_expand_undoes_compact_on_the_corpus(path):
                             "originals.jsonl").records
     assert len(records) == (out != data)
     assert expand(out, records, str(path)).data == data  # byte for byte, whatever the format
+
+
+def test_a_message_that_is_a_number_is_archived_as_it_is(tmp_path):
+    """A legacy Gemini chat whose messages hold a 0 (a hand edit, a fuzz find): `prune --archive`
+    took any value that was no object, list, string or null for a message's bytes (exit 70)."""
+    chat = json.loads((FIXTURES / "gemini/session-2025-12-16T23-47-b4f17607.json").read_bytes())
+    chat["messages"][1]["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] = "x" * 9000
+    chat["messages"].insert(2, 0)
+    source = tmp_path / "chat.json"
+    source.write_bytes(json.dumps(chat, indent=2).encode())
+    pruned = run_cli("prune", "-q", "--archive", tmp_path / "archive.jsonl", "--keep-last", "0", source)
+    assert pruned.exit_code == 0, pruned.stderr
+    (tmp_path / "pruned.json").write_bytes(pruned.stdout_bytes)
+    expanded = run_cli("expand", "-q", "--archive", tmp_path / "archive.jsonl", tmp_path / "pruned.json")
+    assert expanded.exit_code == 0 and expanded.stdout_bytes == source.read_bytes()

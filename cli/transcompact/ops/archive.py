@@ -177,6 +177,8 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterator[Record]:
+    import msgspec
+
     from ..core.jsondata import nested_value, parse
 
     path = transcript.source.path  # where the document holds the messages (its source says)
@@ -185,7 +187,7 @@ def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterato
     if len(old_messages) != len(new_messages):
         raise ValueError("the pruned output has another number of messages: it is not prune's output")
     for index, (old, new) in enumerate(zip(old_messages, new_messages)):
-        if not isinstance(old, (dict, list, str)) and old is not None:  # a message's own bytes (formats._document.read_quickly)
+        if isinstance(old, msgspec.Raw):  # a message's own bytes (formats._document.read_quickly); a 0 is a 0
             old = nested_value(bytes(old), 1)
         if orjson.dumps(old) != orjson.dumps(new):  # as written: numbers kept as text compare by their text
             yield Record("message", **run, path=tuple(path), message=index, original=old, tool_call_ids=_tool_call_ids(old))
