@@ -1,6 +1,6 @@
 """What the least a command could do costs: `python bench/floors.py estimate|prune FILE`.
 
-Each is the design issue 28 asks for, at its barest, with none of the product around it: click
+Each is the design of a typed decode and a count, at its barest, with none of the product around it: click
 imported (every command's start-up pays it), the request body read by one typed msgspec decode
 that builds only what a count needs, and the characters counted. `prune` also replaces every
 tool result but the last six with a placeholder, writes the body with the other messages as

@@ -4,16 +4,16 @@ their targets, printed as one table at the end; the exit status is 1 when a targ
 What is measured (each command a fresh process, as a user runs it; times are the best of several
 runs, the runs of the things compared taking turns so that a change of load hits both):
 - `estimate`, `prune` and `compact --emergency` on a 53 MB transcript of 4,000 tool call/result
-  pairs against an orjson load + dump of the same file (issue 16), with the floors of the first
-  two beside them (`floors.py`: each built as issue 28 asks, bare, none of the product around it);
+  pairs against an orjson load + dump of the same file , with the floors of the first
+  two beside them (`floors.py`: each built bare, none of the product around it);
 - `estimate --tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text;
 - `transcompact --help` against `python -c "import click"`;
 - a batch of 1,000 small transcripts through `compact --emergency --jobs 2` against one process
   that reads, orjson-loads, dumps and writes the same files, each as a temporary file renamed
-  over the target as a command writes (issues 14 and 28; writing in place shown for information);
+  over the target as a command writes (writing in place shown for information);
 - the peak memory of `estimate` on the 53 MB transcript, and of every command on a 100,000-line
-  Claude Code log (`claude_code_log.py`; issue 12), as a multiple of the file's size;
-- growth (issues 12 and 16): the three commands on each shape at two or three sizes (tool-call
+  Claude Code log (`claude_code_log.py`), as a multiple of the file's size;
+- growth: the three commands on each shape at two or three sizes (tool-call
   transcripts of 5, 50 and 200 MB, 10,000 and 100,000 tiny messages, a 5 and a 50 MB single text
   block, a 20,000- and a 200,000-line Claude Code log with branches, 1,000 and 10,000 parallel
   tool calls in one message): the time per MB, line or call at each size, and the ratio of the
@@ -240,12 +240,12 @@ def speed(workdir: Path) -> list[Row]:
     del loaded, texts
 
     roundtrip = [PYTHON, "-c", "import orjson, sys; orjson.dumps(orjson.loads(open(sys.argv[1], 'rb').read()))", str(path)]
-    # The floors (bench/floors.py): the least each command could do, built as issue 28 asks, bare.
+    # The floors (bench/floors.py): the least each command could do, built bare.
     floors = {f"floor of {name}": wall_time([PYTHON, str(ROOT / "bench" / "floors.py"), name, str(path)])
               for name in ("estimate", "prune")}
     times = best({"orjson": wall_time(roundtrip), **floors,
                   **{name: wall_time([*TRANSCOMPACT, *args, str(path)]) for name, args in COMMANDS.items()}}, runs(5))
-    targets = {"estimate": 0.8, "prune": 1.3, "compact --emergency": 1.5}  # issue 28
+    targets = {"estimate": 0.8, "prune": 1.3, "compact --emergency": 1.5}
     rows = [ratio_row(f"{name}, {size / MB:.0f} MB transcript", times[name], times["orjson"], target, "orjson load + dump")
             for name, target in targets.items()]
     for name in floors:
@@ -287,7 +287,7 @@ for i, p in enumerate(sorted(pathlib.Path(sys.argv[1]).glob('*.json'))):
 
 
 def batch(workdir: Path) -> list[Row]:
-    """Many small files (issue 14): `compact --emergency --jobs 2` over a directory, against one
+    """Many small files: `compact --emergency --jobs 2` over a directory, against one
     process reading, orjson-loading, dumping and writing the same files; and, for information,
     against that process writing each file as a command does."""
     source = workdir / "batch"
@@ -306,7 +306,7 @@ def batch(workdir: Path) -> list[Row]:
     # Five rounds: a small file's write costs what the disk makes of it at the moment.
     times = best({"ours": wall_time(ours), "baseline": wall_time(baseline), "atomic": wall_time(atomic)}, runs(5))
     name = f"batch of {BATCH_FILES:,} files, compact --emergency --jobs 2"
-    # The target is held against the baseline that writes as a command must (issue 28); the one
+    # The target is held against the baseline that writes as a command must; the one
     # that empties each file in place is shown for information.
     row = ratio_row(name, times["ours"], times["atomic"], 1.5, "one orjson process, temporary file + rename")
     if row.value is not None:

@@ -98,7 +98,7 @@ class NpmAgent:
             pytest.fail(str(error))
 
 
-# The judges, each pinned to the release the resume tests were written against (validity.md, agents.md).
+# The judges, each pinned to the release the resume tests were written against (docs/formats.md names them).
 # The JavaScript release of Claude Code needs none of its optional packages (sharp, for images); from
 # 2.1.113 on, the package installs a native binary instead. Codex's JavaScript launcher runs the native
 # binary of its platform package, an optional one.

@@ -148,7 +148,7 @@ def _time(entry: dict) -> float:
 
 def claude_code_resume(data: bytes) -> list[tuple[str, list[dict]]]:
     """The API messages `claude --resume` sends, as (role, the log lines they came from), rebuilt the
-    way Claude Code's loader does (validity.md §3.2): a Map by uuid, the leaf with the newest
+    way Claude Code's loader does (docs/design.md §6.2): a Map by uuid, the leaf with the newest
     timestamp, the parentUuid walk up to null, then every assistant line of the file sharing a
     `message.id` with one on the chain, and their tool_result lines, put back after it
     (recoverOrphanedParallelToolResults); from the last compact_boundary on, system lines

@@ -1,4 +1,4 @@
-"""Exit status and error shape of the command line (`design.md` §4), one test per case.
+"""Exit status and error shape of the command line (docs/design.md §4), one test per case.
 
 Each error must end with its exit status and one line `transcompact: error: ...` on stderr (and a
 `hint:` line where there is one), never a traceback.
@@ -334,10 +334,10 @@ def test_the_option_marker_spells_a_setting_for_each_reader():
     assert error.args == (str(error),) and "\ue000" not in repr(error)
 
 
-# Messages that name a flag in the library, left to the refactoring of these modules (issue 13):
+# Messages that name a flag in the library, left to the refactoring of these modules:
 # they should say `option(...)` instead. Remove each pair when its message is changed.
 LEFT = {
-    ("ops/checkpoint.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
+    ("ops/checkpoint/layout.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
     # What a report says of how it was made (its notes, the reason for the emergency mode), which
     # `estimate` and `compact` print as they are:
     ("ops/compact.py", "--emergency"), ("ops/compact.py", "--force"), ("counting/counter.py", "--calibrate"),
@@ -550,7 +550,7 @@ def test_a_writing_command_refuses_a_format_only_read_with_exit_2_and_leaves_the
 
 
 def test_an_error_names_the_variable_a_value_came_from(monkeypatch):
-    """TRANSCOMPACT_* settings are named as such: the user set no flag (issue 26)."""
+    """TRANSCOMPACT_* settings are named as such: the user set no flag."""
     long = str(FIXTURES / "anthropic/long-session.json")
     monkeypatch.setenv("TRANSCOMPACT_WINDOW", "1000")
     monkeypatch.setenv("TRANSCOMPACT_MAX_OUTPUT", "2000")
@@ -577,7 +577,7 @@ def test_a_model_after_the_table_works_with_its_window():
 
 def test_credentials_in_a_url_are_never_shown(monkeypatch, tmp_path):
     """`ANTHROPIC_BASE_URL=http://user:secret@host`: the messages, the report and the events name
-    the host alone (issue 26)."""
+    the host alone."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://user:secret@127.0.0.1:9")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-shown")
     long = str(FIXTURES / "anthropic/long-session.json")

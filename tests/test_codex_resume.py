@@ -640,7 +640,7 @@ IN_PLACE = [
     ("prune", ["prune", "--hard-clear-after", "2", "-i"], False),
     ("prune-o-onto-it", ["prune", "--hard-clear-after", "2", "-o", "{rollout}"], False),
     ("prune-o-from-a-copy", ["prune", "--hard-clear-after", "2", "-o", "{rollout}"], False),
-    # A target 300 tokens under the session's: pruning alone (some 900 fewer) brings it under (issue 36).
+    # A target 300 tokens under the session's: pruning alone (some 900 fewer) brings it under.
     ("compact-by-pruning-alone", ["compact", "--emergency", "--force", "--threshold", "{threshold}", "-i"], False),
     ("compact", ["compact", "--emergency", "--force", "--keep-recent-tokens", "1500", "-i"], True),
     ("repair", ["repair", "-i"], False),

@@ -226,7 +226,7 @@ def test_without_the_extra_a_plain_batch_works_and_a_scheduler_or_a_url_says_wha
                                           "hint: pip install 'transcompact[dask]'"]
 
 
-# --- what cannot be reached: one line, the right status, no password, no wait (issue 36) ---
+# --- what cannot be reached: one line, the right status, no password, no wait ----------
 
 
 @pytest.mark.parametrize("url, reason", [

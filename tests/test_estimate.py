@@ -207,7 +207,7 @@ def test_pdf_tokens_count_page_objects():
 
 
 def test_calibration_on_the_corpus_logs_is_within_5_percent():
-    """Issue 4's target: the honest (later-half) error of --calibrate on the corpus's Claude Code logs."""
+    """The target: the honest (later-half) error of --calibrate on the corpus's Claude Code logs."""
     from statistics import median
 
     from .conftest import CORPUS

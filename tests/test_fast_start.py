@@ -1,4 +1,4 @@
-"""Heavy imports are lazy (`design.md` §1): `--help` and an offline command never load them.
+"""Heavy imports are lazy (docs/design.md §1): `--help` and an offline command never load them.
 
 Runs the CLI in a fresh interpreter with `-X importtime` and reads the module names it imported.
 """

@@ -554,7 +554,7 @@ def test_an_item_whose_type_is_not_a_string_is_not_sent(tmp_path):
 
 
 def test_compaction_keeps_every_line_before_it_blank_ones_too(tmp_path):
-    """An append-only log changes nothing before what it appends (issue 26: blank lines were dropped,
+    """An append-only log changes nothing before what it appends (blank lines were dropped,
     so every later line moved)."""
     lines = TOOL_LOOP.read_text().splitlines()
     path = tmp_path / TOOL_LOOP.name

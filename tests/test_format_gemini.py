@@ -519,7 +519,7 @@ def test_a_call_id_that_is_no_string_is_a_clear_error(tmp_path):
 
 def test_a_null_among_a_legacy_files_messages_stays_where_it_was(tmp_path):
     """The agent skips it; a rewrite kept every message but it, so prune --archive found another
-    number of messages and stopped with an internal error (issue 26)."""
+    number of messages and stopped with an internal error."""
     document = json.loads((FIXTURES / "gemini" / "session-2025-12-16T23-47-b4f17607.json").read_bytes())
     document["messages"][1]["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] = "buy milk\n" * 500
     document["messages"].insert(1, None)

@@ -195,7 +195,7 @@ def test_a_file_of_several_runs_says_how_many_and_how_to_pick_one(tmp_path):
 
 def test_a_resolver_output_gets_the_hint_too(tmp_path):
     """The resolver's output.jsonl: an issue a line, its history among other fields, some of its
-    entries not events the reader knows (issue 26)."""
+    entries not events the reader knows."""
     run_of = json.loads(OUTPUT.read_bytes())
     issue = {"issue": {"number": 7}, "issue_type": "issue", "git_patch": "", "success": False,
              "history": [*run_of["history"], {"id": 99, "timestamp": "2025-01-01T00:00:00", "message": "done"}]}

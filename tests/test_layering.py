@@ -1,5 +1,5 @@
 """The operations never ask which format they have: a format's own rules reach them through its
-adapter's typed hooks (`formats.adapter.Format`; issues 13 and 27), so that adding a format touches
+adapter's typed hooks (`formats.adapter.Format`), so that adding a format touches
 no operation."""
 
 from __future__ import annotations

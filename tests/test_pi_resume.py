@@ -102,7 +102,7 @@ def resume(pi: list[str], log: bytes, where: Path, standin: Loopback) -> dict:
     project.mkdir(parents=True)
     header, rest = log.split(b"\n", 1)
     log = json.dumps({**json.loads(header), "cwd": str(project)}).encode() + b"\n" + rest  # pi refuses a cwd that is not there
-    session = where / "agent" / "sessions" / "--standin-project--" / "session.jsonl"  # inside sessions/: see agents.md
+    session = where / "agent" / "sessions" / "--standin-project--" / "session.jsonl"  # inside sessions/: pi moves a log lying in the agent dir
     session.parent.mkdir(parents=True)
     session.write_bytes(log)
     standin.answer = Loopback.text(REPLY)

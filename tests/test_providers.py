@@ -202,7 +202,7 @@ def test_a_client_error_is_not_retried(api, name):
     assert len(api.requests) == 1
 
 
-# --- an answer that is not the API's: one line, never a body (issue 36) --------------------
+# --- an answer that is not the API's: one line, never a body --------------------------
 
 
 SERVICE = {"anthropic": "the Anthropic API", "openai": "/v1/chat/completions"}

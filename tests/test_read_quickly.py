@@ -1,4 +1,4 @@
-"""The quick reading of a request body (issue 28): what it reads is what the whole reading reads,
+"""The quick reading of a request body: what it reads is what the whole reading reads,
 it counts the same without building the messages, and it writes back the bytes it did not change."""
 
 from __future__ import annotations

@@ -299,8 +299,8 @@ def test_repair_that_would_add_an_error_writes_nothing(monkeypatch, tmp_path):
 
 
 def test_a_call_answered_twice_is_flagged_and_repair_keeps_the_first_answer():
-    """validity.md O1 (one tool message per tool_call_id), and the Anthropic API's single result
-    for each tool_use: never flagged before (issue 26), and `--to openai` wrote both."""
+    """O1 (one tool message per tool_call_id), and the Anthropic API's single result
+    for each tool_use: never flagged before, and `--to openai` wrote both."""
     call = {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "ls"}}
     anthropic = {"model": "claude-sonnet-4-5", "messages": [
         {"role": "user", "content": "list"}, {"role": "assistant", "content": [call]},

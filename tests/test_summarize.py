@@ -323,7 +323,7 @@ def test_progress_counts_the_chunks(api, monkeypatch):
     assert seen[-1] == (result.chunks, result.chunks)
 
 
-# --- a proxy's page, an answer that is not the API's: one line, exit 4, or compact's fallback (issue 36) ---
+# --- a proxy's page, an answer that is not the API's: one line, exit 4, or compact's fallback ---
 
 
 def provider_flags(api, provider: str) -> list[str]:

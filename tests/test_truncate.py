@@ -1,4 +1,4 @@
-"""Truncation by kind of output (seed 002, Layer 4): `truncate.py`, and `prune --by-kind`, whose
+"""Truncation by kind of output (an earlier design's truncation by kind: docs/design.md §7): `truncate.py`, and `prune --by-kind`, whose
 cuts `expand` undoes like any other prune."""
 
 from __future__ import annotations

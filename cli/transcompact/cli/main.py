@@ -40,7 +40,7 @@ COMMANDS = {
 
 class Group(click.Group):
     """Loads each command when it runs, and turns every error into one line on stderr and its
-    exit status (`design.md` §4)."""
+    exit status (docs/design.md §4)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -127,7 +127,7 @@ class Group(click.Group):
 @contextlib.contextmanager
 def _termination_interrupts() -> Iterator[None]:
     """SIGTERM and SIGHUP end a command as Ctrl-C does: a KeyboardInterrupt, so that a file being
-    written loses its temporary file and the exit status is 130 (`design.md` §4)."""
+    written loses its temporary file and the exit status is 130 (docs/design.md §4)."""
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt

@@ -1,16 +1,16 @@
 """Every default, once: the option dataclasses of the library and the flags of the command line
-read them from here (seed 003's values unless an issue said otherwise). Cheap to import: no
+read them from here (the spec's values unless a later decision changed them: docs/design.md §7). Cheap to import: no
 imports at all, since every command's start-up loads it.
 """
 
-# prune (seed 003, Layer 1)
+# prune (the spec's Layer 1)
 SOFT_TRIM_CHARS = 4000
 HEAD = 1500
 TAIL = 1500
 HARD_CLEAR_AFTER = 6
 KEEP_LAST = 2
 
-# prune --by-kind (seed 002, Layer 4): a result over the cap is cut by the kind of output its tool gives
+# prune --by-kind (an earlier design's truncation by kind): a result over the cap is cut by the kind of output its tool gives
 RESULT_TOKEN_CAP = 4000
 
 # prune in the names of Anthropic's context editing (context_editing.py)
@@ -27,7 +27,7 @@ TOOL_KINDS = {  # tool name, in lower case → kind (truncate.py); any other too
 # reading
 ENCODING_ERRORS = "strict"  # invalid UTF-8 is an input error; "replace" reads it as U+FFFD
 
-# counting (seed 003 TokenEstimator: chars × ratio + 4 per message)
+# counting (the spec's TokenEstimator: chars × ratio + 4 per message)
 RATIO = 0.25
 TOKENIZER = "chars"
 COUNT = "usage"  # anchored on recorded usage when a transcript has it; "content": only what it holds
@@ -37,9 +37,9 @@ TOP = 5
 WINDOW = 200_000
 MAX_OUTPUT = 16_000
 THRESHOLD = 100_000  # a value <= 1 is a fraction of the input budget
-WARN_AT = 0.5  # estimate's `warning` status from this fraction of the threshold (seed 001)
+WARN_AT = 0.5  # estimate's `warning` status from this fraction of the threshold (an earlier design's)
 KEEP_RECENT_TOKENS = 20_000
-KEEP_RECENT_MESSAGES = 0  # the recent window's least number of messages (seed 002 keeps 6, seed 004 10)
+KEEP_RECENT_MESSAGES = 0  # the recent window's least number of messages (the earlier designs kept 6 or 10)
 
 # compact
 KEEP_USER_TOKENS = 4000
@@ -50,7 +50,7 @@ RESULT_CHARS = 2000
 STYLES = ("checkpoint", "narrative")  # the summary's form: the spec's sections, or a prose account
 STYLE = "checkpoint"
 
-# compact's line per file on stderr: a sentence, or seed 002's CI form
+# compact's line per file on stderr: a sentence, or the CI form of an earlier design
 LOG_FORMAT = "human"
 SUMMARY_INPUT_TOKENS = 150_000
 PROVIDER = "anthropic"

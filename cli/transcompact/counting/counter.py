@@ -1,6 +1,6 @@
 """How many tokens a transcript holds, counted on one scale for a whole run (`TokenCounter`).
 
-The content estimate is the spec's estimator (seed 003 `TokenEstimator`): a message costs
+The content estimate is the spec's estimator (`TokenEstimator`, docs/design.md §7): a message costs
 `max(1, int(chars × ratio)) + 4` tokens. What `chars` is for each block is defined by `pieces`
 below and documented in docs/counting.md. `--tokenizer o200k|cl100k` counts the same text with
 tiktoken instead (plus the same 4 per message); `--tokenizer anthropic` asks the Messages API.

@@ -1,5 +1,5 @@
 """What a count needs of a message, read by a typed decoder from the message's bytes without
-building it (issue 28): its role, the sizes of its blocks, and enough of its shape for a
+building it: its role, the sizes of its blocks, and enough of its shape for a
 dialect to be detected. A message is viewed only when everything it holds is a field named
 here, of the type named here: the decoder then has checked all of it (UTF-8, escapes, nesting,
 as the full reading would), and the blocks read later from the same bytes are the ones the

@@ -191,7 +191,7 @@ _AN_OBJECT = re.compile(rb"\s*\{")  # a document that is an object (matched, not
 
 def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | None:
     """A request body (`messages` at the top) read as `read` reads it, without building what a
-    command may never look at (issue 28): each message whose shape `dialects.views` names is left
+    command may never look at: each message whose shape `dialects.views` names is left
     unread, with its view and its bytes, and is written back as those bytes while it is unchanged.
 
     None when the input is anything else, or anything is wrong with it: the whole reading then

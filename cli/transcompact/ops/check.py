@@ -1,4 +1,4 @@
-"""Validity against the providers' rules (`reference/validity.md` §5), with stable rule ids.
+"""Validity against the providers' rules (docs/design.md §5), with stable rule ids.
 
 A… are the Anthropic Messages rules (§5.1, numbered as there), O… the OpenAI Chat Completions
 rules (§5.2), C… the rules `claude --resume` needs of a Claude Code log (§5.4). Anthropic rules
@@ -586,7 +586,7 @@ def _openai(t: Transcript) -> list[Violation]:
 
 
 def added_errors(before: Transcript, after: Transcript, *, same_messages: bool = True) -> list[Violation]:
-    """The errors `after` has that `before` did not: the post-condition of every rewrite (design.md §5).
+    """The errors `after` has that `before` did not: the post-condition of every rewrite (docs/design.md §5).
 
     With `same_messages` (a rewrite that keeps every message in place, like prune) an error is
     new unless the same rule failed at the same message; otherwise (compact) unless the same

@@ -1,7 +1,7 @@
 """The whole pipeline: estimate, prune, cut, summarize, rebuild; with a fallback that needs no model.
 
 The rebuilt transcript is: what the format keeps first (system, tools, leading OpenAI system and
-developer messages), the summary pair of design.md §3, then the recent window, verbatim (but
+developer messages), the summary pair of docs/design.md §3, then the recent window, verbatim (but
 for thinking, removed by default). When the cut split a turn, the summary message also carries,
 verbatim, the request that opened the turn, and the window follows it directly.
 
@@ -103,7 +103,7 @@ class CompactReport:
                 f"{self.messages_before:,} → {counted(self.messages_after, 'message')}")
 
     def ci_line(self) -> str:
-        """The line in seed 002's CI form: `[transcompact:compacted:summary] 60674 → 7144 tokens`."""
+        """The line in the CI form an earlier design gave (docs/design.md §7): `[transcompact:compacted:summary] 60674 → 7144 tokens`."""
         if self.strategy == "none":
             return f"[transcompact:unchanged:none] {self.tokens_before} tokens"
         return f"[transcompact:compacted:{self.strategy}] {self.tokens_before} → {self.tokens_after} tokens"

@@ -1,4 +1,4 @@
-"""Where old history ends and the verbatim recent window begins (seed 003 `find_cut_point`).
+"""Where old history ends and the verbatim recent window begins (the spec's `find_cut_point`: docs/design.md §7).
 
 Walk back from the end, adding up each message's tokens, until the recent part holds
 `keep_recent_tokens` (and at least `keep_recent_messages` messages); then cut at the boundary at

@@ -1,5 +1,5 @@
-"""Compaction events, as the seeds' UIs expect them (seed 002's `ContextCompacted`, seed 003's
-compaction hooks): `compact_start` when a transcript's compaction begins, `compact_end` when it
+"""Compaction events, as the designs the project came from expected them (`ContextCompacted`, the
+spec's compaction hooks: docs/design.md §7): `compact_start` when a transcript's compaction begins, `compact_end` when it
 is over, one JSON object each; `compact --events FILE` writes them as JSON Lines.
 """
 

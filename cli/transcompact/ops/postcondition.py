@@ -1,4 +1,4 @@
-"""The post-condition of every rewrite (`design.md` §5), on the bytes about to be written: they
+"""The post-condition of every rewrite (docs/design.md §5), on the bytes about to be written: they
 read back, as the format and dialect they were written in, as the messages the rewrite made, and
 hold no `check` error the input did not have. Every command that rewrites runs it before it
 writes; a library caller runs it on what `dumps` gave.
@@ -21,7 +21,7 @@ from .check import added_errors
 
 def verified(before: Transcript, after: Transcript, written: bytes | Lines, *, operation: str, messages_path: str | None = None,
              same_messages: bool = True) -> Transcript:
-    """A rewrite may not add a `check` error its input did not have (`design.md` §5).
+    """A rewrite may not add a `check` error its input did not have (docs/design.md §5).
 
     `after` is the rewritten transcript and `written` the bytes `dumps` made of it: they are read
     again as the format and dialect they were written in, must give back the messages of `after`,

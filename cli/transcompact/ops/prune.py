@@ -1,4 +1,4 @@
-"""Layer 1 of the spec (seed 003): trim and clear old tool results, without a model.
+"""Layer 1 of the spec (docs/design.md §7): trim and clear old tool results, without a model.
 
 Tool-result messages are counted from the end. The last `keep_last` are protected. Those older
 than the last `hard_clear_after` become the placeholder. Any other result longer than

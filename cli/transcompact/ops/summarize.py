@@ -1,4 +1,4 @@
-"""Layer 2 of the spec (seed 003): a structured checkpoint summary of the old part, by a model.
+"""Layer 2 of the spec (docs/design.md §7): a structured checkpoint summary of the old part, by a model.
 
 What the summarizer sees is the old part as text: user and assistant text, each tool call as its
 name and compact JSON input, each tool result cut to a head and a tail, images and documents as
@@ -43,7 +43,7 @@ from .cut import Cut, find_cut_point
 from .output_errors import result_error_lines
 from .summary_message import find_previous
 
-# The spec's prompts (seed 003), word for word.
+# The spec's prompts (docs/design.md §7), word for word.
 CHECKPOINT_SYSTEM_PROMPT = """You are a conversation summarizer. Output ONLY a structured summary.
 TARGET LENGTH: 800-1200 words. Prioritize precision over completeness.
 
@@ -94,7 +94,7 @@ RULES:
 
 Output ONLY the updated summary."""
 
-# --style narrative: seed 002's narrative strategy and seed 004's free-text summary, as prose.
+# --style narrative: the earlier designs' narrative and free-text summaries, as prose (docs/design.md §7).
 NARRATIVE_SYSTEM_PROMPT = """You are a conversation summarizer. Write a prose account of the conversation so far:
 what the user asked for and why, what was done and decided (and the reasons), what went wrong,
 where things stand and what comes next. Plain paragraphs, no headings and no lists.
@@ -230,7 +230,7 @@ def _mention(block: Image | Document) -> str:
 
 
 def problems(summary: str, style: str = settings.STYLE, conversation: str = "") -> list[str]:
-    """Why a summary is not acceptable (seed 003 `_validate_summary`); empty when it is.
+    """Why a summary is not acceptable (the spec's `_validate_summary`); empty when it is.
 
     A checkpoint needs 2 of its 3 key sections; a narrative has none, so it must name at least
     one of the file paths of the `conversation` it summarizes, when that names any.

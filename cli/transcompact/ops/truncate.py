@@ -1,4 +1,4 @@
-"""Cut a large tool result by what it holds (seed 002, Layer 4: smart tool-result truncation).
+"""Cut a large tool result by what it holds (an earlier design's smart tool-result truncation: docs/design.md §7).
 
 A result over its cap is cut the way its kind of output reads best, and ends with a notice of
 what was omitted (`[... 42 lines / 18340 bytes omitted ...]`):
@@ -26,7 +26,7 @@ from ..core import settings
 KINDS = ("head-tail", "matches", "file", "generic")
 HEAD_LINES = 60  # head-tail: the lines kept at the start …
 TAIL_LINES = 40  # … and at the end
-CHARS_PER_TOKEN = 4  # the cap is in tokens by the chars ÷ 4 estimate, as seed 002's `tool_result_token_cap` is
+CHARS_PER_TOKEN = 4  # the cap is in tokens by the chars ÷ 4 estimate, as that design's `tool_result_token_cap` is
 
 GAP = "[...]\n"  # where the kept head and tail meet, so that they do not read as one text
 _NOTICE = "[... {lines} lines / {bytes} bytes omitted ...]"

@@ -74,7 +74,7 @@ def _iso(milliseconds: int) -> str:
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
                       *, drop_history: bool = False) -> Transcript:
-    """What Claude Code itself writes when it compacts (validity.md §3.3), read back as a transcript.
+    """What Claude Code itself writes when it compacts (docs/design.md §6.3), read back as a transcript.
 
     After the original lines (or instead of them, with `drop_history`): a `compact_boundary`
     line (`parentUuid` null, `logicalParentUuid` the old leaf), a user line with

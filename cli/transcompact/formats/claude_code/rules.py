@@ -1,4 +1,4 @@
-"""Claude Code's part of `check` and `repair`: the rules of the log's lines (validity.md §5.4)."""
+"""Claude Code's part of `check` and `repair`: the rules of the log's lines (docs/design.md §6.4)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ REQUIRED_LINE_FIELDS = ("uuid", "type", "timestamp", "sessionId", "parentUuid")
 
 
 def check_log(t: Transcript, path: str | None) -> list[Violation]:
-    """The C rules of check (validity.md §5.4): what `claude --resume` needs of the log's lines."""
+    """The C rules of check (docs/design.md §6.4): what `claude --resume` needs of the log's lines."""
     source = t.source
     records = source.records
     out: list[Violation] = []
