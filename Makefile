@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint run bench snapshots docs agents clean
+.PHONY: test test-fast lint run bench snapshots docs agents clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,10 @@ $(STAMP): pyproject.toml
 ## Run the whole test suite, a test process per core (corpus tests run when ../shared/corpus is present).
 test: $(STAMP)
 	$(BIN)/pytest -q -n auto
+
+## The inner loop: every test but the slow ones (fuzz, equivalence, growth, the agents' resume, the largest corpus files).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -n auto -m "not slow"
 
 ## Lint, types, and the package's layers (import-linter's contracts in pyproject.toml).
 lint: $(STAMP)

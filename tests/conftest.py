@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,20 @@ LARGE = 1_000_000  # corpus files above this many bytes are marked slow
 def in_ci() -> bool:
     """Whether this run is CI's (`CI=true`, as .ci/run and every common CI service set it)."""
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+# What `make test-fast` leaves out (`-m "not slow"`): the fuzz and equivalence tests, which draw
+# hundreds of examples; the growth tests, which time work at several sizes; the real agents'
+# resume tests; and the corpus's largest files (marked where they are listed, `corpus_files`).
+SLOW_MODULES = {"test_fuzz", "test_read_quickly", "test_properties", "test_claude_resume", "test_codex_resume",
+                "test_gemini_resume", "test_pi_resume"}
+SLOW_NAMES = ("linear", "growth")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if item.module.__name__.rpartition(".")[2] in SLOW_MODULES or any(word in item.name for word in SLOW_NAMES):
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config) -> None:
@@ -113,3 +129,22 @@ def transcompact():
     from .builders import run_cli
 
     return run_cli
+
+
+@pytest.fixture
+def spawned():
+    """`spawn(*args, **popen)`: `python -m transcompact ARGS` in a process of its own, to signal
+    or to wait for. Whatever ends the test (a failed assertion, a deadline missed on a loaded
+    machine), every process it started is ended with it: none is left running."""
+    started: list[subprocess.Popen] = []
+
+    def spawn(*args, **popen) -> subprocess.Popen:
+        process = subprocess.Popen([sys.executable, "-m", "transcompact", *map(str, args)], **popen)
+        started.append(process)
+        return process
+
+    yield spawn
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()

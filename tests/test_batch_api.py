@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -262,29 +261,34 @@ def test_the_custom_ids_are_the_same_in_every_run_and_a_request_is_sent_once(pro
     assert len(first) == 1 and first == second
 
 
-def wait_for(condition, seconds: float = 20) -> None:
+def wait_for(condition, seconds: float = 120) -> None:
+    """Until `condition` holds: what the test waits for is an event, its deadline only the bound of a machine stuck."""
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline
         time.sleep(0.02)
 
 
-def started(args: list[str]) -> subprocess.Popen:
-    """The command in a process of its own (with the provider the test is for), to be killed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
-    env.update(TRANSCOMPACT_POLL_INTERVAL="0.01", TRANSCOMPACT_PROVIDER=os.environ["TRANSCOMPACT_PROVIDER"])
-    return subprocess.Popen([sys.executable, "-m", "transcompact", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env)
+@pytest.fixture
+def started(spawned):
+    """The command in a process of its own (with the provider the test is for), to be killed;
+    ended with the test whatever happens."""
+    def start(args: list[str]) -> subprocess.Popen:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
+        env.update(TRANSCOMPACT_POLL_INTERVAL="0.01", TRANSCOMPACT_PROVIDER=os.environ["TRANSCOMPACT_PROVIDER"])
+        return spawned(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+    return start
 
 
-def test_a_run_killed_after_it_submitted_is_resumed_and_applies_the_results(provider, api, tmp_path):
+def test_a_run_killed_after_it_submitted_is_resumed_and_applies_the_results(provider, api, tmp_path, started):
     dialect = dialect_of(provider)
     directory, state = logs(tmp_path / "logs", dialect), tmp_path / "state.json"
     api.batch_held = True  # the batch runs on and on
     command = started([*BULK, "--resume", str(state), "-i", str(directory)])
     wait_for(lambda: api.batches and state.exists() and any(r.method == "GET" for r in api.requests))
     command.send_signal(signal.SIGTERM)
-    _, stderr = command.communicate(timeout=20)
+    _, stderr = command.communicate(timeout=120)
     assert command.returncode == ExitCode.INTERRUPTED, stderr.decode()
     assert f"run again with --resume {state} to apply their results".encode() in stderr
     assert not [r for r in api.requests if r.route.endswith("/cancel")]  # left running, for the resume
@@ -299,12 +303,12 @@ def test_a_run_killed_after_it_submitted_is_resumed_and_applies_the_results(prov
     assert json.loads(state.read_text())["collected"] == list(api.batches)
 
 
-def test_an_interrupt_without_a_state_file_cancels_the_batch(provider, api, tmp_path):
+def test_an_interrupt_without_a_state_file_cancels_the_batch(provider, api, tmp_path, started):
     api.batch_held = True
     command = started([*BULK, "-i", str(logs(tmp_path / "logs", dialect_of(provider)))])
     wait_for(lambda: api.batches and any(r.method == "GET" for r in api.requests))
     command.send_signal(signal.SIGTERM)
-    _, stderr = command.communicate(timeout=20)
+    _, stderr = command.communicate(timeout=120)
     assert command.returncode == ExitCode.INTERRUPTED, stderr.decode()
     (batch,) = api.batches.values()
     assert batch.canceled and f"canceled batch {batch.id}".encode() in stderr
