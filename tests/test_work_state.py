@@ -1,5 +1,5 @@
 """Where the work stands, one signal at a time, on the shapes the agents write (work_state.py),
-and the checkpoint sections built from them (checkpoint.py)."""
+and the checkpoint sections built from them (ops/checkpoint/)."""
 
 from __future__ import annotations
 
