@@ -5,6 +5,10 @@ operations over the one in-memory model (`estimate`, `prune`, `find_cut_point`, 
 `compact`, `check`, `repair`; `expand` works on the bytes prune wrote), `dump` it to a file
 or `dumps` it to bytes, in the shape it was read in, or `convert` it to a plain request body.
 
+The layers, lowest first (each imports only from those below it): `core`, `io`, `dialects`,
+`formats` and `providers`, `counting`, `ops`, `run`, `cli` (the command line; `__main__` runs it
+as `python -m transcompact`).
+
 The names below are imported on first use, so that `transcompact --help` and every command
 that needs only part of the library start fast (a shell pipeline pays the start-up each call).
 """

@@ -1,2 +1,4 @@
-"""Tokens: the tokenizers and the calibration against a log's recorded usage.
+"""Tokens: `tokenizers` (chars × ratio, tiktoken's, Anthropic's count_tokens), `models` (each
+model's window and reply headroom), `counter` (a transcript's count, each message once, anchored on
+the usage it recorded) and `calibrate` (the fit against a log's recorded usage).
 """

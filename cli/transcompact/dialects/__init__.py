@@ -1,4 +1,6 @@
-"""The two wire shapes of a message (Anthropic and OpenAI), shared by every file format."""
+"""The two wire shapes of a message, shared by every file format: `anthropic` and `openai` (a
+message's blocks read from and written to each), `_shape` (what both check of a value's type),
+`views` (what a command needs of a message without reading it whole)."""
 
 from . import anthropic, openai
 

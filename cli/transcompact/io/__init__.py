@@ -1,3 +1,6 @@
-"""Where transcripts come from and go: files and standard streams (written atomically), URLs
-(fsspec), the inputs of a command (files, directories, globs), OpenHands conversation directories.
+"""Where transcripts come from and go, in the order a run uses them: `inputs` (the files a
+command's arguments name: files, directories, globs), `files` (reading, and writing atomically),
+`urls` (fsspec URLs), `openhands_store` (OpenHands conversation directories), `clashes` (every
+path a run writes, compared with its inputs and each other before anything is written),
+`outputs` (where an output goes: a file or a conversation directory).
 """

@@ -1,4 +1,5 @@
-"""The model services behind the commands that need one, behind one small protocol.
+"""The model services behind the commands that need one, behind one small protocol: `anthropic`
+and `openai` (any OpenAI-compatible endpoint), each built from what this module resolves.
 
 A provider turns (system prompt, user prompt) into text. Each is an official SDK, which retries
 what is worth retrying (connection errors, timeouts, 408, 409, 429, 5xx) with backoff; what still

@@ -1,5 +1,6 @@
-"""Codex CLI's rollouts (`~/.codex/sessions/**/rollout-*.jsonl`): the reader and writer, and
-its rewrites (compaction, injected context).
+"""Codex CLI's rollouts (`~/.codex/sessions/**/rollout-*.jsonl`): `reader` (the reader and
+writer), `rewrites` (compaction, injected context), `thread_store` (Codex's index of a rollout,
+kept true around a rewrite).
 """
 
 from __future__ import annotations

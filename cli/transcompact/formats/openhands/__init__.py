@@ -1,5 +1,5 @@
-"""OpenHands: conversations (event directories or their bundle) with their rules and rewrites,
-and v0 trajectories (read only).
+"""OpenHands: conversations (event directories or their bundle): `reader` (read and written),
+`rules`, `rewrites`; and `v0` trajectories (read only).
 """
 
 from __future__ import annotations
