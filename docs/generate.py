@@ -10,6 +10,8 @@ NAME is one of
 - `commands`: the command list, from `transcompact.cli.main.COMMANDS` (what `transcompact --help` lists);
 - `help COMMAND`: the output of `transcompact COMMAND --help` at 80 columns;
 - `rules`: the table of `transcompact.ops.check.RULES`;
+- `formats-readme` and `formats-detection`: the README's table of the formats and docs/formats.md's,
+  from their registrations (`transcompact.core.format_names.FORMATS`);
 - `models`: the table of `transcompact.counting.models.MODELS`;
 - `errors`: the tree of the error classes `transcompact` exports, with their exit statuses;
 - `console` (or `console SETUP`): a ```console block whose `$ ` lines are kept and run, each
@@ -76,6 +78,32 @@ def rules() -> str:
     return "| rule | what must hold |\n| --- | --- |\n" + rows
 
 
+def _format_cell(text: str) -> str:
+    """A registration's text as one Markdown table cell: it is Markdown already (code spans and
+    all), so only a column break is escaped; a setting it names (`core.errors.option`) is
+    spelled as the command line's flag."""
+    from transcompact.core.errors import _named
+
+    return _named(text, flags=True).replace("|", "\\|")
+
+
+def formats_readme() -> str:
+    """The README's table: what each format is read from, whether it is written, how a compaction is recorded."""
+    from transcompact.core.format_names import FORMATS
+
+    rows = "".join(f"| `{f.name}` | {_format_cell(f.reads)} | {'yes' if f.writes else 'no (`--to` only)'} "
+                   f"| {_format_cell(f.compaction) if f.writes else '—'} |\n" for f in FORMATS)
+    return "| format | reads | writes | a compaction is |\n| --- | --- | --- | --- |\n" + rows
+
+
+def formats_detection() -> str:
+    """docs/formats.md's table: each format, what it is and what detection takes for it, in the order it is tried."""
+    from transcompact.core.format_names import FORMATS
+
+    rows = "".join(f"| `{f.name}` | {_format_cell(f.what)} | {_format_cell(f.detected_by)} |\n" for f in FORMATS)
+    return "| `--format` | what it is | detected by |\n| --- | --- | --- |\n" + rows
+
+
 def models() -> str:
     table = importlib.import_module("transcompact.counting.models").MODELS
     rows = "".join(f"| `{name}` | {window:,} | {max_output:,} |\n" for name, (window, max_output) in table.items())
@@ -105,7 +133,8 @@ def errors() -> str:
 
 def generate(name: str) -> str:
     kind, _, argument = name.partition(" ")
-    makers = {"commands": commands, "rules": rules, "models": models, "errors": errors}
+    makers = {"commands": commands, "rules": rules, "models": models, "errors": errors, "formats-readme": formats_readme,
+              "formats-detection": formats_detection}
     if kind == "help" and argument:
         return help_text(argument)
     if kind in makers and not argument:

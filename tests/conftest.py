@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from transcompact.core.format_names import FORMATS
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 # The shared corpus of real transcripts; TRANSCOMPACT_CORPUS points elsewhere (read once, at import).
@@ -22,6 +24,8 @@ UNSUPPORTED = {
 }
 # Corpus files in a format transcompact reads but does not write (legacy OpenHands event lists).
 READ_ONLY = {"trajectories/openhands-runtime-traj-basic-gui-mode.json"}
+# The formats transcompact reads but does not write, as registered (their fixtures: fixtures/<name>/).
+READ_ONLY_FORMATS = frozenset(registration.name for registration in FORMATS if not registration.writes)
 LARGE = 1_000_000  # corpus files above this many bytes are marked slow
 
 
@@ -32,15 +36,16 @@ def in_ci() -> bool:
 
 # What `make test-fast` leaves out (`-m "not slow"`): the fuzz and equivalence tests, which draw
 # hundreds of examples; the growth tests, which time work at several sizes; the real agents'
-# resume tests; and the corpus's largest files (marked where they are listed, `corpus_files`).
-SLOW_MODULES = {"test_fuzz", "test_read_quickly", "test_properties", "test_claude_resume", "test_codex_resume",
-                "test_gemini_resume", "test_pi_resume"}
+# resume tests (every `test_*_resume` module); and the corpus's largest files (marked where they
+# are listed, `corpus_files`).
+SLOW_MODULES = {"test_fuzz", "test_read_quickly", "test_properties"}
 SLOW_NAMES = ("linear", "growth")
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     for item in items:
-        if item.module.__name__.rpartition(".")[2] in SLOW_MODULES or any(word in item.name for word in SLOW_NAMES):
+        module = item.module.__name__.rpartition(".")[2]
+        if module in SLOW_MODULES or module.endswith("_resume") or any(word in item.name for word in SLOW_NAMES):
             item.add_marker(pytest.mark.slow)
 
 
@@ -90,10 +95,10 @@ def supported_corpus_files(*, read_only: bool = False) -> list:
 
 
 def fixture_files(*, written: bool = False) -> list:
-    """One parameter per shipped fixture; with `written`, only those of formats transcompact writes
-    (Copilot CLI sessions and legacy OpenHands event lists are read only)."""
+    """One parameter per shipped fixture (fixtures/<format>/); with `written`, only those of formats
+    transcompact writes (`READ_ONLY_FORMATS`: Copilot CLI sessions, legacy OpenHands event lists)."""
     return [pytest.param(p, id=str(p.relative_to(FIXTURES))) for p in sorted(FIXTURES.glob("*/*"))
-            if p.is_file() and not (written and p.parent.name in ("copilot", "openhands-v0"))]
+            if p.is_file() and not (written and p.parent.name in READ_ONLY_FORMATS)]
 
 
 @pytest.fixture(autouse=True)

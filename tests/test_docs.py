@@ -65,6 +65,8 @@ def test_the_generated_parts_are_there():
     text = {p.name: p.read_text() for p in PAGES}
     assert "<!-- generated: commands -->" in text["README.md"]
     assert "<!-- generated: rules -->" in text["check.md"]
+    assert "<!-- generated: formats-readme -->" in text["README.md"]  # the formats' tables: their registrations
+    assert "<!-- generated: formats-detection -->" in text["formats.md"]
     assert "<!-- generated: models -->" in text["counting.md"]
     for command in COMMANDS:
         page = text.get(f"{command}.md")

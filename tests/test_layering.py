@@ -1,6 +1,6 @@
-"""The operations never ask which format they have: a format's own rules reach them through its
-adapter's typed hooks (`formats.adapter.Format`), so that adding a format touches
-no operation."""
+"""The operations never ask which format they have, nor import a format's own modules: a format's
+own rules reach them through its adapter's typed hooks (`formats.adapter.Format`), so that adding
+a format touches no operation."""
 
 from __future__ import annotations
 
@@ -41,6 +41,53 @@ def test_the_rule_finds_a_branch(tmp_path):
     sample.write_text('if transcript.format == "claude-code":\n    pass\nif t.format in LINE_FORMATS:\n    pass\n'
                       "x = claude_code.NAME\n")
     assert len(branches(sample)) == 3
+
+
+# What an operation may import of formats/: the registry and the adapter's type; never a format's own module.
+REGISTRY = ("transcompact.formats", "transcompact.formats.adapter")
+FORMAT_MODULES = {p.stem for p in (PACKAGE / "formats").iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
+
+
+def format_imports(text: str, package: str) -> list[str]:
+    """The imports of a format's own module (`transcompact.formats.<format>...`) in `text`, the
+    source of a module of `package`, as `line: module`: imports inside functions and under
+    TYPE_CHECKING too."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[:len(package.split(".")) - node.level + 1] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])])
+            # `from ..formats import claude_code` imports the format's module as a name.
+            targets = [target] + [f"{target}.{alias.name}" for alias in node.names
+                                  if target == "transcompact.formats" and alias.name in FORMAT_MODULES]
+        else:
+            continue
+        found += [f"{node.lineno}: {target}" for target in targets
+                  if target.startswith("transcompact.formats.") and target not in REGISTRY]
+    return found
+
+
+@pytest.mark.parametrize("path", OPERATIONS, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_operation_imports_a_format(path):
+    """An operation reaches a format through the registry and its adapter's hooks, never by
+    importing the format's own modules (its constants, its rules, its rewrites)."""
+    package = ".".join(path.relative_to(PACKAGE.parent).parent.parts)
+    assert format_imports(path.read_text(), package) == []
+
+
+def test_the_rule_finds_an_import_of_a_format():
+    text = ("from ..formats.claude_code.rewrites import COMPACT_PREAMBLE\n"
+            "from ..formats import adapter, codex\n"
+            "from ..formats.adapter import Format\n"
+            "import transcompact.formats.pi.rules\n"
+            "def later():\n    from ..formats.gemini import reader\n")
+    assert format_imports(text, "transcompact.ops") == [
+        "1: transcompact.formats.claude_code.rewrites", "2: transcompact.formats.codex", "4: transcompact.formats.pi.rules",
+        "6: transcompact.formats.gemini"]
+    assert format_imports("from ...formats.pi import rules\n", "transcompact.ops.checkpoint") == ["1: transcompact.formats.pi"]
+    assert format_imports("from ..formats import adapter, loads\nfrom ..formats.adapter import Format\n", "transcompact.ops") == []
 
 
 def test_every_format_is_a_typed_adapter():

@@ -20,7 +20,7 @@ import click
 
 from ..core import settings
 from ..core.errors import ENVIRONMENT_PREFIX, UsageError
-from ..core.format_names import FORMAT_NAMES  # the registry's names (formats.NAMES), without importing every format
+from ..core.format_names import FORMAT_NAMES  # the registered formats' names, without importing any format
 from ..io.files import STDIN
 
 if TYPE_CHECKING:  # the libraries behind the groups, for their types only: loaded when a command runs

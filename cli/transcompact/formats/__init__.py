@@ -1,16 +1,21 @@
-"""The format adapters, in the order detection tries them (most specific first).
+"""The format adapters, a module or package each: `claude_code`, `codex`, `gemini`, `pi`,
+`openhands` (and its `v0`), `copilot`, `jsonl`, `responses`, `anthropic`, `openai`; `adapter`, the
+type each declares, and `_document`, what the request bodies share. Detection tries them in the
+order they are registered (most specific first).
 
-Each format declares one adapter, `FORMAT` in its package or module: a `Format` (adapter.py) with its
-name, description and `lines`; `detect`, `read` and `write` (a log format adds `write_lines`, which
-a rewrite writes without joining; a format transcompact only reads has `writes = False`, and a
-command that would write it stops: `ensure_writable`); what --format and a rewrite's read-back
-take of it (`readable`, `reload`); and the hooks through which the operations reach the format's
-own part of them (its log's rules, a compaction written as its agent writes one, ...), each with a
-default for a format that has none, so that no operation asks which format it has:
+Each format declares one adapter, `FORMAT` in its package or module: a `Format` (adapter.py) with
+its name, description and `lines`; `detect`, `read` and `write` (a log format adds `write_lines`,
+which a rewrite writes without joining; a format transcompact only reads is registered with
+`writes=False`, and a command that would write it stops: `ensure_writable`); what --format and a
+rewrite's read-back take of it (`readable`, `reload`); and the hooks through which the operations
+reach the format's own part of them (its log's rules, a compaction written as its agent writes one,
+...), each with a default for a format that has none, so that no operation asks which format it has:
 `adapter(transcript).check_log(transcript, path)`.
 
-Their names are also in core/format_names.py, which --format takes without importing the readers;
-the registry checks the two agree as it is imported.
+Each format is registered in core/format_names.py (`FORMATS`: its name, its module, whether it
+trims, writes, or writes summaries of its own, and what the documentation says of it), which
+--format takes without importing the readers; `MODULES`, `TRIMMED` and `OWN_SUMMARIES` here are made
+from it, and the registry checks an adapter agrees with its registration as it imports it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from functools import cache
 from typing import Any, Literal
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
-from ..core.format_names import FORMAT_NAMES
+from ..core.format_names import FORMAT_NAMES, FORMATS, REGISTERED, Registration
 from ..core.jsondata import Lines, Parsed, PartialLine, Record, parse, parse_written
 from ..core.model import Transcript
 from ._document import read_quickly
@@ -32,15 +37,14 @@ from .adapter import Format
 # Each format's module, in the order detection tries them: a module is imported when its format is
 # first asked for (a request body read quickly needs its own; detection imports them one by one
 # until one takes the input), so that a command pays only for the formats it meets.
-MODULES = {"claude-code": ".claude_code", "codex": ".codex", "gemini": ".gemini", "pi": ".pi", "openhands": ".openhands",
-           "openhands-v0": ".openhands.v0", "copilot": ".copilot", "jsonl": ".jsonl", "responses": ".responses",
-           "anthropic": ".anthropic", "openai": ".openai"}
-NAMES = tuple(MODULES)
-if NAMES != FORMAT_NAMES:
-    raise ImportError(f"the formats are {NAMES}, core/format_names.py says {FORMAT_NAMES}: make them agree")
+MODULES = {registration.name: registration.module for registration in FORMATS}
+NAMES = FORMAT_NAMES
 # The formats with a trim (`Format.trim`, `lazy_trim`), which `parse` runs before the format is
 # known: only these are imported to read a file of JSON Lines, the others when detection asks.
-TRIMMED = ("claude-code",)
+TRIMMED = tuple(registration.name for registration in FORMATS if registration.trims)
+# The formats whose agent writes a summary of its own into the log (`Format.is_earlier_summary`),
+# which compact looks for in a message alone: `earlier_summary`.
+OWN_SUMMARIES = tuple(registration.name for registration in FORMATS if registration.own_summaries)
 
 
 class _Registry(Mapping[str, Format]):
@@ -56,9 +60,7 @@ class _Registry(Mapping[str, Format]):
             if name not in MODULES:
                 raise KeyError(name)
             found = importlib.import_module(MODULES[name], __name__).FORMAT
-            if (found.trim is not None or found.lazy_trim is not None) != (name in TRIMMED):
-                raise ImportError(f"the {name} format {'has' if name not in TRIMMED else 'lacks'} a trim: "
-                                  "make formats.TRIMMED say so")
+            _agrees(found, REGISTERED[name])
             self._imported[name] = found
         return found
 
@@ -67,6 +69,21 @@ class _Registry(Mapping[str, Format]):
 
     def __len__(self) -> int:
         return len(NAMES)
+
+
+def _agrees(found: Format, registration: Registration) -> None:
+    """Stop at the import of an adapter that its registration (core/format_names.py) misdescribes."""
+    name = registration.name
+    if found.name != name:
+        raise ImportError(f"the adapter of {registration.module} is named {found.name!r}, its registration {name!r}")
+    if (found.trim is not None or found.lazy_trim is not None) != registration.trims:
+        raise ImportError(f"the {name} format {'lacks' if registration.trims else 'has'} a trim: "
+                          f"make its registration say trims={not registration.trims}")
+    if (type(found).is_earlier_summary is not Format.is_earlier_summary) != registration.own_summaries:
+        raise ImportError(f"the {name} format {'lacks' if registration.own_summaries else 'has'} an is_earlier_summary: "
+                          f"make its registration say own_summaries={not registration.own_summaries}")
+    if found.writes != registration.writes:
+        raise ImportError(f"the {name} format's adapter sets writes={found.writes}: its registration says whether it writes")
 
 
 BY_NAME: Mapping[str, Format] = _Registry()
@@ -92,6 +109,16 @@ def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
         return value
 
     return each_trim
+
+
+def earlier_summary(record: Any) -> Format | None:
+    """The format whose agent wrote the message read from `record` (a message's `raw`, or an unread
+    one's `view.record`) as a summary of what came before it (`Format.is_earlier_summary`), or None.
+    Compact asks it of a message alone: only the formats registered with `own_summaries` are asked."""
+    for name in OWN_SUMMARIES:
+        if (fmt := BY_NAME[name]).is_earlier_summary(record):
+            return fmt
+    return None
 
 
 def adapter(transcript: Transcript) -> Format:

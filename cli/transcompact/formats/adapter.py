@@ -5,9 +5,11 @@ the registry (formats/__init__.py) holds and the operations call, never asking w
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ..core.format_names import REGISTERED
 from ..core.summary_text import SummaryText, compose
 
 if TYPE_CHECKING:
@@ -24,10 +26,12 @@ class Format(ABC):
     gets, so that an operation calls it on any transcript; a format that has one overrides it and
     imports its rules or rewrites inside the method, when an operation first asks."""
 
-    name: str  # what --format and `Transcript.format` call it
+    name: str  # what --format and `Transcript.format` call it: its registration's (core/format_names.py)
     description: str  # a line for the user (an input not in the format named)
     lines: bool  # whether a line is the unit a rewrite changes, keeps or removes (else a message of one JSON document)
-    writes: bool = True  # False: transcompact only reads it, and a command that would write it stops (`ensure_writable`)
+    # The rules of its log that `check_log` reports, by id: what must hold (check's table of the
+    # rules, `ops.check.RULES`, and docs/check.md's).
+    rule_texts: Mapping[str, str] = MappingProxyType({})
     results_twice: bool = False  # the agent sends each tool result twice itself: its copy is no second answer (check)
     # A call's results belong right after the message that makes it, not after the assistant turn that
     # message begins (pi answers a call before the next message; a Gemini record holds its calls'
@@ -39,6 +43,12 @@ class Format(ABC):
     # The trim of work that mostly counts (`loads(lazily=True)`): it may keep less of a line of this
     # format (a `PartialLine`, whose rest this format reads from the line's bytes when asked).
     lazy_trim: Callable[[Any], Any] | None = None
+
+    @property
+    def writes(self) -> bool:
+        """False: transcompact only reads the format, and a command that would write it stops
+        (`ensure_writable`). Its registration says (core/format_names.py)."""
+        return REGISTERED[self.name].writes
 
     @abstractmethod
     def detect(self, parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -116,3 +126,27 @@ class Format(ABC):
         """The messages (indices) that no recorded usage counted, though the agent sends them now
         (estimate's anchor counts them on top)."""
         return frozenset()
+
+    def line_id(self, record: Any) -> Any:
+        """What tells a line of the log from the others, of the record the line holds, as it is
+        written (Claude Code's `uuid`); None: the format's lines have none. cut-point names the line
+        the recent window starts at by it (when it is a string); prune's archive tells a line it
+        rewrote from one it removed by it."""
+        return None
+
+    def is_earlier_summary(self, record: Any) -> bool:
+        """Whether the message read from `record` (its `raw`, or an unread message's `view.record`)
+        is a summary the agent wrote of what came before it, its own compaction: compact merges
+        the next summary into it rather than quoting it. It is asked of a message alone, before
+        its format is known (`formats.earlier_summary`): a format that has one is registered with
+        `own_summaries` (core/format_names.py)."""
+        return False
+
+    def earlier_summary_body(self, text: str) -> str:
+        """The summary such a message holds, of its text: what the agent words around it taken off."""
+        return text
+
+    def written_by_agent(self, message: Message) -> bool:
+        """Whether a user message is one the agent wrote in the user's turn itself, whole (a skill's
+        body, a command's expansion, a reminder): never the user's words (compact's checkpoint)."""
+        return False

@@ -3,7 +3,7 @@
 Each line is a session event (`github/copilot-sdk` `nodejs/src/generated/session-events.ts`):
 `{"type", "id", "timestamp", "parentId", "data"}`. Copilot rebuilds its history from these itself
 and its code is closed, so transcompact does not write them: estimate, check, cut-point and
-summarize read them; a command that would write one is refused (`writes`).
+summarize read them; a command that would write one is refused (its registration's `writes`).
 
 The messages are the conversation of the main agent (an event with an `agentId` is a sub-agent's):
 `system.message` a system or developer message; `user.message` a user message, its
@@ -130,7 +130,6 @@ def write(transcript: Transcript) -> bytes:
 
 class CopilotFormat(Format):
     name, description, lines = NAME, DESCRIPTION, LINES
-    writes = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
     detect, read, write = staticmethod(detect), staticmethod(read), staticmethod(write)
 
 

@@ -33,7 +33,7 @@ import contextlib
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -42,7 +42,7 @@ import orjson
 from ..core.errors import InputError, Location, OutputError
 from ..core.jsondata import BOM, kind_of, parse_value
 from ..core.model import Transcript
-from ..formats import rewrites_lines
+from ..formats import adapter, rewrites_lines
 from ..io.files import replaces, write_file
 
 KINDS = ("line", "removed-line", "message", "compaction")
@@ -117,7 +117,7 @@ def records(before: bytes, after: bytes, transcript: Transcript) -> list[Record]
     run = dict(file=transcript.name, pruned_sha256=sha256(after), pruned_bytes=len(after),
                original_sha256=sha256(before))
     if rewrites_lines(transcript):
-        return list(_line_records(before, after, run))
+        return list(_line_records(before, after, run, adapter(transcript).line_id))
     return list(_message_records(transcript, after, run))
 
 
@@ -128,8 +128,10 @@ def compaction_record(before: bytes, after: bytes, name: str) -> list[Record]:
     return [Record("compaction", name, sha256(after), len(after), sha256(before), before.decode("utf-8", "replace"))]
 
 
-def _line_records(before: bytes, after: bytes, run: dict) -> Iterator[Record]:
-    """Prune keeps the order of lines, rewrites some and removes some (never adds one)."""
+def _line_records(before: bytes, after: bytes, run: dict, line_id: Callable[[Any], Any]) -> Iterator[Record]:
+    """Prune keeps the order of lines, rewrites some and removes some (never adds one): a line
+    whose id (`line_id`, the format's: Claude Code's uuid; None for a line of a format without
+    one) is that of the new line in its place was rewritten, any other removed."""
     old_lines, new_lines = before.split(b"\n"), after.split(b"\n")
     j = 0
     for old in old_lines:
@@ -139,7 +141,7 @@ def _line_records(before: bytes, after: bytes, run: dict) -> Iterator[Record]:
             continue
         value = _line_value(old)
         ids = _tool_call_ids(value)
-        if new is not None and _uuid(value) == _uuid(_line_value(new)):
+        if new is not None and line_id(value) == line_id(_line_value(new)):
             old_text, new_text = old.decode(), new.decode()
             head = _common_prefix(old_text, new_text)
             tail = _common_prefix(old_text[head:][::-1], new_text[head:][::-1])
@@ -157,11 +159,6 @@ def _line_value(line: bytes) -> Any:
         return orjson.loads(line.removeprefix(BOM))
     except orjson.JSONDecodeError:
         return None  # a blank line
-
-
-def _uuid(value: Any) -> Any:
-    """What tells the lines of a Claude Code log apart (JSON Lines of messages have none: None)."""
-    return value.get("uuid") if isinstance(value, dict) else None
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -1,8 +1,9 @@
 """Validity against the providers' rules (docs/design.md §5), with stable rule ids.
 
 A… are the Anthropic Messages rules (§5.1, numbered as there), O… the OpenAI Chat Completions
-rules (§5.2), C… the rules `claude --resume` needs of a Claude Code log (§5.4). Anthropic rules
-are checked after merging consecutive same-role messages, as the API does. Rules that only
+rules (§5.2); a format's own rules are its adapter's (`Format.check_log`, their texts
+`Format.rule_texts`: C… the rules `claude --resume` needs of a Claude Code log, §5.4). Anthropic
+rules are checked after merging consecutive same-role messages, as the API does. Rules that only
 matter for a request about to be sent are warnings unless `strict`.
 """
 
@@ -11,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TypeGuard
+from functools import cache
+from typing import Any, TypeGuard
 
 from ..core.model import (
     ASSISTANT,
@@ -37,9 +39,10 @@ from ..core.model import (
     Transcript,
 )
 from ..core.violation import ERROR, WARNING, Violation
-from ..formats import adapter
+from ..formats import adapter, all_formats
 
-RULES = {
+# The providers' rules, by id: what must hold. `RULES` adds each format's own (`rules`).
+PROVIDER_RULES = {
     "A1": "every tool_result answers a tool_use of the assistant message just before it, and one answers each",
     "A2": "every tool_use is answered in the next message, a user message, results first",
     "A3": "server tool calls and their results stay together in one assistant message",
@@ -56,12 +59,28 @@ RULES = {
     "O3": "assistant content is null only beside tool_calls or function_call",
     "O4": "legacy function_call is answered by a function message and not mixed with tool_calls",
     "O5": "roles and content part types are ones the API accepts",
-    "C1": "the file is named <session uuid>.jsonl",
-    "C2": "transcript lines have uuid, type, timestamp, sessionId, parentUuid; uuids are unique",
-    "C3": "the chain from the newest leaf reaches a root or a compact boundary",
-    "C5": "a compact boundary is followed by its isCompactSummary message",
-    "C6": "no isSidechain:true or teamName in the first 64 KB (the session would be hidden)",
 }
+
+
+@cache
+def rules() -> dict[str, str]:
+    """Every rule check reports, by id, and what must hold: the providers', then each format's own
+    (`Format.rule_texts`), in the order detection tries the formats. It imports every format: the
+    table of the rules (`RULES`, docs/check.md's) asks for it, a check never does."""
+    table = dict(PROVIDER_RULES)
+    for fmt in all_formats():
+        for rule, text in fmt.rule_texts.items():
+            if rule in table:
+                raise ValueError(f"rule {rule} of the {fmt.name} format is another rule's id too")
+            table[rule] = text
+    return table
+
+
+def __getattr__(name: str) -> Any:
+    """`RULES`: `rules()`, made when first asked for (it imports every format)."""
+    if name == "RULES":
+        return rules()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")  # used with fullmatch: "$" would let a final newline through
 RESULT_CONTENT_TYPES = (Text, Image, Document)

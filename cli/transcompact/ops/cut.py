@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ..core import settings
 from ..core.model import ASSISTANT, USER, Message, Transcript
 from ..counting.counter import Options, TokenCounter
+from ..formats import adapter
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class Cut:
     recent_tokens: int
     split_turn: bool  # the cut falls inside a turn, before an assistant message
     turn_start: int  # the user message that opened the turn the cut falls in (the index itself when not split)
-    uuid: str | None = None  # Claude Code: the uuid of the first recent line
+    uuid: str | None = None  # the id of the first recent line, in a log whose lines have one (Claude Code: its uuid)
 
     @property
     def old_messages(self) -> int:
@@ -81,7 +82,7 @@ def find_cut_point(transcript: Transcript, keep_recent_tokens: int = settings.KE
     total = sum(tokens)
     cut, split, turn_start = _walk(messages, tokens, keep_recent_tokens, keep_recent_messages)
     recent = sum(tokens[cut:])
-    return Cut(cut, len(messages), total - recent, recent, split, turn_start, _uuid(messages, cut) if cut else None)
+    return Cut(cut, len(messages), total - recent, recent, split, turn_start, _line_id(transcript, cut) if cut else None)
 
 
 def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int], first: int = 0,
@@ -114,13 +115,15 @@ def window_cut(transcript: Transcript, keep_recent_tokens: int, tokens: list[int
         return nothing_old
     index, recent = best
     turn_start = next((j for j in range(index, -1, -1) if starts_turn(messages[j])), index)
-    return Cut(index, len(messages), total - recent, recent, turn_start != index, turn_start, _uuid(messages, index))
+    return Cut(index, len(messages), total - recent, recent, turn_start != index, turn_start, _line_id(transcript, index))
 
 
-def _uuid(messages: tuple[Message, ...], index: int) -> str | None:
-    """The `uuid` of the line the window starts at, in a log whose lines have one (Claude Code)."""
-    raw = messages[index].record if index < len(messages) else None  # an unread message: what its view kept of its line
-    return raw["uuid"] if isinstance(raw, dict) and isinstance(raw.get("uuid"), str) else None
+def _line_id(transcript: Transcript, index: int) -> str | None:
+    """The id of the line the window starts at, in a log whose lines have one (its format's `line_id`)."""
+    if index >= len(transcript.messages):
+        return None
+    found = adapter(transcript).line_id(transcript.messages[index].record)  # an unread message: what its view kept of its line
+    return found if isinstance(found, str) else None
 
 
 def _walk(messages: tuple[Message, ...], tokens: list[int], keep: int, keep_messages: int) -> tuple[int, bool, int]:

@@ -2,8 +2,9 @@
 that the next compaction merges into the summary instead of quoting it: one summary, however
 often it runs.
 
-A previous summary is one of: our summary pair, a Claude Code compact summary (its preamble
-taken off), or an Anthropic `compaction` block (the API ignores everything before it).
+A previous summary is one of: our summary pair, a summary an agent wrote into its log (its
+format's `is_earlier_summary`: a Claude Code compact summary, its preamble taken off), or an
+Anthropic `compaction` block (the API ignores everything before it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from ..core.model import ASSISTANT, USER, Message, Opaque, Text
 from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, parse, text_of
-from ..formats.claude_code.rewrites import COMPACT_PREAMBLE
+from ..formats import earlier_summary
 
 
 @dataclass(frozen=True)
@@ -22,14 +23,14 @@ class Previous:
 
     summary: SummaryText
     covered: frozenset[int]  # its own messages, and for a compaction block every message before it
-    kind: str  # "pair", "claude-code" or "compaction"
+    kind: str  # "pair", "compaction", or the name of the format whose agent wrote it ("claude-code")
 
 
 def is_summary_message(message: Message) -> bool:
     """A message that holds a summary rather than the user's words."""
     if message.role == USER and text_of(message).startswith(SUMMARY_PREFIX):
         return True
-    return isinstance(message.raw, dict) and message.raw.get("isCompactSummary") is True
+    return earlier_summary(message.raw) is not None
 
 
 def compaction_text(message: Message) -> str | None:
@@ -58,9 +59,8 @@ def find_previous(messages: Sequence[Message]) -> Previous | None:
                     and text_of(messages[index + 1].read_apart()).strip() == SUMMARY_ACK):
                 covered.add(index + 1)
             found = Previous(parse(text), frozenset(covered), "pair")
-        elif isinstance(message.raw, dict) and message.raw.get("isCompactSummary") is True:
-            body = text[len(COMPACT_PREAMBLE):] if text.startswith(COMPACT_PREAMBLE) else text
-            found = Previous(parse(body), frozenset({index}), "claude-code")
+        elif (agent := earlier_summary(message.raw)) is not None:
+            found = Previous(parse(agent.earlier_summary_body(text)), frozenset({index}), agent.name)
         elif message.role == ASSISTANT and (content := compaction_text(message)) is not None:
             # Everything before the block is what the API no longer reads; the block's own message stays.
             found = Previous(parse(content), frozenset(range(index)), "compaction")
@@ -69,10 +69,9 @@ def find_previous(messages: Sequence[Message]) -> Previous | None:
 
 def _may_be_summary(message: Message) -> bool:
     """False for an unread message whose view rules out a summary: it holds no user text, is no
-    `isCompactSummary` line, and no compaction block (a view holds none)."""
+    agent's summary (its record says), and no compaction block (a view holds none)."""
     view = message.view
     if view is None:
         return True
-    record = view.record
     return ((message.role == USER and any(size.type is Text for size in view.blocks))
-            or (isinstance(record, dict) and record.get("isCompactSummary") is True))
+            or earlier_summary(view.record) is not None)

@@ -1,10 +1,10 @@
-"""Claude Code's session logs (`~/.claude/projects/*/*.jsonl`): the reader and writer, the
-log's own rules (check, repair), and its rewrites (compaction, UI copies).
+"""Claude Code's session logs (`~/.claude/projects/*/*.jsonl`): `reader` (the reader and writer),
+`rules` (the log's own rules: check, repair), and `rewrites` (compaction, UI copies).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..adapter import Format, LineFix
 from . import reader
@@ -21,6 +21,14 @@ class ClaudeCodeFormat(Format):
     detect, read, reload = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.reload)
     write, write_lines = staticmethod(reader.write), staticmethod(reader.write_lines)
     trim, lazy_trim = staticmethod(reader.linking_fields), staticmethod(reader.viewed_lines)
+    # What `claude --resume` needs of a log (docs/design.md §5.4), checked by rules.py.
+    rule_texts = {
+        "C1": "the file is named <session uuid>.jsonl",
+        "C2": "transcript lines have uuid, type, timestamp, sessionId, parentUuid; uuids are unique",
+        "C3": "the chain from the newest leaf reaches a root or a compact boundary",
+        "C5": "a compact boundary is followed by its isCompactSummary message",
+        "C6": "no isSidechain:true or teamName in the first 64 KB (the session would be hidden)",
+    }
 
     def check_log(self, transcript: Transcript, path: str | None) -> list[Violation]:
         from .rules import check_log
@@ -52,6 +60,22 @@ class ClaudeCodeFormat(Format):
         from .rewrites import view_before_compaction
 
         return view_before_compaction(transcript)
+
+    def line_id(self, record: Any) -> Any:
+        return record.get("uuid") if isinstance(record, dict) else None
+
+    def is_earlier_summary(self, record: Any) -> bool:
+        """The user line of a compaction (`isCompactSummary`), Claude Code's or ours."""
+        return isinstance(record, dict) and record.get("isCompactSummary") is True
+
+    def earlier_summary_body(self, text: str) -> str:
+        from .rewrites import COMPACT_PREAMBLE
+
+        return text[len(COMPACT_PREAMBLE):] if text.startswith(COMPACT_PREAMBLE) else text
+
+    def written_by_agent(self, message: Message) -> bool:
+        """A message whose line is `isMeta` (its first, when the turn has several)."""
+        return isinstance(message.raw, dict) and bool(message.raw.get("isMeta"))
 
 
 FORMAT = ClaudeCodeFormat()

@@ -1,5 +1,5 @@
-"""Gemini CLI's chat recordings (`~/.gemini/tmp/*/chats/*.json[l]`): the reader and writer, and
-its rewrites (compaction, UI copies).
+"""Gemini CLI's chat recordings (`~/.gemini/tmp/*/chats/*.json[l]`): `reader` (the reader and
+writer), and `rewrites` (compaction, UI copies).
 """
 
 from __future__ import annotations

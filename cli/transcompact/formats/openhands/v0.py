@@ -41,7 +41,7 @@ the agent renders with its prompt templates, are not read; an LLM-based file edi
 truncation (a setting of the agent's) is not applied; a delegate's own events are read as the
 parent's. Dialect: openai.
 
-Read only (`writes`, as for Copilot CLI sessions): these are records of finished runs, which no
+Read only (its registration's `writes`, as for Copilot CLI sessions): these are records of finished runs, which no
 agent resumes, and a rewritten message has no field to go back to (the stream holds an
 observation's `content`, not the agent's wording of it, nor what it approximates). transcompact
 reads them (estimate, check, cut-point, summarize) and converts them (`--to`); a command that
@@ -396,7 +396,6 @@ def write(transcript: Transcript) -> bytes:
 
 class OpenHandsV0Format(Format):
     name, description, lines = NAME, DESCRIPTION, LINES
-    writes = False  # read only: a writing command refuses it (formats/__init__.py `ensure_writable`)
     detect, read, write, hint = staticmethod(detect), staticmethod(read), staticmethod(write), staticmethod(runs_hint)
 
 

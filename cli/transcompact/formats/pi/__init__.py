@@ -1,5 +1,5 @@
-"""pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): the reader and writer, the session's own
-rules (check, repair), and its rewrites (compaction).
+"""pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): `reader` (the reader and writer), `rules`
+(the session's own rules: check, repair), and `rewrites` (compaction).
 """
 
 from __future__ import annotations

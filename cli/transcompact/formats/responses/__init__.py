@@ -1,4 +1,5 @@
-"""OpenAI Responses API request bodies (`input` items): the reader and writer, and its rewrites.
+"""OpenAI Responses API request bodies (`input` items): `reader` (the reader and writer), and
+`rewrites` (compaction).
 """
 
 from __future__ import annotations
