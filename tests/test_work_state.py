@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from transcompact.core.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult
+from transcompact.formats import BY_NAME
 from transcompact.ops.checkpoint import checkpoint, find_facts, own_words, sections
 from transcompact.ops.output_errors import error_lines
 from transcompact.ops.work_state import DONE, IN_PROGRESS, PENDING, Task, find_work_state
@@ -146,7 +147,9 @@ def test_what_an_agent_injects_is_not_the_users():
                     raw={"type": "user", "isMeta": True, "sourceToolUseID": "toolu_1"})
     observation = Message(USER, (Text("OBSERVATION:\nfile.py:1: x"),), raw={"role": "user", "message_type": "observation"})
     own = Message(USER, (Text("Ship it."),), raw={"type": "user"})
-    facts = find_facts([skill, observation, own], {}, {})
+    claude_code = BY_NAME["claude-code"]  # whose skill messages the agent writes whole (`isMeta`)
+    facts = find_facts([skill, observation, own], {}, {},
+                       injected=lambda message: "" if claude_code.written_by_agent(message) else message.blocks[0].text)
     assert facts.goal == "Ship it."
 
 

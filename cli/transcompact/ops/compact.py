@@ -215,12 +215,20 @@ def _without_injected_context(transcript: Transcript,
     return kept, tuple(settings_stated.items())
 
 
-def _without_agent_lines(transcript: Transcript) -> Callable[[Message], str] | None:
-    """A message's text without the lines the agent wrote in the user's turn (the format's `agent_lines`)."""
-    lines = adapter(transcript).agent_lines(transcript)
-    if not lines:
-        return None
-    return lambda message: "\n".join(b.text for b in message.blocks if isinstance(b, Text) and b.line not in lines)
+def _without_agent_lines(transcript: Transcript) -> Callable[[Message], str]:
+    """A user message's text without what the agent wrote in the user's turn: nothing of a message
+    it wrote whole (the format's `written_by_agent`), none of its lines in another (`agent_lines`)."""
+    format_ = adapter(transcript)
+    lines = format_.agent_lines(transcript)
+
+    def words(message: Message) -> str:
+        if format_.written_by_agent(message):
+            return ""
+        if not lines:
+            return text_of(message)
+        return "\n".join(b.text for b in message.blocks if isinstance(b, Text) and b.line not in lines)
+
+    return words
 
 
 def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: CompactOptions,

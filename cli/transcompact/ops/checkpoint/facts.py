@@ -106,8 +106,10 @@ def own_words(text: str) -> str:
 
 
 def is_user_text(message: Message) -> bool:
+    """A user message that may hold the user's words: not a summary, a trajectory's demonstration
+    or observation (what the agent wrote in the user's turn is the format's: `injected`)."""
     raw = message.raw if isinstance(message.raw, dict) else {}
-    return (message.role == USER and not is_summary_message(message) and not raw.get("isMeta") and not raw.get("is_demo")
+    return (message.role == USER and not is_summary_message(message) and not raw.get("is_demo")
             and raw.get("message_type") != "observation")
 
 
