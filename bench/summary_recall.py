@@ -191,8 +191,8 @@ def compactions(corpus: Path):
 def ours(part, size_tokens: int) -> str:
     """transcompact's emergency summary of the whole part, at `size_tokens` (checkpoint and user words shared)."""
     from transcompact.core.summary_text import compose
-    from transcompact.ops.compact import CompactOptions, summary_text
-    from transcompact.ops.cut import Cut
+    from transcompact.ops.compaction.compact import CompactOptions, summary_text
+    from transcompact.ops.compaction.cut import Cut
 
     end = len(part.messages)
     options = CompactOptions(emergency=True, checkpoint_tokens=size_tokens // 2, keep_user_tokens=size_tokens - size_tokens // 2)
@@ -221,9 +221,9 @@ def task_recall(corpus: Path, keep: int = 2000) -> Recall:
     the facts of the part it drops against its summary."""
     from transcompact.core.summary_text import text_of
     from transcompact.formats import loads
-    from transcompact.ops.compact import CompactOptions, compact
-    from transcompact.ops.summarize import SummaryOptions
-    from transcompact.ops.summary_message import is_summary_message
+    from transcompact.ops.compaction.compact import CompactOptions, compact
+    from transcompact.ops.compaction.summarize import SummaryOptions
+    from transcompact.ops.compaction.summary_message import is_summary_message
 
     recall = Recall()
     for path in sorted(corpus.glob("claude-code/*.jsonl")):
@@ -245,8 +245,8 @@ def worst_growth(corpus: Path) -> float:
     """The largest summary of a second compaction, over the budget of the summary message
     (--checkpoint-tokens + --keep-user-tokens), across the corpus."""
     from transcompact.formats import dumps, loads
-    from transcompact.ops.compact import CompactOptions, compact
-    from transcompact.ops.summarize import SummaryOptions
+    from transcompact.ops.compaction.compact import CompactOptions, compact
+    from transcompact.ops.compaction.summarize import SummaryOptions
 
     worst = 0.0
     for path in sorted(p for p in corpus.glob("*/*") if p.suffix in (".json", ".jsonl")):

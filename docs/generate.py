@@ -9,7 +9,7 @@ A generated part sits between two markers and is rewritten whole:
 NAME is one of
 - `commands`: the command list, from `transcompact.cli.main.COMMANDS` (what `transcompact --help` lists);
 - `help COMMAND`: the output of `transcompact COMMAND --help` at 80 columns;
-- `rules`: the table of `transcompact.ops.check.RULES`;
+- `rules`: the table of `transcompact.ops.validity.check.RULES`;
 - `formats-readme` and `formats-detection`: the README's table of the formats and docs/formats.md's,
   from their registrations (`transcompact.core.format_names.FORMATS`);
 - `models`: the table of `transcompact.counting.models.MODELS`;
@@ -73,7 +73,7 @@ def help_text(command: str) -> str:
 
 
 def rules() -> str:
-    table = importlib.import_module("transcompact.ops.check").RULES
+    table = importlib.import_module("transcompact.ops.validity.check").RULES
     rows = "".join(f"| {rule} | {_cell(text)} |\n" for rule, text in table.items())
     return "| rule | what must hold |\n| --- | --- |\n" + rows
 

@@ -23,8 +23,8 @@ from transcompact.core.model import Opaque, Text, ToolResult, Transcript
 from transcompact.dialects import anthropic as anthropic_wire
 from transcompact.dialects import openai as openai_wire
 from transcompact.formats import dumps, loads
-from transcompact.ops.check import check, errors
-from transcompact.ops.prune import PruneOptions, prune
+from transcompact.ops.pruning.prune import PruneOptions, prune
+from transcompact.ops.validity.check import check, errors
 
 from .conftest import CORPUS, FIXTURES, ROOT
 
@@ -66,7 +66,7 @@ def untouched(before, after, options):
         if m_before.role == "assistant":
             assert m_before.blocks == m_after.blocks
         assert [b for b in m_before.blocks if isinstance(b, Text)] == [b for b in m_after.blocks if isinstance(b, Text)]
-    from transcompact.ops.prune import tool_result_groups
+    from transcompact.ops.pruning.prune import tool_result_groups
 
     groups = tool_result_groups(before)
     for indices in groups[len(groups) - options.keep_last:] if options.keep_last else []:

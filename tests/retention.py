@@ -20,11 +20,11 @@ from transcompact.core.model import ASSISTANT, USER, ToolCall, ToolResult, resul
 from transcompact.core.summary_text import text_of
 from transcompact.counting.counter import TokenCounter
 from transcompact.formats import dumps, loads
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.cut import starts_turn
-from transcompact.ops.prune import PruneOptions, prune
-from transcompact.ops.summarize import SummaryOptions
-from transcompact.ops.summary_message import find_previous, is_summary_message
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.cut import starts_turn
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.compaction.summary_message import find_previous, is_summary_message
+from transcompact.ops.pruning.prune import PruneOptions, prune
 
 KINDS = ("user", "paths", "errors", "commands", "last_state")
 PATH_KEYS = ("path", "file_path", "filename", "notebook_path")
@@ -178,7 +178,7 @@ def measure(path, keep: int):
     old = transcript.messages[: report.cut]
     previous = find_previous(old)
     real = [m for i, m in enumerate(old) if not (previous and i in previous.covered)]
-    from transcompact.ops.checkpoint import is_trajectory
+    from transcompact.ops.compaction.checkpoint import is_trajectory
 
     wanted = facts(real, is_trajectory(real))
     counting = options.counting

@@ -14,11 +14,11 @@ from transcompact.core.errors import InputError
 from transcompact.formats import dumps, loads, rewrites_lines
 from transcompact.formats.claude_code import reader as claude_code
 from transcompact.formats.claude_code import rewrites as claude_code_rewrites
-from transcompact.ops import archive
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.expand import expand
-from transcompact.ops.prune import PruneOptions, prune
-from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.pruning import archive
+from transcompact.ops.pruning.expand import expand
+from transcompact.ops.pruning.prune import PruneOptions, prune
 
 from .builders import claude_log, prune_and_expand, run_cli, session
 from .conftest import FIXTURES, supported_corpus_files

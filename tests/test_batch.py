@@ -248,7 +248,7 @@ def test_a_walk_leaves_a_link_out_of_its_tree(tmp_path):
 def test_a_bug_met_on_one_file_ends_only_that_file(tmp_path, monkeypatch, jobs):
     """Every input gets its outcome and its report line, whatever another file does (
     with --jobs 1 the report had 4 lines for 8 inputs, with --jobs 2 none)."""
-    module = importlib.import_module("transcompact.ops.prune")  # the package's `prune` is the function
+    module = importlib.import_module("transcompact.ops.pruning.prune")  # the package's `prune` is the function
     real = module.prune
 
     def prune(transcript, *args, **kwargs):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from transcompact.core.errors import ExitCode
-from transcompact.ops.summarize import CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT
+from transcompact.ops.compaction.summarize import CHECKPOINT_SYSTEM_PROMPT, UPDATE_SYSTEM_PROMPT
 from transcompact.run.batch_api import AnthropicBatches, OpenAIBatches, custom_id, split
 
 from .builders import run_cli as run

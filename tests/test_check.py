@@ -6,7 +6,7 @@ import pytest
 
 from transcompact.core.model import USER, Message, Text, Transcript
 from transcompact.core.violation import ERROR, WARNING
-from transcompact.ops.check import RULES, check, errors
+from transcompact.ops.validity.check import RULES, check, errors
 
 from .builders import (
     LINEAR,

@@ -1,4 +1,4 @@
-"""The checkpoint's sections as records (ops/checkpoint/layout.py): each section reads back what it
+"""The checkpoint's sections as records (ops/compaction/checkpoint/layout.py): each section reads back what it
 writes, an item alone and under its heading through the Markdown reader, so that a later
 compaction merges an earlier checkpoint whole; and the records agree with one another."""
 
@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact.core.summary_text import quoted
-from transcompact.ops.checkpoint import Facts, checkpoint
-from transcompact.ops.checkpoint.earlier import READERS, merged, sections
-from transcompact.ops.checkpoint.layout import (
+from transcompact.ops.compaction.checkpoint import Facts, checkpoint
+from transcompact.ops.compaction.checkpoint.earlier import READERS, merged, sections
+from transcompact.ops.compaction.checkpoint.layout import (
     COMMANDS,
     COMMITS,
     COMPACTED,
@@ -36,7 +36,7 @@ from transcompact.ops.checkpoint.layout import (
     NotKept,
     Section,
 )
-from transcompact.ops.work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState
+from transcompact.ops.compaction.work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

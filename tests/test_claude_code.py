@@ -14,10 +14,10 @@ from transcompact.core.model import ToolResult
 from transcompact.counting.counter import Options
 from transcompact.formats.claude_code.reader import MICROCOMPACT_PLACEHOLDER
 from transcompact.formats.claude_code.rewrites import append_compaction
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.cut import find_cut_point
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.cut import find_cut_point
+from transcompact.ops.compaction.summarize import SummaryOptions
 from transcompact.ops.estimate import estimate
-from transcompact.ops.summarize import SummaryOptions
 
 from .builders import claude_code_logs
 from .conftest import CORPUS

@@ -337,10 +337,10 @@ def test_the_option_marker_spells_a_setting_for_each_reader():
 # Messages that name a flag in the library, left to the refactoring of these modules:
 # they should say `option(...)` instead. Remove each pair when its message is changed.
 LEFT = {
-    ("ops/checkpoint/layout.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
+    ("ops/compaction/checkpoint/layout.py", "--checkpoint-tokens"),  # the checkpoint's own text (what did not fit), not an error
     # What a report says of how it was made (its notes, the reason for the emergency mode), which
     # `estimate` and `compact` print as they are:
-    ("ops/compact.py", "--emergency"), ("ops/compact.py", "--force"), ("counting/counter.py", "--calibrate"),
+    ("ops/compaction/compact.py", "--emergency"), ("ops/compaction/compact.py", "--force"), ("counting/counter.py", "--calibrate"),
     # What `compact --batch-api` prints while it watches its batches: a progress line, not an error.
     ("run/batch_api.py", "--resume"),
 }

@@ -55,7 +55,7 @@ from click.testing import CliRunner
 from transcompact import check, estimate, loads
 from transcompact.cli.main import cli
 from transcompact.formats.codex.reader import CODEX_SUMMARY_START
-from transcompact.ops.check import errors
+from transcompact.ops.validity.check import errors
 
 from .conftest import CORPUS
 from .npm_agent import CODEX

@@ -12,11 +12,11 @@ from transcompact.core.model import RedactedThinking, Text, Thinking
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code.rewrites import COMPACT_PREAMBLE
-from transcompact.ops.check import check, errors
-from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
+from transcompact.ops.compaction.summary_message import find_previous, is_summary_message
 from transcompact.ops.estimate import estimate
-from transcompact.ops.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
-from transcompact.ops.summary_message import find_previous, is_summary_message
+from transcompact.ops.validity.check import check, errors
 
 from .builders import loads_checked, run_cli
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
@@ -325,7 +325,7 @@ def summaries_in(transcript) -> int:
 def compose_k_times(transcript, keeps, **extra) -> list:
     """compact applied once per window size; each output re-read; the properties of every step."""
     from transcompact.counting.counter import TokenCounter
-    from transcompact.ops.prune import prune
+    from transcompact.ops.pruning.prune import prune
 
     broken = {v.rule for v in errors(check(transcript))}
     steps, current, previous_tokens = [], transcript, None
@@ -381,7 +381,7 @@ def test_a_second_compaction_merges_into_the_first():
 
 
 def test_the_last_state_and_real_errors_only():
-    from transcompact.ops.checkpoint import error_lines
+    from transcompact.ops.compaction.checkpoint import error_lines
 
     source = "def f():\n    raise ValueError('bad')\nclass NotAnError(Exception):\n    pass\n"
     assert error_lines(source, failed=False) == []
@@ -398,7 +398,7 @@ def test_the_last_state_and_real_errors_only():
 
 
 def test_a_here_document_is_kept_as_the_command_that_wrote_it():
-    from transcompact.ops.checkpoint import without_heredoc_bodies
+    from transcompact.ops.compaction.checkpoint import without_heredoc_bodies
 
     body = "\n".join(f"line {i}" for i in range(40))
     written = f"cd /testbed && cat > test_fix.py << 'EOF'\n{body}\nEOF\npython test_fix.py"
@@ -531,7 +531,7 @@ def test_a_hidden_overhead_over_the_target_keeps_the_window_asked_for_and_summar
     """A log whose recorded usage shows more tokens than the target outside what it holds (a system
     prompt and tool schemas that large): no window is small enough, so the window asked for is kept
     and the reason says so, without summarizing the old part again for each smaller window."""
-    import transcompact.ops.compact as compacting
+    import transcompact.ops.compaction.compact as compacting
 
     from .builders import usage_log
 

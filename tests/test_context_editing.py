@@ -11,8 +11,8 @@ import pytest
 
 from transcompact.core.model import Thinking, ToolCall
 from transcompact.formats import loads
-from transcompact.ops.context_editing import context_management, differences
-from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
+from transcompact.ops.pruning.context_editing import context_management, differences
+from transcompact.ops.pruning.prune import PLACEHOLDER, PruneOptions, prune
 
 from .builders import results, run_cli, session, text_of
 

@@ -14,8 +14,8 @@ from transcompact.cli.options import CONVERSION_TARGETS
 from transcompact.core.errors import UsageError
 from transcompact.core.model import ASSISTANT, USER, Text, ToolCall, ToolResult, result_text
 from transcompact.counting.counter import server_compaction
-from transcompact.ops.check import errors
 from transcompact.ops.convert import TARGETS
+from transcompact.ops.validity.check import errors
 
 from .builders import run_cli as run
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files, supported_corpus_files

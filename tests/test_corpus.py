@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from transcompact import check, dumps, loads, repair
 from transcompact.cli.main import cli
 from transcompact.formats import NAMES
-from transcompact.ops.check import errors
+from transcompact.ops.validity.check import errors
 
 from .conftest import CORPUS, UNSUPPORTED, corpus_files, supported_corpus_files
 

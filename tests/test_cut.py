@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from transcompact.core.model import ToolCall, ToolResult
 from transcompact.counting.counter import Options
 from transcompact.formats import loads
-from transcompact.ops.cut import after_complete_round, find_cut_point, starts_turn
+from transcompact.ops.compaction.cut import after_complete_round, find_cut_point, starts_turn
 from transcompact.ops.estimate import estimate
 
 from .builders import loads_checked, session

@@ -55,7 +55,7 @@ def test_offline_check_imports_no_heavy_module(fixture):
     assert path.is_file()
     done, modules = run_with_importtime("check", str(path))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "transcompact.ops.check" in modules  # the command really ran its checks
+    assert "transcompact.ops.validity.check" in modules  # the command really ran its checks
     assert heavy_in(modules) == []
 
 
@@ -63,8 +63,8 @@ def test_offline_check_imports_no_heavy_module(fixture):
 def test_a_plain_rewrite_imports_what_no_flag_of_it_asked_for(command):
     done, modules = run_with_importtime(*command, str(FIXTURES / "anthropic/long-session.json"))
     assert done.returncode == 0, done.stderr[-2000:]
-    flags_only = {"transcompact.ops.archive", "transcompact.run.batch_api", "transcompact.ops.convert", "transcompact.ops.diff",
-                  "transcompact.ops.events", "transcompact.run.cluster"}
+    flags_only = {"transcompact.ops.pruning.archive", "transcompact.run.batch_api", "transcompact.ops.convert", "transcompact.ops.diff",
+                  "transcompact.ops.compaction.events", "transcompact.run.cluster"}
     assert sorted(modules & flags_only) == []
 
 
@@ -110,8 +110,8 @@ def test_the_registry_imports_no_format_rules_or_rewrites():
 
 def test_the_library_exports_resolve_to_functions_not_submodules():
     import transcompact
-    import transcompact.ops.check  # noqa: F401  (the submodule, imported first on purpose)
+    import transcompact.ops.validity.check  # noqa: F401  (the submodule, imported first on purpose)
 
-    assert callable(transcompact.check) and transcompact.check.__module__ == "transcompact.ops.check"
+    assert callable(transcompact.check) and transcompact.check.__module__ == "transcompact.ops.validity.check"
     assert callable(transcompact.estimate) and callable(transcompact.repair) and callable(transcompact.load)
     assert set(transcompact.__all__) <= set(dir(transcompact))

@@ -15,7 +15,7 @@ from transcompact.core.model import Message, Text, Thinking, ToolCall, ToolResul
 from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code import reader as claude_code
 from transcompact.ops.estimate import estimate
-from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
+from transcompact.ops.pruning.prune import PLACEHOLDER, PruneOptions, prune
 
 from .builders import corpus_logs, prompt
 from .conftest import FIXTURES

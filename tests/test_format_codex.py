@@ -22,10 +22,10 @@ from transcompact.core.summary_text import SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage, usage_tokens
 from transcompact.formats import detect
 from transcompact.formats.codex.reader import CODEX_SUMMARY_PREFIX
-from transcompact.ops.check import errors
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.summarize import SummaryOptions
-from transcompact.ops.summary_message import is_summary_message
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.compaction.summary_message import is_summary_message
+from transcompact.ops.validity.check import errors
 
 from .conftest import CORPUS, FIXTURES
 

@@ -14,9 +14,9 @@ from transcompact.core.errors import UnknownFormat, UsageError
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Text, ToolCall, ToolResult
 from transcompact.formats import detect
-from transcompact.ops.check import errors
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.validity.check import errors
 
 from .builders import run_cli as run
 from .conftest import FIXTURES

@@ -17,16 +17,16 @@ from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
 from transcompact.formats import adapter, rewrites_lines
-from transcompact.ops import archive
-from transcompact.ops.check import errors
-from transcompact.ops.compact import CompactOptions, compact
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.compaction.summary_message import is_summary_message
 from transcompact.ops.convert import convert
 from transcompact.ops.estimate import estimate
-from transcompact.ops.expand import expand
-from transcompact.ops.prune import prune
-from transcompact.ops.repair import repair
-from transcompact.ops.summarize import SummaryOptions
-from transcompact.ops.summary_message import is_summary_message
+from transcompact.ops.pruning import archive
+from transcompact.ops.pruning.expand import expand
+from transcompact.ops.pruning.prune import prune
+from transcompact.ops.validity.check import errors
+from transcompact.ops.validity.repair import repair
 
 from .conftest import FIXTURES
 

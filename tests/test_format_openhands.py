@@ -25,11 +25,11 @@ from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.openhands import reader as openhands
 from transcompact.io.openhands_store import is_conversation, read_conversation, write_conversation
-from transcompact.ops.check import errors
-from transcompact.ops.compact import CompactOptions
-from transcompact.ops.prune import PruneOptions
-from transcompact.ops.summarize import SummaryOptions
-from transcompact.ops.summary_message import is_summary_message
+from transcompact.ops.compaction.compact import CompactOptions
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.compaction.summary_message import is_summary_message
+from transcompact.ops.pruning.prune import PruneOptions
+from transcompact.ops.validity.check import errors
 
 from .conftest import FIXTURES
 

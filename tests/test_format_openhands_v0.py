@@ -12,7 +12,7 @@ import pytest
 from transcompact import check, convert, dumps, estimate, loads, repair
 from transcompact.core.errors import ExitCode, UnknownFormat, UsageError
 from transcompact.core.model import Image, Text, ToolCall, ToolResult
-from transcompact.ops.check import errors
+from transcompact.ops.validity.check import errors
 
 from .builders import formula
 from .builders import run_cli as run

@@ -24,11 +24,11 @@ from transcompact.counting.calibrate import recorded_usage, usage_tokens
 from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.pi import reader as pi
-from transcompact.ops.check import errors
-from transcompact.ops.compact import CompactOptions
-from transcompact.ops.postcondition import verified
-from transcompact.ops.summarize import SummaryOptions
-from transcompact.ops.summary_message import is_summary_message
+from transcompact.ops.compaction.compact import CompactOptions
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.compaction.summary_message import is_summary_message
+from transcompact.ops.validity.check import errors
+from transcompact.ops.validity.postcondition import verified
 
 from .conftest import CORPUS, FIXTURES
 

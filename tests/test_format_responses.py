@@ -19,10 +19,10 @@ from transcompact.core.model import Image, Opaque, Text, ToolCall
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
-from transcompact.ops.check import errors
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.summarize import SummaryOptions
-from transcompact.ops.summary_message import is_summary_message
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.compaction.summary_message import is_summary_message
+from transcompact.ops.validity.check import errors
 
 from .conftest import FIXTURES
 

@@ -27,7 +27,7 @@ from transcompact.cli.main import cli
 from transcompact.core.errors import ExitCode, InputError
 from transcompact.core.jsondata import is_blank
 from transcompact.formats import adapter, reload, rewrites_lines
-from transcompact.ops.check import errors
+from transcompact.ops.validity.check import errors
 
 from .conftest import CORPUS
 from .strategies import (
@@ -114,7 +114,7 @@ def test_a_plain_conversation_is_read_in_the_dialect_that_accepts_it(document, d
 
 def test_the_post_condition_judges_the_bytes_written():
     from transcompact.core.errors import PostConditionError
-    from transcompact.ops.postcondition import verified
+    from transcompact.ops.validity.postcondition import verified
 
     before = loads(request_body(model="m", system="s"))
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call

@@ -52,8 +52,8 @@ from transcompact.counting.calibrate import usage_tokens
 from transcompact.counting.counter import Options
 from transcompact.formats import adapter
 from transcompact.formats.gemini.reader import response_text
-from transcompact.ops.check import errors
 from transcompact.ops.estimate import estimate
+from transcompact.ops.validity.check import errors
 
 from .conftest import CORPUS
 from .npm_agent import GEMINI_CLI

@@ -285,7 +285,7 @@ def test_the_layout_of_a_document_is_seen_and_written_again(data, layout):
 
 
 def pruned_log(data: bytes):
-    from transcompact.ops.prune import PruneOptions, prune
+    from transcompact.ops.pruning.prune import PruneOptions, prune
 
     transcript = loads(data)
     return transcript, prune(transcript, PruneOptions(keep_last=0, hard_clear_after=0))[0]
@@ -318,7 +318,7 @@ def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes()
     from transcompact.core.errors import PostConditionError
     from transcompact.core.jsondata import Lines
     from transcompact.formats import written
-    from transcompact.ops.postcondition import verified
+    from transcompact.ops.validity.postcondition import verified
 
     transcript, pruned = pruned_log(claude_log())
     lines = written(pruned)

@@ -86,7 +86,7 @@ def test_the_rule_finds_an_import_of_a_format():
     assert format_imports(text, "transcompact.ops") == [
         "1: transcompact.formats.claude_code.rewrites", "2: transcompact.formats.codex", "4: transcompact.formats.pi.rules",
         "6: transcompact.formats.gemini"]
-    assert format_imports("from ...formats.pi import rules\n", "transcompact.ops.checkpoint") == ["1: transcompact.formats.pi"]
+    assert format_imports("from ....formats.pi import rules\n", "transcompact.ops.compaction.checkpoint") == ["1: transcompact.formats.pi"]
     assert format_imports("from ..formats import adapter, loads\nfrom ..formats.adapter import Format\n", "transcompact.ops") == []
 
 

@@ -43,7 +43,7 @@ from click.testing import CliRunner
 from transcompact import loads
 from transcompact.cli.main import cli
 from transcompact.core.model import ASSISTANT, Image, RedactedThinking, Text, Thinking, ToolCall, ToolResult
-from transcompact.ops.summary_message import is_summary_message
+from transcompact.ops.compaction.summary_message import is_summary_message
 
 from .conftest import CORPUS
 from .loopback import Loopback, count_tokens_of, serve

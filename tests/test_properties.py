@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from transcompact import check, dumps, loads, repair
 from transcompact.core.model import ToolResult
-from transcompact.ops.check import errors
+from transcompact.ops.validity.check import errors
 
 from .builders import loads_checked
 from .strategies import transcripts

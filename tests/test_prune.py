@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from transcompact.cli.main import cli
 from transcompact.core.model import Thinking, ToolCall
 from transcompact.formats import dumps, loads
-from transcompact.ops.prune import PLACEHOLDER, PruneOptions, prune
+from transcompact.ops.pruning.prune import PLACEHOLDER, PruneOptions, prune
 
 from .builders import loads_checked, prompt, properties, results, session, text_of
 from .conftest import FIXTURES, supported_corpus_files
@@ -160,7 +160,7 @@ def test_properties_on_the_corpus(path):
 
 def test_a_rewrite_that_would_add_an_error_writes_nothing(tmp_path):
     from transcompact.core.errors import PostConditionError
-    from transcompact.ops.postcondition import verified
+    from transcompact.ops.validity.postcondition import verified
 
     before = loads(session(rounds=2), "s.json")
     broken = before.with_messages(before.messages[:1] + before.messages[2:])  # a result loses its call

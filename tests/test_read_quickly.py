@@ -18,14 +18,14 @@ from transcompact.dialects.views import _chars
 from transcompact.formats import BY_NAME, adapter, detect, dumps, loads, trim, written
 from transcompact.formats._document import read_quickly
 from transcompact.formats.claude_code.reader import MESSAGE_LINE_FIELDS
-from transcompact.ops.check import check
-from transcompact.ops.compact import CompactOptions, compact
-from transcompact.ops.cut import find_cut_point
+from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.cut import find_cut_point
+from transcompact.ops.compaction.summarize import SummaryOptions
 from transcompact.ops.estimate import estimate
-from transcompact.ops.postcondition import comparable, verified
-from transcompact.ops.prune import PruneOptions, prune
-from transcompact.ops.repair import repair
-from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.pruning.prune import PruneOptions, prune
+from transcompact.ops.validity.check import check
+from transcompact.ops.validity.postcondition import comparable, verified
+from transcompact.ops.validity.repair import repair
 
 from .builders import claude_code_logs
 from .conftest import CORPUS

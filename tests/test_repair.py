@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from transcompact import dumps, loads, repair
 from transcompact.core.model import Transcript
-from transcompact.ops.check import check, errors
+from transcompact.ops.validity.check import check, errors
 
 from .builders import (
     LINEAR,
@@ -288,7 +288,7 @@ def test_repair_that_would_add_an_error_writes_nothing(monkeypatch, tmp_path):
     """The post-condition of every rewrite: were a fix to add an error, nothing is written."""
     import importlib
 
-    module = importlib.import_module("transcompact.ops.repair")
+    module = importlib.import_module("transcompact.ops.validity.repair")
     monkeypatch.setattr(module, "repair", lambda t: (t.with_messages(t.messages[1:]), []))
     target = tmp_path / "out.json"
     result = run("repair", "--format", "anthropic", "-o", str(target), "-", input=dumps(anthropic(user("go"), assistant("ok"), user("more"))))

@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from transcompact.cli.main import cli
 from transcompact.core import settings
 from transcompact.counting.counter import Options
-from transcompact.ops.compact import CompactOptions
-from transcompact.ops.prune import PruneOptions
-from transcompact.ops.summarize import SummaryOptions
+from transcompact.ops.compaction.compact import CompactOptions
+from transcompact.ops.compaction.summarize import SummaryOptions
+from transcompact.ops.pruning.prune import PruneOptions
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cli" / "transcompact"
 NAMES = {name.lower() for name in vars(settings) if name.isupper()} | {"input_tokens", "model", "provider"}

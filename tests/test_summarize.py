@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from transcompact.cli.main import cli
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.formats import loads
-from transcompact.ops.summarize import (
+from transcompact.ops.compaction.summarize import (
     CHECKPOINT_SYSTEM_PROMPT,
     NARRATIVE_SYSTEM_PROMPT,
     NARRATIVE_UPDATE_PROMPT,
@@ -308,7 +308,7 @@ def test_a_claude_code_log_too_large_for_one_call_is_chunked_over_its_summary(ap
 
 
 def test_progress_counts_the_chunks(api, monkeypatch):
-    from transcompact.ops.summarize import SummaryOptions, summarize
+    from transcompact.ops.compaction.summarize import SummaryOptions, summarize
     from transcompact.providers import provider, resolve
 
     seen = []

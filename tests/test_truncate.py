@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from transcompact.cli.main import cli
 from transcompact.formats import dumps, loads, rewrites_lines
-from transcompact.ops import archive
-from transcompact.ops.expand import expand
-from transcompact.ops.prune import PruneOptions, prune
-from transcompact.ops.truncate import CHARS_PER_TOKEN, GAP, KINDS, is_truncated, kind_of, truncate
+from transcompact.ops.pruning import archive
+from transcompact.ops.pruning.expand import expand
+from transcompact.ops.pruning.prune import PruneOptions, prune
+from transcompact.ops.pruning.truncate import CHARS_PER_TOKEN, GAP, KINDS, is_truncated, kind_of, truncate
 
 from .builders import claude_log, loads_checked, properties, prune_and_expand, results, run_cli, session, text_of
 from .conftest import supported_corpus_files

@@ -1,5 +1,5 @@
 """Where the work stands, one signal at a time, on the shapes the agents write (work_state.py),
-and the checkpoint sections built from them (ops/checkpoint/)."""
+and the checkpoint sections built from them (ops/compaction/checkpoint/)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from transcompact.core.model import ASSISTANT, USER, Message, Text, ToolCall, ToolResult
 from transcompact.formats import BY_NAME
-from transcompact.ops.checkpoint import checkpoint, find_facts, own_words, sections
-from transcompact.ops.output_errors import error_lines
-from transcompact.ops.work_state import DONE, IN_PROGRESS, PENDING, Task, find_work_state
+from transcompact.ops.compaction.checkpoint import checkpoint, find_facts, own_words, sections
+from transcompact.ops.compaction.output_errors import error_lines
+from transcompact.ops.compaction.work_state import DONE, IN_PROGRESS, PENDING, Task, find_work_state
 
 from .conftest import CORPUS
 

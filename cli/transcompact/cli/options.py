@@ -25,8 +25,8 @@ from ..io.files import STDIN
 
 if TYPE_CHECKING:  # the libraries behind the groups, for their types only: loaded when a command runs
     from ..counting.counter import Options
-    from ..ops.prune import PruneOptions
-    from ..ops.summarize import SummaryOptions
+    from ..ops.compaction.summarize import SummaryOptions
+    from ..ops.pruning.prune import PruneOptions
     from ..providers import Resolved
     from ..run.batch import Batch, Running
     from ..run.tasks import Reading
@@ -417,7 +417,7 @@ def start_archive(archive: str | None, *, command: str, to: str | None, dry_run:
         raise UsageError("--archive and --to cannot be used together",
                          hint=f"expand puts the originals back into {command}'s output, in the input's own format")
     if not dry_run:
-        from ..ops.archive import create
+        from ..ops.pruning.archive import create
 
         create(archive)
 
@@ -425,7 +425,7 @@ def start_archive(archive: str | None, *, command: str, to: str | None, dry_run:
 def archived(archive: str, records) -> list[str]:
     """Add one file's records to the archive, before its output is written (a rewritten file never
     lacks its originals); the warning to print when a torn last record was left out."""
-    from ..ops.archive import add
+    from ..ops.pruning.archive import add
 
     torn = add(archive, records)
     return [] if torn is None else [torn_warning(archive, torn)]
@@ -478,7 +478,7 @@ def count_option(fn: Callable) -> Callable:
 
 def _tool_kinds(ctx, param, values) -> tuple[tuple[str, str], ...]:
     """--kind TOOL=KIND, as (tool, kind) pairs."""
-    from ..ops.truncate import KINDS
+    from ..ops.pruning.truncate import KINDS
 
     pairs = []
     for value in values:
@@ -493,7 +493,7 @@ def _pruning(soft_trim_chars: int, head: int, tail: int, hard_clear_after: int, 
              clear_tool_inputs: bool, clear_thinking: bool, by_kind: bool, result_token_cap: int, kinds: tuple[tuple[str, str], ...],
              keep_tool_uses: int | None, clear_at_least: int, clear_tool_inputs_of: tuple[str, ...],
              keep_thinking_turns: int | None) -> PruneOptions:
-    from ..ops.prune import PruneOptions
+    from ..ops.pruning.prune import PruneOptions
 
     return PruneOptions(soft_trim_chars=soft_trim_chars, head=head, tail=tail, hard_clear_after=hard_clear_after,
                         keep_last=keep_last, exclude_tools=frozenset(exclude_tools),
@@ -578,7 +578,7 @@ def keep_recent_messages_option(fn: Callable) -> Callable:
 
 def _summary(keep_recent_tokens: int, keep_recent_messages: int, counting: Options, instructions: str | None, style: str,
              summary_input_tokens: int, result_chars: int) -> SummaryOptions:
-    from ..ops.summarize import SummaryOptions
+    from ..ops.compaction.summarize import SummaryOptions
 
     return SummaryOptions(keep_recent_tokens=keep_recent_tokens, keep_recent_messages=keep_recent_messages,
                           counting=counting, instructions=instructions, style=style, result_chars=result_chars,

@@ -1,4 +1,4 @@
-"""What `check` finds: a rule broken, with its id, severity and where (the rules: `ops.check`
+"""What `check` finds: a rule broken, with its id, severity and where (the rules: `ops.validity.check`
 and each log format's own)."""
 
 from __future__ import annotations

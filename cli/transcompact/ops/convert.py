@@ -39,15 +39,15 @@ from ..core.summary_text import compose, parse
 from ..counting.counter import server_compaction
 from ..dialects.openai import LEGACY_CALL_ID
 from ..formats import reload
-from .check import (
+from .validity.check import (
     OPENAI_PART_TYPES,
     RESULT_CONTENT_OPAQUE,
     check,
     errors,
     misplaced_thinking,
 )
-from .postcondition import verified
-from .repair import PLACEHOLDER, repair
+from .validity.postcondition import verified
+from .validity.repair import PLACEHOLDER, repair
 
 ANTHROPIC, OPENAI, JSONL = "anthropic", "openai", "jsonl"
 TARGETS = (ANTHROPIC, OPENAI, JSONL)

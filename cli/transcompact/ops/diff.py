@@ -28,7 +28,7 @@ from typing import Any
 from ..core.jsondata import compact_json
 from ..core.model import Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript, tool_names
 from ..counting.counter import Options, _measure, pieces
-from .postcondition import comparable
+from .validity.postcondition import comparable
 
 EXCERPT_CHARS = 80  # of an excerpt, on one line
 CONTEXT_CHARS = 12  # kept before the first difference of a replaced block, to show where it starts

@@ -382,7 +382,7 @@ class Batch:
     def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
         import orjson
 
-        from ..ops.events import failure_event
+        from ..ops.compaction.events import failure_event
 
         found = (failure_event(outcome.name, outcome.error, outcome.exit, time.time()),) if outcome.result is None \
             else outcome.result.events

@@ -41,7 +41,7 @@ from ..io.files import write_file
 from ..providers import Completion, PromptTooLong, Resolved, is_too_long, one_line, sdk_error
 
 if TYPE_CHECKING:
-    from ..ops.compact import CompactOptions
+    from ..ops.compaction.compact import CompactOptions
     from .tasks import Reading
 
 STATE_VERSION = 1
@@ -115,7 +115,7 @@ class AnsweringSummarizer:
 def requests_of(transcript: Transcript, options: CompactOptions, summarizer: AnsweringSummarizer) -> dict[str, dict]:
     """The summary requests compacting `transcript` with `options` (CompactOptions) makes that
     `summarizer` has no result for; none when its summary is complete or not needed."""
-    from ..ops.compact import compact
+    from ..ops.compaction.compact import compact
 
     summarizer.unanswered = {}
     try:

@@ -48,7 +48,7 @@ class Checking:
 def check_file(name: str, data: bytes, how: Checking) -> Result:
     """Check one file (`tasks.process` runs it, here or in a worker); exit 1 when it has an error."""
     from ...core.violation import ERROR
-    from ...ops.check import check as run_check
+    from ...ops.validity.check import check as run_check
 
     violations = run_check(how.reading.load(data, name), strict=how.strict, path=None if name == STDIN_NAME else name)
     errors = sum(v.severity == ERROR for v in violations)

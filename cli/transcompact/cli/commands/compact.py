@@ -38,9 +38,9 @@ from ..options import (
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
     from ...core.jsondata import Lines
     from ...core.model import Transcript
-    from ...ops.compact import CompactOptions
-    from ...ops.prune import PruneOptions
-    from ...ops.summarize import SummaryOptions
+    from ...ops.compaction.compact import CompactOptions
+    from ...ops.compaction.summarize import SummaryOptions
+    from ...ops.pruning.prune import PruneOptions
     from ...providers import Resolved
     from ...run.batch_api import Answers
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
 def _compact_options(threshold: float | None, force: bool, emergency: bool, no_fallback: bool, keep_user_tokens: int,
                      checkpoint_tokens: int, keep_thinking: bool, drop_history: bool, window: int, max_output: int,
                      calibrate: bool, count: str, pruning: PruneOptions, summary: SummaryOptions) -> CompactOptions:
-    from ...ops.compact import CompactOptions
+    from ...ops.compaction.compact import CompactOptions
 
     # One count for all: the summary's tokenizer, the budget's window, the usage it is anchored on.
     counting = replace(summary.counting, calibrate=calibrate, count=count, window=window, max_output=max_output)
@@ -177,9 +177,9 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     from ...core.jsondata import same_bytes
     from ...formats import dumps
     from ...formats import written as written_out
-    from ...ops.compact import NEAR_THE_WINDOW
-    from ...ops.compact import compact as run_compact
-    from ...ops.postcondition import verified
+    from ...ops.compaction.compact import NEAR_THE_WINDOW
+    from ...ops.compaction.compact import compact as run_compact
+    from ...ops.validity.postcondition import verified
     from ...providers import provider as make_provider
 
     started = time.time()
@@ -203,7 +203,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)
     if how.archive is not None and not same_bytes(written, data):
-        from ...ops.archive import compaction_record
+        from ...ops.pruning.archive import compaction_record
 
         lines += archived(how.archive, compaction_record(data, bytes(written), name))
     reason = report.fallback_reason if report.strategy == "emergency" and not how.emergency else None
@@ -218,7 +218,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     events: tuple[dict, ...] = ()
     changes = None
     if how.events:
-        from ...ops.events import compaction_events
+        from ...ops.compaction.events import compaction_events
 
         events = compaction_events(name, report, how.options.threshold_tokens, started, time.time())
     if how.diff:

@@ -61,7 +61,7 @@ class Cutting:
 
 def cut_point_file(name: str, data: bytes, how: Cutting) -> Result:
     """Find one file's cut (`tasks.process` runs it, here or in a worker)."""
-    from ...ops.cut import find_cut_point
+    from ...ops.compaction.cut import find_cut_point
 
     cut = find_cut_point(how.reading.load(data, name), how.keep_recent_tokens, how.counting,
                          keep_recent_messages=how.keep_recent_messages)

@@ -51,7 +51,7 @@ class Expanding:
 
 def expand_file(name: str, data: bytes, how: Expanding) -> Result:
     """Expand one file (`tasks.process` runs it, here or in a worker)."""
-    from ...ops.expand import expand as run_expand
+    from ...ops.pruning.expand import expand as run_expand
 
     found = _read_archive(how.archive)
     records = found.records
@@ -74,6 +74,6 @@ def expand_file(name: str, data: bytes, how: Expanding) -> Result:
 @functools.lru_cache(maxsize=1)
 def _read_archive(path: str):
     """The archive, read once per process (a worker forked after the parent read it inherits it)."""
-    from ...ops.archive import read
+    from ...ops.pruning.archive import read
 
     return read(path)

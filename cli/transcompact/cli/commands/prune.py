@@ -28,7 +28,7 @@ from ..options import (
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
     from ...core.jsondata import Lines
     from ...counting.counter import Options
-    from ...ops.prune import PruneOptions
+    from ...ops.pruning.prune import PruneOptions
     from ...run.batch import Running
 
 
@@ -93,8 +93,8 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     """Prune one file (`tasks.process` runs it, here or in a worker)."""
     from ...counting.counter import Options, TokenCounter
     from ...formats import adapter, dumps, written
-    from ...ops.postcondition import verified
-    from ...ops.prune import prune as run_prune
+    from ...ops.pruning.prune import prune as run_prune
+    from ...ops.validity.postcondition import verified
 
     transcript = how.reading.load(data, name)
     counter = TokenCounter(transcript, how.counting if how.counting is not None else Options())
@@ -112,7 +112,7 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
         output = dumps(convert(pruned, how.to))
     lines = []
     if how.archive is not None:
-        from ...ops.archive import records
+        from ...ops.pruning.archive import records
 
         lines += archived(how.archive, records(data, bytes(output), transcript))
     if not how.quiet:
@@ -154,8 +154,8 @@ def explain_file(name: str, data: bytes, how: Explaining) -> Result:
     import orjson
 
     from ...counting.counter import TokenCounter
-    from ...ops.context_editing import context_management, differences
-    from ...ops.prune import prune as run_prune
+    from ...ops.pruning.context_editing import context_management, differences
+    from ...ops.pruning.prune import prune as run_prune
 
     transcript = how.reading.load(data, name)
     explained: dict[str, Any] = {"file": name, "context_management": context_management(how.options, transcript),

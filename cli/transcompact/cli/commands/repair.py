@@ -54,10 +54,10 @@ def repair_file(name: str, data: bytes, how: Repairing) -> Result:
     """Repair one file (`tasks.process` runs it, here or in a worker); exit 1 when errors are left."""
     from ...formats import dumps
     from ...formats import written as written_out
-    from ...ops.check import check as run_check
-    from ...ops.check import errors
-    from ...ops.postcondition import verified
-    from ...ops.repair import repair as run_repair
+    from ...ops.validity.check import check as run_check
+    from ...ops.validity.check import errors
+    from ...ops.validity.postcondition import verified
+    from ...ops.validity.repair import repair as run_repair
 
     transcript = how.reading.load(data, name)
     repaired, report = run_repair(transcript)

@@ -15,7 +15,7 @@ from ...run.tasks import Reading, Result
 from ..options import command_batch, given_summary, input_options, progress_printer, provider_options, summary_options
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
-    from ...ops.summarize import SummaryOptions
+    from ...ops.compaction.summarize import SummaryOptions
     from ...providers import Resolved
 
 
@@ -67,7 +67,7 @@ class Summarizing:
 
 def summarize_file(name: str, data: bytes, how: Summarizing) -> Result:
     """Summarize one file (`tasks.process` runs it)."""
-    from ...ops.summarize import summarize as run_summarize
+    from ...ops.compaction.summarize import summarize as run_summarize
     from ...providers import provider as make_provider
 
     transcript = how.reading.load(data, name)

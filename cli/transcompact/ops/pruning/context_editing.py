@@ -13,7 +13,7 @@ Messages API for what `prune` does, and what prune does that no edit can ask for
 
 from __future__ import annotations
 
-from ..core.model import Transcript
+from ...core.model import Transcript
 from .prune import PruneOptions, tool_result_groups
 
 

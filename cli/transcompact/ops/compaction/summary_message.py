@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.model import ASSISTANT, USER, Message, Opaque, Text
-from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, parse, text_of
-from ..formats import earlier_summary
+from ...core.model import ASSISTANT, USER, Message, Opaque, Text
+from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, parse, text_of
+from ...formats import earlier_summary
 
 
 @dataclass(frozen=True)

@@ -26,22 +26,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 
-from ..core import settings
-from ..core.errors import PostConditionError, ProviderError, option
-from ..core.jsondata import compact_json
-from ..core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
-from ..core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
-from ..core.words import counted
-from ..counting.counter import Options as EstimateOptions
-from ..counting.counter import TokenCounter
-from ..counting.models import threshold_tokens
-from ..formats import adapter
-from ..providers import Provider
-from .check import added_errors
+from ...core import settings
+from ...core.errors import PostConditionError, ProviderError, option
+from ...core.jsondata import compact_json
+from ...core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
+from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
+from ...core.words import counted
+from ...counting.counter import Options as EstimateOptions
+from ...counting.counter import TokenCounter
+from ...counting.models import threshold_tokens
+from ...formats import adapter
+from ...providers import Provider
+from ..estimate import EMERGENCY_FRACTION
+from ..pruning.prune import PruneOptions, PruneReport, prune
+from ..validity.check import added_errors
 from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail
 from .cut import Cut, starts_turn, window_cut
-from .estimate import EMERGENCY_FRACTION
-from .prune import PruneOptions, PruneReport, prune
 from .summarize import SummaryOptions, summarize
 from .summary_message import Previous, find_previous, is_summary_message
 

@@ -14,10 +14,10 @@ import re
 from collections import deque
 from dataclasses import dataclass, replace
 
-from ..core.errors import Location, ShapeError
-from ..core.model import ASSISTANT, BLANK, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
-from ..dialects.openai import LEGACY_CALL_ID
-from ..formats import adapter
+from ...core.errors import Location, ShapeError
+from ...core.model import ASSISTANT, BLANK, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
+from ...dialects.openai import LEGACY_CALL_ID
+from ...formats import adapter
 from .check import (
     ID_PATTERN,
     OPENAI_ROLES,

@@ -39,11 +39,11 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ..core.errors import InputError, Location, OutputError
-from ..core.jsondata import BOM, kind_of, parse_value
-from ..core.model import Transcript
-from ..formats import adapter, rewrites_lines
-from ..io.files import replaces, write_file
+from ...core.errors import InputError, Location, OutputError
+from ...core.jsondata import BOM, kind_of, parse_value
+from ...core.model import Transcript
+from ...formats import adapter, rewrites_lines
+from ...io.files import replaces, write_file
 
 KINDS = ("line", "removed-line", "message", "compaction")
 CHANGED_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
@@ -176,7 +176,7 @@ def _common_prefix(a: str, b: str) -> int:
 def _message_records(transcript: Transcript, after: bytes, run: dict) -> Iterator[Record]:
     import msgspec
 
-    from ..core.jsondata import nested_value, parse
+    from ...core.jsondata import nested_value, parse
 
     path = transcript.source.path  # where the document holds the messages (its source says)
     old_messages = _at(transcript.source.document, path)
@@ -293,7 +293,7 @@ def _offset_of_line(data: bytes, line: int) -> int:
 
 
 def read(path: str) -> Archive:
-    from ..io.inputs import read_input
+    from ...io.inputs import read_input
 
     name, data = read_input(path)
     return parse(data, name)
@@ -421,7 +421,7 @@ def _undo_lines(data: bytes, run: Sequence[Record], name: str) -> bytes:
 
 
 def _undo_messages(data: bytes, run: Sequence[Record], name: str) -> bytes:
-    from ..core.jsondata import Layout, parse
+    from ...core.jsondata import Layout, parse
 
     document = parse(data, name).document
     try:

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import orjson
 
-from ..core.errors import InputError, PostConditionError, option
-from ..core.jsondata import Lines
-from ..core.model import Transcript
-from ..formats import reload
+from ...core.errors import InputError, PostConditionError, option
+from ...core.jsondata import Lines
+from ...core.model import Transcript
+from ...formats import reload
 from .check import added_errors
 
 

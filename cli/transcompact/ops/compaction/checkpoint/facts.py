@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ...core.model import ASSISTANT, USER, Message, ToolCall, ToolResult, named_paths
-from ...core.summary_text import text_of
+from ....core.model import ASSISTANT, USER, Message, ToolCall, ToolResult, named_paths
+from ....core.summary_text import text_of
 from ..output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from ..summary_message import is_summary_message
 from ..work_state import WorkState, WorkStateFinder, is_git_commit, trajectory_runs

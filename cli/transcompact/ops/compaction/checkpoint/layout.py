@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
-from ...core.summary_text import quoted
+from ....core.summary_text import quoted
 from ..output_errors import clipped
 from ..work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, check_key
 from .facts import Facts, clipped_command

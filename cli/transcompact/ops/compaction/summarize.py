@@ -17,10 +17,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..core import settings
-from ..core.errors import ProviderError, UsageError, option
-from ..core.jsondata import compact_json
-from ..core.model import (
+from ...core import settings
+from ...core.errors import ProviderError, UsageError, option
+from ...core.jsondata import compact_json
+from ...core.model import (
     ASSISTANT,
     USER,
     Document,
@@ -37,8 +37,8 @@ from ..core.model import (
     tool_inputs,
     tool_names,
 )
-from ..counting.counter import Options as EstimateOptions
-from ..providers import Completion, PromptTooLong, Provider
+from ...counting.counter import Options as EstimateOptions
+from ...providers import Completion, PromptTooLong, Provider
 from .cut import Cut, find_cut_point
 from .output_errors import result_error_lines
 from .summary_message import find_previous

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ..core import settings
+from ...core import settings
 
 KINDS = ("head-tail", "matches", "file", "generic")
 HEAD_LINES = 60  # head-tail: the lines kept at the start …

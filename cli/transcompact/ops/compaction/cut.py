@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..core import settings
-from ..core.model import ASSISTANT, USER, Message, Transcript
-from ..counting.counter import Options, TokenCounter
-from ..formats import adapter
+from ...core import settings
+from ...core.model import ASSISTANT, USER, Message, Transcript
+from ...counting.counter import Options, TokenCounter
+from ...formats import adapter
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ..core import settings
-from ..core.model import (
+from ...core import settings
+from ...core.model import (
     ASSISTANT,
     LISTED,
     USER,
@@ -34,7 +34,7 @@ from ..core.model import (
     Transcript,
     tool_names,
 )
-from ..counting.counter import TokenCounter
+from ...counting.counter import TokenCounter
 from .truncate import is_truncated, kind_of, truncate
 
 PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns]"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeGuard
 
-from ..core.model import (
+from ...core.model import (
     ASSISTANT,
     BLANK,
     ENDS_IN_SPACE,
@@ -38,8 +38,8 @@ from ..core.model import (
     ToolResult,
     Transcript,
 )
-from ..core.violation import ERROR, WARNING, Violation
-from ..formats import adapter, all_formats
+from ...core.violation import ERROR, WARNING, Violation
+from ...formats import adapter, all_formats
 
 # The providers' rules, by id: what must hold. `RULES` adds each format's own (`rules`).
 PROVIDER_RULES = {

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.model import Message, ToolCall, ToolResult, named_paths, result_text
+from ...core.model import Message, ToolCall, ToolResult, named_paths, result_text
 from .output_errors import command_of, error_lines, exit_failed, is_placeholder
 
 DONE, IN_PROGRESS, PENDING, CANCELLED = "done", "in progress", "pending", "cancelled"

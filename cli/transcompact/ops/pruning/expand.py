@@ -17,8 +17,8 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..core.errors import InputError, Location
-from ..core.model import Text, ToolResult
+from ...core.errors import InputError, Location
+from ...core.model import Text, ToolResult
 from . import archive
 from .archive import Pruned, Record
 
@@ -89,7 +89,7 @@ def _check_whole(expanded: bytes, name: str, restored: int, cut_short: bool, not
 
 def _still_pruned(data: bytes, name: str) -> list[tuple[int, str]]:
     """(message index, tool call id) of each result in `data` whose marker says prune archived its original."""
-    from ..formats import loads
+    from ...formats import loads
 
     if ARCHIVED_AS.encode() not in data:  # JSON writes it as it is: most files are not read at all
         return []

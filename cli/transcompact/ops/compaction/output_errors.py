@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..core.model import ToolResult, result_text
+from ...core.model import ToolResult, result_text
 
 COMMAND_KEYS = ("command", "cmd", "script")
 # Tools that show what a file or a search holds: their lines are source, not errors.

@@ -1,0 +1,5 @@
+"""Compaction, in pipeline order: `cut` (where the recent window begins), `summary_message`
+(an earlier summary, and the message a new one goes in), `summarize` (by a model),
+`output_errors` and `work_state` (what the dropped part's outputs say: errors, commands, tests,
+commits, tasks), `checkpoint` (the summary built without a model), `compact` (the pipeline),
+`events` (what it reports as it goes)."""
