@@ -1,7 +1,8 @@
 """The format adapters, a module or package each: `claude_code`, `codex`, `gemini`, `pi`,
 `openhands` (and its `v0`), `copilot`, `jsonl`, `responses`, `anthropic`, `openai`; `adapter`, the
-type each declares, and `_document`, what the request bodies share. Detection tries them in the
-order they are registered (most specific first).
+type each declares, `_log`, what the agent logs share (a message's origin in the lines, a field's
+value), and `_document`, what the request bodies share. Detection tries them in the order they are
+registered (most specific first).
 
 Each format declares one adapter, `FORMAT` in its package or module: a `Format` (adapter.py) with
 its name, description and `lines`; `detect`, `read` and `write` (a log format adds `write_lines`,

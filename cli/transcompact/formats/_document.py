@@ -300,8 +300,13 @@ def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 
 class DocumentFormat(Format):
-    """The adapter of a document whose messages are in the dialect it is named after (anthropic.py,
-    openai.py)."""
+    """The adapter of a document whose messages are in the dialect it is named after: one each
+    (anthropic.py, openai.py), which differ only in the name and the description."""
+
+    lines = False  # the document is written again whole
+
+    def __init__(self, name: str, description: str) -> None:
+        self.name, self.description = name, description
 
     def detect(self, parsed: Parsed, messages_path: str | None = None) -> bool:
         return detect_dialect(parsed, messages_path) == self.name

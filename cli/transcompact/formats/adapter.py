@@ -4,6 +4,7 @@ the registry (formats/__init__.py) holds and the operations call, never asking w
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -20,17 +21,49 @@ if TYPE_CHECKING:
 LineFix = tuple[str, str, int]  # a fix `repair_log` made: (rule, text, line)
 
 
+class _Lazy:
+    """A hook that is the function of the same name in a module of the adapter's package,
+    imported when an operation first asks for it (`lazy`)."""
+
+    def __init__(self, module: str) -> None:
+        self.module, self.name, self.path = module, "", ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name, self.path = name, f"{owner.__module__}.{self.module}"
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        return getattr(importlib.import_module(self.path), self.name)
+
+
+def written_as_read(transcript: Transcript) -> bytes:
+    """The `write` of a format transcompact only reads (copilot.py, openhands/v0.py): the bytes
+    read (its source's `data`), for a transcript an operation left as it was; any other is refused."""
+    from . import not_written
+
+    source = transcript.source
+    if transcript.messages != source.messages:
+        raise not_written(transcript)
+    return source.data
+
+
+def lazy(module: str) -> Any:
+    """A hook of an adapter, declared by the module of its package that has it: `check_log =
+    lazy("rules")` is `rules.check_log`, imported when an operation first asks for it, so that a
+    command pays only for the rules and rewrites it uses."""
+    return _Lazy(module)
+
+
 class Format(ABC):
     """One format transcompact reads: its name, how it is recognised, read and written, and its
     own part of the operations (the hooks below). A hook's default is what a format without one
-    gets, so that an operation calls it on any transcript; a format that has one overrides it and
-    imports its rules or rewrites inside the method, when an operation first asks."""
+    gets, so that an operation calls it on any transcript; a format that has one overrides it, with
+    the function of its rules or rewrites imported when an operation first asks (`lazy`)."""
 
     name: str  # what --format and `Transcript.format` call it: its registration's (core/format_names.py)
     description: str  # a line for the user (an input not in the format named)
     lines: bool  # whether a line is the unit a rewrite changes, keeps or removes (else a message of one JSON document)
     # The rules of its log that `check_log` reports, by id: what must hold (check's table of the
-    # rules, `ops.check.RULES`, and docs/check.md's).
+    # rules, `ops.validity.check.RULES`, and docs/check.md's).
     rule_texts: Mapping[str, str] = MappingProxyType({})
     results_twice: bool = False  # the agent sends each tool result twice itself: its copy is no second answer (check)
     # A call's results belong right after the message that makes it, not after the assistant turn that

@@ -2,31 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from ._document import DocumentFormat
 
-from ..core.jsondata import Parsed
-from ..core.model import Message, Transcript
-from . import _document
-
-NAME = "anthropic"
-DESCRIPTION = "Anthropic Messages request body or array of messages"
-LINES = False  # the document is written again whole
-
-
-def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
-    return _document.detect_dialect(parsed, messages_path) == NAME
-
-
-def read(parsed: Parsed, messages_path: str | None = None, known: Sequence[Message] = ()) -> Transcript:
-    return _document.read(parsed, NAME, messages_path, known)
-
-
-def write(transcript: Transcript) -> bytes:
-    return _document.write(transcript)
-
-
-class AnthropicFormat(_document.DocumentFormat):
-    name, description, lines = NAME, DESCRIPTION, LINES
-
-
-FORMAT = AnthropicFormat()
+FORMAT = DocumentFormat("anthropic", "Anthropic Messages request body or array of messages")
+NAME, DESCRIPTION, LINES = FORMAT.name, FORMAT.description, FORMAT.lines
+detect, read, write = FORMAT.detect, FORMAT.read, FORMAT.write

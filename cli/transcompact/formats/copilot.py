@@ -28,7 +28,8 @@ from typing import Any
 
 from ..core.jsondata import BLANK, Parsed
 from ..core.model import ASSISTANT, TOOL, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
-from .adapter import Format
+from ._log import string_or_empty
+from .adapter import Format, written_as_read
 
 NAME = "copilot"
 DESCRIPTION = "GitHub Copilot CLI session events (JSON Lines of type / id / parentId / data)"
@@ -53,10 +54,6 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
         and isinstance(v.get("data"), dict) and "parentId" in v for v in values)
 
 
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     messages: list[Message] = []
     compaction_started = 0  # how many messages there were when the newest compaction started
@@ -65,10 +62,10 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
             continue
         kind, data, line = event["type"], event["data"], index + 1
         if kind == "system.message" and isinstance(data.get("role"), str) and data["role"] in SYSTEM_ROLES:
-            messages.append(Message(data["role"], (Text(_string(data.get("content"))),), raw=event, line=line))
+            messages.append(Message(data["role"], (Text(string_or_empty(data.get("content"))),), raw=event, line=line))
         elif kind == "user.message":
             text = data.get("transformedContent")
-            messages.append(Message(USER, (Text(text if isinstance(text, str) else _string(data.get("content"))),),
+            messages.append(Message(USER, (Text(text if isinstance(text, str) else string_or_empty(data.get("content"))),),
                                     raw=event, line=line))
         elif kind == "assistant.message":
             blocks = _assistant_blocks(data)
@@ -96,7 +93,7 @@ def _assistant_blocks(data: dict) -> tuple[Block, ...]:
     requests = data.get("toolRequests")
     for request in requests if isinstance(requests, list) else ():
         if isinstance(request, dict):
-            blocks.append(ToolCall(_string(request.get("toolCallId")), _string(request.get("name")),
+            blocks.append(ToolCall(string_or_empty(request.get("toolCallId")), string_or_empty(request.get("name")),
                                    request.get("arguments", {}), raw=request))
     return tuple(blocks)
 
@@ -112,20 +109,13 @@ def _result(data: dict) -> ToolResult:
     if isinstance(result, dict) and isinstance(result.get("content"), str):
         content = result["content"]
     elif isinstance(error, dict):
-        content = _string(error.get("message"))
+        content = string_or_empty(error.get("message"))
     else:
         content = ""
-    return ToolResult(_string(data.get("toolCallId")), content, is_error=True if data.get("success") is not True else None)
+    return ToolResult(string_or_empty(data.get("toolCallId")), content, is_error=True if data.get("success") is not True else None)
 
 
-def write(transcript: Transcript) -> bytes:
-    """The bytes read, for a transcript an operation left as it was; any other is refused."""
-    from . import not_written
-
-    source: EventsSource = transcript.source
-    if transcript.messages != source.messages:
-        raise not_written(transcript)
-    return source.data
+write = written_as_read
 
 
 class CopilotFormat(Format):

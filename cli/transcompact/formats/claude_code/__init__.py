@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..adapter import Format, LineFix
+from ..adapter import Format, lazy
 from . import reader
 
 if TYPE_CHECKING:
-    from ...core.model import Message, Transcript
-    from ...core.violation import Violation
+    from ...core.model import Message
 
 
 class ClaudeCodeFormat(Format):
@@ -29,37 +28,9 @@ class ClaudeCodeFormat(Format):
         "C5": "a compact boundary is followed by its isCompactSummary message",
         "C6": "no isSidechain:true or teamName in the first 64 KB (the session would be hidden)",
     }
-
-    def check_log(self, transcript: Transcript, path: str | None) -> list[Violation]:
-        from .rules import check_log
-
-        return check_log(transcript, path)
-
-    def repair_log(self, transcript: Transcript) -> tuple[Transcript, list[LineFix]]:
-        from .rules import repair_log
-
-        return repair_log(transcript)
-
-    def append_compaction(self, transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                          *, drop_history: bool = False) -> Transcript:
-        from .rewrites import append_compaction
-
-        return append_compaction(transcript, summary, recent, pre_tokens, drop_history=drop_history)
-
-    def replace_ui_copies(self, transcript: Transcript) -> Transcript:
-        from .rewrites import replace_ui_copies
-
-        return replace_ui_copies(transcript)
-
-    def agent_lines(self, transcript: Transcript) -> frozenset[int]:
-        from .rewrites import agent_lines
-
-        return agent_lines(transcript)
-
-    def view_before_compaction(self, transcript: Transcript) -> Transcript | None:
-        from .rewrites import view_before_compaction
-
-        return view_before_compaction(transcript)
+    check_log, repair_log = lazy("rules"), lazy("rules")
+    append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")
+    agent_lines, view_before_compaction = lazy("rewrites"), lazy("rewrites")
 
     def line_id(self, record: Any) -> Any:
         return record.get("uuid") if isinstance(record, dict) else None

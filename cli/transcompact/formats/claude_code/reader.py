@@ -44,6 +44,7 @@ from ...core.model import (
     text_flags,
 )
 from ...dialects import anthropic as codec
+from .._log import LineOrigin, surviving_parent
 
 NAME = "claude-code"
 DESCRIPTION = "Claude Code session log (JSON Lines with uuid / parentUuid / sessionId)"
@@ -80,7 +81,7 @@ NOTHING_CLEARED: Mapping[str, ToolResult] = MappingProxyType({})
 
 # One per message of a log, so kept small: slots, tuples, and shared empty values.
 @dataclass(frozen=True, slots=True)
-class _Origin:
+class _Origin(LineOrigin):
     records: tuple[int, ...]
     kept: tuple[Block, ...] | None  # the blocks as read; None: read again from the lines (`reread`)
     string_records: tuple[int, ...]  # the records whose content is a string, not a list of blocks
@@ -96,6 +97,9 @@ class _Origin:
             return self.kept
         assert self.reread is not None
         return self.reread().blocks
+
+
+is_unchanged = _Origin.unchanged  # a message read from the log as it is
 
 
 def line_type(value: dict) -> str | None:
@@ -534,11 +538,6 @@ def _lines_of(message: Message) -> tuple[int, ...] | None:
     return origin.records if isinstance(origin, _Origin) else None
 
 
-def is_unchanged(message: Message) -> bool:
-    origin = message.origin
-    return isinstance(origin, _Origin) and message.blocks == origin.blocks
-
-
 def write(transcript: Transcript) -> bytes:
     return bytes(write_lines(transcript))
 
@@ -745,11 +744,8 @@ def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]
     for index, (_, value) in enumerate(records):
         if index in dropped or index in parents or not isinstance(value, dict):
             continue
-        parent = new = value.get("parentUuid")
-        seen = set()
-        while isinstance(new, str) and new in skip and new not in seen:  # a parentUuid may be anything
-            seen.add(new)
-            new = skip[new]
+        parent = value.get("parentUuid")
+        new = surviving_parent(parent, skip)
         if new != parent:
             parents[index] = new
     return parents

@@ -16,9 +16,9 @@ SIDECHAIN_SCAN_BYTES = 64 * 1024
 REQUIRED_LINE_FIELDS = ("uuid", "type", "timestamp", "sessionId", "parentUuid")
 
 
-def check_log(t: Transcript, path: str | None) -> list[Violation]:
+def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
     """The C rules of check (docs/design.md §6.4): what `claude --resume` needs of the log's lines."""
-    source = t.source
+    source = transcript.source
     records = source.records
     out: list[Violation] = []
     add = out.append

@@ -64,22 +64,11 @@ import orjson
 
 from ...core.errors import InputError, Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, parse
-from ...core.model import (
-    ASSISTANT,
-    TOOL,
-    USER,
-    Block,
-    Image,
-    Message,
-    Opaque,
-    Text,
-    ToolCall,
-    ToolResult,
-    Transcript,
-)
+from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
 from ...core.summary_text import SUMMARY_PREFIX
 from ...dialects.openai import decode_arguments
 from ...io import urls
+from .._log import LineOrigin, arguments, string_or_empty
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
@@ -128,9 +117,12 @@ class RolloutSource:
 
 
 @dataclass(frozen=True, slots=True)
-class _Origin:
+class _Origin(LineOrigin):
     items: tuple[int, ...]  # indices into RolloutSource.items
     blocks: tuple[Block, ...]
+
+
+is_unchanged = _Origin.unchanged  # a message read from the log as it is
 
 
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
@@ -310,10 +302,6 @@ def _part_block(part: Any, index: int) -> Block:
     return Opaque(kind if isinstance(kind, str) else None, line=index)
 
 
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
     kind = item_kind(item)
     if kind == "message":
@@ -328,13 +316,13 @@ def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
             blocks = (Text(SUMMARY_PREFIX + summary, line=index), *blocks[1:])
         return blocks
     if kind == "function_call":
-        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), decode_arguments(item.get("arguments")),
+        return (ToolCall(string_or_empty(item.get("call_id")), string_or_empty(item.get("name")), decode_arguments(item.get("arguments")),
                          raw=item, line=index),)
     if kind == "custom_tool_call":
-        return (ToolCall(_string(item.get("call_id")), _string(item.get("name")), item.get("input"), raw=item, line=index),)
+        return (ToolCall(string_or_empty(item.get("call_id")), string_or_empty(item.get("name")), item.get("input"), raw=item, line=index),)
     if kind == "local_shell_call":
         call_id = item.get("call_id") if isinstance(item.get("call_id"), str) else item.get("id")
-        return (ToolCall(_string(call_id), "local_shell", item.get("action"), raw=item, line=index),)
+        return (ToolCall(string_or_empty(call_id), "local_shell", item.get("action"), raw=item, line=index),)
     if kind in OUTPUT_TYPES:
         output = item.get("output")
         if isinstance(output, str):
@@ -343,7 +331,7 @@ def item_blocks(item: dict, index: int) -> tuple[Block, ...]:
             result = tuple(_part_block(p, index) for p in output)
         else:
             result = (Opaque(None, line=index),)
-        return (ToolResult(_string(item.get("call_id")), result, raw=item, line=index),)
+        return (ToolResult(string_or_empty(item.get("call_id")), result, raw=item, line=index),)
     return (Opaque(kind if isinstance(kind, str) else None, line=index),)
 
 
@@ -437,11 +425,6 @@ def _system(records: list[Record]) -> tuple[Block, ...]:
     return ()
 
 
-def is_unchanged(message: Message) -> bool:
-    origin = message.origin
-    return isinstance(origin, _Origin) and message.blocks == origin.blocks
-
-
 # --- blocks → items ---------------------------------------------------------------------------
 
 
@@ -501,12 +484,6 @@ def _parts(original: Any, before: tuple[Block, ...] | list[Block], blocks, role:
     return out
 
 
-def _arguments(original: Any, value: Any) -> Any:
-    if decode_arguments(original) == value:
-        return original
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
-
-
 def _updated(item: dict, before: list[Block], blocks: list[Block], role: str) -> dict:
     """`item` holding `blocks` instead of the `before` it was read as (the same value when equal)."""
     if blocks == before:
@@ -521,7 +498,7 @@ def _updated(item: dict, before: list[Block], blocks: list[Block], role: str) ->
     if kind in CALL_TYPES and isinstance(block, ToolCall):
         out = {**item, "call_id": block.id}
         if kind == "function_call":
-            out.update(name=block.name, arguments=_arguments(item.get("arguments"), block.input))
+            out.update(name=block.name, arguments=arguments(item.get("arguments"), block.input))
         elif kind == "custom_tool_call":
             out.update(name=block.name, input=block.input if isinstance(block.input, str) else orjson.dumps(block.input).decode())
         else:
@@ -550,7 +527,7 @@ def new_items(role: str, blocks: list[Block]) -> list[dict]:
     for block in blocks:
         if isinstance(block, ToolCall):
             end_message()
-            out.append({"type": "function_call", "name": block.name, "arguments": _arguments(None, block.input),
+            out.append({"type": "function_call", "name": block.name, "arguments": arguments(None, block.input),
                         "call_id": block.id})
         elif isinstance(block, ToolResult):
             end_message()
@@ -627,7 +604,7 @@ def item_chars(item: dict) -> int:
         return sum(len(text) for part in content if (text := _text(part)) is not None) if isinstance(content, list) else 0
     if kind in CALL_TYPES:
         given = item.get("arguments", item.get("input", item.get("action")))
-        return len(_string(item.get("name"))) + len(given if isinstance(given, str) else orjson.dumps(given).decode())
+        return len(string_or_empty(item.get("name"))) + len(given if isinstance(given, str) else orjson.dumps(given).decode())
     return 0
 
 

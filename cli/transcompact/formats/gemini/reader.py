@@ -42,6 +42,7 @@ from typing import Any, cast
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Layout, Lines, Parsed, Record, dumps, kind_of, line_bytes
 from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
+from .._log import LineOrigin, string_or_empty
 
 NAME = "gemini"
 DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
@@ -78,7 +79,7 @@ class ChatSource:
 
 # One per message: which record it came from, which turn of it, and its blocks as read.
 @dataclass(frozen=True, slots=True)
-class _Origin:
+class _Origin(LineOrigin):
     entry: int  # index into ChatSource.active
     turn: str  # "content" (a user record or a model turn) or "results" (the turn of a gemini record's results)
     blocks: tuple[Block, ...]
@@ -185,21 +186,17 @@ def read_part(part: Any) -> Block:
         return Opaque("thought", raw=part)
     call = part.get("functionCall")
     if isinstance(call, dict):
-        return ToolCall(_string(call.get("id")), _string(call.get("name")), call.get("args", {}), raw=part)
+        return ToolCall(string_or_empty(call.get("id")), string_or_empty(call.get("name")), call.get("args", {}), raw=part)
     response = part.get("functionResponse")
     if isinstance(response, dict):
         content, is_error = response_text(response.get("response"))
-        return ToolResult(_string(response.get("id")), content, is_error, raw=part)
+        return ToolResult(string_or_empty(response.get("id")), content, is_error, raw=part)
     data = part.get("inlineData")
     if isinstance(data, dict):
         return Image(data.get("mimeType"), data.get("data"), raw=part)
     if isinstance(part.get("text"), str):
         return Text(part["text"], raw=part)
     return Opaque(None, raw=part)
-
-
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def response_text(response: Any) -> tuple[str, bool | None]:
@@ -246,7 +243,7 @@ def call_results(call: dict) -> tuple[ToolResult, ...]:
     result = call.get("result")
     if not result:
         return ()
-    call_id = _string(call.get("id"))
+    call_id = string_or_empty(call.get("id"))
     if isinstance(result, str):
         return (ToolResult(call_id, result, raw=call),)
     groups: list[tuple[dict | None, list[Block]]] = []
@@ -265,7 +262,7 @@ def call_results(call: dict) -> tuple[ToolResult, ...]:
     for response, others in groups:
         text, is_error = response_text(response.get("response")) if response is not None else ("", None)
         content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else tuple(others)
-        answers = _string(response.get("id")) if response is not None else ""
+        answers = string_or_empty(response.get("id")) if response is not None else ""
         out.append(ToolResult(answers or call_id, content, is_error, raw=call))
     return tuple(out)
 
@@ -340,7 +337,7 @@ def model_turn(record: dict) -> tuple[Block, ...]:
         return content
     calls = record.get("toolCalls")
     return content + tuple(
-        ToolCall(_string(c.get("id")), _string(c.get("name")), c.get("args", {}), raw=c)
+        ToolCall(string_or_empty(c.get("id")), string_or_empty(c.get("name")), c.get("args", {}), raw=c)
         for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict))
 
 

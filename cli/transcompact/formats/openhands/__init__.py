@@ -4,14 +4,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..adapter import Format, LineFix
+from ..adapter import Format, lazy
 from . import reader
-
-if TYPE_CHECKING:
-    from ...core.model import Message, Transcript
-    from ...core.violation import Violation
 
 
 class OpenHandsFormat(Format):
@@ -20,22 +14,7 @@ class OpenHandsFormat(Format):
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
-
-    def check_log(self, transcript: Transcript, path: str | None) -> list[Violation]:
-        from .rules import check_log
-
-        return check_log(transcript, path)
-
-    def repair_log(self, transcript: Transcript) -> tuple[Transcript, list[LineFix]]:
-        from .rules import repair_log
-
-        return repair_log(transcript)
-
-    def append_compaction(self, transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                          *, drop_history: bool = False) -> Transcript:
-        from .rewrites import append_compaction
-
-        return append_compaction(transcript, summary, recent, pre_tokens, drop_history=drop_history)
+    check_log, repair_log, append_compaction = lazy("rules"), lazy("rules"), lazy("rewrites")
 
 
 FORMAT = OpenHandsFormat()

@@ -40,23 +40,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-import orjson
-
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, kind_of, line_bytes
-from ...core.model import (
-    ASSISTANT,
-    TOOL,
-    USER,
-    Block,
-    Image,
-    Message,
-    Text,
-    ToolCall,
-    ToolResult,
-    Transcript,
-)
+from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
 from ...dialects.openai import decode_arguments
+from .._log import LineOrigin, arguments
 
 NAME = "openhands"
 DESCRIPTION = "OpenHands conversation (a directory of base_state.json and events/, or its events as JSON Lines)"
@@ -101,9 +89,12 @@ class StoreSource:
 
 
 @dataclass(frozen=True, slots=True)
-class _Origin:
+class _Origin(LineOrigin):
     entries: tuple[int, ...]  # positions in StoreSource.view
     blocks: tuple[Block, ...]
+
+
+is_unchanged = _Origin.unchanged  # a message read from the log as it is
 
 
 def is_event(value: Any) -> bool:
@@ -398,10 +389,6 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
 # --- writing ---------------------------------------------------------------------------------
 
 
-def is_unchanged(message: Message) -> bool:
-    return isinstance(message.origin, _Origin) and message.blocks == message.origin.blocks
-
-
 def _items(blocks) -> list[dict]:
     """Blocks as OpenHands content items (TextContent, ImageContent)."""
     items: list[dict] = []
@@ -419,12 +406,6 @@ def _items(blocks) -> list[dict]:
 def _same_items(old: Any, blocks) -> Any:
     """The items read, when they still read as `blocks` (an unchanged part keeps its JSON)."""
     return old if isinstance(old, list) and _content_blocks(old) == tuple(blocks) else _items(blocks)
-
-
-def _arguments(original: Any, value: Any) -> str:
-    if decode_arguments(original) == value:
-        return original
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
 def _rewritten_events(message: Message, view: tuple[Entry, ...]) -> dict[int, dict]:
@@ -449,7 +430,7 @@ def _rewritten_events(message: Message, view: tuple[Entry, ...]) -> dict[int, di
                 new["thought"] = _same_items(value.get("thought"), thought)
             old_call = value.get("tool_call") if isinstance(value.get("tool_call"), dict) else {}
             new["tool_call"] = {**old_call, "id": call.id, "name": call.name,
-                                "arguments": _arguments(old_call.get("arguments"), call.input)}
+                                "arguments": arguments(old_call.get("arguments"), call.input)}
             if new != value:
                 out[entry.record] = new
         return out

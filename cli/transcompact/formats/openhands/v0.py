@@ -55,21 +55,11 @@ from typing import Any
 
 from ...core.errors import Location, ShapeError, option
 from ...core.jsondata import Parsed
-from ...core.model import (
-    ASSISTANT,
-    TOOL,
-    USER,
-    Block,
-    Image,
-    Message,
-    Text,
-    ToolCall,
-    ToolResult,
-    Transcript,
-)
+from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
 from ...dialects.openai import decode_arguments
 from .._document import split_path
-from ..adapter import Format
+from .._log import string_or_empty
+from ..adapter import Format, written_as_read
 
 NAME = "openhands-v0"
 DESCRIPTION = ("legacy OpenHands (V0) events: a JSON array of action / observation events, "
@@ -221,10 +211,6 @@ def agent_view(events: list[dict]) -> list[dict]:
 # --- messages (ConversationMemory.process_events) ------------------------------------------------
 
 
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _image(url: str) -> Image:
     if url.startswith("data:") and ";base64," in url[:200]:
         head, _, data = url.partition(";base64,")
@@ -249,7 +235,7 @@ def _tool_calls(response: dict) -> tuple[ToolCall, ...]:
     for call in listed if isinstance(listed, list) else ():
         if isinstance(call, dict):
             function = _fields(call, "function")
-            calls.append(ToolCall(_string(call.get("id")), _string(function.get("name")),
+            calls.append(ToolCall(string_or_empty(call.get("id")), string_or_empty(function.get("name")),
                                   decode_arguments(function.get("arguments", "{}")), raw=call))
     return tuple(calls)
 
@@ -263,27 +249,27 @@ def _action(event: dict, pending: dict[Any, Message]) -> list[Message]:
     metadata = event.get("tool_call_metadata")
     if kind in TOOL_ACTIONS or kind == "run" and event.get("source") == "agent":
         if not isinstance(metadata, dict):
-            text = "\n".join(part for part in (_string(args.get("thought")), _string(event.get("message"))) if part)
+            text = "\n".join(part for part in (string_or_empty(args.get("thought")), string_or_empty(event.get("message"))) if part)
             return [Message(_role(event), (Text(text),), raw=event)]
         response = _response_message(metadata)
-        content = _string(response.get("content"))
+        content = string_or_empty(response.get("content"))
         # A later action of the same response stands for the same message: it replaces it, in its place.
         response_id = _fields(metadata, "model_response").get("id")
         pending[response_id if isinstance(response_id, (str, int)) else None] = Message(
             ASSISTANT, ((Text(content),) if content.strip() else ()) + _tool_calls(response), raw=event)
         return []
     if kind == "finish":
-        thought = _string(args.get("thought"))
+        thought = string_or_empty(args.get("thought"))
         if isinstance(metadata, dict):
-            content = _string(_response_message(metadata).get("content"))
+            content = string_or_empty(_response_message(metadata).get("content"))
             thought = (thought + "\n" + content if thought != content else thought) if thought else content
         return [Message(_role(event), (Text(thought),), raw=event)]
     if kind == "message":
-        return [Message(_role(event), (Text(_string(args.get("content"))), *_images(args.get("image_urls"))), raw=event)]
+        return [Message(_role(event), (Text(string_or_empty(args.get("content"))), *_images(args.get("image_urls"))), raw=event)]
     if kind == "run":  # the user's own command
-        return [Message(USER, (Text("User executed the command:\n" + _string(args.get("command"))),), raw=event)]
+        return [Message(USER, (Text("User executed the command:\n" + string_or_empty(args.get("command"))),), raw=event)]
     if kind == SYSTEM:
-        return [Message(SYSTEM, (Text(_string(args.get("content"))),), raw=event)]
+        return [Message(SYSTEM, (Text(string_or_empty(args.get("content"))),), raw=event)]
     return []
 
 
@@ -292,7 +278,7 @@ def _command_output(event: dict) -> str:
     extras = _fields(event, "extras")
     metadata = _fields(extras, "metadata")
     exit_code = metadata.get("exit_code", extras.get("exit_code", -1))  # `exit_code` in extras: before metadata
-    text = _string(metadata.get("prefix")) + _string(event.get("content")) + _string(metadata.get("suffix"))
+    text = string_or_empty(metadata.get("prefix")) + string_or_empty(event.get("content")) + string_or_empty(metadata.get("suffix"))
     if metadata.get("working_dir"):
         text += f"\n[Current working directory: {metadata['working_dir']}]"
     if metadata.get("py_interpreter_path"):
@@ -304,7 +290,7 @@ def _command_output(event: dict) -> str:
 
 def _observation_blocks(event: dict) -> tuple[Block, ...]:
     """What the agent sent of an observation (`_process_observation`), before it is a tool result."""
-    kind, content, extras = event["observation"], _string(event.get("content")), _fields(event, "extras")
+    kind, content, extras = event["observation"], string_or_empty(event.get("content")), _fields(event, "extras")
     if kind == "run":
         text = _command_output(event)
         # Without a tool call, the agent took it for the output of a command the user ran; the older
@@ -315,7 +301,7 @@ def _observation_blocks(event: dict) -> tuple[Block, ...]:
         lines = [IPYTHON_IMAGE_SHOWN if IPYTHON_IMAGE in line else line for line in content.split("\n")]
         return (Text("\n".join(lines)), *_images(extras.get("image_urls")))
     if kind == "edit" and extras.get("impl_source") != "oh_aci" and extras.get("prev_exist") is False:
-        return (Text(f"[New file {_string(extras.get('path'))} is created with the provided content.]\n"),)
+        return (Text(f"[New file {string_or_empty(extras.get('path'))} is created with the provided content.]\n"),)
     if kind == "delegate":
         outputs = _fields(extras, "outputs")
         return (Text(outputs["content"] if isinstance(outputs.get("content"), str) else content),)
@@ -333,7 +319,7 @@ def _observation(event: dict, results: dict[str, Message]) -> list[Message]:
     metadata = event.get("tool_call_metadata")
     if not isinstance(metadata, dict):
         return [Message(USER, blocks, raw=event)]
-    call_id = _string(metadata.get("tool_call_id"))
+    call_id = string_or_empty(metadata.get("tool_call_id"))
     content = blocks[0].text if len(blocks) == 1 and isinstance(blocks[0], Text) else blocks  # one block: a Text
     is_error = True if event["observation"] == "error" else None
     # Sent after the assistant message that made the call, once all of that message's calls are answered.
@@ -384,14 +370,7 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                       source=HistorySource(parsed.data, messages))
 
 
-def write(transcript: Transcript) -> bytes:
-    """The bytes read, for a transcript an operation left as it was; any other is refused."""
-    from .. import not_written
-
-    source: HistorySource = transcript.source
-    if transcript.messages != source.messages:
-        raise not_written(transcript)
-    return source.data
+write = written_as_read
 
 
 class OpenHandsV0Format(Format):

@@ -54,21 +54,9 @@ from typing import Any
 
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, kind_of
-from ...core.model import (
-    ASSISTANT,
-    USER,
-    Block,
-    Image,
-    Message,
-    Opaque,
-    RedactedThinking,
-    Text,
-    Thinking,
-    ToolCall,
-    ToolResult,
-    Transcript,
-)
+from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, USER_WORDS_HEADING
+from .._log import LineOrigin, string_or_empty, surviving_parent
 
 NAME = "pi"
 DESCRIPTION = "pi coding-agent session (JSON Lines: a `session` header, then entries with id / parentId)"
@@ -105,12 +93,15 @@ class SessionSource:
 
 
 @dataclass(frozen=True, slots=True)
-class _Origin:
+class _Origin(LineOrigin):
     record: int
     blocks: tuple[Block, ...]
     items: tuple[Any, ...]  # the pi JSON of each block
     string_content: bool  # `content` was a string
     writable: bool  # a message entry whose content a write can change (not a summary, a bashExecution …)
+
+
+is_unchanged = _Origin.unchanged  # a message read from the log as it is
 
 
 def _entry_type(value: Any) -> str | None:
@@ -373,11 +364,6 @@ def reload(parsed: Parsed, written: Transcript, messages_path: str | None = None
 # --- writing ---------------------------------------------------------------------------------
 
 
-def is_unchanged(message: Message) -> bool:
-    origin = message.origin
-    return isinstance(origin, _Origin) and message.blocks == origin.blocks
-
-
 def pieces(blocks: tuple[Block, ...]) -> list[tuple[Block, ...]]:
     """A message's blocks as pi's entries hold them: each tool result alone, the other blocks in runs."""
     out: list[tuple[Block, ...]] = []
@@ -478,12 +464,8 @@ def _content_chars(content: Any) -> int:
         if kind in ("text", "thinking") and isinstance(block.get(kind), str):
             total += len(block[kind])
         elif kind == "toolCall":
-            total += len(_string(block.get("name"))) + len(dumps(block.get("arguments", {}), indent=False))
+            total += len(string_or_empty(block.get("name"))) + len(dumps(block.get("arguments", {}), indent=False))
     return total
-
-
-def _string(value: Any) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def with_usage_restated(out: list[Rewritten], source: SessionSource) -> list[Rewritten]:
@@ -684,11 +666,7 @@ def _relink(source: SessionSource, dropped: set[int], inserted: dict[int, list[d
             for i in dropped if isinstance(records[i][1].get("id"), str)}
 
     def kept(parent: Any) -> Any:
-        seen = set()
-        while isinstance(parent, str) and parent in skip and parent not in seen:
-            seen.add(parent)
-            parent = skip[parent]
-        return parent
+        return surviving_parent(parent, skip)
 
     for index, (_, value) in enumerate(records):
         if index in dropped or not isinstance(value, dict) or "parentId" not in value:

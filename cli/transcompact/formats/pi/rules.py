@@ -113,7 +113,7 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
     the calls before it, and the compaction moves only later on the path, which holds the same
     entries before and after it. Threading (P4) brings back the entries pi lost: a session whose
     entries, threaded, hold an error no repair fixes that the session did not have is refused
-    (`ops.repair`).
+    (`ops.validity.repair`).
     """
     if not any(v.severity == ERROR for v in check_log(transcript, None)):
         return transcript, []
