@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import pty
 import subprocess
 import sys
 import time
@@ -455,3 +456,25 @@ def imported_modules(importtime_stderr: str) -> set[str]:
             continue  # the "import time: self [us] | cumulative | imported package" header
         names.add(fields[2].strip())
     return names
+
+
+def on_a_terminal(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, str]:
+    """`python -m transcompact ARGS` with its stdout a terminal (a pseudo-terminal 100 columns
+    wide): how it ended, and what the terminal showed, colours and all."""
+    primary, secondary = pty.openpty()
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")}
+    environment |= {"COLUMNS": "100", "TERM": "xterm", **(env or {})}
+    try:
+        done = subprocess.run([sys.executable, "-m", "transcompact", *args], stdout=secondary, stderr=subprocess.PIPE,
+                              env=environment, cwd=ROOT, timeout=60)
+    finally:
+        os.close(secondary)
+    shown = b""
+    try:
+        while chunk := os.read(primary, 65536):
+            shown += chunk
+    except OSError:  # the terminal's other end is closed: all is read
+        pass
+    finally:
+        os.close(primary)
+    return done, shown.decode()

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -15,7 +11,7 @@ from transcompact.counting.counter import Options
 from transcompact.formats import loads
 from transcompact.ops.estimate import estimate
 
-from .builders import TextSnapshot, heavy_in, relative, run_with_importtime, usage_log
+from .builders import TextSnapshot, heavy_in, on_a_terminal, relative, run_with_importtime, usage_log
 from .builders import run_cli as run
 from .conftest import CORPUS, FIXTURES, ROOT, fixture_files
 
@@ -174,23 +170,9 @@ def test_recorded_usage_of_a_claude_code_log(in_root):
 
 
 def test_a_terminal_gets_a_rich_table():
-    primary, secondary = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSCOMPACT_")} | {"COLUMNS": "100", "TERM": "xterm"}
-    done = subprocess.run([sys.executable, "-m", "transcompact", "estimate", str(FIXTURES / "anthropic/tool-loop.json")],
-                          stdout=secondary, stderr=subprocess.PIPE, env=env, timeout=60)
-    os.close(secondary)
-    output = b""
-    while True:
-        try:
-            chunk = os.read(primary, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    os.close(primary)
+    done, shown = on_a_terminal("estimate", str(FIXTURES / "anthropic/tool-loop.json"))
     assert done.returncode == 0, done.stderr
-    text = re.sub(r"\x1b\[[0-9;]*m", "", output.decode())
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown)
     assert "─" in text  # the table rules plain text does not have
     assert "by kind" in text and "tool schemas" in text
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from .conftest import FIXTURES, ROOT
+from .builders import on_a_terminal
+from .conftest import FIXTURES
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="names that are not UTF-8 are a POSIX file system's")
 
@@ -72,26 +72,9 @@ def test_a_terminal_shows_names_as_they_are_not_as_markup(tmp_path):
                 block["name"] = "[/x]"
     path = tmp_path / "session [copy].json"
     path.write_text(json.dumps(body))
-    main, terminal = os.openpty()
-    try:
-        done = subprocess.run([sys.executable, "-m", "transcompact", "estimate", "--top", "3", str(path)], stdout=terminal,
-                              stderr=subprocess.PIPE, cwd=ROOT, env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
-                              timeout=60)
-        os.close(terminal)
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(main, 65536)
-            except OSError:  # the terminal's other end is closed: all is read
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        os.close(main)
+    done, shown = on_a_terminal("estimate", "--top", "3", str(path), env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert done.returncode == 0, done.stderr
-    text = shown.decode()
-    assert "session [copy].json" in text and "[/x]" in text
+    assert "session [copy].json" in shown and "[/x]" in shown
 
 
 def test_a_link_in_a_loop_is_named_and_left(logs, transcompact):

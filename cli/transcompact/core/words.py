@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
-def counted(number: int, noun: str) -> str:
-    """`number` with thousands separators, and `noun` in the singular for exactly one."""
-    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+def counted(number: int, noun: str, plural: str | None = None) -> str:
+    """`number` with thousands separators, and `noun` in the singular for exactly one (`plural`,
+    by default `noun` + s, for any other number)."""
+    return f"{number:,} {noun if number == 1 else plural or noun + 's'}"

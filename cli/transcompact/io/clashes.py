@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from ..core.errors import UsageError, shown_name
 from . import urls
 from .files import STDIN
-from .inputs import TRANSCRIPT_PATTERNS, Source, discover, matcher, output_paths
+from .inputs import TRANSCRIPT_PATTERNS, Source, discover, matcher, output_paths, skipped
 
 # How a file the run itself writes begins: a report line, an event, an archive record, a --resume
 # state (orjson and json write their keys in this order).
@@ -56,12 +56,12 @@ def check_paths(files: Sequence[str], patterns: Sequence[str] = (), *, output: s
     # An input is read before its output is written (-o onto it, or -i, is safe), but a file of the
     # run's own would be written into it, and -i would rewrite a file the run reads.
     for named in own + (reads if in_place else []):
-        for path in inputs:
-            if _same(named.path, path) and named in reads:
-                raise UsageError(f"-i would rewrite {named}, which the run reads; nothing written")
-            if _same(named.path, path):
-                raise UsageError(f"{named} is also an input ({shown_name(path)}); nothing written",
-                                 hint="give it a path of its own")
+        clashing = next((path for path in inputs if _same(named.path, path)), None)
+        if clashing is not None and named in reads:
+            raise UsageError(f"-i would rewrite {named}, which the run reads; nothing written")
+        if clashing is not None:
+            raise UsageError(f"{named} is also an input ({shown_name(clashing)}); nothing written",
+                             hint="give it a path of its own")
     for directory in (path for path in files if path != STDIN and _walked(path)):
         for named in own:
             if _walk_finds(directory, named.path, patterns) and _holds_a_transcript(named.path):
@@ -112,8 +112,8 @@ def _walk_finds(directory: str, path: str, patterns: Sequence[str]) -> bool:
     if not real.startswith(top.rstrip(os.sep) + os.sep):
         return False
     relative = os.path.relpath(real, top)
-    if any(part.startswith(".") for part in relative.split(os.sep)):
-        return False  # the walk skips hidden entries
+    if any(skipped(part) for part in relative.split(os.sep)):
+        return False  # the walk passes over it
     return matcher(patterns or TRANSCRIPT_PATTERNS)(relative.replace(os.sep, "/"), os.path.basename(real))
 
 

@@ -105,6 +105,11 @@ def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]
         yield Source(top, "", problem=problem), top
 
 
+def skipped(name: str) -> bool:
+    """Whether a walk passes over an entry of this name: hidden, or a version-control directory."""
+    return name.startswith(".") or name in VCS_DIRECTORIES
+
+
 def _files_under(directory: str, real: str, relative: str, matches: Callable[[str, str], bool],
                  top: str) -> Iterator[tuple[Source, str]]:
     """The files under `directory` (whose real path is `real`, its path under the argument
@@ -120,7 +125,7 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
         yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}"), directory
         return
     for entry in entries:
-        if entry.name.startswith(".") or entry.name in VCS_DIRECTORIES:
+        if skipped(entry.name):
             continue
         path = f"{relative}{entry.name}"
         key = f"{real}/{entry.name}"

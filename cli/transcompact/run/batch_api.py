@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core import settings
 from ..core.errors import ProviderError, TranscompactError, UsageError, option
 from ..core.model import Transcript
+from ..core.words import counted
 from ..io.files import write_file
 from ..providers import Completion, PromptTooLong, Resolved, is_too_long, one_line, sdk_error
 
@@ -443,8 +444,8 @@ def summarize_in_bulk(names: Iterable[str], load: Callable[[str], Transcript], o
     """
     state = State.open(state_path, resolved.provider)
     if state.batches:
-        watching.say(f"resuming: {_count(len(state.batches), 'batch', 'batches')} submitted before, "
-                     f"{_count(len(state.results), 'result', 'results')} in")
+        watching.say(f"resuming: {counted(len(state.batches), 'batch', 'batches')} submitted before, "
+                     f"{counted(len(state.results), 'result')} in")
     connection: list[BatchService] = []
 
     def connected() -> BatchService:
@@ -521,7 +522,7 @@ def _submit(service: BatchService, requests: Mapping[str, dict], state: State, w
         batch = service.submit(group)
         state.batches[batch] = [entry["custom_id"] for entry in group]
         state.save()  # at once: a run stopped now resumes this batch, it does not submit it again
-        watching.say(f"submitted batch {batch}: {_count(len(group), 'request', 'requests')}")
+        watching.say(f"submitted batch {batch}: {counted(len(group), 'request')}")
     state.save()
 
 
@@ -554,10 +555,6 @@ def _collect(service: BatchService, batch: str, state: State, watching: Watching
         kind = "succeeded" if answer.error is None else answer.error.split(":")[0]
         kinds[kind] = kinds.get(kind, 0) + 1
     watching.say(f"batch {batch} ended: " + ", ".join(f"{count:,} {kind}" for kind, count in kinds.items()))
-
-
-def _count(number: int, one: str, many: str) -> str:
-    return f"{number:,} {one if number == 1 else many}"
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -608,10 +605,10 @@ def _say_what_would_be_submitted(names: Sequence[str], load: Callable[[str], Tra
             continue
         wanted.update(requests)
         if requests and not quiet:
-            print(f"{name}: dry run: would submit {_count(len(requests), 'summary request', 'summary requests')}",
+            print(f"{name}: dry run: would submit {counted(len(requests), 'summary request')}",
                   file=sys.stderr)
     if not quiet:
-        print(f"compact: dry run: would submit {_count(len(wanted), 'request', 'requests')} to the {resolved.provider} batch API; "
+        print(f"compact: dry run: would submit {counted(len(wanted), 'request')} to the {resolved.provider} batch API; "
               "nothing was submitted, nothing written", file=sys.stderr)
 
 

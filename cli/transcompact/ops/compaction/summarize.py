@@ -13,8 +13,9 @@ chunk the provider still finds too long is halved.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ...core import settings
@@ -330,13 +331,6 @@ def summarize(transcript: Transcript, provider: Provider | Callable[[], Provider
     pieces = [text for m in old if (text := serialize(m, names, options.result_chars))]
     if not pieces:
         return None
-    if not isinstance(provider, Provider):
-        made = provider()
-        try:
-            return summarize(transcript, made, options, progress, cut)
-        finally:
-            made.close()
-
     if options.style not in settings.STYLES:
         raise UsageError(f"unknown summary style {options.style!r} (choose from {', '.join(settings.STYLES)})")
     first_prompt, update_prompt = ((NARRATIVE_SYSTEM_PROMPT, NARRATIVE_UPDATE_PROMPT) if options.style == "narrative"
@@ -346,36 +340,50 @@ def summarize(transcript: Transcript, provider: Provider | Callable[[], Provider
     reserve = max(len(previous or ""), WARN_CHARS) + len(update) + 200  # the summary so far travels with each chunk
     capacity = max(1000, options.input_tokens * CHARS_PER_TOKEN - reserve)
     queue = chunked(pieces, capacity)
-    summary, usage, done, requests = previous, Completion(""), 0, 0
-    warnings: list[str] = []
-    while queue:
-        chunk = queue.pop(0)
-        if progress:
-            progress(done + 1, done + 1 + len(queue))
-        conversation = "\n\n".join(chunk)
-        if summary is None:
-            system, prompt = checkpoint, conversation
-        else:
-            system, prompt = update, f"## Existing Summary\n\n{summary}\n\n## New Conversation\n\n{conversation}"
-        try:
-            answer, asked = _ask(provider, system, prompt, lambda text: problems(text, options.style, conversation))  # noqa: B023 (called in this turn of the loop)
-        except PromptTooLong:
-            requests += 1
-            if sum(map(len, chunk)) < 200:
-                raise
-            queue[:0] = halved(chunk)
-            continue
-        summary = answer.text.strip()
-        requests += asked
-        usage = Completion("", usage.input_tokens + answer.input_tokens, usage.output_tokens + answer.output_tokens)
-        done += 1
-    if summary is not None and len(summary) > WARN_CHARS:
-        warnings.append(f"the summary is long: {len(summary)} characters (the spec aims at at most {WARN_CHARS})")
-    return Summary(
-        text=summary or "", provider=provider.name, model=provider.model, chunks=done, requests=requests,
-        input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, previous_summary_used=previous is not None,
-        coverage=coverage(old, summary or "", names, tool_inputs(transcript.messages)), cut=cut, summarized=len(old), warnings=tuple(warnings),
-    )
+    with _provided(provider) as summarizer:
+        summary, usage, done, requests = previous, Completion(""), 0, 0
+        warnings: list[str] = []
+        while queue:
+            chunk = queue.pop(0)
+            if progress:
+                progress(done + 1, done + 1 + len(queue))
+            conversation = "\n\n".join(chunk)
+            if summary is None:
+                system, prompt = checkpoint, conversation
+            else:
+                system, prompt = update, f"## Existing Summary\n\n{summary}\n\n## New Conversation\n\n{conversation}"
+            try:
+                answer, asked = _ask(summarizer, system, prompt, lambda text: problems(text, options.style, conversation))  # noqa: B023 (called in this turn of the loop)
+            except PromptTooLong:
+                requests += 1
+                if sum(map(len, chunk)) < 200:
+                    raise
+                queue[:0] = halved(chunk)
+                continue
+            summary = answer.text.strip()
+            requests += asked
+            usage = Completion("", usage.input_tokens + answer.input_tokens, usage.output_tokens + answer.output_tokens)
+            done += 1
+        if summary is not None and len(summary) > WARN_CHARS:
+            warnings.append(f"the summary is long: {len(summary)} characters (the spec aims at at most {WARN_CHARS})")
+        return Summary(
+            text=summary or "", provider=summarizer.name, model=summarizer.model, chunks=done, requests=requests,
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, previous_summary_used=previous is not None,
+            coverage=coverage(old, summary or "", names, tool_inputs(transcript.messages)), cut=cut, summarized=len(old), warnings=tuple(warnings),
+        )
+
+
+@contextlib.contextmanager
+def _provided(provider: Provider | Callable[[], Provider]) -> Iterator[Provider]:
+    """The provider given, or the one a function given makes (closed after)."""
+    if isinstance(provider, Provider):
+        yield provider
+        return
+    made = provider()
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def _focus(instructions: str | None) -> str:
