@@ -24,6 +24,7 @@ from transcompact.counting.calibrate import recorded_usage, usage_tokens
 from transcompact.counting.counter import Options as EstimateOptions
 from transcompact.formats import detect
 from transcompact.formats.pi import reader as pi
+from transcompact.formats.pi import writer as pi_writer
 from transcompact.ops.compaction.compact import CompactOptions
 from transcompact.ops.compaction.summarize import SummaryOptions
 from transcompact.ops.compaction.summary_message import is_summary_message
@@ -190,7 +191,7 @@ def with_usage(data: bytes, overhead: int = 3000) -> bytes:
             prompt = overhead + sent // 4
             message["usage"] = {"input": 12, "output": 30, "cacheRead": prompt - 12, "cacheWrite": 0, "totalTokens": prompt + 30,
                                 "cost": {"input": 0.0001, "output": 0.0004, "cacheRead": 0.001, "cacheWrite": 0, "total": 0.0015}}
-        sent += pi.entry_chars(entry)
+        sent += pi_writer.entry_chars(entry)
         lines.append(json.dumps(entry, separators=(",", ":")).encode())
     return b"\n".join(lines) + b"\n"
 

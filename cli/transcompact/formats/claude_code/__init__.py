@@ -1,5 +1,6 @@
-"""Claude Code's session logs (`~/.claude/projects/*/*.jsonl`): `reader` (the reader and writer),
-`rules` (the log's own rules: check, repair), and `rewrites` (compaction, UI copies).
+"""Claude Code's session logs (`~/.claude/projects/*/*.jsonl`): `reader` (the log read into messages),
+`writer` (the messages written back into its lines), `rules` (the log's own rules: check, repair),
+and `rewrites` (compaction, UI copies).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class ClaudeCodeFormat(Format):
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read, reload = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.reload)
-    write, write_lines = staticmethod(reader.write), staticmethod(reader.write_lines)
+    write, write_lines = lazy("writer"), lazy("writer")
     trim, lazy_trim = staticmethod(reader.linking_fields), staticmethod(reader.viewed_lines)
     # What `claude --resume` needs of a log (docs/design.md §5.4), checked by rules.py.
     rule_texts = {

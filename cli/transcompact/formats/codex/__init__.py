@@ -1,5 +1,5 @@
-"""Codex CLI's rollouts (`~/.codex/sessions/**/rollout-*.jsonl`): `reader` (the reader and
-writer), `rewrites` (compaction, injected context), `thread_store` (Codex's index of a rollout,
+"""Codex CLI's rollouts (`~/.codex/sessions/**/rollout-*.jsonl`): `reader` (the rollout read
+into messages), `writer` (the messages written back into its lines), `rewrites` (compaction, injected context), `thread_store` (Codex's index of a rollout,
 kept true around a rewrite).
 """
 
@@ -13,7 +13,8 @@ class CodexFormat(Format):
     """The adapter: the rollout's rewrites are imported when an operation first asks for them."""
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
-    detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
+    detect, read = staticmethod(reader.detect), staticmethod(reader.read)
+    write = lazy("writer")
     append_compaction, injected_context, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 
 

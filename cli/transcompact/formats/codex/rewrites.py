@@ -13,15 +13,8 @@ from ...core.errors import Location, UsageError, option
 from ...core.jsondata import BLANK, Record, dumps
 from ...core.model import USER, Message, Text, Transcript
 from ...core.summary_text import SUMMARY_PREFIX, SummaryText, compose, parse
-from .reader import (
-    CODEX_SUMMARY_PREFIX,
-    CONTEXT_PREFIXES,
-    RolloutSource,
-    message_items,
-    rollout,
-    session_meta,
-    user_item,
-)
+from .reader import CODEX_SUMMARY_PREFIX, CONTEXT_PREFIXES, RolloutSource, rollout, session_meta, user_item
+from .writer import message_items
 
 # The lines a resumed session needs when the history before the compaction is dropped.
 SESSION_LINES = frozenset({"session_meta", "turn_context"})

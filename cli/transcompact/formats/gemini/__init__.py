@@ -1,5 +1,5 @@
-"""Gemini CLI's chat recordings (`~/.gemini/tmp/*/chats/*.json[l]`): `reader` (the reader and
-writer), and `rewrites` (compaction, UI copies).
+"""Gemini CLI's chat recordings (`~/.gemini/tmp/*/chats/*.json[l]`): `reader` (the chat read
+into messages), `writer` (the messages written back into its records), and `rewrites` (compaction, UI copies).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ class GeminiFormat(Format):
     # repair do not count its own copy as a second answer (check.results_twice).
     results_twice = True
     answers_each_message = True  # a record holds its calls' results: they follow its model turn
-    detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
-    rewrites_lines, unrecorded_messages = staticmethod(reader.rewrites_lines), staticmethod(reader.unrecorded_messages)
+    detect, read = staticmethod(reader.detect), staticmethod(reader.read)
+    write = lazy("writer")
+    rewrites_lines, unrecorded_messages = lazy("writer"), staticmethod(reader.unrecorded_messages)
     append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")
 
 

@@ -12,7 +12,8 @@ from ...core.errors import ShapeError
 from ...core.jsondata import Lines, Parsed
 from ...core.model import Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
-from .reader import ChatSource, _Origin, append_line, read, rebuilt_records
+from .reader import ChatSource, _Origin, read
+from .writer import append_line, rebuilt_records
 
 
 def replace_ui_copies(transcript: Transcript) -> Transcript:

@@ -1,4 +1,4 @@
-"""OpenHands: conversations (event directories or their bundle): `reader` (read and written),
+"""OpenHands: conversations (event directories or their bundle): `reader` (read), `writer` (written back),
 `rules`, `rewrites`; and `v0` trajectories (read only).
 """
 
@@ -13,7 +13,8 @@ class OpenHandsFormat(Format):
     are imported when an operation first asks for them."""
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
-    detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
+    detect, read = staticmethod(reader.detect), staticmethod(reader.read)
+    write = lazy("writer")
     check_log, repair_log, append_compaction = lazy("rules"), lazy("rules"), lazy("rewrites")
 
 

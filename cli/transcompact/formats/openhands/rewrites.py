@@ -5,18 +5,8 @@ from __future__ import annotations
 from ...core.errors import ShapeError
 from ...core.jsondata import Parsed
 from ...core.model import Message, Transcript
-from .reader import (
-    ACTION,
-    OBSERVATIONS,
-    SYSTEM_PROMPT,
-    Entry,
-    StoreSource,
-    _Origin,
-    appended,
-    condensation,
-    read,
-    rewritten_records,
-)
+from .reader import ACTION, OBSERVATIONS, SYSTEM_PROMPT, Entry, StoreSource, _Origin, read
+from .writer import appended, condensation, rewritten_records
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,

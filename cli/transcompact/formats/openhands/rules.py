@@ -19,17 +19,8 @@ from ...core.jsondata import Parsed
 from ...core.model import Transcript
 from ...core.violation import ERROR, Violation
 from ...io.openhands_store import EVENTS_DIR, event_file_name
-from .reader import (
-    Entry,
-    StoreSource,
-    appended,
-    condensation,
-    condensed,
-    enforced,
-    event_records,
-    read,
-    rewritten_records,
-)
+from .reader import Entry, StoreSource, condensed, enforced, event_records, read
+from .writer import appended, condensation, rewritten_records
 
 
 def _dropped(source: StoreSource) -> list[tuple[str, Entry, str]]:

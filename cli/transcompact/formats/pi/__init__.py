@@ -1,5 +1,6 @@
-"""pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): `reader` (the reader and writer), `rules`
-(the session's own rules: check, repair), and `rewrites` (compaction).
+"""pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): `reader` (the session read into
+messages), `writer` (the messages written back into its entries), `rules` (the session's own rules:
+check, repair), and `rewrites` (compaction).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ class PiFormat(Format):
     """The adapter: the session's rules and rewrites are imported when an operation first asks for them."""
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
-    detect, read, write = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.write)
+    detect, read = staticmethod(reader.detect), staticmethod(reader.read)
+    write = lazy("writer")
     answers_each_message = True
     reload = staticmethod(reader.reload)
     check_log, repair_log = lazy("rules"), lazy("rules")

@@ -11,18 +11,8 @@ from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Message, ToolCall, Transcript, named_paths
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
-from .reader import (
-    SPLIT_TURN,
-    SessionSource,
-    _entry_type,
-    _Origin,
-    entry_ids,
-    entry_records,
-    find_path,
-    new_entry_id,
-    read,
-    rewritten_records,
-)
+from .reader import SPLIT_TURN, SessionSource, _entry_type, _Origin, entry_records, find_path, read
+from .writer import entry_ids, new_entry_id, rewritten_records
 
 MODIFYING_TOOLS = frozenset({"write", "edit"})  # pi's own tools that change a file (compaction/utils.ts)
 # Entries that set what a session resumes with rather than what it sends: the model and thinking

@@ -30,19 +30,8 @@ from typing import Any
 from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Transcript
 from ...core.violation import ERROR, Violation
-from .reader import (
-    SessionSource,
-    _entry_type,
-    active_entries,
-    entry_ids,
-    entry_records,
-    find_path,
-    first_kept,
-    new_entry_id,
-    read,
-    rewritten_records,
-    version_of,
-)
+from .reader import SessionSource, _entry_type, active_entries, entry_records, find_path, first_kept, read, version_of
+from .writer import entry_ids, new_entry_id, rewritten_records
 
 
 def _message(value) -> dict:

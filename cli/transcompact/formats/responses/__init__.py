@@ -1,30 +1,20 @@
-"""OpenAI Responses API request bodies (`input` items): `reader` (the reader and writer), and
-`rewrites` (compaction).
+"""OpenAI Responses API request bodies (`input` items): `reader` (the body read into messages),
+`writer` (the messages written back into its items), and `rewrites` (compaction).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..adapter import Format
+from ..adapter import Format, lazy
 from . import reader
-
-if TYPE_CHECKING:
-    from ...core.model import Message, Transcript
 
 
 class ResponsesFormat(Format):
-    """The adapter: its rewrite is imported when compact first asks for it."""
+    """The adapter: its writer and rewrite are imported when an operation first asks for them."""
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, readable = staticmethod(reader.detect), staticmethod(reader.readable)
-    read, write = staticmethod(reader.read), staticmethod(reader.write)
-
-    def append_compaction(self, transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                          *, drop_history: bool = False) -> Transcript:
-        from .rewrites import append_compaction
-
-        return append_compaction(transcript, summary, recent, pre_tokens, drop_history=drop_history)
+    read, write = staticmethod(reader.read), lazy("writer")
+    append_compaction = lazy("rewrites")
 
 
 FORMAT = ResponsesFormat()

@@ -24,7 +24,7 @@ from typing import Any
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import Layout, Parsed
 from ...core.model import Block, Message, Opaque, Text, Transcript
-from ..codex.reader import Item, _Origin, is_unchanged, item_blocks, item_kind, message_items, turns
+from ..codex.reader import Item, _Origin, item_blocks, item_kind, turns
 
 NAME = "responses"
 DESCRIPTION = "OpenAI Responses API input items (a request body with `input`, or an array of items)"
@@ -123,19 +123,3 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
 def _counted_as_its_bytes(block: Block, item: dict) -> Block:
     """A compaction block with its item as `raw`, which estimate counts (the API reads it encrypted)."""
     return replace(block, raw=item) if isinstance(block, Opaque) and block.type == COMPACTION else block
-
-
-def write(transcript: Transcript) -> bytes:
-    source: InputSource = transcript.source
-    origins = [m.origin for m in transcript.messages]
-    read_as = [i for o in origins if isinstance(o, _Origin) for i in o.items]
-    if read_as == list(range(source.active, len(source.items))) and all(map(is_unchanged, transcript.messages)):
-        return source.data
-    values = [item.value for item in source.items[:source.active]]
-    values += [value for message in transcript.messages for _, value in message_items(message, source.items)]
-    return source.layout.dumps(with_items(source, values))
-
-
-def with_items(source: InputSource, values: list) -> Any:
-    """The document with `values` as its items."""
-    return {**source.document, "input": values} if source.path else values

@@ -5,8 +5,10 @@ from __future__ import annotations
 from ...core.jsondata import parse
 from ...core.model import ASSISTANT, Message, Opaque, Transcript
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
-from ..codex.reader import assistant_item, message_items, user_item
-from .reader import COMPACTION, InputSource, read, with_items
+from ..codex.reader import assistant_item, user_item
+from ..codex.writer import message_items
+from .reader import COMPACTION, InputSource, read
+from .writer import with_items
 
 # Messages kept in front of the summary: the API's own compaction (opaque: no summary can take in
 # what it holds) and the instructions of the system and developer messages.

@@ -1,0 +1,257 @@
+"""Claude Code logs written back: a message left as it was keeps its lines, a changed one goes back into them, a
+line left with no content is dropped (its children re-parented) and new lines thread into the chain; the
+last response's recorded usage is restated by what the change took out before it."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Mapping
+from typing import Any
+
+from ...core.errors import ShapeError
+from ...core.jsondata import Lines, PartialLine, Record, dumps
+from ...core.model import (
+    ASSISTANT,
+    USER,
+    Block,
+    Document,
+    Image,
+    Message,
+    RedactedThinking,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
+from ...dialects import anthropic as codec
+from .._log import surviving_parent
+from .reader import (
+    LogSource,
+    _Origin,
+    is_unchanged,
+    whole_value,
+)
+
+
+def _lines_of(message: Message) -> tuple[int, ...] | None:
+    """The lines a message of this log was read from (its view says, when it is unread), or None
+    for a message an operation made."""
+    view = message.view
+    if view is not None and view.lines is not None:
+        return tuple(dict.fromkeys(view.lines))
+    origin = message.origin
+    return origin.records if isinstance(origin, _Origin) else None
+
+
+def write(transcript: Transcript) -> bytes:
+    return bytes(write_lines(transcript))
+
+
+def write_lines(transcript: Transcript) -> Lines:
+    source: LogSource = transcript.source
+    records = source.records
+    runs = [_lines_of(m) for m in transcript.messages]
+    claimed = {i for run in runs if run is not None for i in run}
+    message_records = source.message_records
+    if (
+        None not in runs
+        and claimed == message_records
+        and all(not m.is_read or is_unchanged(m) for m in transcript.messages)
+    ):
+        return Lines(list(records))  # the first line holds the mark, if any
+
+    origins = [m.origin for m in transcript.messages if m.is_read and isinstance(m.origin, _Origin)]
+    string_records = {i for origin in origins for i in origin.string_records}
+    cleared = {tool_id: block for origin in origins for tool_id, block in origin.cleared.items()}
+    contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
+    inserted: dict[int, list[dict]] = {}  # new records to write after a record
+    dropped = set(message_records - claimed)
+    taken: dict[int, int] = {}  # the tokens a changed record lost (less what it gained), by Claude Code's estimate
+    last_record: int | None = None
+    for message, run in zip(transcript.messages, runs):
+        if run is None:
+            anchor = last_record if last_record is not None else (source.chain[0] if source.chain else None)
+            if anchor is None:
+                raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
+            inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
+            taken[anchor] = taken.get(anchor, 0) - sum(map(estimated_tokens, message.blocks))
+            continue
+        if not message.is_read:  # a message still unread is as it was read
+            last_record = run[-1]
+            continue
+        origin = message.origin
+        original = origin.blocks  # once: a message read from lines kept in part reads them again
+        if message.blocks == original:
+            last_record = run[-1]
+            continue
+        # Each block goes back to the line it came from; a new block joins the line before it.
+        per_record: dict[int, list[Block]] = {i: [] for i in origin.records}
+        current = origin.records[0]
+        for block in message.blocks:
+            if block.line in per_record:
+                current = block.line
+            per_record[current].append(block)
+        for index, blocks in per_record.items():
+            was = [b for b in original if b.line == index]
+            if not blocks:
+                dropped.add(index)
+            elif blocks != was:
+                contents[index] = blocks
+            else:
+                continue
+            taken[index] = taken.get(index, 0) + sum(map(estimated_tokens, was)) - sum(map(estimated_tokens, blocks))
+        # A message added after this one hangs from its last line that stays.
+        last_record = max((i for i in origin.records if i not in dropped), default=last_record)
+
+    parents = _relink(source, dropped, inserted)
+    restated = _restated_prompts(source, taken)
+    out: list[Record] = []
+    for index, record in enumerate(records):
+        if index in dropped:
+            continue
+        if index in contents or index in parents or index in restated:
+            obj = dict(whole_value(index, record, transcript.name))
+            if index in contents:
+                obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
+            if index in restated:
+                obj["message"] = {**obj["message"], "usage": _usage_less(obj["message"]["usage"], restated[index])}
+            if index in parents:
+                obj["parentUuid"] = parents[index]
+            if type(record[1]) is PartialLine:
+                # Read in part: held as its bytes only, made now (the post-condition reads them back in part).
+                record = (dumps(obj, indent=False), None)
+            else:
+                record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
+        out.append(record)
+        out.extend((None, new) for new in inserted.get(index, ()))
+    return Lines.of(out, bom=source.bom)
+
+
+# Claude Code judges the size of its context by the usage the last response recorded plus its own
+# estimate of what came after (cli.js 2.1.112 `tokenCountWithEstimation`): it refuses to send
+# at its blocking limit and compacts on its own above its threshold. Left as it was, the usage after
+# a rewrite that shrank the history would count what the rewrite took out: Claude Code would
+# compact (or refuse) a pruned log it no longer needs to, and `estimate` would say what the log was.
+# So a write restates the prompt the last response recorded (each of its lines: they share it),
+# less what the changes took out before it (more what they added), by Claude Code's own estimate
+# (`estimated_tokens`): from the cached part first (`cache_read_input_tokens`, then
+# `cache_creation_input_tokens`, then `input_tokens`), none below 0; what a change added goes to
+# `input_tokens`. The output (`output_tokens`) stays. The responses before it keep what they
+# recorded: restating each would rewrite every assistant line after the first change (a third of
+# a long log's lines), and only the last one is judged by.
+_ESTIMATED_MEDIA_TOKENS = 2000
+_PROMPT_PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens")
+
+
+def estimated_tokens(block: Block) -> int:
+    """Claude Code's estimate of a block (cli.js 2.1.112 `w4z`: its text, a call's name and input as
+    JSON, a thinking, a result's content, each as characters / 4, rounded)."""
+    if isinstance(block, Text):
+        return round(len(block.text) / 4)
+    if isinstance(block, ToolResult):
+        content = block.content
+        return round(len(content) / 4) if isinstance(content, str) else sum(map(estimated_tokens, content))
+    if isinstance(block, ToolCall):
+        return round(len(block.name + dumps(block.input if block.input is not None else {}, indent=False).decode()) / 4)
+    if isinstance(block, Thinking):
+        return round(len(block.thinking) / 4)
+    if isinstance(block, RedactedThinking):
+        return round(len(block.data) / 4)
+    if isinstance(block, (Image, Document)):
+        return _ESTIMATED_MEDIA_TOKENS
+    return round(len(dumps(block.raw, indent=False).decode()) / 4)
+
+
+def _restated_prompts(source: LogSource, taken: dict[int, int]) -> dict[int, int]:
+    """The lines of the last response that recorded a prompt, each with the tokens the changes before
+    the response's first line took out of its prompt (put in, when negative), in the order the API
+    sees the lines (parallel results hang off their calls, not all on the chain); none when those
+    changes took nothing."""
+    if not taken:
+        return {}
+    records = source.records
+    last: list[int] = []  # the lines (with usage) of the last response that has some
+    lines: list[int] = []
+    so_far, response, before_response, before_last = 0, None, 0, 0
+    for index in source.order:
+        value = records[index][1]
+        if isinstance(value, dict) and value.get("type") == ASSISTANT and isinstance(message := value.get("message"), dict):
+            if message.get("id") != response or response is None:  # a response's lines share its id and its usage
+                response, before_response, lines = message.get("id"), so_far, []
+            if isinstance(usage := message.get("usage"), dict) and _prompt(usage) > 0:
+                lines.append(index)
+                last, before_last = lines, before_response
+        so_far += taken.get(index, 0)
+    return dict.fromkeys(last, before_last) if before_last else {}
+
+
+def _prompt(usage: dict) -> int:
+    """The prompt a usage counts; 0 for a line Claude Code made itself (`<synthetic>`: an API error,
+    "No response requested."), whose usage is zeros and which it does not judge by."""
+    return sum(usage[part] for part in _PROMPT_PARTS if type(usage.get(part)) is int)
+
+
+def _usage_less(usage: dict, tokens: int) -> dict:
+    """`usage` whose prompt counts `tokens` fewer (negative: more)."""
+    out = dict(usage)
+    if tokens < 0:
+        if type(out.get("input_tokens")) is int:
+            out["input_tokens"] -= tokens
+        return out
+    for part in _PROMPT_PARTS:
+        if tokens and type(out.get(part)) is int and out[part] > 0:
+            less = min(out[part], tokens)
+            out[part] -= less
+            tokens -= less
+    return out
+
+
+def _file_content(blocks: list[Block], string_content: bool, cleared: Mapping[str, ToolResult]) -> Any:
+    """A line's content as the file keeps it: a result still reading as the microcompact placeholder
+    keeps its original JSON (the boundary that clears it is still in the file)."""
+    if not cleared or string_content:
+        return codec.write_content(tuple(blocks), string_content)
+    return [b.raw if type(b) is ToolResult and cleared.get(b.tool_call_id) == b else codec.write_block(b) for b in blocks]
+
+
+def _new_record(anchor: dict, message: Message) -> dict:
+    """A line for a message an operation added, in the envelope of the line it follows."""
+    content = codec.write_content(message.blocks, False)
+    seed = f"{anchor.get('uuid')}:{dumps(content, indent=False).decode()}"
+    record = {
+        "parentUuid": anchor.get("uuid"),
+        "isSidechain": anchor.get("isSidechain", False),
+        "userType": anchor.get("userType", "external"),
+        "cwd": anchor.get("cwd"),
+        "sessionId": anchor.get("sessionId"),
+        "version": anchor.get("version"),
+        "gitBranch": anchor.get("gitBranch"),
+        "type": USER if message.role == USER else ASSISTANT,
+        "message": {"role": message.role, "content": content},
+        "uuid": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed)),
+        "timestamp": anchor.get("timestamp"),
+    }
+    return {k: v for k, v in record.items() if v is not None or k == "parentUuid"}
+
+
+def _relink(source: LogSource, dropped: set[int], inserted: dict[int, list[dict]]) -> dict[int, Any]:
+    """The new `parentUuid` of each record whose parent was dropped or that now follows inserted lines."""
+    records = source.records
+    skip: dict[Any, Any] = {records[i][1].get("uuid"): records[i][1].get("parentUuid") for i in dropped}
+    parents: dict[int, Any] = {}
+    for anchor, new_records in inserted.items():
+        for before, after in zip(new_records, new_records[1:]):
+            after["parentUuid"] = before["uuid"]
+        anchor_uuid = records[anchor][1].get("uuid")
+        for index in source.chain:
+            if index != anchor and records[index][1].get("parentUuid") == anchor_uuid:
+                parents[index] = new_records[-1]["uuid"]
+    for index, (_, value) in enumerate(records):
+        if index in dropped or index in parents or not isinstance(value, dict):
+            continue
+        parent = value.get("parentUuid")
+        new = surviving_parent(parent, skip)
+        if new != parent:
+            parents[index] = new
+    return parents

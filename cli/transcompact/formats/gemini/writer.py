@@ -1,0 +1,257 @@
+"""Gemini CLI chats written back: a changed message's turns laid over the record they came from (its calls
+holding their results), new records after the one before them; the legacy document spliced where
+only its messages changed, the JSON Lines log rewritten in place or appended to."""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+from typing import Any, cast
+
+from ...core.jsondata import BLANK, BOM, Lines, Record, dumps, line_bytes
+from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
+from .reader import (
+    ChatSource,
+    Entry,
+    _holds_turn,
+    _Origin,
+    call_results,
+    model_turn,
+    parts,
+    read_part,
+    result_turn,
+    write_part,
+    write_results,
+)
+
+
+def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_unread: bool = True) -> list[dict]:
+    """The message records for `messages`, in order: a record whose turns did not change is the
+    same object as read; one that changed is a copy with the new content and calls laid over it.
+
+    `keep_unread` keeps the records no message was read from (info, ignored input) in their place.
+    A message an operation added becomes a record of its own, except a user message of tool
+    results only, which goes into the calls it answers (as the agent records results).
+    """
+    turns: dict[int, dict[str, tuple[Block, ...]]] = {}
+    added: dict[int, list[Message]] = {}  # new messages, by the entry of the message before them
+    folded: dict[int, list[ToolResult]] = {}
+    last = -1
+    folds = False  # whether results added after the message before go into its record's calls
+    for message in messages:
+        origin = message.origin
+        if isinstance(origin, _Origin):
+            blocks = message.blocks
+            rest: tuple[Block, ...] = ()
+            if origin.turn == "results":
+                # The calls hold the results the turn opens with; what follows them (a placeholder repair
+                # left, a text an operation added) is a user record of its own right after the record.
+                head = next((k for k, b in enumerate(blocks) if not isinstance(b, ToolResult)), len(blocks))
+                blocks, rest = blocks[:head], blocks[head:]
+                if rest:
+                    added.setdefault(origin.entry, []).append(Message(USER, rest))
+            turns.setdefault(origin.entry, {})[origin.turn] = blocks
+            last, folds = origin.entry, not rest
+        elif message.role == USER and message.blocks and all(isinstance(b, ToolResult) for b in message.blocks) and folds:
+            folded.setdefault(last, []).extend(cast("tuple[ToolResult, ...]", message.blocks))  # each is one: all() above
+        else:
+            added.setdefault(last, []).append(message)
+    out: list[dict] = [_new_record(m, None, n) for n, m in enumerate(added.get(-1, ()))]
+    for index, entry in enumerate(source.active):
+        if index in turns:
+            out.append(_rebuilt(entry.record, turns[index], folded.get(index, [])))
+        elif keep_unread and index not in source.read_entries:
+            out.append(entry.record)
+        out.extend(_new_record(m, entry.record, n) for n, m in enumerate(added.get(index, ())))
+    return out
+
+
+def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[ToolResult]) -> dict:
+    model = record.get("type") == "gemini"
+    read_content = model_turn(record) if model else tuple(read_part(p) for p in parts(record.get("content")))
+    content = turns.get("content", ())
+    # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
+    results = cast("tuple[ToolResult, ...]", turns.get("results", ())) + tuple(folded)
+    if content == read_content and results == result_turn(record):
+        return record
+    new = dict(record)
+    in_content = not model or _holds_turn(record)  # else the calls live in `toolCalls` only
+    content_blocks = [b for b in content if in_content or not isinstance(b, ToolCall)]
+    if content_blocks != [b for b in read_content if in_content or not isinstance(b, ToolCall)]:
+        written = [write_part(b) for b in content_blocks]
+        only = content_blocks[0] if len(content_blocks) == 1 else None
+        new["content"] = only.text if isinstance(only, Text) and isinstance(record.get("content"), str) else written
+    if model:
+        calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
+        new_calls = _calls(calls, [b for b in content if isinstance(b, ToolCall)],
+                           [b for b in read_content if isinstance(b, ToolCall)], results)
+        if new_calls != calls:
+            new["toolCalls"] = new_calls
+    return new
+
+
+def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: tuple[ToolResult, ...]) -> list:
+    """The `toolCalls` entries for the model turn's calls, each holding its results.
+
+    A call is found by its place while the turn keeps as many calls as its record has (repair
+    renames ids), else by its id; one that no entry holds gets a new entry. The results go back
+    into the calls they were read from while they keep their number and ids (an entry may hold
+    another call's result: `call_results`), else each call holds the (last) result of its id.
+    """
+    by_id = {c.get("id"): c for c in calls if isinstance(c, dict)}
+    aligned = len(call_blocks) == len(calls) == len(read_blocks)
+    entries = [calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
+               for place, block in enumerate(call_blocks)]
+    held = [(place, r) for place, entry in enumerate(entries) if entry is not None for r in call_results(entry)]
+    owned: list[list[ToolResult]] = [[] for _ in call_blocks]
+    if [r.tool_call_id for _, r in held] == [r.tool_call_id for r in results]:
+        for (place, _), result in zip(held, results):
+            owned[place].append(result)
+    else:
+        by_answer = {r.tool_call_id: r for r in results}
+        for place, block in enumerate(call_blocks):
+            if block.id in by_answer:
+                owned[place].append(by_answer[block.id])
+    names = {block.id: block.name for block in call_blocks}
+    out = []
+    for place, block in enumerate(call_blocks):
+        call = entries[place]
+        if call is None:
+            call = {"id": block.id, "name": block.name, "args": block.input, "status": "success"}
+        new = dict(call)
+        if not (aligned and block == read_blocks[place]):
+            new.update(id=block.id, name=block.name, args=block.input)
+        mine, before = owned[place], list(call_results(call))
+        if not mine:
+            if before:
+                new["result"] = None
+        elif before != mine:
+            new["result"] = write_results(mine, call, names)
+        out.append(new if new != call else call)
+    return out
+
+
+def _new_record(message: Message, before: dict | None, n: int) -> dict:
+    """A record for the `n`th message an operation added after `before`, stamped like it; its id
+    is made from them, so that the same rewrite gives the same file."""
+    content = [write_part(b) for b in message.blocks if not isinstance(b, ToolCall)]
+    seed = f"{before.get('id') if before else None}:{n}:{dumps(content, indent=False).decode()}"
+    record: dict[str, Any] = {"id": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))}
+    if before is not None and isinstance(before.get("timestamp"), str):
+        record["timestamp"] = before["timestamp"]
+    record.update(type="user" if message.role == USER else "gemini", content=content)
+    calls = [b for b in message.blocks if isinstance(b, ToolCall)]
+    if calls and message.role == ASSISTANT:
+        record["toolCalls"] = _calls([], calls, [], ())
+    return record
+
+
+def write(transcript: Transcript) -> bytes:
+    source: ChatSource = transcript.source
+    new = rebuilt_records(source, transcript.messages)
+    old = [e.record for e in source.active]
+    if len(new) == len(old) and all(a is b for a, b in zip(new, old)):
+        return source.data
+    new = without_stale_usage(new, old)
+    same_ids = [r.get("id") for r in new] == [r.get("id") for r in old]
+    if source.records is None:
+        document, layout = source.document, source.layout
+        assert document is not None and layout is not None  # the legacy document: read sets both
+        spans = message_spans(source.data) if same_ids else []
+        if len(spans) != len(document["messages"]) or not same_ids:
+            if same_ids:  # what is no message (a null) stays where it was: the agent skips it
+                rewritten = iter(new)
+                new = [next(rewritten) if isinstance(m, dict) else m for m in document["messages"]]
+            return layout.dumps({**document, "messages": new})
+        return _spliced(source, new, spans)
+    records = list(source.records)
+    if same_ids:
+        for entry, record in zip(source.active, new):
+            if record is not entry.record:
+                _replace_in_line(records, entry, record, source.bom)
+    else:
+        records = append_line(records, {"$set": {"messages": new}})
+    return bytes(Lines(records))  # the lines joined by newlines
+
+
+# A JSON string (skipped whole) or a bracket: enough to find where each message of a document sits.
+_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def message_spans(data: bytes) -> list[tuple[int, int]]:
+    """The byte range of each object or array in the top-level `messages` array (a string or a
+    number there has none: the caller compares the count with the array's)."""
+    spans: list[tuple[int, int]] = []
+    depth, key, inside, start = 0, None, False, 0
+    for match in _STRING_OR_BRACKET.finditer(data):
+        token = match.group()
+        if token[:1] == b'"':
+            key = token if depth == 1 else key  # at the top level, the last string before `[` is its key
+            continue
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth == 2 and token == b"[" and key == b'"messages"':
+                inside = True
+            elif inside and depth == 3:
+                start = match.start()
+        else:
+            if inside and depth == 3:
+                spans.append((start, match.end()))
+            elif inside and depth == 2:
+                inside = False
+            depth -= 1
+    return spans
+
+
+def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) -> bytes:
+    """The legacy document with each changed message written on one line where it was: the rest
+    keeps its bytes, and the file never gains a line (prune's archive pairs the lines)."""
+    data = source.data
+    out, end = [], 0
+    for entry, record in zip(source.active, new):
+        if record is not entry.record:
+            assert entry.position is not None  # every entry of the legacy document has its place
+            start, stop = spans[entry.position]
+            out += [data[end:start], dumps(record, indent=False)]
+            end = stop
+    return b"".join(out + [data[end:]])
+
+
+def without_stale_usage(new: list[dict], old: list[dict]) -> list[dict]:
+    """`new` with `tokens` cleared on every record after the first that changed: each counted a
+    prompt that held the old content, and read as usage it would anchor every later count on it."""
+    first = next((i for i, (a, b) in enumerate(zip(new, old)) if a is not b), min(len(new), len(old)))
+    return new[:first + 1] + [{**r, "tokens": None} if isinstance(r.get("tokens"), dict) else r for r in new[first + 1:]]
+
+
+def _replace_in_line(records: list[Record], entry: Entry, record: dict, bom: bool) -> None:
+    """Put a changed record on its line: the line itself, or its place in the line's `messages`."""
+    assert entry.line is not None  # every entry of a JSON Lines log has its line
+    value = records[entry.line][1]
+    if entry.position is None:
+        value = record
+    elif "$set" in value and isinstance(value["$set"].get("messages"), list):
+        messages = list(value["$set"]["messages"])
+        messages[entry.position] = record
+        value = {**value, "$set": {**value["$set"], "messages": messages}}
+    else:
+        messages = list(value["messages"])
+        messages[entry.position] = record
+        value = {**value, "messages": messages}
+    line = dumps(value, indent=False)
+    if entry.line == 0 and bom:
+        line = BOM + line  # the first line keeps the byte-order mark
+    records[entry.line] = (line, value)
+
+
+def append_line(records: list[Record], value: dict) -> list[Record]:
+    """The records with one more line, before the final newline if the file ends with one."""
+    ends_blank = bool(records) and records[-1][1] is BLANK and not bytes(line_bytes(records[-1])).strip()
+    body = records[:-1] if ends_blank else list(records)
+    return body + [(dumps(value, indent=False), value)] + ([(b"", BLANK)] if ends_blank else [])
+
+
+def rewrites_lines(transcript: Transcript) -> bool:
+    """A line of the JSON Lines log; in the legacy document, a message (a changed one shrinks to
+    one line, so the lines of the rest no longer pair with those read)."""
+    return transcript.source.records is not None

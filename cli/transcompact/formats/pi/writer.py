@@ -1,0 +1,329 @@
+"""pi sessions written back: a changed message goes back into its entry, what one entry cannot hold becomes
+entries of its own, a dropped entry's children are re-parented, and the usage of each reply sent a
+changed prompt is restated."""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+from ...core.errors import Location, ShapeError
+from ...core.jsondata import BOM, Lines, Record, dumps
+from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
+from .._log import string_or_empty, surviving_parent
+from .reader import (
+    CHARS_PER_TOKEN,
+    UNSENT_STOP_REASONS,
+    Rewritten,
+    SessionSource,
+    _entry_type,
+    _items,
+    _Origin,
+    active_entries,
+    find_path,
+    first_kept,
+    is_unchanged,
+)
+
+
+def pieces(blocks: tuple[Block, ...]) -> list[tuple[Block, ...]]:
+    """A message's blocks as pi's entries hold them: each tool result alone, the other blocks in runs."""
+    out: list[tuple[Block, ...]] = []
+    for block in blocks:
+        if isinstance(block, ToolResult) or not out or isinstance(out[-1][0], ToolResult):
+            out.append((block,))
+        else:
+            out[-1] += (block,)
+    return out
+
+
+def _own_piece(message: Message, parts: list[tuple[Block, ...]]) -> int | None:
+    """Which piece of a changed message goes back into the entry it was read from."""
+    origin: _Origin = message.origin
+    read_as = origin.blocks[0] if len(origin.blocks) == 1 and isinstance(origin.blocks[0], ToolResult) else None
+    for k, part in enumerate(parts):
+        first = part[0] if part else None
+        if read_as is not None and isinstance(first, ToolResult) and first.tool_call_id == read_as.tool_call_id:
+            return k
+        if read_as is None and not isinstance(first, ToolResult):
+            return k
+    return None
+
+
+def _written_entry(blocks: tuple[Block, ...], value: dict, origin: _Origin | None) -> dict:
+    """A message entry holding `blocks` (one piece), in the envelope of `value` (its own, or a template)."""
+    pi_message = dict(value["message"])
+    result = blocks[0] if blocks else None
+    if isinstance(result, ToolResult):
+        content = (Text(result.content),) if isinstance(result.content, str) else result.content
+        read_blocks = origin.blocks[0].content if origin is not None and isinstance(origin.blocks[0], ToolResult) else ()
+        matching = (_Origin(0, tuple(read_blocks), origin.items, False, True)
+                    if origin is not None and read_blocks and not isinstance(read_blocks, str) else None)
+        pi_message["content"] = _items(content, matching)
+        if result.is_error is not None:
+            pi_message["isError"] = result.is_error
+    elif origin is not None and origin.string_content and len(blocks) == 1 and type(blocks[0]) is Text:
+        pi_message["content"] = blocks[0].text
+    else:
+        pi_message["content"] = _items(blocks, origin)
+    return {**value, "message": pi_message}
+
+
+def _new_entry(blocks: tuple[Block, ...], role: str, anchor: dict, names: dict[str, str]) -> dict:
+    """An entry for a piece an operation added (a stand-in result, a placeholder), in pi's shape."""
+    moment = anchor.get("message", {}).get("timestamp") if isinstance(anchor.get("message"), dict) else None
+    result = blocks[0]
+    if isinstance(result, ToolResult):
+        body = {"role": "toolResult", "toolCallId": result.tool_call_id, "toolName": names.get(result.tool_call_id, ""),
+                "content": [], "isError": bool(result.is_error)}
+    elif role in (USER, ASSISTANT):
+        body = {"role": role, "content": []}
+    else:
+        raise ShapeError(f"a pi session cannot hold a {role} message")
+    if moment is not None:
+        body["timestamp"] = moment
+    entry = {"type": "message", "id": None, "parentId": None, "timestamp": anchor.get("timestamp"), "message": body}
+    entry = {k: v for k, v in entry.items() if v is not None or k in ("id", "parentId")}
+    return _written_entry(blocks, entry, None)
+
+
+def write(transcript: Transcript) -> bytes:
+    source: SessionSource = transcript.source
+    origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
+    if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
+            and all(is_unchanged(m) for m in transcript.messages)):
+        return bytes(Lines(source.records))  # the first line holds the byte-order mark, if any
+    written = bytes(Lines([(line, value) for line, value, _ in with_usage_restated(rewritten_records(transcript), source)]))
+    return BOM + written if source.bom and not written.startswith(BOM) else written
+
+
+def entry_chars(value: Any) -> int:
+    """The characters of what pi sends of an entry: text, thinking, a call's name and arguments, a
+    command run, a summary (what compaction.ts `estimateTokens` counts, images aside)."""
+    kind = _entry_type(value)
+    if kind in ("compaction", "branch_summary"):
+        return len(value["summary"]) if isinstance(value.get("summary"), str) else 0
+    if kind == "custom_message":
+        return _content_chars(value.get("content"))
+    message = value.get("message") if kind == "message" else None
+    if not isinstance(message, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
+        return 0
+    role = message.get("role")
+    if role == "bashExecution":
+        fields = () if message.get("excludeFromContext") else ("command", "output")
+        return sum(len(message[k]) for k in fields if isinstance(message.get(k), str))
+    if role in ("branchSummary", "compactionSummary"):
+        return len(message["summary"]) if isinstance(message.get("summary"), str) else 0
+    return _content_chars(message.get("content"))
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    total = 0
+    for block in content if isinstance(content, list) else ():
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in ("text", "thinking") and isinstance(block.get(kind), str):
+            total += len(block[kind])
+        elif kind == "toolCall":
+            total += len(string_or_empty(block.get("name"))) + len(dumps(block.get("arguments", {}), indent=False))
+    return total
+
+
+def with_usage_restated(out: list[Rewritten], source: SessionSource) -> list[Rewritten]:
+    """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
+    `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
+    before it sends and in its footer), less what the change took out before it, by pi's own
+    estimate of 4 characters a token. The billed parts (`input`, `cacheRead`, … and `cost`, which pi
+    adds up as the session's totals) stay as the API reported them."""
+    before = _chars_before(source.records, source.path, source.version)
+    lines = [(line, value) for line, value, _ in out]
+    now = _chars_before(lines, find_path(lines, source.version), source.version)
+    restated = list(out)
+    for k, (_, value, read_from) in enumerate(out):
+        if k in now and read_from in before:
+            tokens = round((before[read_from] - now[k]) / CHARS_PER_TOKEN)
+            if tokens and (new := _usage_less(value, tokens)) is not None:
+                restated[k] = (dumps(new, indent=False), new, read_from)
+    return restated
+
+
+def _chars_before(records: list[Record], path: tuple[int, ...], version: int) -> dict[int, int]:
+    """For each assistant message pi sends after the active compaction (or with none), the
+    characters it sends before it."""
+    order, compaction = active_entries(records, path, version)
+    after = set(path[path.index(compaction) + 1:] if compaction is not None else path)
+    out, sent = {}, 0
+    for index in order:
+        value = records[index][1]
+        if index in after and isinstance(value.get("message"), dict) and value["message"].get("role") == "assistant":
+            out[index] = sent
+        sent += entry_chars(value)
+    return out
+
+
+def _usage_less(value: dict, tokens: int) -> dict | None:
+    """An assistant entry whose `usage.totalTokens` counts a prompt `tokens` smaller (None: no usage to restate)."""
+    message = value.get("message")
+    if not isinstance(message, dict):  # what `_chars_before` found: an assistant message's entry
+        return None
+    usage = message.get("usage")
+    if not isinstance(usage, dict) or message.get("stopReason") in UNSENT_STOP_REASONS:
+        return None
+    parts = [usage[k] for k in ("input", "output", "cacheRead", "cacheWrite") if type(usage.get(k)) is int]
+    total = usage["totalTokens"] if type(usage.get("totalTokens")) is int and usage["totalTokens"] > 0 else sum(parts)
+    output = usage["output"] if type(usage.get("output")) is int else 0
+    new = max(output, total - tokens)
+    return {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}} if new != total else None
+
+
+def rewritten_records(transcript: Transcript) -> list[Rewritten]:
+    """The file's lines with `transcript`'s changes, each with the record it was read from (None: a new entry).
+
+    A changed message goes back into its entry; what it gained that one pi entry cannot hold
+    (another tool result, text beside a result) becomes entries of its own, before or after it.
+    """
+    source: SessionSource = transcript.source
+    records = source.records
+    names = {b.id: b.name for m in transcript.messages for b in m.tool_calls}
+    contents: dict[int, dict] = {}
+    inserted: dict[int, list[dict]] = {}
+    claimed: set[int] = set()
+    last_record = source.path[0] if source.path else None
+
+    def insert_after(anchor: int | None, parts: list[tuple[Block, ...]], role: str) -> None:
+        if not parts:
+            return
+        if anchor is None:
+            raise ShapeError("cannot add a message to a pi session that holds no entry")
+        inserted.setdefault(anchor, []).extend(_new_entry(part, role, records[anchor][1], names) for part in parts)
+
+    for message in transcript.messages:
+        origin = message.origin
+        if not isinstance(origin, _Origin):
+            insert_after(last_record, pieces(message.blocks), message.role)
+            continue
+        if is_unchanged(message):
+            claimed.add(origin.record)
+            last_record = origin.record
+            continue
+        # A reply left with no block (the last one may be) keeps its entry, holding none.
+        parts = pieces(message.blocks) or ([()] if message.role == ASSISTANT else [])
+        own = _own_piece(message, parts)
+        kept_as_read = own is not None and parts[own] == origin.blocks
+        if not origin.writable and not kept_as_read:
+            raise ShapeError(f"line {origin.record + 1}: pi makes this {message.role} message from its entry; it cannot be rewritten")
+        if own is None:  # the entry's own content is gone: it is dropped, what is left goes in its place
+            insert_after(last_record, parts, message.role)
+            continue
+        insert_after(last_record, parts[:own], message.role)
+        claimed.add(origin.record)
+        if not kept_as_read:
+            contents[origin.record] = _written_entry(parts[own], records[origin.record][1], origin)
+        insert_after(origin.record, parts[own + 1:], message.role)
+        last_record = origin.record
+    dropped = set(source.message_records - claimed)
+    for index in dropped:
+        if not (_entry_type(records[index][1]) == "message" and isinstance(records[index][1].get("message"), dict)):
+            raise ShapeError(f"line {index + 1}: pi makes this message from its entry; it cannot be dropped")
+
+    parents = _relink(source, dropped, inserted)
+    kept_from = _kept_from_the_next(source, dropped)
+    out: list[Rewritten] = []
+    for index, (line, value) in enumerate(records):
+        if index not in dropped:
+            if index in contents or index in parents or index in kept_from:
+                value = contents[index] if index in contents else value
+                if index in parents:
+                    value = {**value, "parentId": parents[index]}
+                if index in kept_from:
+                    value = {**value, "firstKeptEntryId": kept_from[index]}
+                line = dumps(value, indent=False)
+            out.append((line, value, index))
+        out.extend((dumps(new, indent=False), new, None) for new in inserted.get(index, ()))
+    if source.version >= 2 and source.path and source.path[-1] in dropped:
+        _keep_the_messages_on_the_leafs_path(out, claimed, source, transcript.name)
+    return out
+
+
+def _kept_from_the_next(source: SessionSource, dropped: set[int]) -> dict[int, str]:
+    """The active compaction's new `firstKeptEntryId` (by its record) when the entry it names is
+    dropped: the next entry on the path that stays, so that pi keeps what it kept but that entry
+    (version 1 names a line by its place, which the next line then has)."""
+    if source.version < 2 or source.compaction is None:
+        return {}
+    records, path = source.records, source.path
+    at = path.index(source.compaction)
+    start = first_kept(records, path, at, source.version)
+    if start is None or path[start] not in dropped:
+        return {}
+    after = next((records[i][1]["id"] for i in path[start:at] if i not in dropped and isinstance(records[i][1].get("id"), str)), None)
+    return {source.compaction: after} if after is not None else {}
+
+
+def _keep_the_messages_on_the_leafs_path(out: list[Rewritten], claimed: set[int],
+                                         source: SessionSource, name: str) -> None:
+    """pi's leaf is the last entry: with the leaf dropped, the entry before it in the file takes its
+    place, whose path must be what is left of the old one (not a branch, nor an entry without a parent)."""
+    lines = [(line, value) for line, value, _ in out]
+    path = find_path(lines, source.version)
+    old_path = set(source.path)
+    off = [k for k, (_, _, read_from) in enumerate(out) if (read_from is None or read_from in claimed) and k not in path]
+    off += [k for k in path if out[k][2] is not None and out[k][2] not in old_path]
+    if off:
+        leaf = out[path[-1]][2] if path else None
+        raise ShapeError(f"the last entry, pi's leaf, would be dropped (its message removed), and "
+                         f"{'another entry' if leaf is None else f'line {leaf + 1}'} would become the leaf, on another "
+                         "path than the messages left: nothing written", location=Location(name, source.path[-1] + 1))
+
+
+def new_entry_id(seed: str, taken: set[str]) -> str:
+    """An 8-hex-digit id as pi makes them, from `seed` so that a rewrite is repeatable, unused in the file."""
+    for attempt in range(100):
+        candidate = uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{seed}:{attempt}").hex[:8]
+        if candidate not in taken:
+            return candidate
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))
+
+
+def entry_ids(records: list[Record]) -> set[str]:
+    return {v["id"] for _, v in records if isinstance(v, dict) and isinstance(v.get("id"), str)}
+
+
+def _relink(source: SessionSource, dropped: set[int], inserted: dict[int, list[dict]]) -> dict[int, Any]:
+    """Ids for the new entries, and the new `parentId` of each entry whose parent was dropped or
+    that now follows new entries (version 1 has no ids: the order of the lines is the tree)."""
+    records = source.records
+    if source.version < 2:
+        for new_entries in inserted.values():
+            for entry in new_entries:
+                del entry["id"], entry["parentId"]
+        return {}
+    taken = entry_ids(records)
+    parents: dict[int, Any] = {}
+    for anchor, new_entries in inserted.items():
+        anchor_id = parent = records[anchor][1].get("id")
+        for entry in new_entries:
+            entry["id"] = new_entry_id(f"{parent}:{dumps(entry['message'], indent=False).decode()}", taken)
+            taken.add(entry["id"])
+            entry["parentId"] = parent
+            parent = entry["id"]
+        for index in source.path:
+            if index != anchor and records[index][1].get("parentId") == anchor_id:
+                parents[index] = parent
+    # A dropped entry's children hang from its parent (or from what was inserted before it).
+    skip = {records[i][1]["id"]: parents.get(i, records[i][1].get("parentId"))
+            for i in dropped if isinstance(records[i][1].get("id"), str)}
+
+    def kept(parent: Any) -> Any:
+        return surviving_parent(parent, skip)
+
+    for index, (_, value) in enumerate(records):
+        if index in dropped or not isinstance(value, dict) or "parentId" not in value:
+            continue
+        new = kept(parents.get(index, value["parentId"]))
+        if new != value["parentId"]:
+            parents[index] = new
+    for new_entries in inserted.values():  # what replaces a dropped entry follows it, so hangs from its parent
+        new_entries[0]["parentId"] = kept(new_entries[0]["parentId"])
+    return parents
