@@ -8,6 +8,7 @@ import pytest
 
 from transcompact.core.format_names import FORMAT_NAMES, FORMATS, REGISTERED
 from transcompact.formats import BY_NAME, MODULES, NAMES, OWN_SUMMARIES, TRIMMED, _agrees, earlier_summary
+from transcompact.formats.adapter import ReadOnlyFormat
 
 from .conftest import FIXTURES, READ_ONLY_FORMATS
 
@@ -24,6 +25,7 @@ def test_each_adapter_agrees_with_its_registration(registration):
     fmt = BY_NAME[registration.name]  # the registry checks it as it imports it (`_agrees`)
     assert fmt.name == registration.name
     assert fmt.writes is registration.writes
+    assert isinstance(fmt, ReadOnlyFormat) is not registration.writes  # a format only read writes as read
     assert (fmt.trim is not None) is registration.trims
     assert all(isinstance(rule, str) and rule and isinstance(text, str) and text for rule, text in fmt.rule_texts.items())
     # What the documentation says of it: a compaction for a format transcompact writes, none for one it only reads.

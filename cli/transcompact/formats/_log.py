@@ -1,14 +1,20 @@
 """What the agent logs share in reading their lines and writing them back: the origin of a message
 (`LineOrigin`: the blocks it was read as, by which a message a rewrite left as it was is told from
-one it changed, and written as the very lines it came from), the parent a line hangs from once
-lines are dropped (`surviving_parent`), and the values of a line's fields (`string_or_empty`,
-`arguments`).
+one it changed, and written as the very lines it came from), the write-back itself (`written_back`:
+the lines kept as they were, changed, dropped, and new ones after the line they follow), the parent
+a line hangs from once lines are dropped (`surviving_parent`), and the values of a line's fields
+(`string_or_empty`, `arguments`).
+
+Each agent's writer (`writer.py` of its package) works out what its messages' changes do to its
+lines, hands them to `written_back`, and then restates the usage its agent judges the size of its
+context by (each writer's `restated_usage`: the recorded prompt less what the change took out
+before it, so that the agent does not compact, or refuse, a log a rewrite shrank).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -16,6 +22,25 @@ from ..dialects.openai import decode_arguments
 
 if TYPE_CHECKING:
     from ..core.model import Block, Message
+
+
+Line = TypeVar("Line")  # what a log is a sequence of: a line's (bytes, value), or a record
+Rewritten = tuple["bytes | memoryview | None", Any, "int | None"]  # a line written: bytes, value, the line it was read from (None: new)
+
+
+def written_back(lines: Sequence[Line], *, dropped: Collection[int] = (), changed: Mapping[int, Line] | None = None,
+                 inserted: Mapping[int, Sequence[Line]] | None = None) -> list[tuple[Line, int | None]]:
+    """The lines of a log after a rewrite, each with the place it was read from (None: a new line):
+    every line as it was, in its place, but those `dropped`, those `changed` (by place: what each
+    becomes), and after a line the new ones `inserted` after it (at -1: before the first). A line
+    no message was read from stays as it was: a rewrite changes only what it changes."""
+    changed, inserted = changed or {}, inserted or {}
+    out: list[tuple[Line, int | None]] = [(new, None) for new in inserted.get(-1, ())]
+    for index, line in enumerate(lines):
+        if index not in dropped:
+            out.append((changed.get(index, line), index))
+        out.extend((new, None) for new in inserted.get(index, ()))
+    return out
 
 
 class LineOrigin:

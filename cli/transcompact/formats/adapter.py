@@ -35,17 +35,6 @@ class _Lazy:
         return getattr(importlib.import_module(self.path), self.name)
 
 
-def written_as_read(transcript: Transcript) -> bytes:
-    """The `write` of a format transcompact only reads (copilot.py, openhands/v0.py): the bytes
-    read (its source's `data`), for a transcript an operation left as it was; any other is refused."""
-    from . import not_written
-
-    source = transcript.source
-    if transcript.messages != source.messages:
-        raise not_written(transcript)
-    return source.data
-
-
 def lazy(module: str) -> Any:
     """A hook of an adapter, declared by the module of its package that has it: `check_log =
     lazy("rules")` is `rules.check_log`, imported when an operation first asks for it, so that a
@@ -183,3 +172,18 @@ class Format(ABC):
         """Whether a user message is one the agent wrote in the user's turn itself, whole (a skill's
         body, a command's expansion, a reminder): never the user's words (compact's checkpoint)."""
         return False
+
+
+class ReadOnlyFormat(Format):
+    """A format transcompact only reads (Copilot CLI's sessions, OpenHands V0 trajectories: records
+    of finished runs that no agent resumes), registered with `writes=False`: a command that would
+    write one stops (`ensure_writable`), and a transcript an operation left as it was is written
+    as the bytes read (its source's `data`)."""
+
+    def write(self, transcript: Transcript) -> bytes:
+        from . import not_written
+
+        source = transcript.source
+        if transcript.messages != source.messages:
+            raise not_written(transcript)
+        return source.data

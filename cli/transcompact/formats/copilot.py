@@ -29,7 +29,7 @@ from typing import Any
 from ..core.jsondata import BLANK, Parsed
 from ..core.model import ASSISTANT, TOOL, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from ._log import string_or_empty
-from .adapter import Format, written_as_read
+from .adapter import ReadOnlyFormat
 
 NAME = "copilot"
 DESCRIPTION = "GitHub Copilot CLI session events (JSON Lines of type / id / parentId / data)"
@@ -115,12 +115,10 @@ def _result(data: dict) -> ToolResult:
     return ToolResult(string_or_empty(data.get("toolCallId")), content, is_error=True if data.get("success") is not True else None)
 
 
-write = written_as_read
 
-
-class CopilotFormat(Format):
+class CopilotFormat(ReadOnlyFormat):
     name, description, lines = NAME, DESCRIPTION, LINES
-    detect, read, write = staticmethod(detect), staticmethod(read), staticmethod(write)
+    detect, read = staticmethod(detect), staticmethod(read)
 
 
 FORMAT = CopilotFormat()

@@ -25,7 +25,7 @@ from ...core.model import (
     Transcript,
 )
 from ...dialects import anthropic as codec
-from .._log import surviving_parent
+from .._log import surviving_parent, written_back
 from .reader import (
     LogSource,
     _Origin,
@@ -105,27 +105,25 @@ def write_lines(transcript: Transcript) -> Lines:
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
     parents = _relink(source, dropped, inserted)
-    restated = _restated_prompts(source, taken)
-    out: list[Record] = []
-    for index, record in enumerate(records):
-        if index in dropped:
-            continue
-        if index in contents or index in parents or index in restated:
-            obj = dict(whole_value(index, record, transcript.name))
-            if index in contents:
-                obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
-            if index in restated:
-                obj["message"] = {**obj["message"], "usage": _usage_less(obj["message"]["usage"], restated[index])}
-            if index in parents:
-                obj["parentUuid"] = parents[index]
-            if type(record[1]) is PartialLine:
-                # Read in part: held as its bytes only, made now (the post-condition reads them back in part).
-                record = (dumps(obj, indent=False), None)
-            else:
-                record = (None, obj)  # serialised as it is written: a large rewrite's new lines are not held as bytes too
-        out.append(record)
-        out.extend((None, new) for new in inserted.get(index, ()))
-    return Lines.of(out, bom=source.bom)
+    restated = restated_usage(source, taken)
+
+    def rewritten(index: int) -> Record:
+        obj = dict(whole_value(index, records[index], transcript.name))
+        if index in contents:
+            obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
+        if index in restated:
+            obj["message"] = {**obj["message"], "usage": _usage_less(obj["message"]["usage"], restated[index])}
+        if index in parents:
+            obj["parentUuid"] = parents[index]
+        if type(records[index][1]) is PartialLine:
+            # Read in part: held as its bytes only, made now (the post-condition reads them back in part).
+            return dumps(obj, indent=False), None
+        return None, obj  # serialised as it is written: a large rewrite's new lines are not held as bytes too
+
+    changed = {index: rewritten(index) for index in contents.keys() | parents.keys() | restated.keys() if index not in dropped}
+    out = written_back(records, dropped=dropped, changed=changed,
+                       inserted={index: [(None, new) for new in lines] for index, lines in inserted.items()})
+    return Lines.of([line for line, _ in out], bom=source.bom)
 
 
 # Claude Code judges the size of its context by the usage the last response recorded plus its own
@@ -163,7 +161,7 @@ def estimated_tokens(block: Block) -> int:
     return round(len(dumps(block.raw, indent=False).decode()) / 4)
 
 
-def _restated_prompts(source: LogSource, taken: dict[int, int]) -> dict[int, int]:
+def restated_usage(source: LogSource, taken: dict[int, int]) -> dict[int, int]:
     """The lines of the last response that recorded a prompt, each with the tokens the changes before
     the response's first line took out of its prompt (put in, when negative), in the order the API
     sees the lines (parallel results hang off their calls, not all on the chain); none when those

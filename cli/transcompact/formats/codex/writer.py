@@ -5,6 +5,7 @@ each response sent a changed history restated."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -12,7 +13,7 @@ import orjson
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Record, dumps
 from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
-from .._log import arguments, string_or_empty
+from .._log import arguments, string_or_empty, written_back
 from .reader import (
     CALL_TYPES,
     CHARS_PER_TOKEN,
@@ -257,6 +258,14 @@ def _with_usage(value: dict, tokens: int) -> dict:
     return {**value, "payload": {**payload, "info": {**payload["info"], "last_token_usage": usage}}}
 
 
+@dataclass(frozen=True)
+class _NewItem:
+    """A line for a new item, made once its place is known (its ordinal, in a paginated rollout)."""
+
+    anchor: Any  # the line it is stamped like
+    item: dict
+
+
 def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
               after: dict[int, list[dict]], restated: dict[int, dict]) -> list[Record]:
     """The file's lines with the items changed, dropped (not in `kept`) and added, and the usage
@@ -267,56 +276,63 @@ def rewritten(source: RolloutSource, changed: dict[int, dict], kept: set[int],
     for index, item in enumerate(items):
         by_record.setdefault(item.record, []).append(index)
     front = after.get(-1, [])
-    paginated = source.paginated
-    out: list[Record] = []
-    shift, ordinal = 0, None  # how far the lines move; the ordinal of the last line out
-
-    def keep(line: bytes | memoryview | None, value: Any) -> None:
-        nonlocal ordinal
-        if paginated and isinstance(value, dict) and isinstance(value.get("ordinal"), int):
-            ordinal = value["ordinal"] + shift
-            if shift:
-                line, value = renumbered(line, value, ordinal)
-        out.append((line, value))
-
-    def add(anchor: Any, item: dict) -> None:
-        nonlocal shift, ordinal
-        if paginated and ordinal is not None:
-            ordinal, shift = ordinal + 1, shift + 1
-        out.append(response_line(anchor, item, ordinal if paginated else None))
+    lines_changed: dict[int, Any] = {}
+    lines_dropped: set[int] = set()
+    inserted: dict[int, list[Any]] = {}  # new lines, after a line (-1: before the first)
 
     def touched(indices: list[int]) -> bool:
         return any(i not in kept or i in changed or i in after or (i == 0 and front) for i in indices)
 
-    for record, (line, value) in enumerate(records):
+    for record, (_, value) in enumerate(records):
         indices = by_record.get(record)
         if record in restated:
-            keep(dumps(restated[record], indent=False), restated[record])
+            lines_changed[record] = (dumps(restated[record], indent=False), restated[record])
             continue
         if not indices or not touched(indices):
-            keep(line, value)
             continue
         if items[indices[0]].slot is None:  # a response_item line: its payload is the item
             index = indices[0]
-            for new_item in front if index == 0 else ():
-                add(value, new_item)
-            if index in kept:
-                new = {**value, "payload": changed[index]} if index in changed else value
-                keep(dumps(new, indent=False) if index in changed else line, new)
-            elif paginated:
-                shift -= 1
-            for new_item in after.get(index, ()):
-                add(value, new_item)
+            if index == 0:
+                inserted.setdefault(record - 1, []).extend(_NewItem(value, new_item) for new_item in front)
+            if index not in kept:
+                lines_dropped.add(record)
+            elif index in changed:
+                new = {**value, "payload": changed[index]}
+                lines_changed[record] = (dumps(new, indent=False), new)
+            inserted.setdefault(record, []).extend(_NewItem(value, new_item) for new_item in after.get(index, ()))
             continue
         history = _history(value["payload"], [items[i] for i in indices], indices, changed, kept, after, front)
         new = {**value, "payload": {**value["payload"], "replacement_history": history}}
-        keep(dumps(new, indent=False), new)
+        lines_changed[record] = (dumps(new, indent=False), new)
     if not items and front:  # nothing was active: the new items start the history, at the end of the file
-        tail = [out.pop()] if out and out[-1][1] is BLANK else []
-        anchor = next((v for _, v in reversed(out) if isinstance(v, dict)), None)
-        for new_item in front:
-            add(anchor, new_item)
-        out += tail
+        last = len(records) - 1 - (bool(records) and records[-1][1] is BLANK)
+        anchor = next((v for _, v in reversed(records[:last + 1]) if isinstance(v, dict)), None)
+        inserted.setdefault(last, []).extend(_NewItem(anchor, new_item) for new_item in front)
+    return _numbered(written_back(records, dropped=lines_dropped, changed=lines_changed, inserted=inserted),
+                     source.paginated)
+
+
+def _numbered(lines: list[tuple[Any, int | None]], paginated: bool) -> list[Record]:
+    """The lines written, each new item's made; in a paginated rollout, each line's `ordinal` moved
+    by the lines added (dropped) before it, and a new line numbered after the line before it."""
+    out: list[Record] = []
+    shift, ordinal, last_read = 0, None, -1  # how far the lines move; the ordinal of the last line out
+    for line, read_from in lines:
+        if isinstance(line, _NewItem):
+            if paginated and ordinal is not None:
+                ordinal, shift = ordinal + 1, shift + 1
+            out.append(response_line(line.anchor, line.item, ordinal if paginated else None))
+            continue
+        if paginated:
+            assert read_from is not None  # every line but a new item's was read
+            shift -= read_from - last_read - 1  # the lines dropped since the last one out
+            last_read = read_from
+            text, value = line
+            if isinstance(value, dict) and isinstance(value.get("ordinal"), int):
+                ordinal = value["ordinal"] + shift
+                if shift:
+                    line = renumbered(text, value, ordinal)
+        out.append(line)
     return out
 
 

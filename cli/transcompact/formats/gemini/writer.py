@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from ...core.jsondata import BLANK, BOM, Lines, Record, dumps, line_bytes
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
+from .._log import written_back
 from .reader import (
     ChatSource,
     Entry,
@@ -56,14 +57,13 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
             folded.setdefault(last, []).extend(cast("tuple[ToolResult, ...]", message.blocks))  # each is one: all() above
         else:
             added.setdefault(last, []).append(message)
-    out: list[dict] = [_new_record(m, None, n) for n, m in enumerate(added.get(-1, ()))]
-    for index, entry in enumerate(source.active):
-        if index in turns:
-            out.append(_rebuilt(entry.record, turns[index], folded.get(index, [])))
-        elif keep_unread and index not in source.read_entries:
-            out.append(entry.record)
-        out.extend(_new_record(m, entry.record, n) for n, m in enumerate(added.get(index, ())))
-    return out
+    records = [entry.record for entry in source.active]
+    unread_kept = () if not keep_unread else frozenset(range(len(records))) - source.read_entries
+    dropped = {index for index in range(len(records)) if index not in turns and index not in unread_kept}
+    changed = {index: _rebuilt(records[index], held, folded.get(index, [])) for index, held in turns.items()}
+    inserted = {index: [_new_record(m, records[index] if index >= 0 else None, n) for n, m in enumerate(new)]
+                for index, new in added.items()}
+    return [record for record, _ in written_back(records, dropped=dropped, changed=changed, inserted=inserted)]
 
 
 def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[ToolResult]) -> dict:
@@ -152,7 +152,7 @@ def write(transcript: Transcript) -> bytes:
     old = [e.record for e in source.active]
     if len(new) == len(old) and all(a is b for a, b in zip(new, old)):
         return source.data
-    new = without_stale_usage(new, old)
+    new = restated_usage(new, old)
     same_ids = [r.get("id") for r in new] == [r.get("id") for r in old]
     if source.records is None:
         document, layout = source.document, source.layout
@@ -217,7 +217,7 @@ def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) 
     return b"".join(out + [data[end:]])
 
 
-def without_stale_usage(new: list[dict], old: list[dict]) -> list[dict]:
+def restated_usage(new: list[dict], old: list[dict]) -> list[dict]:
     """`new` with `tokens` cleared on every record after the first that changed: each counted a
     prompt that held the old content, and read as usage it would anchor every later count on it."""
     first = next((i for i, (a, b) in enumerate(zip(new, old)) if a is not b), min(len(new), len(old)))

@@ -59,7 +59,7 @@ from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, To
 from ...dialects.openai import decode_arguments
 from .._document import split_path
 from .._log import string_or_empty
-from ..adapter import Format, written_as_read
+from ..adapter import ReadOnlyFormat
 
 NAME = "openhands-v0"
 DESCRIPTION = ("legacy OpenHands (V0) events: a JSON array of action / observation events, "
@@ -370,12 +370,10 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
                       source=HistorySource(parsed.data, messages))
 
 
-write = written_as_read
 
-
-class OpenHandsV0Format(Format):
+class OpenHandsV0Format(ReadOnlyFormat):
     name, description, lines = NAME, DESCRIPTION, LINES
-    detect, read, write, hint = staticmethod(detect), staticmethod(read), staticmethod(write), staticmethod(runs_hint)
+    detect, read, hint = staticmethod(detect), staticmethod(read), staticmethod(runs_hint)
 
 
 FORMAT = OpenHandsV0Format()

@@ -10,7 +10,7 @@ from typing import Any
 from ...core.errors import ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Record, dumps, line_bytes
 from ...core.model import Image, Message, Text, ToolCall, ToolResult, Transcript
-from .._log import arguments
+from .._log import arguments, written_back
 from .reader import (
     ACTION,
     CONDENSATION,
@@ -113,8 +113,7 @@ def rewritten_records(transcript: Transcript) -> tuple[list[Record], list[str]]:
         if not is_unchanged(message):
             changed.update(_rewritten_events(message, source.view))
     gone = [e.id for k, e in enumerate(source.view) if k not in kept and e.kind != SYSTEM_PROMPT]
-    records = [(dumps(changed[i], indent=False), changed[i]) if i in changed else record
-               for i, record in enumerate(source.records)]
+    records = [line for line, _ in written_back(source.records, changed={i: (dumps(v, indent=False), v) for i, v in changed.items()})]
     return records, gone
 
 

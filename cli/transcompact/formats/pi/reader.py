@@ -78,7 +78,6 @@ FILE_LISTS = re.compile(r"(?:\n\n<read-files>\n.*?\n</read-files>)?(?:\n\n<modif
 
 
 # A line as a rewrite writes it: its bytes and value (a `Record`), and the record it was read from (None: a new entry).
-Rewritten = tuple["bytes | memoryview | None", Any, "int | None"]
 
 
 @dataclass(frozen=True)
@@ -365,7 +364,7 @@ def reload(parsed: Parsed, written: Transcript, messages_path: str | None = None
 
 def judged_usage(message: dict) -> dict:
     """`message` with the prompt pi judges by as its recorded usage: a `totalTokens` below the sum
-    of the parts was restated by a rewrite (`with_usage_restated`), and is read less the output."""
+    of the parts was restated by a rewrite (`writer.restated_usage`), and is read less the output."""
     usage = message.get("usage")
     if not isinstance(usage, dict) or type(usage.get("totalTokens")) is not int:
         return message

@@ -10,11 +10,10 @@ from typing import Any
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BOM, Lines, Record, dumps
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
-from .._log import string_or_empty, surviving_parent
+from .._log import Rewritten, string_or_empty, surviving_parent, written_back
 from .reader import (
     CHARS_PER_TOKEN,
     UNSENT_STOP_REASONS,
-    Rewritten,
     SessionSource,
     _entry_type,
     _items,
@@ -93,7 +92,7 @@ def write(transcript: Transcript) -> bytes:
     if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
             and all(is_unchanged(m) for m in transcript.messages)):
         return bytes(Lines(source.records))  # the first line holds the byte-order mark, if any
-    written = bytes(Lines([(line, value) for line, value, _ in with_usage_restated(rewritten_records(transcript), source)]))
+    written = bytes(Lines([(line, value) for line, value, _ in restated_usage(rewritten_records(transcript), source)]))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
@@ -130,7 +129,7 @@ def _content_chars(content: Any) -> int:
     return total
 
 
-def with_usage_restated(out: list[Rewritten], source: SessionSource) -> list[Rewritten]:
+def restated_usage(out: list[Rewritten], source: SessionSource) -> list[Rewritten]:
     """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
     `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
     before it sends and in its footer), less what the change took out before it, by pi's own
@@ -229,18 +228,19 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
 
     parents = _relink(source, dropped, inserted)
     kept_from = _kept_from_the_next(source, dropped)
-    out: list[Rewritten] = []
-    for index, (line, value) in enumerate(records):
-        if index not in dropped:
-            if index in contents or index in parents or index in kept_from:
-                value = contents[index] if index in contents else value
-                if index in parents:
-                    value = {**value, "parentId": parents[index]}
-                if index in kept_from:
-                    value = {**value, "firstKeptEntryId": kept_from[index]}
-                line = dumps(value, indent=False)
-            out.append((line, value, index))
-        out.extend((dumps(new, indent=False), new, None) for new in inserted.get(index, ()))
+
+    def rewritten(index: int) -> Record:
+        value = contents[index] if index in contents else records[index][1]
+        if index in parents:
+            value = {**value, "parentId": parents[index]}
+        if index in kept_from:
+            value = {**value, "firstKeptEntryId": kept_from[index]}
+        return dumps(value, indent=False), value
+
+    changed = {index: rewritten(index) for index in contents.keys() | parents.keys() | kept_from.keys() if index not in dropped}
+    lines = written_back(records, dropped=dropped, changed=changed,
+                         inserted={index: [(dumps(new, indent=False), new) for new in entries] for index, entries in inserted.items()})
+    out: list[Rewritten] = [(line, value, read_from) for (line, value), read_from in lines]
     if source.version >= 2 and source.path and source.path[-1] in dropped:
         _keep_the_messages_on_the_leafs_path(out, claimed, source, transcript.name)
     return out
