@@ -312,7 +312,7 @@ def test_a_torn_record_says_what_it_applied_to_when_it_got_that_far():
     ("original", None, "`original` must be a string, not null"),
     ("original", 7, "`original` must be a string, not a number"),
     ("kind", ["line"], "`kind` must be a string, not an array"),
-    ("kind", "result", "`kind` must be one of line, removed-line, message, compaction, not 'result'"),
+    ("kind", "result", "`kind` must be one of line, removed-line, message, compaction, slim, not 'result'"),
     ("tool_call_ids", "toolu_01", "`tool_call_ids` must be a list of strings, not a string"),
     ("line", 0, "`line` must be a line number, not a number"),
     ("pruned_sha256", "abc", "`pruned_sha256` must be a SHA-256 in hex, not a string"),

@@ -12,7 +12,8 @@ twice), the request must:
 - answer every `tool_use` in the next message, and send no `tool_use` id twice.
 The uncompacted original is resumed too, as a control. And a log over Claude Code's blocking
 limit, which it refuses to send, is sent once pruned below it (prune restates the usage Claude
-Code judges its context by).
+Code judges its context by). A log `transcompact slim` made smaller is sent as the original is,
+request for request (ids aside: Claude Code numbers its own).
 
 Claude Code runs offline: `ANTHROPIC_BASE_URL` points at the loopback, the key is a dummy, and
 telemetry, auto-update, auto-compact and other nonessential traffic are off. It is installed by
@@ -26,11 +27,13 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -39,7 +42,7 @@ from transcompact import loads
 from transcompact.cli.main import cli
 from transcompact.dialects import anthropic as codec
 
-from .conftest import CORPUS
+from .conftest import CORPUS, FIXTURES
 from .loopback import Loopback
 from .npm_agent import CLAUDE_CODE
 
@@ -370,3 +373,39 @@ def test_a_pruned_log_is_sent_where_the_original_was_refused(claude, api, tmp_pa
     resumed = resume(claude, pruned, tmp_path / "pruned", api, limit)
     assert_pairs(resumed.messages)
     assert differences(pruned, resumed.messages, control=True) == []
+
+
+# --- slim ------------------------------------------------------------------------------------
+
+
+def _slimmable() -> list[str]:
+    """Every corpus log Claude Code resumes (a subagent's log, all sidechain, it does not; nor a
+    log whose session id is no UUID), and the fixtures."""
+    fixtures = sorted(p.name for p in FIXTURES.joinpath("claude-code").glob("*.jsonl"))
+    corpus = sorted(p.name for p in CORPUS.joinpath("claude-code").glob("*.jsonl")) if CORPUS.is_dir() else []
+    unresumable = ("subagent-a", "subagent-afc", "compaction-agent", "schema-fixture")
+    return [f"fixtures/{n}" for n in fixtures] + [n for n in corpus if not any(word in n for word in unresumable)]
+
+
+def _as_sent(body: Any) -> Any:
+    """A request as Claude Code built it, less what it makes anew on every run (its metadata, cache markers)."""
+    if isinstance(body, dict):
+        return {k: _as_sent(v) for k, v in body.items() if k not in ("metadata", "cache_control")}
+    if isinstance(body, list):
+        return [_as_sent(v) for v in body]
+    return body
+
+
+@pytest.mark.parametrize("name", _slimmable())
+def test_a_slimmed_log_is_sent_as_the_original(name, claude, api, tmp_path):
+    log = (FIXTURES / "claude-code" / name.removeprefix("fixtures/")).read_bytes() if name.startswith("fixtures/") else original(name)
+    result = CliRunner().invoke(cli, ["slim", "-q"], input=log, prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    slimmed = result.stdout_bytes
+    assert len(slimmed) <= len(log)
+    sent = []
+    for which in (log, slimmed):  # in the same directory: its path is in the system prompt
+        for made in ("home", "project"):
+            shutil.rmtree(tmp_path / made, ignore_errors=True)
+        sent.append(_as_sent(resume(claude, which, tmp_path, api).body))
+    assert sent[1] == sent[0]

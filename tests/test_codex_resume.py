@@ -8,7 +8,7 @@ call tools (several at once) that Codex really runs, with reasoning: a tool loop
 the same session after Codex compacted it itself and went on, a fork of it (a paginated rollout
 whose history starts in its parent's file), and the tool loop as a legacy rollout (no ordinals);
 and the Codex rollout of the shared corpus. Each is compacted by `transcompact compact --emergency
---force` once, twice (shrinking windows) and with `--drop-history`, and resumed with a new prompt
+--force` once, twice (shrinking windows) and with `--slim`, and resumed with a new prompt
 (the corpus rollout sends some 30 tokens after an encrypted compaction: there is nothing to
 compact, and compact leaves it as it is). The request must:
 - be what transcompact reads from the file, item for item, once Codex's own additions are set
@@ -21,7 +21,7 @@ compact, and compact leaves it as it is). The request must:
 - send nothing more often than the uncompacted rollout's request does, and fewer tokens;
 - leave Codex with no warning the control does not give (`RUST_LOG=warn`), a paginated rollout's
   ordinals whole.
-The uncompacted original is resumed too, as the control. `--drop-history` is refused for a
+The uncompacted original is resumed too, as the control. `--slim` is refused for a
 paginated rollout (exit 2): Codex indexes it by its bytes as an append-only log.
 
 Those resume from a fresh CODEX_HOME, where Codex has indexed nothing yet. The rollouts a user
@@ -542,12 +542,12 @@ def test_a_compacted_rollout_resumes_from_our_summary(name, times, judge, tmp_pa
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_drop_history(name, judge, tmp_path):
+def test_slim(name, judge, tmp_path):
     """A legacy rollout keeps its session lines and the compaction, and resumes as one compacted
     once; a paginated one is refused: Codex's index of it would fail on every resume."""
     logs = judge.rollout(name)
     once = next(keep for n, keep, _ in LOGS if n == name)
-    result = compact(logs, once, tmp_path / "compact", "--drop-history")
+    result = compact(logs, once, tmp_path / "compact", "--slim")
     if json_lines(logs[0])[0]["payload"].get("history_mode") == "paginated":
         assert result.exit_code == 2
         assert "paginated Codex rollout" in result.output and "durable rollout shrank" in result.output
@@ -559,7 +559,7 @@ def test_drop_history(name, judge, tmp_path):
     assert_resumed_from_our_summary(dropped, resumed, judge.control(name))
 
 
-@pytest.mark.parametrize("flags", [(), ("--drop-history",)], ids=["compact", "drop-history"])
+@pytest.mark.parametrize("flags", [(), ("--slim",)], ids=["compact", "slim"])
 def test_the_corpus_rollout_has_nothing_to_compact(flags, judge, tmp_path):
     """What Codex sends of the corpus rollout starts at an encrypted `compaction` item of its last
     `compacted` line (the API reads nothing before it): some 30 tokens, which no summary makes

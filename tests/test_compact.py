@@ -216,7 +216,7 @@ def test_claude_code_logs_get_claude_codes_own_pattern():
     compacted = loads(out, str(path))
     assert compacted.source.root is not None  # the chain resumes from the new boundary
     assert not errors(check(compacted))
-    dropped = run("--emergency", "--force", "--keep-recent-tokens", "8000", "--drop-history", str(path))
+    dropped = run("--emergency", "--force", "--keep-recent-tokens", "8000", "--slim", str(path))
     assert dropped.stdout_bytes.count(b"\n") == len(new)
 
 

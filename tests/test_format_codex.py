@@ -384,8 +384,8 @@ def test_codex_resumes_our_compaction_with_the_summary_then_the_window_every_cal
     assert calls  # the window holds a tool loop
 
 
-def test_drop_history_keeps_the_session_lines_and_the_compaction():
-    options = CompactOptions(force=True, emergency=True, drop_history=True, summary=SummaryOptions(keep_recent_tokens=100))
+def test_slim_keeps_the_session_lines_and_the_compaction():
+    options = CompactOptions(force=True, emergency=True, slim=True, summary=SummaryOptions(keep_recent_tokens=100))
     result, _ = compact(read(TOOL_LOOP), options)
     out = dumps(result)
     assert [(line["type"], line["payload"].get("type")) for line in lines(out)][:5] == [
@@ -436,17 +436,17 @@ def test_a_line_dropped_inside_a_paginated_rollout_moves_the_ordinals_after_it_d
     assert [v["ordinal"] for v in out] == list(range(len(out)))
 
 
-def test_drop_history_is_refused_for_a_paginated_rollout(tmp_path):
+def test_slim_is_refused_for_a_paginated_rollout(tmp_path):
     """Codex keeps a paginated rollout as an append-only log and reads it into its thread index by
     byte offset: one that loses lines fails there ("durable rollout shrank before projection")."""
-    options = CompactOptions(force=True, emergency=True, drop_history=True, summary=SummaryOptions(keep_recent_tokens=600))
+    options = CompactOptions(force=True, emergency=True, slim=True, summary=SummaryOptions(keep_recent_tokens=600))
     with pytest.raises(UsageError, match="paginated Codex rollout"):
         compact(loads(paginated(with_turns(TOOL_LOOP)), "paginated.jsonl"), options)
     path = tmp_path / "rollout.jsonl"
     path.write_bytes(paginated(with_turns(TOOL_LOOP)))
-    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", "600", "--drop-history",
+    result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", "600", "--slim",
                                       str(path)])
-    assert result.exit_code == 2 and "--drop-history cannot rewrite a paginated Codex rollout" in result.output
+    assert result.exit_code == 2 and "--slim cannot rewrite a paginated Codex rollout" in result.output
 
 
 def test_the_compaction_carries_the_next_context_window():

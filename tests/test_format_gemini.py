@@ -468,7 +468,7 @@ def test_results_recorded_twice_are_counted_as_sent():
 
 @pytest.mark.parametrize("resumed", [False, True], ids=["recorded", "resumed"])
 def test_results_recorded_twice_stay_paired_after_every_rewrite(resumed):
-    """Prune, repair, compact at every cut (once, twice, --drop-history): what the agent sends
+    """Prune, repair, compact at every cut (once, twice, --slim): what the agent sends
     answers every call in the next turn; a conversion answers each call once (the Messages API
     refuses a second `tool_result` for a `tool_use`)."""
     def window(messages: int) -> CompactOptions:
@@ -482,7 +482,7 @@ def test_results_recorded_twice_stay_paired_after_every_rewrite(resumed):
     compacted = {}
     for keep in range(1, len(t.messages)):
         for drop in (False, True):
-            once, report = compact(t, replace(window(keep), drop_history=drop))
+            once, report = compact(t, replace(window(keep), slim=drop))
             if report.strategy == "emergency":
                 compacted[f"{keep}{' drop' * drop}"] = out = dumps(once)
                 twice, report = compact(loads(out, "session.jsonl"), window(max(1, keep // 2)))

@@ -312,7 +312,7 @@ def test_compacting_twice_keeps_one_summary_and_one_active_compaction():
 
 
 @pytest.mark.parametrize("version", [1, 3])
-def test_drop_history_keeps_the_header_the_settings_and_what_pi_reads_after_the_compaction(version):
+def test_slim_keeps_the_header_the_settings_and_what_pi_reads_after_the_compaction(version):
     lines = [json.loads(line) for line in session(12, version).splitlines()]
     setting = {"type": "thinking_level_change", "id": "7e1c0000", "parentId": None, "timestamp": "2026-02-01T08:00:00.500Z",
                "thinkingLevel": "high"}
@@ -322,7 +322,7 @@ def test_drop_history_keeps_the_header_the_settings_and_what_pi_reads_after_the_
         lines[1]["parentId"] = setting["id"]
     data = b"".join(json.dumps(e).encode() + b"\n" for e in [lines[0], setting, *lines[1:]])
     whole, _ = compacted(data)
-    result, report = compact(loads(data, "s.jsonl"), replace(OPTIONS, drop_history=True))
+    result, report = compact(loads(data, "s.jsonl"), replace(OPTIONS, slim=True))
     out = dumps(result)
     entries = [json.loads(line) for line in out.splitlines()]
     assert [e["type"] for e in entries[:2]] == ["session", "thinking_level_change"] and entries[-1]["type"] == "compaction"

@@ -7,7 +7,7 @@ sessions Gemini recorded itself in a scratch project against the stand-in, whose
 call tools (two at once, too) that Gemini really runs, with thoughts (one of them also as a legacy
 `.json` document that names no `projectHash`, which Gemini resumes all the same); and the Gemini
 chats of the shared corpus (legacy `.json` documents). Each is compacted by `transcompact compact --emergency
---force` once, twice (shrinking windows) and, for a JSON Lines log, with `--drop-history`, and
+--force` once, twice (shrinking windows) and, for a JSON Lines log, with `--slim`, and
 resumed with a new prompt. The request must:
 - be what transcompact reads from the file (the same turns, texts, calls and results, each as
   often), once Gemini's own additions are set aside (its `<session_context>` text, the new prompt,
@@ -348,7 +348,7 @@ LOGS = [
 ]
 NAMES = [name for name, *_ in LOGS]
 RECORDED = ("fresh", "resumed", "relaunched", "legacy")  # their usage is the stand-in's count
-LINES = ("fresh", "resumed", "relaunched")  # the JSON Lines logs, which --drop-history shrinks
+LINES = ("fresh", "resumed", "relaunched")  # the JSON Lines logs, which --slim shrinks
 
 
 @pytest.fixture
@@ -375,11 +375,11 @@ def compact(log: bytes, keep: int, *extra: str) -> bytes:
 
 @functools.cache
 def compacted(log: bytes, name: str, how: str) -> bytes:
-    """The log compacted once, twice (that compacted again, in a smaller window), or once with --drop-history."""
+    """The log compacted once, twice (that compacted again, in a smaller window), or once with --slim."""
     once, twice = next(keep for n, *keep in LOGS if n == name)
     if how == "twice":
         return compact(compacted(log, name, "once"), twice)
-    return compact(log, once, *(["--drop-history"] if how == "drop" else []))
+    return compact(log, once, *(["--slim"] if how == "drop" else []))
 
 
 @pytest.fixture(scope="session")

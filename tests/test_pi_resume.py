@@ -8,7 +8,7 @@ built. The sessions are pi's own, recorded in a scratch project against a script
 and redacted thinking; that session cut after its last call, as pi leaves one it was stopped in
 while the tool ran; and the pi session of the shared corpus (version 1, two models). Each is
 compacted by `transcompact compact --emergency --force` once, twice (shrinking windows) and once
-with `--drop-history`, and resumed with a new prompt. The request must:
+with `--slim`, and resumed with a new prompt. The request must:
 - be what transcompact reads from the file (the same turns, texts, thinking, calls and results,
   each as often), once pi's own doing is set aside: the summary in pi's wording, the new prompt,
   the error result "No result provided" it adds for a call that has none, and what pi-ai's
@@ -18,7 +18,7 @@ with `--drop-history`, and resumed with a new prompt. The request must:
 - answer every tool_use in the next message; and so must the file itself, as transcompact reads it
   (pi answers a call that has no result on its own, which would hide a pair we broke);
 - send nothing more often than the uncompacted session's request does, and fewer tokens;
-- with --drop-history, be the request pi sends for the whole file compacted once.
+- with --slim, be the request pi sends for the whole file compacted once.
 The uncompacted original is resumed too, as the control.
 
 pi runs offline: everything in a fresh agent directory (`PI_CODING_AGENT_DIR`) and HOME, `PI_OFFLINE`,
@@ -171,7 +171,7 @@ def cut_after_last_call(log: bytes) -> bytes:
 # (name, --keep-recent-tokens of the first compaction, of the second)
 LOGS = [("recorded", 900, 300), ("unanswered", 1200, 300), ("pi-coding-agent-large-session.jsonl", 20000, 8000)]
 NAMES = [name for name, *_ in LOGS]
-HOWS = ["once", "twice", "drop-history"]
+HOWS = ["once", "twice", "slim"]
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ def compacted(log: bytes, name: str, how: str) -> bytes:
     once, twice = next(keep for n, *keep in LOGS if n == name)
     if how == "twice":
         return compact(compacted(log, name, "once"), twice)
-    return compact(log, once, *(["--drop-history"] if how == "drop-history" else []))
+    return compact(log, once, *(["--slim"] if how == "slim" else []))
 
 
 @pytest.fixture(scope="session")
@@ -388,6 +388,6 @@ def test_a_compacted_session_resumes_from_our_summary(name, how, original, reque
     more = {item: n for item, n in sent_counts(body).items() if n > in_control[item]}
     assert not more, f"sent more often than the original's request sends it: {short(Counter(more))}"
     assert count_tokens_of(body) < count_tokens_of(control)
-    if how == "drop-history":  # only what pi reads after the compaction is left, and pi sends the same
+    if how == "slim":  # only what pi reads after the compaction is left, and pi sends the same
         assert len(log) < len(compacted(original, name, "once"))
         assert body["messages"] == requests_sent(compacted(original, name, "once"))["messages"]

@@ -58,6 +58,7 @@ LINE_REPORTERS = {
     "compact": lambda files, tmp: report_lines("compact", "--force", "--emergency", "--keep-recent-tokens", "1000", *files,
                                                tmp=tmp),
     "repair": lambda files, tmp: report_lines("repair", *files, tmp=tmp),
+    "slim": lambda files, tmp: report_lines("slim", *files, tmp=tmp),
     "expand": expand_lines,
 }
 LINE_KEYS = ["version", "command", "file", "status", "exit", "output", "written", "error"]  # then the command's own

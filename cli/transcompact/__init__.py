@@ -2,7 +2,7 @@
 
 The library: `load` a transcript from a file or `loads` it from bytes (any format), run
 operations over the one in-memory model (`estimate`, `prune`, `find_cut_point`, `summarize`,
-`compact`, `check`, `repair`; `expand` works on the bytes prune wrote), `dump` it to a file
+`compact`, `check`, `repair`; `slim` and `expand` work on the bytes too), `dump` it to a file
 or `dumps` it to bytes, in the shape it was read in, or `convert` it to a plain request body.
 
 The layers, lowest first (each imports only from those below it): `core`, `io`, `dialects`,
@@ -41,6 +41,8 @@ _EXPORTS = {
     "PruneOptions": ("ops.pruning.prune", "PruneOptions"),
     "PruneReport": ("ops.pruning.prune", "PruneReport"),
     "context_management": ("ops.pruning.context_editing", "context_management"),
+    "slim": ("ops.pruning.slim", "slim"),
+    "SlimReport": ("ops.pruning.slim", "SlimReport"),
     "expand": ("ops.pruning.expand", "expand"),
     "find_cut_point": ("ops.compaction.cut", "find_cut_point"),
     "Cut": ("ops.compaction.cut", "Cut"),

@@ -31,9 +31,10 @@ COMMANDS = {
     "compact": ("compact", "Compact transcripts: prune, cut, summarize the old part, keep the recent window verbatim."),
     "cut-point": ("cut_point", "Print where old history ends and the verbatim recent window begins (a message index)."),
     "estimate": ("estimate", "Count a transcript's tokens, show where they sit and how close it is to the window."),
-    "expand": ("expand", "Put back what `prune --archive` replaced and `compact --archive` dropped."),
+    "expand": ("expand", "Put back what `prune --archive` replaced, `compact --archive` and `slim` dropped."),
     "prune": ("prune", "Trim and clear old tool results, without a model."),
     "repair": ("repair", "Make invalid transcripts valid with the smallest change, reporting each fix on stderr."),
+    "slim": ("slim", "Make stored agent logs smaller: drop what the agent never sends when it resumes them."),
     "summarize": ("summarize", "Write a structured checkpoint summary of the old part of a transcript, by an LLM."),
 }
 

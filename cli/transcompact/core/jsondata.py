@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -454,3 +454,104 @@ def kind_of(value: Any) -> str:
 def too_deep(value: Any) -> bool:
     """Whether orjson could not write the value back (nested deeper than MAX_DEPTH)."""
     return _scan(value)[0]
+
+
+_MEMBER_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+_SPACE = b" \t\r\n"
+
+
+class Member(NamedTuple):
+    """Where a member of a JSON object sits in its text (byte offsets): its key, its value's start and end."""
+
+    start: int
+    value: int
+    end: int
+
+
+def members(text: bytes | memoryview) -> dict[str, Member]:
+    """The members of the object `text` holds (a line of JSON Lines), by key, where they sit in it:
+    so that a member can be taken out, or its value replaced, and every other byte stay as written.
+    Empty when `text` holds no object."""
+    text = bytes(text)
+    out: dict[str, Member] = {}
+    depth, key, start, value = 0, None, 0, 0
+    for match in _MEMBER_TOKEN.finditer(text):
+        at = match.start()
+        first = text[at]
+        if first == 0x22:  # a string: a key where one is due
+            if depth == 1 and key is None:
+                raw = text[at + 1:match.end() - 1]
+                key, start = (raw.decode() if b"\\" not in raw else orjson.loads(text[at:match.end()])), at
+            continue
+        if first in b"[{":
+            depth += 1
+        elif first == 0x3A:  # ":"
+            if depth == 1:
+                value = match.end()
+                while value < len(text) and text[value] in _SPACE:
+                    value += 1
+        elif depth == 1 and first in b",}":
+            if key is not None:
+                end = at
+                while end > value and text[end - 1] in _SPACE:
+                    end -= 1
+                out[key] = Member(start, value, end)
+                key = None
+            if first == 0x7D:  # "}"
+                break
+        elif first in b"]}":
+            depth -= 1
+    return out
+
+
+def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None]) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+    """`text` (an object, as `members` reads it) with the members `edits` names taken out (None)
+    or given a new value (its JSON), every other byte as written; and the edits made, each as
+    (where in the new text, how many bytes it put there, the bytes it took out), from which the
+    old text is made again (`with_members_back`)."""
+    text = bytes(text)
+    found = members(text)
+    order = sorted(found.items(), key=lambda item: item[1].start)
+    cuts: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) in the old text
+    kept_before = False
+    for place, (key, member) in enumerate(order):
+        if key not in edits:
+            kept_before = True
+            continue
+        new = edits[key]
+        if new is not None:
+            cuts.append((member.value, member.end, new))
+            kept_before = True
+        elif kept_before:  # `,"key":value` after the member before it
+            cuts.append((order[place - 1][1].end, member.end, b""))
+        else:  # `"key":value,` up to the next member
+            cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b""))
+    out, made, at, shift = [], [], 0, 0
+    for start, end, new in _merged(cuts):
+        out += [text[at:start], new]
+        made.append((start + shift, len(new), text[start:end]))
+        shift += len(new) - (end - start)
+        at = end
+    out.append(text[at:])
+    return b"".join(out), made
+
+
+def _merged(cuts: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:
+    """Cuts that touch joined into one (two members taken out side by side)."""
+    out: list[tuple[int, int, bytes]] = []
+    for start, end, new in sorted(cuts):
+        if out and out[-1][1] == start:
+            before = out.pop()
+            start, new = before[0], before[2] + new
+        out.append((start, end, new))
+    return out
+
+
+def with_members_back(text: bytes, made: list[tuple[int, int, bytes]]) -> bytes:
+    """The text `without_members` read, from the one it made and the edits it made."""
+    out, at = [], 0
+    for where, put, taken in made:
+        out += [text[at:where], taken]
+        at = where + put
+    out.append(text[at:])
+    return b"".join(out)

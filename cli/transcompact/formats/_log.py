@@ -14,6 +14,7 @@ before it, so that the agent does not compact, or refuse, a log a rewrite shrank
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
@@ -41,6 +42,18 @@ def written_back(lines: Sequence[Line], *, dropped: Collection[int] = (), change
             out.append((changed.get(index, line), index))
         out.extend((new, None) for new in inserted.get(index, ()))
     return out
+
+
+@dataclass(frozen=True)
+class Slimming:
+    """What of a log its agent never sends, by line (`Format.slimming`, for `slim`): the lines to
+    drop, each with what it holds (named for the user: what is lost with it), and in the lines
+    kept, the members to take out (None) or to give another value (its JSON). A member's key is
+    named for the user in `fields`."""
+
+    dropped: Mapping[int, str] = field(default_factory=dict)
+    edits: Mapping[int, Mapping[str, bytes | None]] = field(default_factory=dict)
+    fields: Mapping[str, str] = field(default_factory=dict)
 
 
 class LineOrigin:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..core.jsondata import Lines, Parsed
     from ..core.model import Message, Transcript
     from ..core.violation import Violation
+    from ._log import Slimming
 
 LineFix = tuple[str, str, int]  # a fix `repair_log` made: (rule, text, line)
 
@@ -148,6 +149,12 @@ class Format(ABC):
         """The messages (indices) that no recorded usage counted, though the agent sends them now
         (estimate's anchor counts them on top)."""
         return frozenset()
+
+    def slimming(self, transcript: Transcript) -> Slimming | None:
+        """What of the log its agent never sends, which `slim` drops (None: the format has no such
+        part: a request body is what is sent). The agent resuming what is left must send the very
+        request it sends from the whole log, and go on working."""
+        return None
 
     def line_id(self, record: Any) -> Any:
         """What tells a line of the log from the others, of the record the line holds, as it is

@@ -46,7 +46,7 @@ if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
 
 
 def _compact_options(threshold: float | None, force: bool, emergency: bool, no_fallback: bool, keep_user_tokens: int,
-                     checkpoint_tokens: int, keep_thinking: bool, drop_history: bool, window: int, max_output: int,
+                     checkpoint_tokens: int, keep_thinking: bool, slim: bool, window: int, max_output: int,
                      calibrate: bool, count: str, pruning: PruneOptions, summary: SummaryOptions) -> CompactOptions:
     from ...ops.compaction.compact import CompactOptions
 
@@ -55,7 +55,7 @@ def _compact_options(threshold: float | None, force: bool, emergency: bool, no_f
     return CompactOptions(threshold=threshold, force=force, emergency=emergency, fallback=not no_fallback, window=window,
                           max_output=max_output, counting=counting, pruning=pruning, summary=replace(summary, counting=counting),
                           keep_user_tokens=keep_user_tokens, checkpoint_tokens=checkpoint_tokens, keep_thinking=keep_thinking,
-                          drop_history=drop_history)
+                          slim=slim)
 
 
 compact_options = OptionGroup(  # `options`: a CompactOptions, the previous summary left out (the command reads its file)
@@ -70,7 +70,8 @@ compact_options = OptionGroup(  # `options`: a CompactOptions, the previous summ
     number_option("keep-user-tokens", settings.KEEP_USER_TOKENS, "The user's own old messages kept verbatim in the summary message (0: none)."),
     number_option("checkpoint-tokens", settings.CHECKPOINT_TOKENS, "The emergency checkpoint's facts (errors, commands, files), newest first."),
     click.option("--keep-thinking", is_flag=True, help="Keep thinking blocks in the kept messages (removed by default)."),
-    click.option("--drop-history", is_flag=True, help="Claude Code and pi logs: write only what the agent reads after the compaction, not the old lines."),
+    click.option("--slim", is_flag=True, help="Agent logs: write only what the agent reads after the compaction, not the old lines, "
+                 "and drop what it never sends (see `transcompact slim`)."),
     number_option("window", settings.WINDOW, "Context window in tokens.", minimum=1),
     number_option("max-output", settings.MAX_OUTPUT, "Tokens kept free for the reply; input budget = window − max output."),
     click.option("--calibrate", is_flag=True, help="Estimate with the fit to the usage the transcript recorded (see estimate)."),
@@ -195,10 +196,21 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
         written = dumps(convert(compacted, how.to))
     elif report.strategy == "none":
         written = data
+        if how.options.slim:  # nothing to compact, but what the agent never sends goes all the same
+            from ...ops.pruning.slim import slim
+
+            written, _ = slim(transcript, data)
+            if written is not data:
+                verified(transcript, transcript, written, operation="compact --slim", messages_path=how.reading.messages_path)
     else:
         written = written_out(compacted)
-        verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,
-                 same_messages=False)  # judged on the bytes a reader will find
+        as_written = verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,
+                              same_messages=False)  # judged on the bytes a reader will find
+        if how.options.slim:  # and without what the agent never sends of what is left
+            from ...ops.pruning.slim import slim
+
+            written, _ = slim(as_written, bytes(written))
+            verified(as_written, as_written, written, operation="compact --slim", messages_path=how.reading.messages_path)
     lines = []
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)

@@ -1,4 +1,4 @@
-"""`transcompact expand`: put back what `prune --archive` replaced."""
+"""`transcompact expand`: put back what `prune --archive` replaced and `slim` dropped."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ from ..options import batch_options, command_batch, file_options, output_options
 @output_options
 @batch_options
 @click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
-              help="The archive `prune --archive` wrote.")
+              help="The archive `prune --archive`, `compact --archive` or `slim` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
 @verbose_option()
 def expand(files, patterns, outputs, running, archive, quiet, verbose):
-    """Put back what `prune --archive` replaced and `compact --archive` dropped.
+    """Put back what `prune --archive` replaced, `compact --archive` and `slim` dropped.
 
     Only the records written for this very transcript are used: several transcripts can share
     one archive, and a Claude Code log that went on after prune or compact still gets its

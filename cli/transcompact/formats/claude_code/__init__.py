@@ -1,6 +1,6 @@
 """Claude Code's session logs (`~/.claude/projects/*/*.jsonl`): `reader` (the log read into messages),
 `writer` (the messages written back into its lines), `rules` (the log's own rules: check, repair),
-and `rewrites` (compaction, UI copies).
+`rewrites` (compaction, UI copies), and `slim` (what `claude --resume` never sends).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class ClaudeCodeFormat(Format):
     # What `claude --resume` needs of a log (docs/design.md §5.4), checked by rules.py.
     rule_texts = {
         "C1": "the file is named <session uuid>.jsonl",
-        "C2": "transcript lines have uuid, type, timestamp, sessionId, parentUuid; uuids are unique",
+        "C2": "transcript lines have uuid, type, timestamp, parentUuid; uuids are unique; the last names its sessionId",
         "C3": "the chain from the newest leaf reaches a root or a compact boundary",
         "C5": "a compact boundary is followed by its isCompactSummary message",
         "C6": "no isSidechain:true or teamName in the first 64 KB (the session would be hidden)",
@@ -32,6 +32,7 @@ class ClaudeCodeFormat(Format):
     check_log, repair_log = lazy("rules"), lazy("rules")
     append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")
     agent_lines, view_before_compaction = lazy("rewrites"), lazy("rewrites")
+    slimming = lazy("slim")
 
     def line_id(self, record: Any) -> Any:
         return record.get("uuid") if isinstance(record, dict) else None

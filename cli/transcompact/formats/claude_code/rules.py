@@ -13,7 +13,7 @@ from ...core.violation import ERROR, WARNING, Violation
 from .reader import LogSource, api_order, find_chain, read, whole_value
 
 SIDECHAIN_SCAN_BYTES = 64 * 1024
-REQUIRED_LINE_FIELDS = ("uuid", "type", "timestamp", "sessionId", "parentUuid")
+REQUIRED_LINE_FIELDS = ("uuid", "type", "timestamp", "parentUuid")
 
 
 def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
@@ -45,6 +45,9 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
         missing = [f for f in REQUIRED_LINE_FIELDS if f not in value]
         if missing:
             add(Violation("C2", ERROR, f"{value.get('type')} line without {', '.join(missing)}", line=index + 1))
+    if source.leaf is not None and "sessionId" not in records[source.leaf][1]:
+        # Claude Code finds the session's title and settings by the leaf's session (a slimmed log keeps it there).
+        add(Violation("C2", ERROR, f"the last {records[source.leaf][1].get('type')} line has no sessionId", line=source.leaf + 1))
     if source.chain:
         first = records[source.chain[0]][1]
         parent = first.get("parentUuid")

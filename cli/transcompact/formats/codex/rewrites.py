@@ -74,11 +74,11 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     source: RolloutSource = transcript.source
     if drop_history and source.paginated:
         raise UsageError(
-            f"{option('drop_history')} cannot rewrite a paginated Codex rollout (history_mode \"paginated\"): Codex "
+            f"{option('slim')} cannot rewrite a paginated Codex rollout (history_mode \"paginated\"): Codex "
             "keeps it as an append-only log that its thread index reads by byte offset, and a rollout that loses "
             "lines fails there on every resume (\"durable rollout shrank before projection\")",
             location=Location(transcript.name),
-            hint=f"compact it without {option('drop_history')}: Codex reads nothing before the compaction anyway")
+            hint=f"compact it without {option('slim')}: Codex reads nothing before the compaction anyway")
     first = len(transcript.messages) - len(recent)  # the window is the transcript's end (prune keeps indices)
     parts = parse(summary)
     text = CODEX_SUMMARY_PREFIX + "\n" + compose(SummaryText(parts.body, (), parts.opening)).removeprefix(SUMMARY_PREFIX)

@@ -63,7 +63,7 @@ class CompactOptions:
     keep_user_tokens: int = settings.KEEP_USER_TOKENS
     checkpoint_tokens: int = settings.CHECKPOINT_TOKENS
     keep_thinking: bool = False
-    drop_history: bool = False  # an agent's log: write only what the agent reads after the new compaction
+    slim: bool = False  # an agent's log: write only what the agent reads after the new compaction, slimmed (ops/pruning/slim.py)
 
     @property
     def budget(self) -> int:
@@ -532,7 +532,7 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     prune_only, pruned_tokens = pruned
     if rebuilt.cut is not None:  # an agent's log: compacted as the agent does it
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
-        own = adapter(original).append_compaction(original, body, rebuilt.recent, before, drop_history=options.drop_history)
+        own = adapter(original).append_compaction(original, body, rebuilt.recent, before, drop_history=options.slim)
         if own is not None:
             rebuilt = replace(rebuilt, transcript=own)
     pruned_only = rebuilt.transcript is prune_only.transcript

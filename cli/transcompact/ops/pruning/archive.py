@@ -19,6 +19,9 @@ still apply; another transcript sharing the archive, or one changed since, gets 
 - `compact --archive`: `{"kind": "compaction", "original": TEXT}`: the whole transcript compact
   read, the messages it dropped and what its pruning replaced with them (a compaction rewrites
   more than lines or messages in place: it drops, adds and moves them).
+- `slim` (and `compact --slim`): `{"kind": "slim", "original": BASE64}`: the whole log it read,
+  gzip-compressed (a stored log compresses about tenfold: the archive of a slimmed log is not
+  another copy of it), in base64.
 
 Each record also has `original_sha256` (the bytes the run read) and `tool_call_ids` (the calls
 and results the original holds, to find the one a marker names: "archived as toolu_01").
@@ -45,7 +48,8 @@ from ...core.model import Transcript
 from ...formats import adapter, rewrites_lines
 from ...io.files import replaces, write_file
 
-KINDS = ("line", "removed-line", "message", "compaction")
+KINDS = ("line", "removed-line", "message", "compaction", "slim")
+WHOLE = ("compaction", "slim")  # the kinds whose record holds the whole transcript read
 CHANGED_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
 
 
@@ -81,7 +85,7 @@ class Record:
                                "pruned_bytes": self.pruned_bytes, "original_sha256": self.original_sha256}
         if self.kind == "message":
             out.update(path=list(self.path), message=self.message)
-        elif self.kind != "compaction":
+        elif self.kind not in WHOLE:
             out["line"] = self.line
         if self.kind == "line":
             out["keep"] = list(self.keep)
@@ -126,6 +130,17 @@ def compaction_record(before: bytes, after: bytes, name: str) -> list[Record]:
     if before == after:
         return []
     return [Record("compaction", name, sha256(after), len(after), sha256(before), before.decode("utf-8", "replace"))]
+
+
+def slim_record(before: bytes, after: bytes, name: str) -> list[Record]:
+    """What slim dropped when it rewrote `before` to `after`: all of `before`, compressed."""
+    if before == after:
+        return []
+    import base64
+    import gzip
+
+    packed = base64.b64encode(gzip.compress(before, compresslevel=6, mtime=0)).decode()
+    return [Record("slim", name, sha256(after), len(after), sha256(before), packed)]
 
 
 def _line_records(before: bytes, after: bytes, run: dict, line_id: Callable[[Any], Any]) -> Iterator[Record]:
@@ -360,7 +375,7 @@ def _record(value: Any, where: Location) -> Record:
                       path=tuple(field("path", "a list of keys and indices",
                                        lambda v: isinstance(v, list) and all(_is(str)(k) or _is_count(k) for k in v))),
                       message=field("message", "a count", _is_count))
-    if kind == "compaction":
+    if kind in WHOLE:
         return Record(kind, **common, original=field("original", "a string", _is(str)))
     line = field("line", "a line number", lambda v: _is_count(v) and v >= 1)
     original = field("original", "a string", _is(str))
@@ -394,8 +409,24 @@ def undo(data: bytes, run: Sequence[Record], name: str) -> tuple[bytes, bool]:
         restored = _undo_messages(data, run, name)
         return restored, sha256(restored) == run[0].original_sha256
     pruned, added = data[: run[0].pruned_bytes], data[run[0].pruned_bytes:]
-    restored = run[0].original.encode() if run[0].kind == "compaction" else _undo_lines(pruned, run, name)
+    if run[0].kind == "slim":
+        restored = _unpacked(run[0].original, name)
+    else:
+        restored = run[0].original.encode() if run[0].kind == "compaction" else _undo_lines(pruned, run, name)
     return restored + added, sha256(restored) == run[0].original_sha256
+
+
+def _unpacked(original: str, name: str) -> bytes:
+    import base64
+    import binascii
+    import gzip
+    import zlib
+
+    try:
+        return gzip.decompress(base64.b64decode(original, validate=True))
+    except (binascii.Error, OSError, EOFError, zlib.error):
+        raise InputError("a slim record's original is not base64 of gzip: the archive was changed",
+                         location=Location(name), hint=CHANGED_HINT) from None
 
 
 def _undo_lines(data: bytes, run: Sequence[Record], name: str) -> bytes:

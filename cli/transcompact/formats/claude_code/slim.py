@@ -1,0 +1,132 @@
+"""What of a Claude Code log `claude --resume` never sends (`slim`), found in Claude Code 2.1.112
+(docs/design.md §5.6) and judged by it (tests/test_claude_resume.py: the request from the slimmed
+log is the request from the original, and a file Read before can still be edited).
+
+Claude Code builds its request from one chain: from the newest leaf back along `parentUuid` to
+the last `compact_boundary`, progress lines passed over, with the lines of a response split by
+`message.id`. What is kept:
+- the chain's lines, its boundary, and the lines read with them (`LogSource.order`), each as it
+  was but for the members below;
+- every line of a type it reads besides (the last of each session setting: title, tag, mode…;
+  a `summary` of a kept leaf; `content-replacement` and the types transcompact does not know).
+What is dropped:
+- the history before the last compaction, branches the chain does not take (rewinds,
+  sidechains), and progress lines, which Claude Code never loads (a child of one hangs from its
+  parent, as Claude Code links it);
+- file-history snapshots (what `/rewind` restores files from) and queued-prompt records;
+- the UI's copy of each tool result (`toolUseResult`), but a `CronCreate` result's, from which
+  Claude Code restores the session's scheduled prompts;
+- the fields every line repeats (`cwd`, `version`, `gitBranch`, …): the first line keeps those
+  Claude Code reads from the head of a session, the last those it reads from its tail, and the
+  first line with a `slug` (the plan file's name) keeps it; the leaf keeps its session (by which
+  Claude Code finds the session's title). `timestamp`, `uuid`, `message`
+  and every field that says what a line is stay on every line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.jsondata import dumps
+from ...core.model import Transcript
+from .._log import Slimming, surviving_parent
+from .reader import TRANSCRIPT_TYPES, LogSource, line_type, whole_value
+
+# Session settings Claude Code keeps the last of (by session), read when it resumes or lists sessions.
+SETTINGS = frozenset({"custom-title", "ai-title", "tag", "agent-name", "agent-color", "agent-setting", "last-prompt",
+                      "mode", "permission-mode", "worktree-state", "pr-link"})
+# Lines no resume reads: what `/rewind` restores files from, and prompts queued while a turn ran.
+UNREAD = {"file-history-snapshot": "file-history snapshots (what /rewind restores files from)",
+          "queue-operation": "queued-prompt records"}
+# What every line repeats. The head keeps what Claude Code reads from a session's start (the
+# project's directory, how it was started), the tail what it reads from its end (the branch).
+ENVELOPE = ("cwd", "version", "gitBranch", "userType", "slug", "requestId", "entrypoint", "sessionKind", "promptId",
+            "sessionId")
+AT_THE_HEAD = frozenset({"cwd", "version", "entrypoint", "sessionKind", "teamName", "sessionId"})
+AT_THE_TAIL = frozenset({"gitBranch", "sessionId"})
+FIELDS = {"toolUseResult": "the UI's copies of tool results", "isSidechain": "fields every line repeats",
+          **dict.fromkeys(ENVELOPE, "fields every line repeats"), "parentUuid": "links past dropped lines"}
+KEPT_COPIES = frozenset({"CronCreate"})  # whose result's copy Claude Code reads on resume
+
+
+def slimming(transcript: Transcript) -> Slimming:
+    source: LogSource = transcript.source
+    records = source.records
+    if not source.chain or source.leaf is None or records[source.leaf][1].get("isSidechain") is True:
+        return Slimming()  # nothing Claude Code resumes (a subagent's log is all sidechain): left as it is
+    values = [whole_value(i, r, transcript.name) if isinstance(r[1], dict) else r[1] for i, r in enumerate(records)]
+    kept = {i for i in source.chain if line_type(values[i]) != "progress"} | set(source.order)
+    if source.root is not None:
+        kept.add(source.root)
+    dropped: dict[int, str] = {}
+    last_setting: dict[tuple[str, Any], int] = {}
+    for index, value in enumerate(values):
+        kind = line_type(value) if isinstance(value, dict) else None
+        if kind in TRANSCRIPT_TYPES and index not in kept:
+            dropped[index] = _lost_with(index, kind, source)
+        elif kind in UNREAD:
+            dropped[index] = UNREAD[kind]
+        elif kind in SETTINGS:
+            setting = (kind, value.get("sessionId"))
+            if setting in last_setting:
+                dropped[last_setting[setting]] = "titles and settings a later line replaced"
+            last_setting[setting] = index
+    kept_uuids = {values[i].get("uuid") for i in kept}
+    for index, value in enumerate(values):
+        if isinstance(value, dict) and line_type(value) == "summary" and value.get("leafUuid") not in kept_uuids:
+            dropped[index] = "titles of branches not kept"
+    return Slimming(dropped, _edits(values, sorted(kept), dropped, source.leaf), FIELDS)
+
+
+def _lost_with(index: int, kind: str, source: LogSource) -> str:
+    if kind == "progress":
+        return "progress lines (tools' live output)"
+    if source.root is not None and index < source.root:
+        return "the history before the last compaction (scroll-back)"
+    return "branches not resumed (rewinds, sidechains)"
+
+
+def _edits(values: list[Any], kept: list[int], dropped: dict[int, str], leaf: int) -> dict[int, dict[str, bytes | None]]:
+    skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
+            if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES}
+    copied = _calls_whose_copy_is_read(values, kept)
+    first, last = kept[0], kept[-1]
+    slug_at = next((i for i in kept if "slug" in values[i]), None)
+    edits: dict[int, dict[str, bytes | None]] = {}
+    for index in kept:
+        value = values[index]
+        edit: dict[str, bytes | None] = {}
+        parent = value.get("parentUuid")
+        if (new := surviving_parent(parent, skip)) != parent:
+            edit["parentUuid"] = dumps(new, indent=False)
+        if "toolUseResult" in value and not _answers(value, copied):
+            edit["toolUseResult"] = None
+        for key in ENVELOPE:
+            if key in value and not (index == first and key in AT_THE_HEAD or index in (last, leaf) and key in AT_THE_TAIL
+                                     or index == slug_at and key == "slug"):
+                edit[key] = None
+        if value.get("isSidechain") is False:
+            edit["isSidechain"] = None
+        if edit:
+            edits[index] = edit
+    return edits
+
+
+def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[str]:
+    calls: set[str] = set()
+    for index in kept:
+        message = values[index].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in KEPT_COPIES \
+                    and isinstance(block.get("id"), str):
+                calls.add(block["id"])
+    return frozenset(calls)
+
+
+def _answers(value: dict, calls: frozenset[str]) -> bool:
+    message = value.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in calls
+               for b in (content if isinstance(content, list) else ()))
+

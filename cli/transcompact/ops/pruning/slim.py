@@ -1,0 +1,68 @@
+"""`slim`: a stored agent log without what its agent never sends when it resumes it.
+
+The format says what that is (`Format.slimming`: lines to drop, members of the lines kept to
+take out or relink); here the lines are cut accordingly, every other byte as it was written,
+and the result is read back as the very messages the log held (the post-condition), so that the
+agent resuming it sends what it sends from the whole log. The report says per file what was
+dropped, what a user loses with it, and how many bytes; the archive (`archive.slim_record`)
+keeps the whole original for `expand`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.jsondata import line_bytes, members, without_members
+from ...core.model import Transcript
+from ...formats import adapter
+
+
+@dataclass
+class SlimReport:
+    file: str
+    bytes_before: int
+    bytes_after: int = 0
+    dropped: dict[str, list[int]] = field(default_factory=dict)  # what the lines held → [lines, bytes]
+    fields: dict[str, int] = field(default_factory=dict)  # what the members held → bytes
+    slims: bool = True  # False: the format has nothing its agent does not send (a request body)
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_after / self.bytes_before if self.bytes_before else 1.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
+                "ratio": round(self.ratio, 4),
+                "dropped": [{"what": what, "lines": lines, "bytes": size} for what, (lines, size) in self.dropped.items()],
+                "fields": [{"what": what, "bytes": size} for what, size in self.fields.items()]}
+
+
+def slim(transcript: Transcript, data: bytes) -> tuple[bytes, SlimReport]:
+    """The bytes of `transcript` (read from `data`) without what its agent never sends, and the
+    report. A format with no such part gives `data` back."""
+    report = SlimReport(transcript.name, len(data))
+    plan = adapter(transcript).slimming(transcript) if adapter(transcript).rewrites_lines(transcript) else None
+    if plan is None or not (plan.dropped or plan.edits):
+        report.bytes_after, report.slims = len(data), plan is not None
+        return data, report
+    pieces: list[bytes] = []
+    for index, record in enumerate(transcript.source.records):
+        line = bytes(line_bytes(record))
+        if index in plan.dropped:
+            tally = report.dropped.setdefault(plan.dropped[index], [0, 0])
+            tally[0] += 1
+            tally[1] += len(line) + 1
+            continue
+        edit = plan.edits.get(index)
+        if edit:
+            for key, member in members(line).items():
+                if key in edit:
+                    what = plan.fields.get(key, key)
+                    report.fields[what] = report.fields.get(what, 0) + (
+                        member.end - member.start + 1 if edit[key] is None else member.end - member.value - len(edit[key] or b""))
+            line, _ = without_members(line, edit)
+        pieces.append(line)
+    out = b"\n".join(pieces)
+    report.bytes_after = len(out)
+    return out, report

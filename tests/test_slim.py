@@ -1,0 +1,131 @@
+"""`transcompact slim`: a stored log without what its agent never sends, read back as the very
+messages it held, never larger, the original archived and given back byte for byte. (That Claude
+Code sends the same request from it: tests/test_claude_resume.py.)"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from transcompact.formats import loads
+
+from .builders import claude_code_logs, claude_log
+from .conftest import CORPUS, FIXTURES, fixture_files
+
+
+def _compacted_log(transcompact, path) -> None:
+    """A Claude Code session with a file-history snapshot, compacted once: the history before the
+    compaction stays in the file, which Claude Code no longer sends."""
+    lines = claude_log(rounds=6, size=3000).splitlines(keepends=True)
+    snapshot = {"type": "file-history-snapshot", "messageId": "line-1", "isSnapshotUpdate": False,
+                "snapshot": {"messageId": "line-1", "trackedFileBackups": {"a.py": {"backupFileName": "x@v1", "version": 1}},
+                             "timestamp": "2025-01-01T00:00:01.000Z"}}
+    path.write_bytes(b"".join([*lines[:2], json.dumps(snapshot).encode() + b"\n", *lines[2:]]))
+    result = transcompact("compact", "--emergency", "--force", "-q", "--keep-recent-tokens", "500", "-i", path)
+    assert result.exit_code == 0, result.stderr
+
+
+def _messages(data: bytes, name: str) -> list:
+    return [(m.role, m.blocks) for m in loads(data, name).messages]
+
+
+@pytest.mark.parametrize("path", claude_code_logs())
+def test_a_slimmed_log_reads_as_the_original_and_gives_it_back(path, transcompact, tmp_path):
+    log = tmp_path / path.name
+    shutil.copyfile(path, log)
+    original = log.read_bytes()
+    result = transcompact("slim", "-i", log)
+    assert result.exit_code == 0, result.stderr
+    slimmed = log.read_bytes()
+    assert len(slimmed) <= len(original)
+    assert _messages(slimmed, log.name) == _messages(original, log.name)
+    assert transcompact("check", "-q", log).exit_code <= transcompact("check", "-q", path).exit_code  # no error added
+    again = transcompact("slim", log)  # twice is once
+    assert again.stdout_bytes == slimmed and "nothing its agent does not send" in again.stderr
+    archive = tmp_path / f"{path.name}.slim-archive"
+    assert archive.is_file() is (slimmed != original)
+    if slimmed != original:
+        expanded = transcompact("expand", "--archive", archive, log)
+        assert expanded.exit_code == 0 and expanded.stdout_bytes == original
+
+
+def test_the_report_says_what_was_dropped_and_what_is_lost_with_it(transcompact, tmp_path):
+    log = tmp_path / "s.jsonl"
+    _compacted_log(transcompact, log)
+    result = transcompact("slim", "--report", tmp_path / "report.jsonl", log)
+    assert result.exit_code == 0
+    assert "s.jsonl: slimmed " in result.stderr and "the history before the last compaction (scroll-back)" in result.stderr
+    report = json.loads((tmp_path / "report.jsonl").read_text().splitlines()[0])
+    assert report["bytes_after"] == len(result.stdout_bytes) < report["bytes_before"] == log.stat().st_size
+    dropped = {d["what"] for d in report["dropped"]}
+    assert {"the history before the last compaction (scroll-back)", "file-history snapshots (what /rewind restores files from)"} <= dropped
+    assert "fields every line repeats" in {f["what"] for f in report["fields"]}
+    assert not (tmp_path / "s.jsonl.slim-archive").exists()  # the input was not replaced: nothing to archive
+
+
+@pytest.mark.parametrize("path", fixture_files())
+def test_every_format_slims_or_is_left_as_it_is(path, transcompact):
+    result = transcompact("slim", path)
+    assert result.exit_code == 0, result.stderr
+    if path.parent.name != "claude-code":  # the others' slimming is to come; their bytes stay
+        assert result.stdout_bytes == path.read_bytes()
+
+
+def test_no_archive_keeps_no_original(transcompact, tmp_path):
+    log = tmp_path / "s.jsonl"
+    _compacted_log(transcompact, log)
+    original = log.read_bytes()
+    assert transcompact("slim", "-i", "--no-archive", log).exit_code == 0
+    assert len(log.read_bytes()) < len(original)
+    assert list(tmp_path.iterdir()) == [log]
+    both = transcompact("slim", "-i", "--no-archive", "--archive", tmp_path / "a.jsonl", log)
+    assert both.exit_code == 2 and "cannot be used together" in both.stderr
+
+
+def test_one_archive_for_a_batch_gives_each_file_back(transcompact, tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        _compacted_log(transcompact, logs / name)
+    shutil.copyfile(FIXTURES / "claude-code" / "broken-session.jsonl", logs / "c.jsonl")
+    before = {p.name: p.read_bytes() for p in logs.iterdir()}
+    assert transcompact("slim", "-i", "--archive", tmp_path / "archive.jsonl", logs).exit_code == 0
+    for name, data in before.items():
+        expanded = transcompact("expand", "--archive", tmp_path / "archive.jsonl", logs / name)
+        assert expanded.stdout_bytes == data
+
+
+def test_the_corpus_logs_claude_code_resumes_shrink_below_a_fifth():
+    """The peer tool leaves 0.23× of these; the target is 0.18× (issue: stored logs smaller on disk)."""
+    if not CORPUS.is_dir():
+        pytest.skip("the shared corpus is not here")
+    from transcompact.ops.pruning.slim import slim
+
+    before = after = 0
+    for path in sorted(CORPUS.glob("claude-code/*.jsonl")):
+        data = path.read_bytes()
+        out, report = slim(loads(data, path.name), data)
+        before, after = before + len(data), after + len(out)
+    assert after / before <= 0.18
+
+
+@pytest.mark.parametrize("path", claude_code_logs())
+def test_compact_slim_never_writes_more_than_it_read(path, transcompact):
+    result = transcompact("compact", "--emergency", "--force", "--slim", "-q", path)
+    assert result.exit_code == 0, result.stderr
+    assert len(result.stdout_bytes) <= path.stat().st_size
+
+
+def test_a_changed_archive_gives_nothing_back(transcompact, tmp_path):
+    log = tmp_path / "s.jsonl"
+    _compacted_log(transcompact, log)
+    assert transcompact("slim", "-i", log).exit_code == 0
+    archive = tmp_path / "s.jsonl.slim-archive"
+    record = json.loads(archive.read_text())
+    archive.write_text(json.dumps({**record, "original": record["original"][:-8] + "!!!!!!!!"}) + "\n")
+    slimmed = log.read_bytes()
+    result = transcompact("expand", "-i", "--archive", archive, log)
+    assert result.exit_code == 3 and "the archive was changed" in result.stderr
+    assert log.read_bytes() == slimmed
