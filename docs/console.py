@@ -28,6 +28,7 @@ output only there is left as it is.
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import shutil
@@ -52,6 +53,7 @@ PROGRAMS = ("jq",)
 # project's root), and each other name a reader meets in an example, made from a fixture.
 FILES: dict[str, str | Callable[[], bytes]] = {
     "session.json": "anthropic/long-session.json",  # an Anthropic request body of 33 messages, 8,957 tokens
+    "session.json.gz": lambda: gzip.compress((FIXTURES / "anthropic/long-session.json").read_bytes(), mtime=0),
     "session.jsonl": "claude-code/broken-session.jsonl",  # a Claude Code log with two errors
     "chat.json": "openai/tool-calls.json",
     "output.jsonl": lambda: (FIXTURES / "openhands-v0/output.jsonl").read_bytes() * 3,  # an evaluation's output: 3 runs

@@ -442,7 +442,7 @@ def openai_message(message: dict) -> tuple[list[str], int]:
     return texts, fixed
 
 
-HEAVY = ("anthropic", "openai", "tiktoken", "rich", "dask", "distributed", "fsspec")
+HEAVY = ("anthropic", "openai", "tiktoken", "rich", "dask", "distributed", "fsspec", "zstandard")
 
 
 def imported_modules(importtime_stderr: str) -> set[str]:

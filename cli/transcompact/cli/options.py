@@ -217,7 +217,7 @@ def traceback_option(fn: Callable) -> Callable:
 def _glob_option(fn: Callable) -> Callable:
     return click.option("--glob", "patterns", multiple=True, metavar="PATTERN",
                         help="In a directory, read the files whose path matches PATTERN (repeatable; default: "
-                             "*.json and *.jsonl).")(fn)
+                             "*.json and *.jsonl; a compressed file matches without its .gz, .zst, .bz2 or .xz too).")(fn)
 
 
 def file_options(fn: Callable) -> Callable:
@@ -332,10 +332,12 @@ class Outputs:
 
 output_options = OptionGroup(  # `outputs`: an Outputs
     "outputs", Outputs,
-    click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True), help="Write to FILE (atomically)."),
-    click.option("-i", "--in-place", is_flag=True, help="Rewrite each input file that changes (atomically)."),
+    click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+                 help="Write to FILE (atomically; compressed when FILE ends in .gz, .zst, .bz2 or .xz)."),
+    click.option("-i", "--in-place", is_flag=True, help="Rewrite each input file that changes (atomically; compressed as it was read)."),
     click.option("--output-dir", type=click.Path(file_okay=False),
-                 help="Write each output to DIR/<its path under the directory argument, or its name>."),
+                 help="Write each output to DIR/<its path under the directory argument, or its name>, compressed "
+                      "as its input was."),
     click.option("--dry-run", is_flag=True, help="Do everything but write: say per file what would be written."),
     click.option("--diff", is_flag=True,
                  help="Show on stdout what would be removed or replaced, per message and block; write nothing "

@@ -1,6 +1,7 @@
 """Where transcripts come from and go, in the order a run uses them: `inputs` (the files a
 command's arguments name: files, directories, globs), `files` (reading, and writing atomically),
-`urls` (fsspec URLs), `openhands_store` (OpenHands conversation directories), `clashes` (every
-path a run writes, compared with its inputs and each other before anything is written),
-`outputs` (where an output goes: a file or a conversation directory).
+`compression` (gzip, zstd, bzip2 and xz inputs and outputs), `urls` (fsspec URLs),
+`openhands_store` (OpenHands conversation directories), `clashes` (every path a run writes,
+compared with its inputs and each other before anything is written), `outputs` (where an output
+goes: a file or a conversation directory).
 """

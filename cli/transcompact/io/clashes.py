@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..core.errors import UsageError, shown_name
 from . import urls
+from .compression import detect
 from .files import STDIN
 from .inputs import TRANSCRIPT_PATTERNS, Source, discover, matcher, output_paths, skipped
 
@@ -119,7 +120,7 @@ def _walk_finds(directory: str, path: str, patterns: Sequence[str]) -> bool:
 
 def _holds_a_transcript(path: str) -> bool:
     """Whether the file at `path` holds JSON (a transcript, as the walk would read it) that the run
-    did not write itself (known by how its files begin)."""
+    did not write itself (known by how its files begin), or is compressed (the run's own never are)."""
     try:
         with open(path, "rb") as file:
             start = file.read(64)
@@ -127,7 +128,7 @@ def _holds_a_transcript(path: str) -> bool:
         return False
     except OSError:
         return True
-    return start.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") and not start.startswith(_OURS)
+    return (start.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") and not start.startswith(_OURS)) or detect(start) is not None
 
 
 def _exists(path: str) -> bool:

@@ -2,8 +2,9 @@
 output goes (docs/input-output.md#inputs).
 
 An argument is a file, `-` (stdin), or a directory, walked recursively in sorted order for the
-files whose path matches a `--glob` pattern (`*.json` and `*.jsonl` by default); hidden entries
-and version-control directories are skipped, and a link to a directory is not followed. An
+files whose path matches a `--glob` pattern (`*.json` and `*.jsonl` by default; a compressed
+file by its name without its compression suffix too); hidden entries and version-control
+directories are skipped, and a link to a directory is not followed. An
 OpenHands conversation directory (`base_state.json` and `events/`) is one input. A file
 named twice (`logs logs/a.json`) is read once. Any of them may be an fsspec URL (`s3://bucket/logs/`),
 listed and read through `urls`.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from ..core.errors import InputError, Location, UsageError, option
 from . import urls
+from .compression import plain, split_suffix
 from .files import STDIN, read_file
 from .openhands_store import BASE_STATE, is_conversation, read_conversation
 
@@ -28,7 +30,20 @@ VCS_DIRECTORIES = frozenset({"CVS", "_darcs"})
 
 
 def read_input(path: str) -> tuple[str, bytes]:
-    """(name to show, bytes) of a file, or of stdin for `-`."""
+    """(name to show, bytes) of a file, or of stdin for `-`: what it holds, decompressed when it is
+    compressed (`compression`)."""
+    name, data, _ = read_compressed(path)
+    return name, data
+
+
+def read_compressed(path: str) -> tuple[str, bytes, str | None]:
+    """`read_input`, and the compression the input was in (None: plain), which `-i` writes it in again."""
+    name, data = _read(path)
+    data, compressed = plain(data, name)
+    return name, data, compressed
+
+
+def _read(path: str) -> tuple[str, bytes]:
     if path == STDIN:
         return "<stdin>", sys.stdin.buffer.read()
     if urls.is_url(path):
@@ -155,7 +170,8 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
 def matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:
     """Whether a file (its path under its argument, its name) matches one of `patterns`, as
     `PurePath(path).match` says: a pattern without a slash is matched against the name alone,
-    by fnmatch, which needs no path object made per file."""
+    by fnmatch, which needs no path object made per file. A compressed file's name matches
+    without its compression suffix too: `*.jsonl` takes `a.jsonl.gz`."""
     import fnmatch
 
     names = [pattern for pattern in patterns if pattern and "/" not in pattern]
@@ -163,11 +179,23 @@ def matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:
     if paths:
         from pathlib import PurePath  # not at start-up: most runs match names alone
 
-    def matches(path: str, name: str) -> bool:
+    def matches_as_named(path: str, name: str) -> bool:
         return (any(fnmatch.fnmatch(name, pattern) for pattern in names)
                 or any(PurePath(path).match(pattern) for pattern in paths))
 
+    def matches(path: str, name: str) -> bool:
+        if matches_as_named(path, name):
+            return True
+        stem, compressed = split_suffix(name)
+        return bool(compressed) and matches_as_named(path[:-len(compressed)], stem)
+
     return matches
+
+
+def _with_extension(name: str, extension: str) -> str:
+    """`a.jsonl` → `a.json`; a compressed file's keeps its compression: `a.jsonl.gz` → `a.json.gz`."""
+    stem, compressed = split_suffix(name)
+    return os.path.splitext(stem)[0] + extension + compressed
 
 
 def output_paths(sources: Iterable[Source], output_dir: str, suffix: str | None = None) -> list[tuple[Source, str | None]]:
@@ -178,7 +206,7 @@ def output_paths(sources: Iterable[Source], output_dir: str, suffix: str | None 
     planned: list[tuple[Source, str | None]] = []
     claimed: dict[str, str] = {}
     for source in sources:
-        relative = os.path.splitext(source.relative)[0] + suffix if suffix else source.relative
+        relative = _with_extension(source.relative, suffix) if suffix else source.relative
         target = None if source.problem else os.path.join(output_dir, relative)
         if target in claimed:
             raise UsageError(f"{claimed[target]} and {source.path} would both be written to {target}; nothing written",

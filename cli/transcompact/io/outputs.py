@@ -1,20 +1,28 @@
-"""Where an output goes: a file (written atomically, `files.write_file`), or, for the bundle of
-an OpenHands conversation read from its directory, that directory's event files."""
+"""Where an output goes: a file (written atomically, `files.write_file`), compressed as its name
+says (`compression`), or, for the bundle of an OpenHands conversation read from its directory,
+that directory's event files."""
 
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from ..core import jsondata
+from .compression import by_suffix, compressed
 from .files import write_file
 from .openhands_store import is_bundle, is_conversation, write_conversation
 
+BY_SUFFIX: Literal["by suffix"] = "by suffix"
 
-def write_output(path: str | os.PathLike, data: bytes | jsondata.Lines, read_from: str, *, durable: bool = True) -> None:
+
+def write_output(path: str | os.PathLike, data: bytes | jsondata.Lines, read_from: str, *, durable: bool = True,
+                 compression: str | None = BY_SUFFIX) -> None:
     """Write `data` to `path`: as a conversation directory when it is the bundle of one read from
-    `read_from`, else as a file (a conversation converted to another format is one file).
-    `durable`: as `files.write_file`'s."""
+    `read_from`, else as a file (a conversation converted to another format is one file),
+    compressed in `compression` (None: as it is; by default, as the path's suffix says:
+    `out.jsonl.gz`). `durable`: as `files.write_file`'s."""
     if isinstance(data, bytes) and is_conversation(read_from) and is_bundle(data):
         write_conversation(path, data, read_from)
-    else:
-        write_file(path, data, durable=durable)
+        return
+    kind = by_suffix(os.fspath(path)) if compression == BY_SUFFIX else compression
+    write_file(path, compressed(data, kind) if kind else data, durable=durable)

@@ -59,7 +59,8 @@ def tasks(sources: Iterable[Source], work: Callable[[str, bytes, Settings], Resu
                    for source in sources)
     for source, target in planned:
         data = sys.stdin.buffer.read() if source.path == STDIN else None
-        yield Task(source, work, settings, target, bool(output_dir), dry_run, data, traceback, from_environment, rewrites)
+        yield Task(source, work, settings, target, bool(output_dir), dry_run, data, traceback, from_environment, rewrites,
+                   keeps_compression=in_place or bool(output_dir))
 
 
 def default_jobs() -> int:

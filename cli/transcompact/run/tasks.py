@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from ..core import settings
 from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, shown_name, variable_of
 from ..core.jsondata import Lines, is_blank, same_bytes
+from ..io.compression import by_suffix, compressed, plain
 from ..io.files import STDIN, make_directory
-from ..io.inputs import Source, read_input
+from ..io.inputs import Source, read_compressed
 from ..io.outputs import write_output
 
 if TYPE_CHECKING:  # types only: a worker loads the formats when it reads its first file
@@ -87,6 +88,8 @@ class Task(Generic[Settings]):
     traceback: bool = False  # --traceback: an error is raised, not reported
     from_environment: frozenset[str] = frozenset()  # the settings a variable gave: an error names the variable
     rewrites: bool = False  # a rewriting command: an empty input has nothing to rewrite (as jq, it is no error)
+    # -i, --output-dir: a file's output is compressed as the file was read (else as its name says, -o out.jsonl.gz).
+    keeps_compression: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,7 +159,10 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
         if source.left:
             return Outcome(name, None, ExitCode.OK, Result(stderr=(f"{name}: {source.left}",), report={"left": True}),
                            left=True)
-        data = task.data if task.data is not None else read_input(source.path)[1]
+        if task.data is not None:
+            data, read_as = plain(task.data, name)
+        else:
+            _, data, read_as = read_compressed(source.path)
         if task.rewrites and is_blank(data):
             result = Result(output=data, report={"empty": True}, stderr=(f"{name}: the input is empty: nothing to do",))
         else:
@@ -167,6 +173,9 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
             if task.target is not None and not task.dry_run and (changed or task.target != source.path):
                 if task.makes_directories:
                     make_directory(os.path.dirname(task.target) or ".")
+                keeps = task.target == source.path or (task.keeps_compression and source.path != STDIN)
+                compression = read_as if keeps else by_suffix(task.target)
+                output = compressed(result.output, compression) if compression else result.output  # before a stop waits
                 # A conversation directory stays one. Only a file rewritten in place waits for the
                 # disk: elsewhere the input is still there if a power cut loses the output.
                 from ..formats import rewriting
@@ -175,7 +184,7 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
                 # What an agent keeps beside its logs about the file's bytes (Codex's thread store):
                 # checked before the write, brought up to date after it.
                 with rewriting(task.target, result.output):
-                    write_output(task.target, result.output, source.path, durable=task.target == source.path)
+                    write_output(task.target, output, source.path, durable=task.target == source.path, compression=None)
                 _busy = False  # a worker's file is done: its stop (`_stop_the_file`) no longer raises
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here

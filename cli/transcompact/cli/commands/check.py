@@ -48,9 +48,12 @@ class Checking:
 def check_file(name: str, data: bytes, how: Checking) -> Result:
     """Check one file (`tasks.process` runs it, here or in a worker); exit 1 when it has an error."""
     from ...core.violation import ERROR
+    from ...io.compression import without_suffix
     from ...ops.validity.check import check as run_check
 
-    violations = run_check(how.reading.load(data, name), strict=how.strict, path=None if name == STDIN_NAME else name)
+    # A compressed log is judged by the name of what it holds (Claude Code's C1: <session uuid>.jsonl.gz).
+    violations = run_check(how.reading.load(data, name), strict=how.strict,
+                           path=None if name == STDIN_NAME else without_suffix(name))
     errors = sum(v.severity == ERROR for v in violations)
     lines = "".join(f"{name}{where(v.index, v.line)}{v.rule}{'' if v.severity == ERROR else ' (warning)'} {v.text}\n"
                     for v in violations) if how.printed else ""
