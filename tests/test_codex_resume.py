@@ -21,8 +21,8 @@ compact, and compact leaves it as it is). The request must:
 - send nothing more often than the uncompacted rollout's request does, and fewer tokens;
 - leave Codex with no warning the control does not give (`RUST_LOG=warn`), a paginated rollout's
   ordinals whole.
-The uncompacted original is resumed too, as the control. `--slim` is refused for a
-paginated rollout (exit 2): Codex indexes it by its bytes as an append-only log.
+The uncompacted original is resumed too, as the control. A rollout `transcompact slim` made
+smaller is sent as the original is.
 
 Those resume from a fresh CODEX_HOME, where Codex has indexed nothing yet. The rollouts a user
 rewrites sit in the CODEX_HOME that recorded them, whose thread-history database indexes each by
@@ -542,21 +542,31 @@ def test_a_compacted_rollout_resumes_from_our_summary(name, times, judge, tmp_pa
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_slim(name, judge, tmp_path):
-    """A legacy rollout keeps its session lines and the compaction, and resumes as one compacted
-    once; a paginated one is refused: Codex's index of it would fail on every resume."""
+def test_compact_slim(name, judge, tmp_path):
+    """Compacted and slimmed (a legacy rollout keeps its session lines and the compaction; a
+    paginated one what Codex reads, numbered again): it resumes as one compacted once."""
     logs = judge.rollout(name)
     once = next(keep for n, keep, _ in LOGS if n == name)
     result = compact(logs, once, tmp_path / "compact", "--slim")
-    if json_lines(logs[0])[0]["payload"].get("history_mode") == "paginated":
-        assert result.exit_code == 2
-        assert "paginated Codex rollout" in result.output and "durable rollout shrank" in result.output
-        return
     assert result.exit_code == 0, result.output
     dropped = [result.stdout_bytes, *logs[1:]]
     assert len(dropped[0]) < len(judge.compacted(name, 1)[0])
     resumed = judge.resume(dropped, tmp_path / "resume")
     assert_resumed_from_our_summary(dropped, resumed, judge.control(name))
+
+
+@pytest.mark.parametrize("name", [*NAMES, "corpus"])
+def test_a_slimmed_rollout_is_sent_as_the_original(name, judge, tmp_path):
+    logs = judge.rollout(name)
+    path = placed(tmp_path / "slim", logs)
+    result = CliRunner().invoke(cli, ["slim", "-q", str(path)], prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    slimmed = [result.stdout_bytes, *logs[1:]]
+    assert len(slimmed[0]) <= len(logs[0])
+    assert_ordinals_whole(slimmed[0])
+    resumed, control = judge.resume(slimmed, tmp_path / "resume"), judge.control(name)
+    assert resumed.items == control.items
+    assert set(resumed.warnings) <= set(control.warnings)
 
 
 @pytest.mark.parametrize("flags", [(), ("--slim",)], ids=["compact", "slim"])

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from transcompact import PruneOptions, check, dumps, estimate, load, loads, prune, repair
 from transcompact.cli.main import cli
-from transcompact.core.errors import InputError, ShapeError, UnknownFormat, UsageError
+from transcompact.core.errors import InputError, ShapeError, UnknownFormat
 from transcompact.core.jsondata import parse
 from transcompact.core.model import Opaque, Text, ToolCall
 from transcompact.core.summary_text import SUMMARY_PREFIX
@@ -436,17 +436,19 @@ def test_a_line_dropped_inside_a_paginated_rollout_moves_the_ordinals_after_it_d
     assert [v["ordinal"] for v in out] == list(range(len(out)))
 
 
-def test_slim_is_refused_for_a_paginated_rollout(tmp_path):
-    """Codex keeps a paginated rollout as an append-only log and reads it into its thread index by
-    byte offset: one that loses lines fails there ("durable rollout shrank before projection")."""
-    options = CompactOptions(force=True, emergency=True, slim=True, summary=SummaryOptions(keep_recent_tokens=600))
-    with pytest.raises(UsageError, match="paginated Codex rollout"):
-        compact(loads(paginated(with_turns(TOOL_LOOP)), "paginated.jsonl"), options)
+def test_compact_slim_of_a_paginated_rollout_numbers_what_is_left_again(tmp_path):
+    """Codex reads a paginated rollout into its index by byte offset: compact --slim drops what it
+    does not read and numbers the lines left from the first one's ordinal, with no gap (the index
+    is reset when the file is rewritten where Codex keeps it: test_codex_thread_store.py)."""
     path = tmp_path / "rollout.jsonl"
     path.write_bytes(paginated(with_turns(TOOL_LOOP)))
     result = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "--keep-recent-tokens", "600", "--slim",
                                       str(path)])
-    assert result.exit_code == 2 and "--slim cannot rewrite a paginated Codex rollout" in result.output
+    assert result.exit_code == 0, result.output
+    out = [json.loads(line) for line in result.stdout_bytes.splitlines() if line.strip()]
+    assert [v["ordinal"] for v in out] == list(range(out[0]["ordinal"], out[0]["ordinal"] + len(out)))
+    assert len(result.stdout_bytes) < path.stat().st_size
+    assert [v["type"] for v in out].count("compacted") == 1
 
 
 def test_the_compaction_carries_the_next_context_window():

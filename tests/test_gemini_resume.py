@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
@@ -510,3 +511,22 @@ def test_each_response_a_call_holds_is_sent_as_we_read_it(how, gemini, standin, 
     assert_pairs(contents)
     assert sum(n for item, n in all_items(contents).items() if item[0] == "result") == 8
     assert summaries(contents) == (how == "compacted")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_slimmed_chat_is_sent_as_the_original(name, original, gemini, standin, tmp_path):
+    """`transcompact slim` of the chat, and of it compacted once: Gemini sends what it sends from
+    the whole file (a legacy `.json` chat is left as it is), the system instruction aside."""
+    log = original(name)
+    for which, whole in (("original", log), ("compacted", compacted(log, name, "once"))):
+        result = CliRunner().invoke(cli, ["slim", "-q"], input=whole, prog_name="transcompact")
+        assert result.exit_code == 0, result.output
+        slimmed = result.stdout_bytes
+        assert len(slimmed) <= len(whole)
+        if not is_lines(whole):
+            assert slimmed == whole
+            continue
+        where = tmp_path / which  # the same directory for both: the project's path is in what Gemini sends
+        expected = resume(gemini, whole, where, standin)
+        shutil.rmtree(where)
+        assert resume(gemini, slimmed, where, standin)["contents"] == expected["contents"]

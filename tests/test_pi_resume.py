@@ -391,3 +391,17 @@ def test_a_compacted_session_resumes_from_our_summary(name, how, original, reque
     if how == "slim":  # only what pi reads after the compaction is left, and pi sends the same
         assert len(log) < len(compacted(original, name, "once"))
         assert body["messages"] == requests_sent(compacted(original, name, "once"))["messages"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_slimmed_session_is_sent_as_the_original(name, original, requests_sent):
+    """`transcompact slim` of the session, and of it compacted once (whose entries before the
+    compaction's first kept one pi no longer sends): pi sends what it sends from the whole file
+    (the system prompt aside, which names the project each resume makes anew)."""
+    for log in (original, compacted(original, name, "once")):
+        result = CliRunner().invoke(cli, ["slim", "-q"], input=log, prog_name="transcompact")
+        assert result.exit_code == 0, result.output
+        slimmed = result.stdout_bytes
+        assert len(slimmed) <= len(log)
+        sent, control = requests_sent(slimmed), requests_sent(log)
+        assert {k: v for k, v in sent.items() if k != "system"} == {k: v for k, v in control.items() if k != "system"}

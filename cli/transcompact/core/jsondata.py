@@ -504,15 +504,18 @@ def members(text: bytes | memoryview) -> dict[str, Member]:
     return out
 
 
-def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None]) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None
+                    ) -> tuple[bytes, dict[str, int]]:
     """`text` (an object, as `members` reads it) with the members `edits` names taken out (None)
-    or given a new value (its JSON), every other byte as written; and the edits made, each as
-    (where in the new text, how many bytes it put there, the bytes it took out), from which the
-    old text is made again (`with_members_back`)."""
+    or given a new value (its JSON), every other byte as written; and the bytes each edit took out
+    (less what it put in). `value`, the object `text` holds when it is known, lets a member be
+    found by its JSON, at C speed, where `text` holds it once (checked by reading the result)."""
     text = bytes(text)
-    found = members(text)
-    order = sorted(found.items(), key=lambda item: item[1].start)
-    cuts: list[tuple[int, int, bytes]] = []  # (start, end, new bytes) in the old text
+    if value is not None and (found := _by_value(text, edits, value)) is not None:
+        return found
+    spans = members(text)
+    order = sorted(spans.items(), key=lambda item: item[1].start)
+    cuts: list[tuple[int, int, bytes, str]] = []  # (start, end, new bytes, key) in the old text
     kept_before = False
     for place, (key, member) in enumerate(order):
         if key not in edits:
@@ -520,38 +523,56 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None])
             continue
         new = edits[key]
         if new is not None:
-            cuts.append((member.value, member.end, new))
+            cuts.append((member.value, member.end, new, key))
             kept_before = True
         elif kept_before:  # `,"key":value` after the member before it
-            cuts.append((order[place - 1][1].end, member.end, b""))
+            cuts.append((order[place - 1][1].end, member.end, b"", key))
         else:  # `"key":value,` up to the next member
-            cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b""))
-    out, made, at, shift = [], [], 0, 0
-    for start, end, new in _merged(cuts):
+            cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b"", key))
+    return _cut(text, cuts)
+
+
+def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tuple[bytes, dict[str, int]] | None:
+    """`without_members` where each member edited is found as its key and its value's JSON, once
+    in `text`, and the result reads as `value` edited; None where not (a value written another
+    way, or the same member in a nested object too)."""
+    cuts: list[tuple[int, int, bytes, str]] = []
+    for key, new in edits.items():
+        if key not in value:
+            return None
+        head = orjson.dumps(key) + b":"
+        needle = head + orjson.dumps(value[key])
+        at = text.find(needle)
+        if at < 1 or text.find(needle, at + 1) != -1:
+            return None
+        end = at + len(needle)
+        if new is not None:
+            cuts.append((at + len(head), end, new, key))
+        elif text[at - 1] == 0x2C:  # ","
+            cuts.append((at - 1, end, b"", key))
+        elif text[at - 1] == 0x7B:  # "{": the first member, and its comma after it
+            cuts.append((at, end + 1 if text[end:end + 1] == b"," else end, b"", key))
+        else:
+            return None
+    out, taken = _cut(text, cuts)
+    try:
+        read = orjson.loads(out)
+    except orjson.JSONDecodeError:
+        return None
+    edited = {k: v for k, v in value.items() if edits.get(k, b"") is not None}
+    for key, new in edits.items():
+        if new is not None:
+            edited[key] = orjson.loads(new)
+    return (out, taken) if read == edited else None
+
+
+def _cut(text: bytes, cuts: list[tuple[int, int, bytes, str]]) -> tuple[bytes, dict[str, int]]:
+    out, at, taken = [], 0, {}
+    for start, end, new, key in sorted(cuts):
+        if start < at:  # two cuts over the same bytes: only where `text` is no object Claude Code wrote
+            continue
         out += [text[at:start], new]
-        made.append((start + shift, len(new), text[start:end]))
-        shift += len(new) - (end - start)
+        taken[key] = end - start - len(new)
         at = end
     out.append(text[at:])
-    return b"".join(out), made
-
-
-def _merged(cuts: list[tuple[int, int, bytes]]) -> list[tuple[int, int, bytes]]:
-    """Cuts that touch joined into one (two members taken out side by side)."""
-    out: list[tuple[int, int, bytes]] = []
-    for start, end, new in sorted(cuts):
-        if out and out[-1][1] == start:
-            before = out.pop()
-            start, new = before[0], before[2] + new
-        out.append((start, end, new))
-    return out
-
-
-def with_members_back(text: bytes, made: list[tuple[int, int, bytes]]) -> bytes:
-    """The text `without_members` read, from the one it made and the edits it made."""
-    out, at = [], 0
-    for where, put, taken in made:
-        out += [text[at:where], taken]
-        at = where + put
-    out.append(text[at:])
-    return b"".join(out)
+    return b"".join(out), taken

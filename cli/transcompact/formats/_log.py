@@ -47,13 +47,17 @@ def written_back(lines: Sequence[Line], *, dropped: Collection[int] = (), change
 @dataclass(frozen=True)
 class Slimming:
     """What of a log its agent never sends, by line (`Format.slimming`, for `slim`): the lines to
-    drop, each with what it holds (named for the user: what is lost with it), and in the lines
-    kept, the members to take out (None) or to give another value (its JSON). A member's key is
-    named for the user in `fields`."""
+    drop, each with what it holds (named for the user: what is lost with it); in the lines kept,
+    the members to take out (None) or to give another value (its JSON), each member's key named
+    for the user in `fields`; and for a log whose agent replays it (Gemini CLI's), lines written
+    anew (`replaced`: their text, which may be several lines) and the lines whose text is now
+    in them (`merged`), which go without being counted as dropped."""
 
     dropped: Mapping[int, str] = field(default_factory=dict)
     edits: Mapping[int, Mapping[str, bytes | None]] = field(default_factory=dict)
     fields: Mapping[str, str] = field(default_factory=dict)
+    replaced: Mapping[int, bytes] = field(default_factory=dict)
+    merged: Collection[int] = frozenset()
 
 
 class LineOrigin:

@@ -89,7 +89,7 @@ def slim_file(name: str, data: bytes, how: Slimming) -> Result:
 
 def _said(name: str, report, archive: str | None) -> str:
     if not report.slims:
-        return f"{name}: left as it is: its agent sends all of it ({report.bytes_before:,} bytes)"
+        return f"{name}: left as it is ({report.bytes_before:,} bytes): slim drops only what an agent's log holds beside what the agent sends"
     if report.bytes_after == report.bytes_before:
         return f"{name}: nothing its agent does not send ({report.bytes_before:,} bytes)"
     from ...core.words import counted

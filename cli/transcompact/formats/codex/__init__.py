@@ -1,6 +1,7 @@
 """Codex CLI's rollouts (`~/.codex/sessions/**/rollout-*.jsonl`): `reader` (the rollout read
-into messages), `writer` (the messages written back into its lines), `rewrites` (compaction, injected context), `thread_store` (Codex's index of a rollout,
-kept true around a rewrite).
+into messages), `writer` (the messages written back into its lines), `rewrites` (compaction,
+injected context), `slim` (what `codex resume` never sends), `thread_store` (Codex's index of a
+rollout, kept true around a rewrite).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ class CodexFormat(Format):
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     write = lazy("writer")
+    slimming = lazy("slim")
     append_compaction, injected_context, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 
 

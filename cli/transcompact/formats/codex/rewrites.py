@@ -9,7 +9,6 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from ...core.errors import Location, UsageError, option
 from ...core.jsondata import BLANK, Record, dumps
 from ...core.model import USER, Message, Text, Transcript
 from ...core.summary_text import SUMMARY_PREFIX, SummaryText, compose, parse
@@ -69,16 +68,10 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     lines, as they are now. A paginated rollout's new lines continue its ordinals.
 
     `drop_history` keeps only the session's metadata lines before them, in a legacy rollout; a
-    paginated one is an append-only log that Codex indexes by its bytes, and is refused.
+    paginated one keeps its lines here (its ordinals run on from them), and `slim` then drops what
+    Codex does not read and numbers the rest again.
     """
     source: RolloutSource = transcript.source
-    if drop_history and source.paginated:
-        raise UsageError(
-            f"{option('slim')} cannot rewrite a paginated Codex rollout (history_mode \"paginated\"): Codex "
-            "keeps it as an append-only log that its thread index reads by byte offset, and a rollout that loses "
-            "lines fails there on every resume (\"durable rollout shrank before projection\")",
-            location=Location(transcript.name),
-            hint=f"compact it without {option('slim')}: Codex reads nothing before the compaction anyway")
     first = len(transcript.messages) - len(recent)  # the window is the transcript's end (prune keeps indices)
     parts = parse(summary)
     text = CODEX_SUMMARY_PREFIX + "\n" + compose(SummaryText(parts.body, (), parts.opening)).removeprefix(SUMMARY_PREFIX)
@@ -88,7 +81,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     records = list(source.records)  # an append-only log: every line before ours stays, blank ones too
     while records and records[-1][1] is BLANK:  # but the end: the new lines follow the last
         records.pop()
-    if drop_history:
+    if drop_history and not source.paginated:
         records = [r for r in records if isinstance(r[1], dict) and r[1].get("type") in SESSION_LINES]
     every = [*source.inherited, *source.records]  # what the history stands on: a fork's parents' lines too
     window_fields = _next_window(session_meta(source.records), every, text)

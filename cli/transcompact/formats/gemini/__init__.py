@@ -1,5 +1,6 @@
 """Gemini CLI's chat recordings (`~/.gemini/tmp/*/chats/*.json[l]`): `reader` (the chat read
-into messages), `writer` (the messages written back into its records), and `rewrites` (compaction, UI copies).
+into messages), `writer` (the messages written back into its records), `rewrites` (compaction, UI
+copies), and `slim` (what Gemini never sends when it resumes).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class GeminiFormat(Format):
     write = lazy("writer")
     rewrites_lines, unrecorded_messages = lazy("writer"), staticmethod(reader.unrecorded_messages)
     append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")
+    slimming = lazy("slim")
 
 
 FORMAT = GeminiFormat()

@@ -1,6 +1,6 @@
 """pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): `reader` (the session read into
 messages), `writer` (the messages written back into its entries), `rules` (the session's own rules:
-check, repair), and `rewrites` (compaction).
+check, repair), `rewrites` (compaction), and `slim` (what pi never sends when it resumes).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ class PiFormat(Format):
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
-    write = lazy("writer")
+    write, slimming = lazy("writer"), lazy("slim")
     answers_each_message = True
     reload = staticmethod(reader.reload)
     check_log, repair_log = lazy("rules"), lazy("rules")

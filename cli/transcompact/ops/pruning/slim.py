@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.jsondata import line_bytes, members, without_members
+from ...core.jsondata import line_bytes, without_members
 from ...core.model import Transcript
 from ...formats import adapter
 
@@ -43,11 +43,16 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes, SlimReport]:
     report. A format with no such part gives `data` back."""
     report = SlimReport(transcript.name, len(data))
     plan = adapter(transcript).slimming(transcript) if adapter(transcript).rewrites_lines(transcript) else None
-    if plan is None or not (plan.dropped or plan.edits):
+    if plan is None or not (plan.dropped or plan.edits or plan.replaced):
         report.bytes_after, report.slims = len(data), plan is not None
         return data, report
     pieces: list[bytes] = []
     for index, record in enumerate(transcript.source.records):
+        if index in plan.merged:
+            continue
+        if index in plan.replaced:
+            pieces.append(plan.replaced[index])
+            continue
         line = bytes(line_bytes(record))
         if index in plan.dropped:
             tally = report.dropped.setdefault(plan.dropped[index], [0, 0])
@@ -56,12 +61,11 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes, SlimReport]:
             continue
         edit = plan.edits.get(index)
         if edit:
-            for key, member in members(line).items():
-                if key in edit:
-                    what = plan.fields.get(key, key)
-                    report.fields[what] = report.fields.get(what, 0) + (
-                        member.end - member.start + 1 if edit[key] is None else member.end - member.value - len(edit[key] or b""))
-            line, _ = without_members(line, edit)
+            value = record[1] if type(record[1]) is dict else None  # read whole: found by its JSON
+            line, taken = without_members(line, edit, value)
+            for key, size in taken.items():
+                what = plan.fields.get(key, key)
+                report.fields[what] = report.fields.get(what, 0) + size
         pieces.append(line)
     out = b"\n".join(pieces)
     report.bytes_after = len(out)
