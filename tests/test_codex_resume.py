@@ -672,6 +672,7 @@ IN_PLACE = [
     ("compact-by-pruning-alone", ["compact", "--emergency", "--force", "--threshold", "{threshold}", "-i"], False),
     ("compact", ["compact", "--emergency", "--force", "--keep-recent-tokens", "1500", "-i"], True),
     ("repair", ["repair", "-i"], False),
+    ("slim", ["slim", "-i"], False),  # its original archived beside it, where Codex keeps its rollouts
 ]
 
 
