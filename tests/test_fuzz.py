@@ -221,6 +221,29 @@ def same_reading(output: bytes, transcript, command: str) -> None:
     assert dumps(again) == output
 
 
+def slimmed(data: bytes, transcript, source: str, archive: str, checked: int) -> None:
+    """slim drops only what the agent never sends: the output reads as the same messages, adds no
+    error, is never larger, and its archive gives the input back byte for byte."""
+    result = run("slim", "-q", "--archive", archive, source)
+    if transcript is None:
+        assert result.exit_code == (0 if is_blank(data) else 3), result.stderr
+        return
+    if refused_for_a_known_bug(transcript, result):
+        return
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout_bytes
+    assert len(out) <= len(data)
+    if out == data:
+        return
+    again = read(out)
+    assert again is not None and [(m.role, m.blocks) for m in again.messages] == [(m.role, m.blocks) for m in transcript.messages]
+    if checked == 0:
+        assert run("check", "-", stdin=out).exit_code == 0
+    Path(source + ".slim").write_bytes(out)
+    expanded = run("expand", "-q", "--archive", archive, source + ".slim")
+    assert expanded.exit_code == 0 and expanded.stdout_bytes == data, expanded.stderr
+
+
 def exercise(data: bytes) -> None:
     """Every command on `data`: documented exits only, and what a rewrite writes is sound."""
     with tempfile.TemporaryDirectory() as directory:
@@ -232,6 +255,7 @@ def exercise(data: bytes) -> None:
         for command in (["estimate"], ["estimate", "--json", "--per-message"], ["cut-point", "--keep-recent-tokens", "50"]):
             result = run(*command, source)
             assert result.exit_code == (3 if transcript is None else 0), (command, result.stderr)
+        slimmed(data, transcript, source, os.path.join(directory, "slim-archive.jsonl"), checked.exit_code)
         if transcript is not None and not adapter(transcript).writes:
             # A format transcompact only reads: every rewrite is refused before it writes anything.
             assert all(run(*command, source).exit_code == ExitCode.USAGE for command in REWRITES.values())

@@ -67,13 +67,13 @@ def slimming(transcript: Transcript) -> Slimming:
         elif kind in UNREAD:
             dropped[index] = UNREAD[kind]
         elif kind in SETTINGS:
-            setting = (kind, value.get("sessionId"))
+            setting = (kind, _string(value.get("sessionId")))
             if setting in last_setting:
                 dropped[last_setting[setting]] = "titles and settings a later line replaced"
             last_setting[setting] = index
     kept_uuids = {values[i].get("uuid") for i in kept}
     for index, value in enumerate(values):
-        if isinstance(value, dict) and line_type(value) == "summary" and value.get("leafUuid") not in kept_uuids:
+        if isinstance(value, dict) and line_type(value) == "summary" and _string(value.get("leafUuid")) not in kept_uuids:
             dropped[index] = "titles of branches not kept"
     return Slimming(dropped, _edits(values, sorted(kept), dropped, source.leaf), FIELDS)
 
@@ -87,8 +87,9 @@ def _lost_with(index: int, kind: str, source: LogSource) -> str:
 
 
 def _edits(values: list[Any], kept: list[int], dropped: dict[int, str], leaf: int) -> dict[int, dict[str, bytes | None]]:
+    kept_uuids = {values[i].get("uuid") for i in kept}  # a dropped line may be a copy of a kept one: not skipped
     skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
-            if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES}
+            if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
     copied = _calls_whose_copy_is_read(values, kept)
     first, last = kept[0], kept[-1]
     slug_at = next((i for i in kept if "slug" in values[i]), None)
@@ -118,7 +119,7 @@ def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[s
         message = values[index].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") in KEPT_COPIES \
+            if isinstance(block, dict) and block.get("type") == "tool_use" and _string(block.get("name")) in KEPT_COPIES \
                     and isinstance(block.get("id"), str):
                 calls.add(block["id"])
     return frozenset(calls)
@@ -127,6 +128,11 @@ def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[s
 def _answers(value: dict, calls: frozenset[str]) -> bool:
     message = value.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return any(isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") in calls
+    return any(isinstance(b, dict) and b.get("type") == "tool_result" and _string(b.get("tool_use_id")) in calls
                for b in (content if isinstance(content, list) else ()))
 
+
+
+def _string(value: Any) -> str | None:
+    """A field's value where it is a string (a hand-edited line may hold anything there), else None."""
+    return value if isinstance(value, str) else None

@@ -43,9 +43,9 @@ def slimming(transcript: Transcript) -> Slimming:
     older_kind = start is not None and not (compaction.get("window_number") is not None and compaction.get("resume_metadata"))
     last: dict[str, int] = {}
     for index, value in enumerate(values):
-        kind, payload = _kind(value), _payload(value)
-        if kind == "event_msg" and payload.get("type") in LAST_EVENTS:
-            last[f"event:{payload['type']}"] = index
+        kind, payload, event = _kind(value), _payload(value), _event(value)
+        if event in LAST_EVENTS:
+            last[f"event:{event}"] = index
         elif kind in ("token_usage_record", "turn_context"):
             last[kind] = index
         elif kind == "world_state" and payload.get("full"):
@@ -60,8 +60,7 @@ def slimming(transcript: Transcript) -> Slimming:
 
 def _dropped(index: int, value: Any, last: dict[str, int], start: int, older_kind: bool) -> str | None:
     """Why line `index` goes, or None: it stays."""
-    kind, payload = _kind(value), _payload(value)
-    event = payload.get("type") if kind == "event_msg" else None
+    kind, payload, event = _kind(value), _payload(value), _event(value)
     if event in ("thread_name_updated", "thread_goal_updated"):  # restored, wherever it is
         return None if last.get(f"event:{event}") == index else REPLACED
     if index < start:
@@ -74,7 +73,7 @@ def _dropped(index: int, value: Any, last: dict[str, int], start: int, older_kin
     if kind == "response_item":
         return "ghost snapshots (undo points)" if payload.get("type") == "ghost_snapshot" else None
     if kind == "event_msg":
-        if event in TURN_EVENTS or event == "item_completed" and (payload.get("item") or {}).get("type") == "UserMessage":
+        if event in TURN_EVENTS or event == "item_completed" and _kind(payload.get("item")) == "UserMessage":
             return None
         if event in LAST_EVENTS:
             return None if last.get(f"event:{event}") == index else REPLACED
@@ -101,7 +100,13 @@ def _renumbered(values: list[Any], dropped: dict[int, str]) -> dict[int, dict[st
 
 
 def _kind(value: Any) -> str | None:
-    return value.get("type") if isinstance(value, dict) else None
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def _event(value: Any) -> str | None:
+    """An `event_msg` line's event (a string), else None."""
+    return _kind(_payload(value)) if _kind(value) == "event_msg" else None
 
 
 def _payload(value: Any) -> dict:

@@ -48,21 +48,29 @@ def slimming(transcript: Transcript) -> Slimming:
     kept_ids = {values[i]["id"] for i in kept if isinstance(values[i].get("id"), str)}
     on_path = set(path)
     for index, value in enumerate(values):
-        if isinstance(value, dict) and value.get("type") == "label" and value.get("targetId") in kept_ids and index in on_path:
+        if isinstance(value, dict) and value.get("type") == "label" and _string(value.get("targetId")) in kept_ids \
+                and index in on_path:
             kept.add(index)
+    kept_ids = {values[i]["id"] for i in kept if isinstance(values[i].get("id"), str)}
     dropped: dict[int, str] = {}
     for index, value in enumerate(values):
         if index == 0 or index in kept or not isinstance(value, dict) or "id" not in value:
             continue
         dropped[index] = ("the entries before the compaction's first kept one (scroll-back)" if index in on_path
                           else "branches the session does not take")
-    skip = {values[i]["id"]: values[i].get("parentId") for i in dropped}
+    # A dropped entry's children hang from its nearest kept ancestor (not where a kept one has its id: a copy).
+    skip = {values[i]["id"]: values[i].get("parentId") for i in dropped
+            if isinstance(values[i]["id"], str) and values[i]["id"] not in kept_ids}
     edits: dict[int, dict[str, bytes | None]] = {}
     for index in kept:
         parent = values[index].get("parentId")
         if (new := surviving_parent(parent, skip)) != parent:
             edits[index] = {"parentId": dumps(new, indent=False)}
     return Slimming(dropped, edits, FIELDS)
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _role(value: Any) -> Any:
