@@ -11,6 +11,9 @@ runs, the runs of the things compared taking turns so that a change of load hits
 - a batch of 1,000 small transcripts through `compact --emergency --jobs 2` against one process
   that reads, orjson-loads, dumps and writes the same files, each as a temporary file renamed
   over the target as a command writes (writing in place shown for information);
+- `sessions` over a home of 10,000 stored sessions of the four agents (hard links to the corpus's
+  logs): the first run, which reads each whole, then a run from its cache (≤ 5 s), then one
+  after 1% of them were appended to;
 - the peak memory of `estimate` on the 53 MB transcript, and of every command on a 100,000-line
   Claude Code log (`claude_code_log.py`), as a multiple of the file's size;
 - growth: the three commands on each shape at two or three sizes (tool-call
@@ -315,6 +318,96 @@ def batch(workdir: Path) -> list[Row]:
                            "one orjson process writing in place")]
 
 
+SESSIONS = 10_000 // (10 if QUICK else 1)
+
+
+def session_tree(home: Path, count: int, corpus: Path | None) -> int:
+    """A home of `count` stored sessions of the four agents, each in its own place: hard links to
+    the corpus's logs of each agent (real sizes), else to the shipped fixtures; the bytes in all."""
+    sources: dict[str, list[Path]] = {
+        "claude-code": sorted((ROOT / "fixtures" / "claude-code").glob("*.jsonl")),
+        "codex": sorted((ROOT / "fixtures" / "codex").glob("*.jsonl")),
+        "gemini": sorted((ROOT / "fixtures" / "gemini").glob("*.json*")),
+        "pi": sorted((ROOT / "fixtures" / "pi").glob("*.jsonl")),
+    }
+    if corpus is not None:
+        sources["claude-code"] += sorted((corpus / "claude-code").glob("*.jsonl"))
+        sources["codex"] += sorted((corpus / "other").glob("codex-*.jsonl"))
+        sources["gemini"] += sorted((corpus / "other").glob("*gemini*.json"))
+        sources["pi"] += sorted((corpus / "trajectories").glob("pi-*.jsonl"))
+    held = home / "sources"
+    held.mkdir(parents=True)
+    copies = {agent: [] for agent in sources}
+    for agent, paths in sources.items():
+        for i, path in enumerate(paths):
+            copy = held / f"{agent}-{i}{''.join(path.suffixes[-1:])}"
+            copy.write_bytes(path.read_bytes())
+            copies[agent].append(copy)
+    # Claude Code's sessions are most of a real home: 70% of them, the others 10% each.
+    shares = {"claude-code": 0.7, "codex": 0.1, "gemini": 0.1, "pi": 0.1}
+    size = 0
+    for agent, share in shares.items():
+        for i in range(int(count * share)):
+            source = copies[agent][i % len(copies[agent])]
+            project = f"p{i % 50:02d}"
+            if agent == "claude-code":
+                target = home / ".claude" / "projects" / f"-home-ada-{project}" / f"{i:08d}-0000-4000-8000-000000000000.jsonl"
+            elif agent == "codex":
+                target = home / ".codex" / "sessions" / "2026" / "01" / f"{1 + i % 28:02d}" / f"rollout-2026-01-01T00-00-00-{i:08d}.jsonl"
+            elif agent == "gemini":
+                target = home / ".gemini" / "tmp" / project / "chats" / f"session-2026-01-01T00-00-{i:08d}{source.suffix}"
+            else:
+                target = home / ".pi" / "agent" / "sessions" / f"--home-ada-{project}--" / f"2026-01-01_{i:08d}.jsonl"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(source, target)
+            except OSError:  # a file system without hard links
+                target.write_bytes(source.read_bytes())
+            size += source.stat().st_size
+    return size
+
+
+def sessions_listing(workdir: Path) -> list[Row]:
+    """`transcompact sessions` over a home of SESSIONS stored sessions: the first run (every file
+    read whole, for information), then a run with the cache of the first (the target: ≤ 5 s),
+    then one after the agents appended to 1% of them."""
+    corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
+    home = workdir / "home"
+    size = session_tree(home, SESSIONS, corpus if corpus.is_dir() else None)
+    note(f"sessions: {SESSIONS:,} stored sessions, {size / MB:,.0f} MB")
+    env = {**ENV, "HOME": str(home), "XDG_CACHE_HOME": str(workdir / "cache")}
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"):
+        env.pop(name, None)
+    command = [*TRANSCOMPACT, "sessions", "--json"]
+
+    def timed() -> float:
+        start = time.perf_counter()
+        done = subprocess.run(command, check=False, capture_output=True, env=env)
+        if done.returncode != 0 or len(orjson.loads(done.stdout)["files"]) != SESSIONS:
+            raise Failed(f"exit {done.returncode}: {done.stderr.decode()[-120:]}")
+        return time.perf_counter() - start
+
+    rows = []
+    try:
+        cold = timed()
+        rows.append(Row(f"sessions: {SESSIONS:,} stored sessions, first run (each read whole)", cold, None,
+                        f"{SESSIONS / cold:,.0f} files/s, {size / MB / cold:,.0f} MB/s", unit=" s"))
+        warm = min(timed() for _ in range(runs(3)))
+        rows.append(Row(f"sessions: {SESSIONS:,} stored sessions, from the cache", warm, 5.0,
+                        "stat, head and tail of each file; the whole of none", unit=" s"))
+        touched = sorted(home.glob(".claude/projects/*/*.jsonl"))[:: 70][: SESSIONS // 100]
+        for path in touched:  # an agent appends: a new inode here (the hard link is left alone)
+            data = path.read_bytes()
+            path.unlink()
+            path.write_bytes(data + b"\n")
+        appended = timed()
+        rows.append(Row(f"sessions: {SESSIONS:,} stored sessions, {len(touched)} appended to since", appended, None,
+                        "those read whole again", unit=" s"))
+    except Failed as failed:
+        rows.append(Row(f"sessions: {SESSIONS:,} stored sessions", None, 5.0, str(failed), unit=" s"))
+    return rows
+
+
 def claude_code_memory(workdir: Path) -> list[Row]:
     log = workdir / "memory.jsonl"
     log.write_bytes(claude_code_log(MEMORY_LOG_LINES))
@@ -494,7 +587,7 @@ def table(rows: list[Row]) -> str:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as name:
         workdir = Path(name)
-        rows = [*speed(workdir), *batch(workdir), *claude_code_memory(workdir), *growth(workdir)]
+        rows = [*speed(workdir), *batch(workdir), *sessions_listing(workdir), *claude_code_memory(workdir), *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():
         rows += accuracy(corpus) + summaries(corpus)

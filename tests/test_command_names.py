@@ -7,7 +7,7 @@ def test_no_command_names_what_is_missing(transcompact):
     result = transcompact()
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        "transcompact: error: a command is missing: check, compact, cut-point, estimate, expand, prune, repair, slim, summarize",
+        "transcompact: error: a command is missing: check, compact, cut-point, estimate, expand, prune, repair, sessions, slim, summarize",
         "hint: see 'transcompact --help'"]
 
 
@@ -21,4 +21,4 @@ def test_a_command_far_from_every_one_gets_the_list(transcompact):
     result = transcompact("frobnicate")
     assert result.exit_code == 2
     assert result.stderr.splitlines()[1] == ("hint: the commands are check, compact, cut-point, estimate, expand, prune, "
-                                             "repair, slim, summarize")
+                                             "repair, sessions, slim, summarize")

@@ -12,7 +12,7 @@ DOCUMENTED = ["Cut", "CompactOptions", "CompactReport", "Estimate", "EstimateOpt
               "PruneOptions", "PruneReport", "RepairReport", "Summary", "SummaryOptions", "Transcript", "TranscompactError",
               "Violation", "check", "compact", "context_management", "convert", "diff", "dump", "dumps", "estimate", "expand",
               "find_cut_point", "load", "loads",
-              "prune", "repair", "slim", "SlimReport", "summarize",
+              "prune", "repair", "sessions", "Session", "slim", "SlimReport", "summarize",
               # the errors (docs/errors.md's tree)
               "Location", "UsageError", "InputError", "ParseError", "UnknownFormat", "ShapeError", "InstallationError",
               "ProviderError", "PromptTooLong", "RefusedByCommand", "OutputError", "PostConditionError", "InternalError"]

@@ -49,6 +49,7 @@ REPORTERS = {
     "check": lambda files, tmp: report_on_stdout("check", *files),
     "cut-point": lambda files, tmp: report_on_stdout("cut-point", "--keep-recent-tokens", "1000", *files),
     "summarize": lambda files, tmp: report_on_stdout("summarize", "--all", *files),
+    "sessions": lambda files, tmp: report_on_stdout("sessions", "--no-cache", "--sort", "path", *files),
 }
 ONE_INPUT_ONLY = {"summarize"}  # takes one transcript; its report is still the envelope
 

@@ -2,7 +2,7 @@
 
 The library: `load` a transcript from a file or `loads` it from bytes (any format), run
 operations over the one in-memory model (`estimate`, `prune`, `find_cut_point`, `summarize`,
-`compact`, `check`, `repair`; `slim` and `expand` work on the bytes too), `dump` it to a file
+`compact`, `check`, `repair`; `slim` and `expand` work on the bytes too; `sessions` lists the logs agents have stored), `dump` it to a file
 or `dumps` it to bytes, in the shape it was read in, or `convert` it to a plain request body.
 
 The layers, lowest first (each imports only from those below it): `core`, `io`, `dialects`,
@@ -44,6 +44,8 @@ _EXPORTS = {
     "slim": ("ops.pruning.slim", "slim"),
     "SlimReport": ("ops.pruning.slim", "SlimReport"),
     "expand": ("ops.pruning.expand", "expand"),
+    "sessions": ("ops.sessions", "sessions"),
+    "Session": ("ops.sessions", "Session"),
     "find_cut_point": ("ops.compaction.cut", "find_cut_point"),
     "Cut": ("ops.compaction.cut", "Cut"),
     "summarize": ("ops.compaction.summarize", "summarize"),

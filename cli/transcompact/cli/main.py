@@ -34,6 +34,7 @@ COMMANDS = {
     "expand": ("expand", "Put back what `prune --archive` replaced, `compact --archive` and `slim` dropped."),
     "prune": ("prune", "Trim and clear old tool results, without a model."),
     "repair": ("repair", "Make invalid transcripts valid with the smallest change, reporting each fix on stderr."),
+    "sessions": ("sessions", "List the sessions agents have stored: size, context, what slim would free."),
     "slim": ("slim", "Make stored agent logs smaller: drop what the agent never sends when it resumes them."),
     "summarize": ("summarize", "Write a structured checkpoint summary of the old part of a transcript, by an LLM."),
 }

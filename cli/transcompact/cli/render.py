@@ -15,6 +15,7 @@ object per file as it is done, with `version` and `command` in each (`report_lin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from ..core.words import counted
 if TYPE_CHECKING:
     from ..ops.diff import BlockChange, MessageChange
     from ..ops.estimate import Estimate
+    from ..ops.sessions import Listing
     from ..run.batch import Tally
     from ..run.tasks import Outcome
 
@@ -300,3 +302,89 @@ def _as_dict(e: Estimate, show_messages: bool) -> dict[str, Any]:
     if show_messages:
         out["per_message"] = [asdict(m) for m in e.per_message]
     return out
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+def sessions_json(listing: Listing) -> bytes:
+    """`sessions --json`: the envelope, a `files` entry per session in the order listed, and `total`."""
+    return report_json("sessions", ((s.file, _without_file(s.as_dict())) for s in listing.sessions), total=listing.total())
+
+
+def _without_file(fields: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in fields.items() if key != "file"}
+
+
+SESSION_COLUMNS = ("agent", "project", "active", "bytes", "tokens", "unsent", "status", "file")
+
+
+def sessions_tsv(listing: Listing) -> bytes:
+    """A session a line, tab-separated: agent, project, last activity (ISO 8601, UTC), bytes,
+    tokens, bytes never sent, status, file, error (empty fields for what is not known)."""
+    lines = []
+    for s in listing.sessions:
+        fields = s.as_dict()
+        cells = [fields["agent"], fields["project"], fields["last_activity"], fields["bytes"], fields["tokens"],
+                 fields["unsent_bytes"], fields["status"], fields["file"], fields["error"]]
+        lines.append("\t".join("" if cell is None else str(cell).replace("\t", " ").replace("\n", " ") for cell in cells))
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
+def sessions_total(listing: Listing) -> str:
+    """The closing line: `12 sessions: 40.2 MB on disk, 31.0 MB never sent, 1,204,110 tokens; 2 near, 1 over`."""
+    total = listing.total()
+    statuses = ", ".join(f"{total[status]:,} {status}" for status in ("near", "over", "error") if total[status])
+    return (f"{counted(total['sessions'], 'session')}: {_bytes(total['bytes'])} on disk, {_bytes(total['unsent_bytes'])} "
+            f"never sent, {_n(total['tokens'])} tokens" + (f"; {statuses}" if statuses else ""))
+
+
+def rich_sessions(listing: Listing) -> None:
+    """The table of a terminal: sizes in KB and MB, the time local, paths under the home as `~/…`,
+    a total row; each error under the table."""
+    import time
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    home = os.path.join(os.path.expanduser("~"), "")
+
+    def short(path: str | None) -> str:
+        return "-" if path is None else "~/" + path[len(home):] if home != "/" and path.startswith(home) else path
+
+    console = Console()
+    wide = console.width >= 120  # the project's column, and the year, on a wide terminal only
+    columns = [c for c in SESSION_COLUMNS if wide or c != "project"]
+    styles = {"near": "yellow", "over": "bold red", "error": "red"}
+    table = Table(title=Text(counted(len(listing.sessions), "session")), title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, title_style="bold")
+    for header in columns:
+        wraps = header in ("project", "file")
+        table.add_column(header, justify="right" if header in ("bytes", "tokens", "unsent") else "left",
+                         no_wrap=not wraps, overflow="fold" if wraps else "ellipsis", ratio=1 if wraps else None)
+    for s in listing.sessions:
+        when = time.strftime("%Y-%m-%d %H:%M" if wide else "%m-%d %H:%M", time.localtime(s.last_activity)) \
+            if s.last_activity else "-"
+        cells: dict[str, Text | str] = {"agent": Text(s.agent or "-"), "project": Text(short(s.project)), "active": when,
+                 "bytes": _bytes(s.bytes), "tokens": "-" if s.tokens is None else _n(s.tokens),
+                 "unsent": "-" if s.unsent_bytes is None else _bytes(s.unsent_bytes),
+                 "status": Text(s.status, style=styles.get(s.status, "")), "file": Text(short(s.file))}
+        table.add_row(*(cells[c] for c in columns))
+    total = listing.total()
+    table.add_section()
+    sums = {"agent": "total", "bytes": _bytes(total["bytes"]), "tokens": _n(total["tokens"]),
+            "unsent": _bytes(total["unsent_bytes"])}
+    table.add_row(*(sums.get(c, "") for c in columns))
+    console.print(table)
+    for s in listing.sessions:
+        if s.error:
+            console.print(Text(f"{short(s.file)}: {s.error}", style="red"))
+
+
+def _bytes(size: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"

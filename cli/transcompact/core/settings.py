@@ -61,3 +61,6 @@ RETRIES = 2
 
 # compact --batch-api
 POLL_INTERVAL = 60.0  # seconds between two looks at a batch (most end within the hour, all within 24 h)
+
+# sessions
+SESSIONS_SORT = "activity"  # the newest activity first (docs/sessions.md)

@@ -3,5 +3,6 @@ command's arguments name: files, directories, globs), `files` (reading, and writ
 `compression` (gzip, zstd, bzip2 and xz inputs and outputs), `urls` (fsspec URLs),
 `openhands_store` (OpenHands conversation directories), `clashes` (every path a run writes,
 compared with its inputs and each other before anything is written), `outputs` (where an output
-goes: a file or a conversation directory).
+goes: a file or a conversation directory); and `sessions` (where each agent stores its sessions,
+and a glance at a stored log's two ends).
 """

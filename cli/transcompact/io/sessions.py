@@ -1,0 +1,209 @@
+"""Where each agent stores its sessions, and what a glance at a stored log's two ends says
+(`transcompact sessions`, docs/sessions.md).
+
+Each agent keeps its sessions under a directory of its own, which a variable of its own moves:
+
+- Claude Code: `$CLAUDE_CONFIG_DIR/projects/<project>/<session>.jsonl` (`~/.claude`);
+- Codex: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl` and `$CODEX_HOME/archived_sessions/`
+  (`~/.codex`);
+- Gemini CLI: `$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/*.json[l]` (`GEMINI_CLI_HOME` stands
+  for the home directory);
+- pi: `$PI_CODING_AGENT_SESSION_DIR`, else `$PI_CODING_AGENT_DIR/sessions` (`~/.pi/agent`).
+
+A glance reads a file's head and tail only (a few kilobytes each, more only when they do not
+hold what is looked for): the first `cwd` of the head, and the newest timestamp of the tail. A
+compressed file is read whole (its tail is found only by decompressing it all).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from .compression import detect, plain
+from .files import read_file
+from .inputs import discover
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where an agent keeps its sessions: a directory, the files that are sessions in it
+    (`patterns`, matched by name), and how deep under it they sit (None: at any depth)."""
+
+    agent: str
+    directory: str
+    patterns: tuple[str, ...]
+    depth: int | None = None  # directories between `directory` and a session file
+    under: str | None = None  # the name of the directory a session file sits in (Gemini's `chats`)
+
+
+AGENTS = ("claude-code", "codex", "gemini", "pi")
+# The variables that move each agent's directory, as its own code reads them (docs/sessions.md#where).
+VARIABLES = {
+    "claude-code": ("CLAUDE_CONFIG_DIR",),
+    "codex": ("CODEX_HOME",),
+    "gemini": ("GEMINI_CLI_HOME",),
+    "pi": ("PI_CODING_AGENT_SESSION_DIR", "PI_CODING_AGENT_DIR"),
+}
+
+
+def places(agent: str | None = None, environ: Mapping[str, str] | None = None) -> list[Place]:
+    """Each agent's places (only `agent`'s when given), as its variables set them, else its default."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+
+    def variable(name: str) -> str | None:
+        value = env.get(name) or None
+        return os.path.expanduser(value) if value and value.startswith("~") else value
+
+    claude = variable("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+    codex = variable("CODEX_HOME") or os.path.join(home, ".codex")
+    gemini = os.path.join(variable("GEMINI_CLI_HOME") or home, ".gemini", "tmp")
+    pi = variable("PI_CODING_AGENT_SESSION_DIR") or os.path.join(
+        variable("PI_CODING_AGENT_DIR") or os.path.join(home, ".pi", "agent"), "sessions")
+    found = [
+        Place("claude-code", os.path.join(claude, "projects"), ("*.jsonl",), depth=1),
+        Place("codex", os.path.join(codex, "sessions"), ("rollout-*.jsonl",)),
+        Place("codex", os.path.join(codex, "archived_sessions"), ("rollout-*.jsonl",)),
+        Place("gemini", gemini, ("*.json", "*.jsonl"), depth=2, under="chats"),
+        Place("pi", pi, ("*.jsonl",)),
+    ]
+    return [place for place in found if agent is None or place.agent == agent]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file a walk found: its path, the agent whose place it is in (None: a directory walked),
+    its size and modification time, and why it could not be looked at (`problem`)."""
+
+    path: str
+    agent: str | None
+    size: int = 0
+    mtime_ns: int = 0
+    inode: int = 0
+    problem: str | None = None
+
+
+def find(place: Place) -> Iterator[Found]:
+    """The session files of `place` (nothing when it does not exist), each stat'ed. The walk is
+    `inputs.discover`'s: hidden entries skipped, no link followed out of the directory."""
+    if not os.path.isdir(place.directory):
+        return
+    for source in discover([place.directory], place.patterns):
+        if source.problem or source.left:
+            continue
+        parts = source.relative.split("/")
+        if place.depth is not None and len(parts) != place.depth + 1:
+            continue
+        if place.under is not None and (len(parts) < 2 or parts[-2] != place.under):
+            continue
+        yield stat_of(source.path, place.agent)
+
+
+def walk(directory: str, patterns: Sequence[str] = ()) -> Iterator[Found]:
+    """Every file under `directory` matching `patterns` (`inputs.discover`'s defaults when none),
+    whatever its agent, each stat'ed."""
+    for source in discover([directory], patterns):
+        if source.left or (source.problem and not source.relative):
+            continue  # a link out of the tree; a directory with nothing to read
+        yield stat_of(source.path, None) if not source.problem else Found(source.path, None, problem=source.problem)
+
+
+def stat_of(path: str, agent: str | None) -> Found:
+    try:
+        found = os.stat(path)
+    except OSError as error:
+        return Found(path, agent, problem=f"cannot read: {error.strerror}")
+    return Found(path, agent, found.st_size, found.st_mtime_ns, found.st_ino)
+
+
+@dataclass(frozen=True)
+class Glance:
+    """What the two ends of a log say: the first `cwd` (of the head), the newest timestamp (of
+    the tail; seconds since the epoch), and the `lastUpdated` of a Gemini CLI document."""
+
+    cwd: str | None = None
+    last: float | None = None
+
+
+HEAD = 16 * 1024
+TAIL = 16 * 1024
+FURTHEST = 1 << 20  # how far into a file a glance goes for what the first look did not find
+_CWD = re.compile(rb'"cwd"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_TIME = re.compile(rb'"(?:timestamp|lastUpdated)"\s*:\s*"(\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:?\d\d)?)"')
+
+
+def glance(path: str) -> Glance:
+    """The first `cwd` and the newest timestamp of the file at `path`, read from its ends."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, HEAD, 0)
+        if detect(head) is not None:  # compressed: what it holds is read whole
+            os.close(fd)
+            fd = -1
+            data, _ = plain(read_file(path), path)
+            return Glance(_cwd(data[:FURTHEST]), _newest(data[-FURTHEST:]))
+        cwd = _cwd(head)
+        if cwd is None and size > HEAD:
+            cwd = _cwd(os.pread(fd, FURTHEST, 0))
+        last = _newest(head if size <= TAIL else os.pread(fd, TAIL, size - TAIL))
+        if last is None and size > TAIL:
+            last = _newest(os.pread(fd, min(FURTHEST, size), max(0, size - FURTHEST)))
+        return Glance(cwd, last)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _cwd(data: bytes) -> str | None:
+    import orjson
+
+    match = _CWD.search(data)
+    if match is None:
+        return None
+    try:
+        value = orjson.loads(b'"' + match[1] + b'"')
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _newest(data: bytes) -> float | None:
+    """The newest timestamp written in `data` (ISO 8601, as every agent writes them)."""
+    newest = None
+    for match in _TIME.finditer(data):
+        when = seconds(match[1].decode())
+        if when is not None and (newest is None or when > newest):
+            newest = when
+    return newest
+
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def seconds(text: str) -> float | None:
+    """Seconds since the epoch of an ISO 8601 time (`Z` or an offset; none: UTC)."""
+    text = _FRACTION.sub(lambda m: "." + (m[1] + "000000")[:6], text.replace("Z", "+00:00"), count=1)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.timestamp()
+
+
+def project_root(path: str) -> str | None:
+    """Gemini CLI: the project a session file belongs to, from the `.project_root` marker of its
+    project directory (`tmp/<project>/chats/<file>`); None without one."""
+    marker = os.path.join(os.path.dirname(os.path.dirname(path)), ".project_root")
+    try:
+        with open(marker, encoding="utf-8", errors="replace") as held:
+            text = held.read(4096).strip()
+    except OSError:
+        return None
+    return text or None

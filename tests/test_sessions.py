@@ -1,0 +1,220 @@
+"""`transcompact sessions`: each agent's stored sessions in its own place (or a directory walked),
+one line each, from a fake home; never the real one."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from transcompact import loads
+from transcompact.ops.pruning.slim import slim
+from transcompact.ops.sessions import THRESHOLDS, Session, sessions
+
+from .conftest import FIXTURES
+
+VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
+CLAUDE = FIXTURES / "claude-code/broken-session.jsonl"
+CODEX = sorted((FIXTURES / "codex").glob("*.jsonl"))[0]
+GEMINI = FIXTURES / "gemini/session-2026-01-16T09-00-3b1c2d4e.jsonl"
+PI = sorted((FIXTURES / "pi").glob("*.jsonl"))[0]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A home holding a session of each agent in its default place; HOME and the cache point there."""
+    home = tmp_path / "home"
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    put(CLAUDE, home / ".claude/projects/-home-ada-shop/3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10.jsonl")
+    put(CODEX, home / ".codex/sessions/2025/10/08" / CODEX.name)
+    put(GEMINI, home / ".gemini/tmp/shop/chats" / GEMINI.name)
+    (home / ".gemini/tmp/shop/.project_root").write_text("/home/ada/shop\n")
+    put(PI, home / ".pi/agent/sessions/--home-dev-calc--" / PI.name)
+    return home
+
+
+def put(source: Path, target: Path, data: bytes | None = None) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(source.read_bytes() if data is None else data)
+    return target
+
+
+def listed(transcompact, *args: str) -> dict:
+    result = transcompact("sessions", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_each_agents_sessions_in_its_own_place(home, transcompact):
+    report = listed(transcompact)
+    assert list(report) == ["version", "command", "files", "total"] and report["command"] == "sessions"
+    by_agent = {entry["agent"]: entry for entry in report["files"]}
+    assert set(by_agent) == {"claude-code", "codex", "gemini", "pi"}
+    claude = by_agent["claude-code"]
+    assert claude["file"] == str(home / ".claude/projects/-home-ada-shop/3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10.jsonl")
+    assert claude["bytes"] == CLAUDE.stat().st_size
+    first_cwd = next(json.loads(line)["cwd"] for line in CLAUDE.read_text().splitlines() if '"cwd"' in line)
+    assert claude["project"] == first_cwd
+    assert by_agent["gemini"]["project"] == "/home/ada/shop"  # its project directory's .project_root
+    assert by_agent["pi"]["project"] == json.loads(PI.read_text().splitlines()[0])["cwd"]
+    codex_meta = json.loads(CODEX.read_text().splitlines()[0])
+    assert by_agent["codex"]["project"] == codex_meta["payload"]["cwd"]
+    for entry in report["files"]:
+        assert entry["threshold"] == THRESHOLDS[entry["agent"]].compacts_at
+        assert entry["status"] == "ok" and entry["error"] is None and entry["tokens"] > 0
+    total = report["total"]
+    assert total["sessions"] == 4 and total["bytes"] == sum(e["bytes"] for e in report["files"])
+    # sorted by the last activity, the newest first
+    times = [entry["last_activity"] for entry in report["files"]]
+    assert times == sorted(times, reverse=True)
+
+
+def test_the_last_activity_is_the_newest_timestamp_else_the_files_time(home, transcompact):
+    newest = max(json.loads(line)["timestamp"] for line in PI.read_text().splitlines())
+    entry = next(e for e in listed(transcompact, "--agent", "pi")["files"])
+    assert entry["last_activity"] == newest[:19] + "Z"
+    plain = put(FIXTURES / "jsonl/chat.jsonl", home / "logs/chat.jsonl")
+    os.utime(plain, (1_700_000_000, 1_700_000_000))
+    (entry,) = listed(transcompact, str(home / "logs"))["files"]
+    assert entry["last_activity"] == "2023-11-14T22:13:20Z"
+
+
+def test_the_bytes_never_sent_are_what_slim_takes_out(home, transcompact):
+    (entry,) = listed(transcompact, "--agent", "claude-code")["files"]
+    data = CLAUDE.read_bytes()
+    out, _ = slim(loads(data, "s.jsonl"), data)
+    assert entry["unsent_bytes"] == len(data) - len(out) > 0
+
+
+def test_each_agents_variable_moves_its_place(home, tmp_path, transcompact, monkeypatch):
+    moved = tmp_path / "moved"
+    put(CLAUDE, moved / "claude/projects/p/s.jsonl")
+    put(CODEX, moved / "codex/archived_sessions" / CODEX.name)
+    put(GEMINI, moved / "gemini-home/.gemini/tmp/h/chats/s.jsonl")
+    put(PI, moved / "pi-sessions/--x--/s.jsonl")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(moved / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(moved / "codex"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(moved / "gemini-home"))
+    monkeypatch.setenv("PI_CODING_AGENT_SESSION_DIR", str(moved / "pi-sessions"))
+    files = {entry["agent"]: entry["file"] for entry in listed(transcompact)["files"]}
+    assert files == {"claude-code": str(moved / "claude/projects/p/s.jsonl"),
+                     "codex": str(moved / "codex/archived_sessions" / CODEX.name),
+                     "gemini": str(moved / "gemini-home/.gemini/tmp/h/chats/s.jsonl"),
+                     "pi": str(moved / "pi-sessions/--x--/s.jsonl")}
+    monkeypatch.delenv("PI_CODING_AGENT_SESSION_DIR")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(moved / "pi-agent"))
+    put(PI, moved / "pi-agent/sessions/--y--/t.jsonl")
+    (pi,) = listed(transcompact, "--agent", "pi")["files"]
+    assert pi["file"] == str(moved / "pi-agent/sessions/--y--/t.jsonl")
+
+
+def test_only_the_sessions_themselves(home, transcompact):
+    """A Claude Code subagent's log and a file of another kind in a place are no session."""
+    project = home / ".claude/projects/-home-ada-shop"
+    put(CLAUDE, project / "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10/subagents/agent-a1.jsonl")
+    put(CODEX, home / ".codex/sessions/2025/10/08/notes.jsonl")
+    put(GEMINI, home / ".gemini/tmp/shop/logs.json")
+    assert len(listed(transcompact)["files"]) == 4
+
+
+def test_agent_filters(home, transcompact):
+    for agent in ("claude-code", "codex", "gemini", "pi"):
+        assert [entry["agent"] for entry in listed(transcompact, "--agent", agent)["files"]] == [agent]
+
+
+def test_a_broken_file_is_listed_with_its_error(home, transcompact):
+    broken = put(CLAUDE, home / ".claude/projects/-p/broken.jsonl", b'{"type":"user","cwd":"/p","timestamp":"2026-01-01T00:00:00Z"\n')
+    report = listed(transcompact)
+    entry = next(e for e in report["files"] if e["file"] == str(broken))
+    assert entry["status"] == "error" and "malformed JSON" in entry["error"] and entry["tokens"] is None
+    assert entry["project"] == "/p" and entry["last_activity"] == "2026-01-01T00:00:00Z"
+    assert report["total"]["error"] == 1
+    result = transcompact("sessions")
+    assert result.exit_code == 0
+    line = next(line for line in result.stdout.splitlines() if str(broken) in line).split("\t")
+    assert line[6:8] == ["error", str(broken)] and line[8] == entry["error"]
+
+
+def test_nothing_stored_is_said_on_stderr(tmp_path, transcompact, monkeypatch):
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "empty"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    result = transcompact("sessions")
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.startswith("transcompact: no stored sessions")
+    assert json.loads(transcompact("sessions", "--json").stdout)["files"] == []
+
+
+def test_a_directory_that_does_not_exist_is_an_input_error(tmp_path, transcompact):
+    result = transcompact("sessions", str(tmp_path / "nowhere"))
+    assert result.exit_code == 3
+    assert result.stderr.splitlines() == [f"transcompact: error: {tmp_path / 'nowhere'}: no such file or directory"]
+
+
+def test_a_directory_walked_detects_each_format_reads_compressed_logs_and_stays_inside(home, tmp_path, transcompact):
+    logs = tmp_path / "logs"
+    put(CODEX, logs / "a/rollout.jsonl")
+    put(PI, logs / "b/pi.jsonl.gz", gzip.compress(PI.read_bytes()))
+    put(FIXTURES / "anthropic/long-session.json", logs / "request.json")
+    outside = put(CLAUDE, tmp_path / "outside/s.jsonl")
+    (logs / "link.jsonl").symlink_to(outside)
+    report = listed(transcompact, str(logs), "--sort", "path")
+    assert [(Path(e["file"]).relative_to(logs).as_posix(), e["agent"]) for e in report["files"]] == [
+        ("a/rollout.jsonl", "codex"), ("b/pi.jsonl.gz", "pi"), ("request.json", "anthropic")]
+    pi = report["files"][1]
+    assert pi["project"] == json.loads(PI.read_text().splitlines()[0])["cwd"] and pi["tokens"] > 0
+    assert [e["agent"] for e in listed(transcompact, str(logs), "--agent", "pi")["files"]] == ["pi"]
+
+
+def test_the_cache_keeps_what_was_read_whole_until_the_file_changes(home, tmp_path):
+    cache = str(tmp_path / "cache.json")
+    first = sessions(cache=cache)
+    assert first.measured == 4 and os.path.exists(cache)
+    again = sessions(cache=cache)
+    assert again.measured == 0 and again.sessions == first.sessions
+    log = Path(next(s.file for s in first.sessions if s.agent == "pi"))
+    log.write_bytes(log.read_bytes() + log.read_bytes().splitlines(keepends=True)[-1])
+    assert sessions(cache=cache).measured == 1
+    assert sessions(cache=None).measured == 4
+
+
+def test_a_broken_cache_is_read_as_none(home, tmp_path):
+    cache = tmp_path / "cache.json"
+    cache.write_bytes(b"{not json")
+    assert sessions(cache=str(cache)).measured == 4
+    assert json.loads(cache.read_bytes())["version"] == 1
+
+
+def test_the_status_against_the_agents_threshold():
+    claude = THRESHOLDS["claude-code"]
+
+    def status(tokens):
+        return Session("f", "claude-code", None, 0.0, 1, tokens, 0, claude.compacts_at, claude.near_from).status
+
+    assert (claude.window, claude.compacts_at, claude.near_from) == (200_000, 167_000, 147_000)
+    assert [status(t) for t in (10, 146_999, 147_000, 166_999, 167_000)] == ["ok", "ok", "near", "near", "over"]
+
+
+def test_piped_a_line_a_session_whose_file_feeds_other_commands(home, transcompact, tmp_path):
+    result = transcompact("sessions", "--agent", "claude-code")
+    assert result.exit_code == 0
+    (line,) = result.stdout.splitlines()
+    fields = line.split("\t")
+    assert len(fields) == 9 and fields[0] == "claude-code" and fields[8] == ""
+    assert transcompact("slim", "--no-archive", "-o", str(tmp_path / "out.jsonl"), fields[7]).exit_code == 0
+    assert result.stderr.startswith("1 session: ")
+
+
+def test_sorted_as_asked(home, transcompact):
+    report = listed(transcompact, "--sort", "size")["files"]
+    assert [e["bytes"] for e in report] == sorted((e["bytes"] for e in report), reverse=True)
+    report = listed(transcompact, "--sort", "path")["files"]
+    assert [e["file"] for e in report] == sorted(e["file"] for e in report)
+
