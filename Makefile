@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-fast lint run bench snapshots docs agents clean
+.PHONY: test test-fast lint run bench snapshots docs agents agents-latest clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ bench: $(STAMP)
 ## CI=true they install them themselves). CLAUDE_CODE_VERSION=…, CODEX_VERSION=… pick other releases.
 agents: $(STAMP)
 	$(BIN)/python -m tests.npm_agent
+
+## The newest release of each agent (npm's `latest`), installed beside the pinned ones, judges too:
+## the resume tests run against them (not part of `make test` nor CI). It prints the versions it ran.
+RESUME_TESTS := tests/test_claude_resume.py tests/test_codex_resume.py tests/test_gemini_resume.py tests/test_pi_resume.py
+agents-latest: $(STAMP)
+	$(BIN)/python -m tests.npm_agent --latest > $(VENV)/agents-latest.env
+	env $$(cat $(VENV)/agents-latest.env) $(BIN)/pytest -q -n auto $(RESUME_TESTS); status=$$?; \
+		echo "agents-latest ran the resume tests against: $$(cat $(VENV)/agents-latest.env)"; exit $$status
 
 ## Rewrite the parts of README.md and docs/*.md that come from the code (--help texts, the command
 ## list, the check rules, the model table); tests/test_docs.py fails when they drift.
