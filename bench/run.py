@@ -15,7 +15,8 @@ runs, the runs of the things compared taking turns so that a change of load hits
   logs): the first run, which reads each whole, then a run from its cache (≤ 5 s), then one
   after 1% of them were appended to;
 - the peak memory of `estimate` on the 53 MB transcript, and of every command on a 100,000-line
-  Claude Code log (`claude_code_log.py`), as a multiple of the file's size;
+  Claude Code log (`claude_code_log.py`), as a multiple of the file's size; `slim` of that log
+  against an orjson read and write of its lines;
 - growth: the three commands on each shape at two or three sizes (tool-call
   transcripts of 5, 50 and 200 MB, 10,000 and 100,000 tiny messages, a 5 and a 50 MB single text
   block, a 20,000- and a 200,000-line Claude Code log with branches, 1,000 and 10,000 parallel
@@ -412,9 +413,18 @@ def claude_code_memory(workdir: Path) -> list[Row]:
     log = workdir / "memory.jsonl"
     log.write_bytes(claude_code_log(MEMORY_LOG_LINES))
     note(f"peak memory on a {MEMORY_LOG_LINES:,}-line Claude Code log ({log.stat().st_size / MB:.0f} MB)")
-    return [memory_row(f"peak memory: {name}, {MEMORY_LOG_LINES // 1000}K-line Claude Code log",
+    rows = [memory_row(f"peak memory: {name}, {MEMORY_LOG_LINES // 1000}K-line Claude Code log",
                        [*TRANSCOMPACT, *args, str(log)], log, 3.0)
-            for name, args in (*COMMANDS.items(), ("check", ["check"]), ("repair", ["repair", "-q"]))]
+            for name, args in (*COMMANDS.items(), ("check", ["check"]), ("repair", ["repair", "-q"]), ("slim", ["slim", "-q"]))]
+    # slim against reading and writing the log's lines with orjson, as the issue measures it.
+    lines = [PYTHON, "-c", ("import orjson, sys; data = open(sys.argv[1], 'rb').read(); "
+                            "open(sys.argv[2], 'wb').write(b'\\n'.join(orjson.dumps(orjson.loads(l)) for l in data.splitlines()))"),
+             str(log), str(workdir / "memory-copy.jsonl")]
+    times = best({"ours": wall_time([*TRANSCOMPACT, "slim", "-q", "-o", str(workdir / "memory-slim.jsonl"), str(log)]),
+                  "orjson": wall_time(lines)}, runs(2))
+    rows.append(ratio_row(f"slim, {MEMORY_LOG_LINES // 1000}K-line Claude Code log", times["ours"], times["orjson"], 1.5,
+                          "orjson read + write of its lines"))
+    return rows
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from transcompact.dialects import anthropic as codec
 
 from .conftest import CORPUS, FIXTURES
 from .loopback import Loopback
-from .npm_agent import CLAUDE_CODE, release
+from .npm_agent import CLAUDE_CODE
 
 TIMEOUT = 60  # seconds for one `claude -p` run: 1 to 3 in practice
 PROMPT = "Carry on from where we stopped."
@@ -396,30 +396,7 @@ def _as_sent(body: Any) -> Any:
     return body
 
 
-# What of a log Claude Code 2.1.332 sends that slim drops (2.1.112 sends neither): the request from
-# the slimmed log lacks it. Strict: the test fails once slim keeps it, and then this goes.
-SLIM_LOSES_FROM = "2.1.332"
-SLIM_LOSES = {
-    # The log ends on two `system` lines of subtype `local_command` (`/model` and its output) under the
-    # leaf. 2.1.332 puts the lines that hang below the leaf and are no user or assistant line on the
-    # chain it resumes (`j1n`, then `bRr`) and sends their text: slim, whose chain ends at the leaf,
-    # dropped them.
-    "spotter-short.jsonl": "the `local_command` lines below the leaf: 2.1.332 sends them, slim drops them",
-    # A Bash call ran in the background (`toolUseResult.backgroundTaskId` "bae407b") and nothing says it
-    # ended. 2.1.332 reads the UI's copies of tool results when it resumes (`rbe`: a copy with
-    # `backgroundTaskId` and `stdout` is a background shell) and sends a task-notification that the
-    # shell was orphaned: slim dropped that copy (`toolUseResult`), so the notification goes too.
-    "spotter-tool-heavy.jsonl": "a background Bash call's `toolUseResult`: 2.1.332 reads it, slim drops it",
-}
-
-
-def _slim_cases() -> list:
-    losing = release(CLAUDE_CODE.version) >= release(SLIM_LOSES_FROM)
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SLIM_LOSES[name]))
-            if losing and name in SLIM_LOSES else name for name in _slimmable()]
-
-
-@pytest.mark.parametrize("name", _slim_cases())
+@pytest.mark.parametrize("name", _slimmable())
 def test_a_slimmed_log_is_sent_as_the_original(name, claude, api, tmp_path):
     log = (FIXTURES / "claude-code" / name.removeprefix("fixtures/")).read_bytes() if name.startswith("fixtures/") else original(name)
     result = CliRunner().invoke(cli, ["slim", "-q"], input=log, prog_name="transcompact")

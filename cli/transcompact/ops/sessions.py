@@ -52,7 +52,7 @@ THRESHOLDS = {
 }
 STATUSES = ("ok", "near", "over")
 SORTS = ("activity", "size", "tokens", "unsent", "path")
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # bumped when a figure means something else (slim learnt Codex, pi and Gemini CLI)
 
 
 @dataclass(frozen=True)

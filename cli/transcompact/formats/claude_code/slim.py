@@ -1,12 +1,13 @@
 """What of a Claude Code log `claude --resume` never sends (`slim`), found in Claude Code 2.1.112
-(docs/design.md §5.6) and judged by it (tests/test_claude_resume.py: the request from the slimmed
-log is the request from the original, and a file Read before can still be edited).
+and 2.1.332 and judged by both (tests/test_claude_resume.py: the request from the slimmed log is
+the request from the original).
 
 Claude Code builds its request from one chain: from the newest leaf back along `parentUuid` to
 the last `compact_boundary`, progress lines passed over, with the lines of a response split by
-`message.id`. What is kept:
-- the chain's lines, its boundary, and the lines read with them (`LogSource.order`), each as it
-  was but for the members below;
+`message.id`; 2.1.332 adds the lines below the leaf that are no user or assistant line (a
+`local_command`'s `/model` and its output, sent as text). What is kept:
+- the chain's lines, its boundary, the lines read with them (`LogSource.order`) and those below
+  the leaf, each as it was but for the members below;
 - every line of a type it reads besides (the last of each session setting: title, tag, mode…;
   a `summary` of a kept leaf; `content-replacement` and the types transcompact does not know).
 What is dropped:
@@ -14,8 +15,10 @@ What is dropped:
   sidechains), and progress lines, which Claude Code never loads (a child of one hangs from its
   parent, as Claude Code links it);
 - file-history snapshots (what `/rewind` restores files from) and queued-prompt records;
-- the UI's copy of each tool result (`toolUseResult`), but a `CronCreate` result's, from which
-  Claude Code restores the session's scheduled prompts;
+- the UI's copy of each tool result (`toolUseResult`), but those Claude Code reads when it
+  resumes: a `CronCreate` result's (the session's scheduled prompts), and one that names a task
+  it started (a background shell, an agent, a workflow: 2.1.332 tells the model of one left
+  running);
 - the fields every line repeats (`cwd`, `version`, `gitBranch`, …): the first line keeps those
   Claude Code reads from the head of a session, the last those it reads from its tail, and the
   first line with a `slug` (the plan file's name) keeps it; the leaf keeps its session (by which
@@ -47,6 +50,8 @@ AT_THE_TAIL = frozenset({"gitBranch", "sessionId"})
 FIELDS = {"toolUseResult": "the UI's copies of tool results", "isSidechain": "fields every line repeats",
           **dict.fromkeys(ENVELOPE, "fields every line repeats"), "parentUuid": "links past dropped lines"}
 KEPT_COPIES = frozenset({"CronCreate"})  # whose result's copy Claude Code reads on resume
+# A copy naming a task Claude Code started, which 2.1.332 reads on resume (`rbe`) by these fields.
+TASK_FIELDS = frozenset({"backgroundTaskId", "task_id", "resumedAgentId", "revivedAgentId", "workflowName", "runId"})
 
 
 def slimming(transcript: Transcript) -> Slimming:
@@ -58,6 +63,7 @@ def slimming(transcript: Transcript) -> Slimming:
     kept = {i for i in source.chain if line_type(values[i]) != "progress"} | set(source.order)
     if source.root is not None:
         kept.add(source.root)
+    kept |= _below(source.leaf, values)
     dropped: dict[int, str] = {}
     last_setting: dict[tuple[str, Any], int] = {}
     for index, value in enumerate(values):
@@ -100,7 +106,7 @@ def _edits(values: list[Any], kept: list[int], dropped: dict[int, str], leaf: in
         parent = value.get("parentUuid")
         if (new := surviving_parent(parent, skip)) != parent:
             edit["parentUuid"] = dumps(new, indent=False)
-        if "toolUseResult" in value and not _answers(value, copied):
+        if "toolUseResult" in value and not _answers(value, copied) and not _names_a_task(value["toolUseResult"]):
             edit["toolUseResult"] = None
         for key in ENVELOPE:
             if key in value and not (index == first and key in AT_THE_HEAD or index in (last, leaf) and key in AT_THE_TAIL
@@ -111,6 +117,31 @@ def _edits(values: list[Any], kept: list[int], dropped: dict[int, str], leaf: in
         if edit:
             edits[index] = edit
     return edits
+
+
+def _below(leaf: int, values: list[Any]) -> set[int]:
+    """The lines that hang below the leaf and are no user, assistant or progress line, and those
+    below them: Claude Code 2.1.332 resumes them with the chain."""
+    children: dict[str, list[int]] = {}
+    for index, value in enumerate(values):
+        if isinstance(value, dict) and line_type(value) in TRANSCRIPT_TYPES and isinstance(value.get("parentUuid"), str):
+            children.setdefault(value["parentUuid"], []).append(index)
+    found: set[int] = set()
+    waiting = [values[leaf].get("uuid")]
+    while waiting:
+        for child in children.get(waiting.pop(), ()):
+            if child not in found and line_type(values[child]) in ("system", "attachment"):
+                found.add(child)
+                waiting.append(values[child].get("uuid"))
+    return found
+
+
+def _names_a_task(copy: Any) -> bool:
+    """Whether a result's copy names a task it started: a background shell, a task with a timeout,
+    an agent launched in the background, forked or resumed, a workflow."""
+    return isinstance(copy, dict) and (not TASK_FIELDS.isdisjoint(copy) or "taskId" in copy and "timeoutMs" in copy
+                                       or copy.get("status") == "async_launched"
+                                       or bool(copy.get("forked") and copy.get("background")))
 
 
 def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[str]:
