@@ -12,7 +12,7 @@ import pytest
 
 from transcompact import loads
 from transcompact.ops.pruning.slim import slim
-from transcompact.ops.sessions import THRESHOLDS, Session, sessions
+from transcompact.ops.sessions import CACHE_VERSION, THRESHOLDS, Session, sessions
 
 from .conftest import FIXTURES
 
@@ -189,7 +189,7 @@ def test_a_broken_cache_is_read_as_none(home, tmp_path):
     cache = tmp_path / "cache.json"
     cache.write_bytes(b"{not json")
     assert sessions(cache=str(cache)).measured == 4
-    assert json.loads(cache.read_bytes())["version"] == 1
+    assert json.loads(cache.read_bytes())["version"] == CACHE_VERSION
 
 
 def test_the_status_against_the_agents_threshold():
