@@ -23,6 +23,7 @@ IDLE = {
     "kind-without-by-kind": (["compact", "--kind", "Bash=head-tail"], "--kind has no effect without --by-kind"),
     "keep-last-with-keep-tool-uses": (["prune", "--keep-tool-uses", "2", "--keep-last", "3"],
                                       "--keep-last has no effect with --keep-tool-uses"),
+    "no-archive-without-in-place": (["slim", "--no-archive"], "--no-archive has no effect without --in-place"),
 }
 
 

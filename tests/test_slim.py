@@ -117,7 +117,10 @@ def test_the_corpus_logs_claude_code_resumes_shrink_below_a_fifth():
     assert after / before <= 0.18
 
 
-@pytest.mark.parametrize("path", claude_code_logs())
+AGENT_LOGS = [p for p in fixture_files() if p.values[0].parent.name in ("codex", "pi", "gemini")]
+
+
+@pytest.mark.parametrize("path", [*claude_code_logs(), *AGENT_LOGS])
 def test_compact_slim_never_writes_more_than_it_read(path, transcompact):
     result = transcompact("compact", "--emergency", "--force", "--slim", "-q", path)
     assert result.exit_code == 0, result.stderr

@@ -118,6 +118,7 @@ IDLE_FLAGS: dict[str, tuple[Idle, ...]] = {
     "compact": (*_PRUNING,
                 Idle(_MODEL_CALL, with_="emergency", why="--emergency makes no model call"),
                 Idle(("poll_interval", "state_file"), without="batch_api", why="it is for the batches of --batch-api")),
+    "slim": (Idle(("no_archive",), without="in_place", why="only a file slimmed in place has its original archived"),),
 }
 
 

@@ -50,7 +50,7 @@ from ...io.files import replaces, write_file
 
 KINDS = ("line", "removed-line", "message", "compaction", "slim")
 WHOLE = ("compaction", "slim")  # the kinds whose record holds the whole transcript read
-CHANGED_HINT = "the archive holds what prune wrote: a changed or cut-off record cannot be used"
+CHANGED_HINT = "the archive holds what prune, compact and slim wrote: a changed or cut-off record cannot be used"
 
 
 class Run(NamedTuple):
