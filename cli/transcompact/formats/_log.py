@@ -90,6 +90,11 @@ def surviving_parent(parent: Any, skip: Mapping[Any, Any]) -> Any:
     return parent
 
 
+def string_or_none(value: Any) -> str | None:
+    """A field's value where it is a string (a hand-edited line may hold anything there), else None."""
+    return value if isinstance(value, str) else None
+
+
 def string_or_empty(value: Any) -> str:
     """A field's value where it is a string, else "" (a field missing or of another type)."""
     return value if isinstance(value, str) else ""

@@ -32,7 +32,7 @@ from typing import Any
 
 from ...core.jsondata import dumps
 from ...core.model import Transcript
-from .._log import Slimming, surviving_parent
+from .._log import Slimming, string_or_none, surviving_parent
 from .reader import TRANSCRIPT_TYPES, LogSource, line_type, whole_value
 
 # Session settings Claude Code keeps the last of (by session), read when it resumes or lists sessions.
@@ -73,13 +73,13 @@ def slimming(transcript: Transcript) -> Slimming:
         elif kind in UNREAD:
             dropped[index] = UNREAD[kind]
         elif kind in SETTINGS:
-            setting = (kind, _string(value.get("sessionId")))
+            setting = (kind, string_or_none(value.get("sessionId")))
             if setting in last_setting:
                 dropped[last_setting[setting]] = "titles and settings a later line replaced"
             last_setting[setting] = index
     kept_uuids = {values[i].get("uuid") for i in kept}
     for index, value in enumerate(values):
-        if isinstance(value, dict) and line_type(value) == "summary" and _string(value.get("leafUuid")) not in kept_uuids:
+        if isinstance(value, dict) and line_type(value) == "summary" and string_or_none(value.get("leafUuid")) not in kept_uuids:
             dropped[index] = "titles of branches not kept"
     return Slimming(dropped, _edits(values, sorted(kept), dropped, source.leaf), FIELDS)
 
@@ -150,7 +150,7 @@ def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[s
         message = values[index].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "tool_use" and _string(block.get("name")) in KEPT_COPIES \
+            if isinstance(block, dict) and block.get("type") == "tool_use" and string_or_none(block.get("name")) in KEPT_COPIES \
                     and isinstance(block.get("id"), str):
                 calls.add(block["id"])
     return frozenset(calls)
@@ -159,11 +159,7 @@ def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[s
 def _answers(value: dict, calls: frozenset[str]) -> bool:
     message = value.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return any(isinstance(b, dict) and b.get("type") == "tool_result" and _string(b.get("tool_use_id")) in calls
+    return any(isinstance(b, dict) and b.get("type") == "tool_result" and string_or_none(b.get("tool_use_id")) in calls
                for b in (content if isinstance(content, list) else ()))
 
 
-
-def _string(value: Any) -> str | None:
-    """A field's value where it is a string (a hand-edited line may hold anything there), else None."""
-    return value if isinstance(value, str) else None

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...core.jsondata import dumps
 from ...core.model import Transcript
-from .._log import Slimming, surviving_parent
+from .._log import Slimming, string_or_none, surviving_parent
 from .reader import SessionSource
 
 SETTINGS = ("thinking_level_change", "model_change")
@@ -48,7 +48,7 @@ def slimming(transcript: Transcript) -> Slimming:
     kept_ids = {values[i]["id"] for i in kept if isinstance(values[i].get("id"), str)}
     on_path = set(path)
     for index, value in enumerate(values):
-        if isinstance(value, dict) and value.get("type") == "label" and _string(value.get("targetId")) in kept_ids \
+        if isinstance(value, dict) and value.get("type") == "label" and string_or_none(value.get("targetId")) in kept_ids \
                 and index in on_path:
             kept.add(index)
     kept_ids = {values[i]["id"] for i in kept if isinstance(values[i].get("id"), str)}
@@ -68,9 +68,6 @@ def slimming(transcript: Transcript) -> Slimming:
             edits[index] = {"parentId": dumps(new, indent=False)}
     return Slimming(dropped, edits, FIELDS)
 
-
-def _string(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _role(value: Any) -> Any:
