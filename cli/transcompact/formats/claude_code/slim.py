@@ -161,5 +161,3 @@ def _answers(value: dict, calls: frozenset[str]) -> bool:
     content = message.get("content") if isinstance(message, dict) else None
     return any(isinstance(b, dict) and b.get("type") == "tool_result" and string_or_none(b.get("tool_use_id")) in calls
                for b in (content if isinstance(content, list) else ()))
-
-
