@@ -202,6 +202,21 @@ class Loopback:
         return lambda request: reply(request, text)
 
     @staticmethod
+    def call_then_text(name: str, tool_input: dict, text: str) -> Answer:
+        """The first answer calls tool `name` (id `toolu_loopback`), every later one is `text`."""
+        asked: list[Request] = []
+
+        def answer(request):
+            asked.append(request)
+            if len(asked) > 1:
+                return reply(request, text)
+            return 200, {"id": "msg_loopback_call", "type": "message", "role": "assistant", "model": request.body.get("model"),
+                         "content": [{"type": "tool_use", "id": "toolu_loopback", "name": name, "input": tool_input}],
+                         "stop_reason": "tool_use", "stop_sequence": None,
+                         "usage": {"input_tokens": len(request.prompt) // 4, "output_tokens": 10}}
+        return answer
+
+    @staticmethod
     def too_long_above(characters: int) -> Answer:
         """"prompt is too long" when the prompt is over `characters`, else ok."""
         def answer(request):
@@ -342,10 +357,12 @@ def sse_events(message: dict) -> bytes:
     start = {**message, "content": [], "stop_reason": None, "usage": {**message.get("usage", {}), "output_tokens": 0}}
     events = [("message_start", {"type": "message_start", "message": start})]
     for index, block in enumerate(message.get("content", [])):
-        events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": {**block, "text": ""}}))
-        events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                               "delta": {"type": "text_delta", "text": block.get("text", "")}}))
+        if block.get("type") == "tool_use":  # its input streamed as JSON, as the API streams a call
+            start_block, delta = {**block, "input": {}}, {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start_block, delta = {**block, "text": ""}, {"type": "text_delta", "text": block.get("text", "")}
+        events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": start_block}))
+        events.append(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     events.append(("message_delta", {"type": "message_delta", "usage": {"output_tokens": message.get("usage", {}).get("output_tokens", 0)},
                                      "delta": {"stop_reason": message.get("stop_reason"), "stop_sequence": None}}))

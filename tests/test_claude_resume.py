@@ -13,7 +13,7 @@ twice), the request must:
 The uncompacted original is resumed too, as a control. And a log over Claude Code's blocking
 limit, which it refuses to send, is sent once pruned below it (prune restates the usage Claude
 Code judges its context by). A log `transcompact slim` made smaller is sent as the original is,
-request for request (ids aside: Claude Code numbers its own).
+request for request, and Claude Code goes on working from it: it edits a file the session read.
 
 Claude Code runs offline: `ANTHROPIC_BASE_URL` points at the loopback, the key is a dummy, and
 telemetry, auto-update, auto-compact and other nonessential traffic are off. It is installed by
@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -104,10 +105,12 @@ def resume(claude: list[str], log: bytes, where: Path, api: Loopback, env: dict[
     return Resumed(body, messages)
 
 
-def run_resumed(claude: list[str], log: bytes, where: Path, api: Loopback, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list]:
-    """One `claude -p --resume` run on `log` in a fresh HOME: how it ended, and the requests it sent."""
+def run_resumed(claude: list[str], log: bytes, where: Path, api: Loopback, env: dict[str, str],
+                answer: Any = None, args: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, list]:
+    """One `claude -p --resume` run on `log` in a fresh HOME: how it ended, and the requests it sent
+    (`answer`: how the stand-in answers, by default with the reply; `args`: more of Claude Code's flags)."""
     home, cwd = where / "home", (where / "project")
-    cwd.mkdir(parents=True)
+    cwd.mkdir(parents=True, exist_ok=True)  # a test may have put files there
     cwd = cwd.resolve()
     assert len(project_dir(cwd)) <= 200  # longer names get a hash suffix
     session = session_of(log)
@@ -118,9 +121,9 @@ def run_resumed(claude: list[str], log: bytes, where: Path, api: Loopback, env: 
     (home / ".claude.json").write_text(json.dumps({"metricsStatusCache": {"enabled": False, "timestamp": int(time.time() * 1000)}}))
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "TMPDIR": str(where),
            "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "sk-ant-loopback-dummy", **OFFLINE, **env}
-    api.answer = Loopback.text(REPLY)
+    api.answer = answer or Loopback.text(REPLY)
     before = len(api.requests)
-    done = subprocess.run([*claude, "-p", "--resume", session, PROMPT], cwd=cwd, env=env, capture_output=True,
+    done = subprocess.run([*claude, "-p", *args, "--resume", session, PROMPT], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, check=False)
     return done, api.requests[before:]
 
@@ -409,3 +412,56 @@ def test_a_slimmed_log_is_sent_as_the_original(name, claude, api, tmp_path):
             shutil.rmtree(tmp_path / made, ignore_errors=True)
         sent.append(_as_sent(resume(claude, which, tmp_path, api).body))
     assert sent[1] == sent[0]
+
+
+NUMBERED = re.compile(r"^\s*\d+[\u2192\t](.*)$")  # a line of a Read's result: its number, an arrow, the line
+
+
+def last_full_read(log: bytes) -> tuple[str, str] | None:
+    """(path, content) of the last file the session Read whole, as its result shows it (Claude Code
+    rebuilds what it may edit from these on resume), or None."""
+    transcript = loads(log, "log.jsonl")
+    reads = {b.id: b.input["file_path"] for m in transcript.messages for b in m.tool_calls
+             if b.name == "Read" and isinstance(b.input, dict) and isinstance(b.input.get("file_path"), str)
+             and "offset" not in b.input and "limit" not in b.input}
+    found = None
+    for message in transcript.messages:
+        for result in message.tool_results:
+            if result.tool_call_id in reads and isinstance(result.content, str) and not result.is_error:
+                text = re.sub(r"<system-reminder>[\s\S]*?</system-reminder>", "", result.content)
+                lines = text.split("\n")
+                if lines and NUMBERED.match(lines[0]):
+                    content = "\n".join(m.group(1) if (m := NUMBERED.match(x)) else x for x in lines).strip()
+                    found = (reads[result.tool_call_id], content)
+    return found
+
+
+@pytest.mark.parametrize("name", [n for n in _slimmable() if not n.startswith("fixtures/")])
+def test_a_slimmed_log_goes_on_working(name, claude, api, tmp_path):
+    """Resumed from the slimmed log, Claude Code edits a file the session read before (it rebuilds
+    what it may edit from the Read calls, their results and their lines' times): the stand-in asks
+    for the Edit, and Claude Code runs it."""
+    log = original(name)
+    read = last_full_read(log)
+    if read is None:
+        pytest.skip("the session read no file whole")
+    path, content = read
+    unique = [line for line in content.split("\n") if len(line.strip()) > 3 and content.count(line) == 1]
+    if not unique:
+        pytest.skip("no line of the file read is there once")
+    project = (tmp_path / "project").resolve()
+    moved = str(project / "files") + (path if path.startswith("/") else "/" + path)  # the file, where this run can edit it
+    log = log.replace(json.dumps(path)[1:-1].encode(), json.dumps(moved)[1:-1].encode())
+    result = CliRunner().invoke(cli, ["slim", "-q"], input=log, prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    Path(moved).parent.mkdir(parents=True)
+    Path(moved).write_text(content)
+    os.utime(moved, (946684800, 946684800))  # older than the Read: Claude Code does not see it as changed since
+    old = unique[len(unique) // 2]
+    edit = Loopback.call_then_text("Edit", {"file_path": moved, "old_string": old, "new_string": old + " # edited"}, REPLY)
+    done, sent = run_resumed(claude, result.stdout_bytes, tmp_path, api, {}, edit, ("--permission-mode", "acceptEdits"))
+    assert len(sent) == 2, f"{len(sent)} requests: {done.stdout[-500:]}{done.stderr[-500:]}"
+    answered = [b for m in sent[1].body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_loopback"]
+    assert answered and not answered[0].get("is_error"), answered
+    assert old + " # edited" in Path(moved).read_text()
