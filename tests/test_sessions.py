@@ -208,7 +208,7 @@ def test_piped_a_line_a_session_whose_file_feeds_other_commands(home, transcompa
     (line,) = result.stdout.splitlines()
     fields = line.split("\t")
     assert len(fields) == 9 and fields[0] == "claude-code" and fields[8] == ""
-    assert transcompact("slim", "--no-archive", "-o", str(tmp_path / "out.jsonl"), fields[7]).exit_code == 0
+    assert transcompact("slim", "-o", str(tmp_path / "out.jsonl"), fields[7]).exit_code == 0
     assert result.stderr.startswith("1 session: ")
 
 
