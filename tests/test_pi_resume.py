@@ -98,6 +98,14 @@ def run(pi: list[str], where: Path, standin: Loopback, *args: str) -> tuple[subp
 
 def resume(pi: list[str], log: bytes, where: Path, standin: Loopback) -> dict:
     """Resume `log` with one prompt, in a project of its own (the header's `cwd`); the one request pi sent."""
+    sent = resumed(pi, log, where, standin, Loopback.text(REPLY))
+    assert [r.route for r in sent] == ["/v1/messages"], f"pi asked for {[r.path for r in sent]}"
+    return sent[0].body
+
+
+def resumed(pi: list[str], log: bytes, where: Path, standin: Loopback, answer) -> list:
+    """Resume `log` with one prompt, in a project of its own, the stand-in answering as `answer`
+    says; every request pi sent."""
     project = (where / "project").resolve()
     project.mkdir(parents=True)
     header, rest = log.split(b"\n", 1)
@@ -105,13 +113,11 @@ def resume(pi: list[str], log: bytes, where: Path, standin: Loopback) -> dict:
     session = where / "agent" / "sessions" / "--standin-project--" / "session.jsonl"  # inside sessions/: pi moves a log lying in the agent dir
     session.parent.mkdir(parents=True)
     session.write_bytes(log)
-    standin.answer = Loopback.text(REPLY)
+    standin.answer = answer
     before = len(standin.requests)
     done, _ = run(pi, where, standin, "--session", str(session), "-p", PROMPT)
     assert done.stdout.strip() == REPLY
-    sent = standin.requests[before:]
-    assert [r.route for r in sent] == ["/v1/messages"], f"pi asked for {[r.path for r in sent]}"
-    return sent[0].body
+    return standin.requests[before:]
 
 
 # --- the sessions pi records -------------------------------------------------------------
@@ -405,3 +411,16 @@ def test_a_slimmed_session_is_sent_as_the_original(name, original, requests_sent
         assert len(slimmed) <= len(log)
         sent, control = requests_sent(slimmed), requests_sent(log)
         assert {k: v for k, v in sent.items() if k != "system"} == {k: v for k, v in control.items() if k != "system"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_pi_goes_on_working_from_a_slimmed_session(name, original, pi, standin, tmp_path):
+    """Resumed from the slimmed session compacted once, pi runs the tool call the stand-in asks
+    for next, and sends its result."""
+    result = CliRunner().invoke(cli, ["slim", "-q"], input=compacted(original, name, "once"), prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    sent = resumed(pi, result.stdout_bytes, tmp_path, standin, Loopback.call_then_text("bash", {"command": "echo went on"}, REPLY))
+    assert len(sent) == 2, f"pi sent {len(sent)} requests"
+    answered = [b for m in sent[1].body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_loopback"]
+    assert answered and "went on" in json.dumps(answered[0].get("content"))
