@@ -734,3 +734,20 @@ def test_the_parent_of_a_fork_is_not_rewritten_under_it(codex, standin, tmp_path
     assert run.warnings == [], f"Codex warned: {run.warnings}"
     assert last_assistant_text(run.inputs[0]) == "Forked and counted."
     assert run.inputs[0][-1]["role"] == "user" and text_of(run.inputs[0][-1]) == PROMPT
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_codex_goes_on_working_from_a_slimmed_rollout(name, judge, tmp_path):
+    """Resumed from the slimmed rollout, Codex runs the command the stand-in asks for next, in the
+    project the session worked in, and sends its output."""
+    logs = judge.rollout(name)
+    path = placed(tmp_path / "slim", logs)
+    result = CliRunner().invoke(cli, ["slim", "-q", str(path)], prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    placed(tmp_path / "resume", [result.stdout_bytes, *logs[1:]])
+    meta = json.loads(result.stdout_bytes.split(b"\n", 1)[0])["payload"]
+    judge.standin.answer = Script([Response((ex("call_went_on", "cat a.txt"),)), Response((message(REPLY),))])
+    run = run_codex(judge.codex, judge.standin, tmp_path / "resume" / "home", judge.recorded.project, "resume", meta["id"], PROMPT)
+    assert run.stdout.strip() == REPLY and len(run.inputs) == 2, f"Codex sent {len(run.inputs)} requests"
+    outputs = [item for item in run.inputs[1] if item.get("type") == "function_call_output" and item.get("call_id") == "call_went_on"]
+    assert outputs and "alpha" in json.dumps(outputs[0])
