@@ -530,3 +530,22 @@ def test_a_slimmed_chat_is_sent_as_the_original(name, original, gemini, standin,
         expected = resume(gemini, whole, where, standin)
         shutil.rmtree(where)
         assert resume(gemini, slimmed, where, standin)["contents"] == expected["contents"]
+
+
+@pytest.mark.parametrize("name", LINES)
+def test_gemini_goes_on_working_from_a_slimmed_chat(name, original, gemini, standin, tmp_path):
+    """Resumed from the slimmed chat compacted once, Gemini runs the tool call the stand-in asks
+    for next, in the project, and sends its result."""
+    result = CliRunner().invoke(cli, ["slim", "-q"], input=compacted(original(name), name, "once"), prog_name="transcompact")
+    assert result.exit_code == 0, result.output
+    place = Place(tmp_path).make()
+    (place.project / "notes.txt").write_text("went on\n")
+    session = session_of(result.stdout_bytes)
+    (place.chats / f"session-2026-01-01T00-00-{session[:8]}.jsonl").write_bytes(result.stdout_bytes)
+    standin.script.extend([Response("", (("read_file", {"file_path": "notes.txt"}),)), Response(REPLY)])
+    standin.reply = REPLY
+    sent = place.run(gemini, standin, "--yolo", "--resume", session, "-p", PROMPT)
+    assert not standin.script and len(sent) == 2, f"Gemini sent {len(sent)} turns"
+    responses = [part["functionResponse"] for content in sent[1]["contents"] for part in content.get("parts", [])
+                 if "functionResponse" in part and part["functionResponse"].get("name") == "read_file"]
+    assert responses and "went on" in json.dumps(responses[-1])
