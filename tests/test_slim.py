@@ -138,3 +138,17 @@ def test_a_changed_archive_gives_nothing_back(transcompact, tmp_path):
     result = transcompact("expand", "-i", "--archive", archive, log)
     assert result.exit_code == 3 and "the archive was changed" in result.stderr
     assert log.read_bytes() == slimmed
+
+
+def test_a_compaction_of_a_slimmed_log_still_names_its_project(transcompact, tmp_path):
+    """Slim keeps `cwd` on the log's first line only: the next compaction's boundary, the head of the
+    chain Claude Code then resumes (where it reads the project's directory), takes it from there."""
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(claude_log(rounds=8, size=3000))
+    assert transcompact("compact", "--emergency", "--force", "-q", "--keep-recent-tokens", "4000", "-i", log).exit_code == 0
+    assert transcompact("slim", "-i", "--no-archive", log).exit_code == 0
+    result = transcompact("compact", "--emergency", "--force", "-q", "--keep-recent-tokens", "300", log)
+    assert result.exit_code == 0, result.stderr
+    boundaries = [v for v in map(json.loads, result.stdout_bytes.splitlines()) if v.get("subtype") == "compact_boundary"]
+    assert len(boundaries) == 2
+    assert boundaries[-1]["cwd"] == "/work" and boundaries[-1]["version"] == "1.0.0"

@@ -96,7 +96,12 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     latest = max((t for _, v in records if isinstance(v, dict) and (t := _timestamp(v.get("timestamp"))) is not None),
                  default=0)
     after = latest // 1000  # new lines are stamped 1, 2, 3 … ms after the newest line (capped in year 9999)
-    envelope = {key: leaf.get(key) for key in ("userType", "cwd", "sessionId", "version", "gitBranch") if key in leaf}
+    # The leaf's envelope; a field it lacks (a slimmed log keeps `cwd` and `version` on its first line
+    # only) from the head of the chain, where Claude Code reads the project's directory.
+    head_index = source.root if source.root is not None else source.chain[0] if source.chain else None
+    head = whole_value(head_index, records[head_index], transcript.name) if head_index is not None else {}
+    envelope = {key: leaf[key] if key in leaf else head[key] for key in ("userType", "cwd", "sessionId", "version", "gitBranch")
+                if key in leaf or key in head}
     boundary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{leaf.get('uuid')}:compact_boundary:{pre_tokens}"))
     summary_uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{boundary_uuid}:summary"))
     new: list[dict] = [
