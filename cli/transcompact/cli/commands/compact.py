@@ -197,20 +197,18 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     elif report.strategy == "none":
         written = data
         if how.options.slim:  # nothing to compact, but what the agent never sends goes all the same
-            from ...ops.pruning.slim import slim
+            from ...ops.pruning.slim import slim_checked
 
-            written, _ = slim(transcript, data)
-            if written is not data:
-                verified(transcript, transcript, written, operation="compact --slim", messages_path=how.reading.messages_path)
+            written, _ = slim_checked(transcript, data, operation="compact --slim", messages_path=how.reading.messages_path)
     else:
         written = written_out(compacted)
         as_written = verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,
                               same_messages=False)  # judged on the bytes a reader will find
         if how.options.slim:  # and without what the agent never sends of what is left
-            from ...ops.pruning.slim import slim
+            from ...ops.pruning.slim import slim_checked
 
-            written, _ = slim(as_written, bytes(written))
-            verified(as_written, as_written, written, operation="compact --slim", messages_path=how.reading.messages_path)
+            written, _ = slim_checked(as_written, bytes(written), operation="compact --slim",
+                                      messages_path=how.reading.messages_path)
     lines = []
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)

@@ -71,13 +71,10 @@ class Slimming:
 def slim_file(name: str, data: bytes, how: Slimming) -> Result:
     """Slim one file (`tasks.process` runs it, here or in a worker)."""
     from ...ops.pruning.archive import slim_record
-    from ...ops.pruning.slim import slim as run_slim
-    from ...ops.validity.postcondition import verified
+    from ...ops.pruning.slim import slim_checked
 
     transcript = how.reading.load(data, name)
-    output, report = run_slim(transcript, data)
-    if output is not data:
-        verified(transcript, transcript, output, operation="slim", messages_path=how.reading.messages_path)
+    output, report = slim_checked(transcript, data, messages_path=how.reading.messages_path)
     lines = []
     archive = how.archive or (f"{name}{SIDECAR}" if how.beside and output is not data else None)
     if archive is not None:

@@ -81,7 +81,7 @@ def slimming(transcript: Transcript) -> Slimming:
     for index, value in enumerate(values):
         if isinstance(value, dict) and line_type(value) == "summary" and string_or_none(value.get("leafUuid")) not in kept_uuids:
             dropped[index] = "titles of branches not kept"
-    return Slimming(dropped, _edits(values, sorted(kept), dropped, source.leaf), FIELDS)
+    return Slimming(dropped, _edits(values, sorted(kept), kept_uuids, dropped, source.leaf), FIELDS)
 
 
 def _lost_with(index: int, kind: str, source: LogSource) -> str:
@@ -92,8 +92,9 @@ def _lost_with(index: int, kind: str, source: LogSource) -> str:
     return "branches not resumed (rewinds, sidechains)"
 
 
-def _edits(values: list[Any], kept: list[int], dropped: dict[int, str], leaf: int) -> dict[int, dict[str, bytes | None]]:
-    kept_uuids = {values[i].get("uuid") for i in kept}  # a dropped line may be a copy of a kept one: not skipped
+def _edits(values: list[Any], kept: list[int], kept_uuids: set[Any], dropped: dict[int, str],
+           leaf: int) -> dict[int, dict[str, bytes | None]]:
+    # A dropped line may be a copy of a kept one (its uuid): it is not passed over.
     skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
             if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
     copied = _calls_whose_copy_is_read(values, kept)

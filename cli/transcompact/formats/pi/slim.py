@@ -47,11 +47,10 @@ def slimming(transcript: Transcript) -> Slimming:
     kept.update(named[-1:])
     kept_ids = {values[i]["id"] for i in kept if isinstance(values[i].get("id"), str)}
     on_path = set(path)
-    for index, value in enumerate(values):
-        if isinstance(value, dict) and value.get("type") == "label" and string_or_none(value.get("targetId")) in kept_ids \
-                and index in on_path:
-            kept.add(index)
-    kept_ids = {values[i]["id"] for i in kept if isinstance(values[i].get("id"), str)}
+    labels = [index for index in on_path if values[index].get("type") == "label"
+              and string_or_none(values[index].get("targetId")) in kept_ids]
+    kept.update(labels)
+    kept_ids.update(values[index]["id"] for index in labels)  # an entry on the path has its id (checked above)
     dropped: dict[int, str] = {}
     for index, value in enumerate(values):
         if index == 0 or index in kept or not isinstance(value, dict) or "id" not in value:

@@ -42,7 +42,8 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes, SlimReport]:
     """The bytes of `transcript` (read from `data`) without what its agent never sends, and the
     report. A format with no such part gives `data` back."""
     report = SlimReport(transcript.name, len(data))
-    plan = adapter(transcript).slimming(transcript) if adapter(transcript).rewrites_lines(transcript) else None
+    fmt = adapter(transcript)
+    plan = fmt.slimming(transcript) if fmt.rewrites_lines(transcript) else None
     if plan is None or not (plan.dropped or plan.edits or plan.replaced):
         report.bytes_after, report.slims = len(data), plan is not None
         return data, report
@@ -69,4 +70,16 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes, SlimReport]:
         pieces.append(line)
     out = b"\n".join(pieces)
     report.bytes_after = len(out)
+    return out, report
+
+
+def slim_checked(transcript: Transcript, data: bytes, *, operation: str = "slim",
+                 messages_path: str | None = None) -> tuple[bytes, SlimReport]:
+    """`slim`, its output held to the post-condition of every rewrite: it reads back as the very
+    messages `transcript` holds, with no `check` error they did not have (else nothing is written)."""
+    from ..validity.postcondition import verified
+
+    out, report = slim(transcript, data)
+    if out is not data:
+        verified(transcript, transcript, out, operation=operation, messages_path=messages_path)
     return out, report
