@@ -330,3 +330,27 @@ def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes()
         tampered = Lines([*lines.records[:new], (wrong, value), *lines.records[new + 1:]])
         with pytest.raises(PostConditionError, match="prune would write output that"):
             verified(transcript, pruned, tampered, operation="prune")
+
+
+@pytest.mark.parametrize("line", [
+    # The member's JSON first in a nested object: found there, the result would not read as the edit.
+    b'{"message":{"content":[{"toolUseResult":{"stdout":"ok"}}]},"toolUseResult":{"stdout":"ok"},"uuid":"u1"}',
+    b'{"toolUseResult":{"stdout":"ok"},"uuid":"u1","cwd":"/p","nested":{"cwd":"/p"}}',
+    b'{"uuid":"u1", "toolUseResult" : {"stdout": "ok"} ,"cwd":"/p"}',  # written with spaces: found by scanning
+    b'{"cwd":"/p","uuid":"u1","toolUseResult":{"n":1.50},"x":[1,2]}',  # a number as written
+])
+def test_members_taken_out_leave_every_other_byte_and_read_as_the_edit(line):
+    from transcompact.core.jsondata import without_members
+
+    value = parse_value(line, "log.jsonl", 1)
+    edits = {"toolUseResult": None, "cwd": None, "uuid": b'"u2"'}
+    edits = {key: new for key, new in edits.items() if key in value}
+    for known in (value, None):  # found by its JSON, and by scanning
+        out, taken, read = without_members(line, edits, known)
+        expected = {k: v for k, v in value.items() if edits.get(k, b"") is not None} | {
+            k: orjson.loads(new) for k, new in edits.items() if new is not None}
+        assert orjson.loads(out) == orjson.loads(dumps_value(expected, indent=False))
+        assert read is not None and dumps_value(read, indent=False) == dumps_value(parse_value(out, "out", 1), indent=False)
+        assert sum(taken.values()) == len(line) - len(out)
+        if b"nested" in line:
+            assert out.endswith(b',"nested":{"cwd":"/p"}}')

@@ -505,11 +505,13 @@ def members(text: bytes | memoryview) -> dict[str, Member]:
 
 
 def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None
-                    ) -> tuple[bytes, dict[str, int]]:
+                    ) -> tuple[bytes, dict[str, int], Any]:
     """`text` (an object, as `members` reads it) with the members `edits` names taken out (None)
-    or given a new value (its JSON), every other byte as written; and the bytes each edit took out
-    (less what it put in). `value`, the object `text` holds when it is known, lets a member be
-    found by its JSON, at C speed, where `text` holds it once (checked by reading the result)."""
+    or given a new value (its JSON), every other byte as written; the bytes each edit took out
+    (less what it put in); and the value the new text reads as (as `parse_value` reads it; None
+    where it does not read).
+    `value`, the object `text` holds when it is known, lets a member be found by its JSON, at C
+    speed, where `text` holds it once (checked by reading the result)."""
     text = bytes(text)
     if value is not None and (found := _by_value(text, edits, value)) is not None:
         return found
@@ -529,13 +531,18 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
             cuts.append((order[place - 1][1].end, member.end, b"", key))
         else:  # `"key":value,` up to the next member
             cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b"", key))
-    return _cut(text, cuts)
+    out, taken = _cut(text, cuts)
+    try:
+        return out, taken, parse_value(out, "<line>", 1)
+    except ParseError:  # not an object Claude Code wrote: the post-condition says so, reading it again
+        return out, taken, None
 
 
-def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tuple[bytes, dict[str, int]] | None:
-    """`without_members` where each member edited is found as its key and its value's JSON, once
-    in `text`, and the result reads as `value` edited; None where not (a value written another
-    way, or the same member in a nested object too)."""
+def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tuple[bytes, dict[str, int], Any] | None:
+    """`without_members` where each member edited is found as its key and its value's JSON in
+    `text`, and the result reads as `value` edited; None where not (a value written another way).
+    The first place a member's JSON is found may be in a nested object: the result then still
+    holds the member, or its old value, and does not read as `value` edited."""
     cuts: list[tuple[int, int, bytes, str]] = []
     for key, new in edits.items():
         if key not in value:
@@ -543,7 +550,7 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tu
         head = orjson.dumps(key) + b":"
         needle = head + orjson.dumps(value[key])
         at = text.find(needle)
-        if at < 1 or text.find(needle, at + 1) != -1:
+        if at < 1:
             return None
         end = at + len(needle)
         if new is not None:
@@ -563,7 +570,7 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tu
     for key, new in edits.items():
         if new is not None:
             edited[key] = orjson.loads(new)
-    return (out, taken) if read == edited else None
+    return (out, taken, edited) if read == edited else None
 
 
 def _cut(text: bytes, cuts: list[tuple[int, int, bytes, str]]) -> tuple[bytes, dict[str, int]]:

@@ -78,7 +78,7 @@ def slim_file(name: str, data: bytes, how: Slimming) -> Result:
     lines = []
     archive = how.archive or (f"{name}{SIDECAR}" if how.beside and output is not data else None)
     if archive is not None:
-        lines += archived(archive, slim_record(data, output, name))
+        lines += archived(archive, slim_record(data, bytes(output), name))
     if not how.quiet:
         lines.append(_said(name, report, archive))
     return Result(output=output, report=report.as_dict(), stderr=tuple(lines))

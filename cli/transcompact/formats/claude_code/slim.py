@@ -59,11 +59,15 @@ def slimming(transcript: Transcript) -> Slimming:
     records = source.records
     if not source.chain or source.leaf is None or records[source.leaf][1].get("isSidechain") is True:
         return Slimming()  # nothing Claude Code resumes (a subagent's log is all sidechain): left as it is
-    values = [whole_value(i, r, transcript.name) if isinstance(r[1], dict) else r[1] for i, r in enumerate(records)]
+    # What places a line on the chain is in every value read; the lines kept are read whole (their members).
+    values = [r[1] for r in records]
     kept = {i for i in source.chain if line_type(values[i]) != "progress"} | set(source.order)
     if source.root is not None:
         kept.add(source.root)
     kept |= _below(source.leaf, values)
+    for i in kept:
+        if isinstance(values[i], dict):
+            values[i] = whole_value(i, records[i], transcript.name)
     dropped: dict[int, str] = {}
     last_setting: dict[tuple[str, Any], int] = {}
     for index, value in enumerate(values):

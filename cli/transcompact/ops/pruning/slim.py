@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.jsondata import line_bytes, without_members
+from ...core.jsondata import Lines, Record, line_bytes, without_members
 from ...core.model import Transcript
 from ...formats import adapter
 
@@ -38,43 +38,45 @@ class SlimReport:
                 "fields": [{"what": what, "bytes": size} for what, size in self.fields.items()]}
 
 
-def slim(transcript: Transcript, data: bytes) -> tuple[bytes, SlimReport]:
-    """The bytes of `transcript` (read from `data`) without what its agent never sends, and the
-    report. A format with no such part gives `data` back."""
+def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport]:
+    """The lines of `transcript` (read from `data`) without what its agent never sends, and the
+    report; a format with no such part gives `data` back. Each line kept holds the value read from
+    it, so that the post-condition reads the output back without parsing it again."""
     report = SlimReport(transcript.name, len(data))
     fmt = adapter(transcript)
     plan = fmt.slimming(transcript) if fmt.rewrites_lines(transcript) else None
     if plan is None or not (plan.dropped or plan.edits or plan.replaced):
         report.bytes_after, report.slims = len(data), plan is not None
         return data, report
-    pieces: list[bytes] = []
+    records: list[Record] = []
     for index, record in enumerate(transcript.source.records):
         if index in plan.merged:
             continue
-        if index in plan.replaced:
-            pieces.append(plan.replaced[index])
+        if index in plan.replaced:  # read again by the post-condition, a line at a time
+            records += [(line, None) for line in plan.replaced[index].split(b"\n")]
             continue
-        line = bytes(line_bytes(record))
         if index in plan.dropped:
             tally = report.dropped.setdefault(plan.dropped[index], [0, 0])
             tally[0] += 1
-            tally[1] += len(line) + 1
+            tally[1] += len(line_bytes(record)) + 1
             continue
         edit = plan.edits.get(index)
         if edit:
             value = record[1] if type(record[1]) is dict else None  # read whole: found by its JSON
-            line, taken = without_members(line, edit, value)
+            line, taken, read = without_members(line_bytes(record), edit, value)
             for key, size in taken.items():
                 what = plan.fields.get(key, key)
                 report.fields[what] = report.fields.get(what, 0) + size
-        pieces.append(line)
-    out = b"\n".join(pieces)
+            # A view, as an input line is: its value was read from these very bytes.
+            record = (memoryview(line), read) if read is not None else (line, None)
+        records.append(record)
+    out = Lines.of(records, bom=getattr(transcript.source, "bom", False))
     report.bytes_after = len(out)
     return out, report
 
 
 def slim_checked(transcript: Transcript, data: bytes, *, operation: str = "slim",
-                 messages_path: str | None = None) -> tuple[bytes, SlimReport]:
+                 messages_path: str | None = None) -> tuple[bytes | Lines, SlimReport]:
     """`slim`, its output held to the post-condition of every rewrite: it reads back as the very
     messages `transcript` holds, with no `check` error they did not have (else nothing is written)."""
     from ..validity.postcondition import verified
