@@ -8,17 +8,20 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from transcompact.core.model import RedactedThinking, Text, Thinking
+from transcompact.core.model import RedactedThinking, Text, Thinking, ToolResult
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code.rewrites import COMPACT_PREAMBLE
 from transcompact.ops.compaction.compact import CompactOptions, compact
+from transcompact.ops.compaction.output_errors import is_placeholder
 from transcompact.ops.compaction.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
 from transcompact.ops.compaction.summary_message import find_previous, is_summary_message
 from transcompact.ops.estimate import estimate
+from transcompact.ops.pruning.prune import prune
 from transcompact.ops.validity.check import check, errors
 
-from .builders import loads_checked, run_cli
+from .builders import loads_checked, results, run_cli, session
+from .builders import text_of as result_text
 from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .loopback import Loopback
 from .strategies import transcripts
@@ -250,13 +253,16 @@ def properties(transcript, data: bytes, options: CompactOptions) -> None:
     broken = {v.rule for v in errors(check(transcript))}
     assert {v.rule for v in errors(check(again))} <= broken
     if transcript.format != "claude-code" and report.cut is not None:
-        # The recent window is verbatim as prune left it: its user text and assistant blocks are the input's.
+        # The recent window is verbatim (thinking aside), its tool results too, unless the report says it could not be.
+        verbatim = not any("not verbatim" in note for note in report.notes)
         recent = transcript.messages[report.cut:]
         kept = again.messages[len(again.messages) - len(recent):]
         for before, after in zip(recent, kept):
             assert before.role == after.role
             if before.role == "assistant":
                 assert [b for b in before.blocks if not isinstance(b, (Thinking, RedactedThinking))] == list(after.blocks)
+            elif verbatim:
+                assert before.blocks == after.blocks
             assert [b for b in before.blocks if isinstance(b, Text)] == [b for b in after.blocks if isinstance(b, Text)]
     if report.strategy == "emergency":  # no model: byte-reproducible
         second, _ = compact(transcript, options)
@@ -543,3 +549,25 @@ def test_a_hidden_overhead_over_the_target_keeps_the_window_asked_for_and_summar
     assert report.strategy == "emergency" and report.tokens_after > compacting.target(CompactOptions())
     assert report.fallback_reason.endswith("over the target of 100,000 tokens before the window: the window asked for is kept")
     assert len(summaries) <= 3  # the window asked for, pruned harder twice; no smaller window
+
+
+def test_the_recent_window_keeps_its_older_tool_results_whole():
+    """Prune clears all but the newest results; the window compact keeps is verbatim all the same:
+    the output of a commit or a `git log` the user asked for in it is still there."""
+    transcript = loads(session(rounds=60, size=1200), "s.json")
+    options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2500))
+    assert any(is_placeholder(result_text(r)) for r in results(prune(transcript, options.pruning)[0]))  # prune alone clears
+    compacted, report = compact(transcript, options)
+    assert report.strategy == "emergency" and not report.notes
+    recent = transcript.messages[report.cut:]
+    assert len([b for m in recent for b in m.blocks if isinstance(b, ToolResult)]) > options.pruning.keep_last
+    assert compacted.messages[-len(recent):] == recent
+
+
+def test_a_window_that_cannot_fit_the_target_says_it_is_not_verbatim():
+    transcript = loads(session(rounds=60, size=1200), "s.json")
+    options = CompactOptions(force=True, emergency=True, threshold=2000,
+                             summary=SummaryOptions(keep_recent_tokens=2500))
+    compacted, report = compact(transcript, options)
+    assert report.strategy == "emergency"
+    assert report.notes and report.notes[0].startswith("the recent window is not verbatim: it did not fit the target of ")

@@ -307,6 +307,10 @@ def rebuild(transcript: Transcript, cut: Cut, summary: SummaryText, options: Com
 # --- the window ------------------------------------------------------------------------------
 
 
+WINDOW_TRIMMED = ("the recent window is not verbatim: the smallest that can be cut off is over the recent tokens asked for "
+                  "({keep:,}), so its biggest tool results were trimmed")
+
+
 def fitted_window(transcript: Transcript, cut: Cut, keep: int, options: CompactOptions, counter: TokenCounter) -> Transcript:
     """The transcript with the window's tool results trimmed, biggest first, until the window fits
     in `keep` tokens (its results soft-trimmed, then cleared); unchanged when it fits already."""
@@ -366,8 +370,9 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
     elif near_the_window:
         emergency_reason = NEAR_THE_WINDOW
     keep = options.summary.keep_recent_tokens
-    head = _head(pruned.messages, pruned.dialect)
-    cut = window_cut(pruned, keep, counter.per_message(pruned), head, options.summary.keep_recent_messages)
+    # The window is cut from the transcript as it is, and kept so (pruning is for the part dropped).
+    head = _head(transcript.messages, transcript.dialect)
+    cut = window_cut(transcript, keep, counter.per_message(transcript), head, options.summary.keep_recent_messages)
     if cut.index <= head and emergency_reason is None:
         return _finish(transcript, prune_only[0], "prune", before, prune_report, None, options, prune_only, counter,
                        notes=("nothing to summarize: everything fits in the recent window",))
@@ -377,15 +382,15 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
         try:
             if provider is None:
                 raise ProviderError("no summarizer was given")
-            # The summarizer reads the old part as it was, not as pruning left it (indices are the
-            # same); it is made only if there is something to summarize.
+            # The summarizer reads the old part as it was; it is made only if there is something to summarize.
             result = summarize(transcript, provider, options.summary, progress, cut=cut)
             if result is not None:
-                fitted = fitted_window(pruned, cut, keep, options, counter)
+                fitted = fitted_window(transcript, cut, keep, options, counter)
                 counts: Counter[str] = Counter()
                 rebuilt = replace(rebuild(fitted, cut, summary_text(transcript, cut, result.text, options, counts), options),
                                   facts=counts)
-                return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, counter)
+                return _finish(transcript, rebuilt, "summary", before, prune_report, None, options, prune_only, counter,
+                               notes=() if fitted is transcript else (WINDOW_TRIMMED.format(keep=keep),))
             fallback_reason = "nothing to summarize"
         except ProviderError as error:
             if not options.fallback:
@@ -399,47 +404,55 @@ def _compact(transcript: Transcript, options: CompactOptions, provider: Callable
 def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, before: int,
                prune_report: PruneReport, reason: str, options: CompactOptions,
                counter: TokenCounter) -> tuple[Rebuilt | None, CompactReport]:
-    """Drop the old part behind a checkpoint built without a model; prune harder and shrink until it fits."""
+    """Drop the old part behind a checkpoint built without a model, the window verbatim; where that
+    is over the target, prune the window too, then shrink it, until it fits."""
     pruned = prune_only[0].transcript
     goal = target(options)
     keep = options.summary.keep_recent_tokens
 
     @cache
     def harder(level: int) -> Transcript:
-        if level == 0:
-            return pruned
-        # The budget wins over the API's clear_at_least. Level 1: every unprotected result
-        # cleared; level 2: the protected ones trimmed too.
+        if level <= 1:
+            return (original, pruned)[level]
+        # The budget wins over the API's clear_at_least. Level 2: every unprotected result
+        # cleared; level 3: the protected ones trimmed too.
         stricter = replace(options.pruning, clear_at_least=0, hard_clear_after=options.pruning.keep_last)
-        if level == 2:
+        if level == 3:
             stricter = replace(stricter, keep_last=0, keep_tool_uses=None, soft_trim_chars=min(stricter.soft_trim_chars, 2000),
                                head=500, tail=500, result_token_cap=min(stricter.result_token_cap, 500))
         return prune(pruned, stricter, counter)[0]
 
-    head = _head(pruned.messages, pruned.dialect)
+    head = _head(original.messages, original.dialect)
 
     @cache
     def before_any_window() -> int:
         """What every attempt keeps before its window: the messages kept first, and with them the
         system prompt, the tools, a log's hidden overhead."""
-        return counter.tokens(harder(2).with_messages(harder(2).messages[:head]))
+        return counter.tokens(harder(STRICTEST).with_messages(harder(STRICTEST).messages[:head]))
 
     def attempt_at(candidate: Transcript, keep_now: int) -> Rebuilt:
-        same = candidate is pruned and keep_now == keep
+        same = candidate is original and keep_now == keep
         # A window made smaller to fit the budget no longer promises --keep-recent-messages: the budget wins.
         cut_now = cut if same else window_cut(candidate, keep_now, counter.per_message(candidate), head,
                                               options.summary.keep_recent_messages if keep_now == keep else 0)
         if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
-            return Rebuilt(candidate, "", candidate.messages, None)
+            return prune_only[0]
         fitted = fitted_window(candidate, cut_now, keep_now, options, counter)
-        counts: Counter[str] = Counter()
-        return replace(rebuild(fitted, cut_now, summary_text(original, cut_now, None, options, counts), options), facts=counts)
+        # What a cut drops is read from the original: the same checkpoint for every attempt at it.
+        where = (cut_now.index, cut_now.split_turn, cut_now.turn_start)
+        if where not in checkpoints:
+            counts: Counter[str] = Counter()
+            checkpoints[where] = (summary_text(original, cut_now, None, options, counts), counts)
+        summary, counts = checkpoints[where]
+        return replace(rebuild(fitted, cut_now, summary, options), facts=counts)
 
-    # The window as asked with harder and harder pruning, then a smaller and smaller window, unless
-    # what every attempt keeps before its window is over the target already: then no window is
-    # small enough, and each smaller one would only have summarized the old part again.
-    attempts = [(level, keep) for level in range(3)]
-    attempts += [(2, keep >> halvings) for halvings in range(1, 16) if keep >> halvings >= 100]
+    checkpoints: dict[tuple[int, bool, int], tuple[SummaryText, Counter[str]]] = {}
+
+    # The window as asked, verbatim, then with harder and harder pruning, then a smaller and smaller
+    # window, unless what every attempt keeps before its window is over the target already: then no
+    # window is small enough, and each smaller one would only have summarized the old part again.
+    attempts = [(level, keep) for level in range(STRICTEST + 1)]
+    attempts += [(STRICTEST, keep >> halvings) for halvings in range(1, 16) if keep >> halvings >= 100]
     first: Rebuilt | None = None
     fits: Rebuilt | None = None
     for level, keep_now in attempts:
@@ -450,14 +463,22 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         if counter.tokens(attempt.transcript) <= goal:
             fits = attempt
             break
+    notes: tuple[str, ...] = ()
     if fits is None:
         assert first is not None  # the attempts at the window asked for are always made
         attempt, reason = _squeezed(attempt, first, goal, options, counter, reason)
+    elif level:
+        shrunk = f", and shrunk to {keep_now:,} tokens" if keep_now < keep else ""
+        notes = (f"the recent window is not verbatim: it did not fit the target of {goal:,} tokens, so its tool "
+                 f"results were pruned too{shrunk}",)
+    elif cut.index > head and sum(counter.per_message(original)[cut.index:]) > keep:
+        notes = (WINDOW_TRIMMED.format(keep=keep),)
     if attempt.transcript is pruned:  # nothing old to drop: pruning was all there was to do
         return _finish(original, attempt, "prune", before, prune_report, None, options, prune_only, counter)
-    return _finish(original, attempt, "emergency", before, prune_report, reason, options, prune_only, counter)
+    return _finish(original, attempt, "emergency", before, prune_report, reason, options, prune_only, counter, notes)
 
 
+STRICTEST = 3  # the last level of `_emergency`'s pruning (`harder`)
 TRIMMED = "\n\n[… {count:,} characters trimmed by transcompact to fit the budget …]\n\n"
 
 
