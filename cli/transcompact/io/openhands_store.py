@@ -119,7 +119,12 @@ def write_conversation(path: str | os.PathLike, data: bytes, read_from: str | os
         raise OutputError(f"cannot create the directory: {error.strerror}", location=Location(directory)) from None
     names = [event_file_name(index, value["id"]) for index, (_, value) in enumerate(events)]
     # An event file the bundle does not hold would stay beside it, and the agent would load it too.
+    in_place = read_from is not None and os.path.samefile(read_from, path)
     for index, held in sorted(_event_files(path).items()):
+        if held != names[index:index + 1] and in_place:
+            raise OutputError("the output leaves events out, and the event files after them would be numbered "
+                              "again: a conversation is not renumbered in place; nothing written",
+                              location=Location(path), hint="write it to another directory (-o DIR), then move it")
         if held != names[index:index + 1]:
             ours = f", not {names[index]}" if index < len(names) else f", past this conversation's {len(names)} events"
             raise OutputError(f"already holds event {index} as {', '.join(held)}{ours}; nothing written",

@@ -21,8 +21,8 @@ def write_output(path: str | os.PathLike, data: bytes | jsondata.Lines, read_fro
     `read_from`, else as a file (a conversation converted to another format is one file),
     compressed in `compression` (None: as it is; by default, as the path's suffix says:
     `out.jsonl.gz`). `durable`: as `files.write_file`'s."""
-    if isinstance(data, bytes) and is_conversation(read_from) and is_bundle(data):
-        write_conversation(path, data, read_from)
+    if is_conversation(read_from) and is_bundle(bundle := bytes(data)):  # slim gives its lines (`Lines`)
+        write_conversation(path, bundle, read_from)
         return
     kind = by_suffix(os.fspath(path)) if compression == BY_SUFFIX else compression
     write_file(path, compressed(data, kind) if kind else data, durable=durable)

@@ -1,5 +1,6 @@
 """OpenHands: conversations (event directories or their bundle): `reader` (read), `writer` (written back),
-`rules`, `rewrites`; and `v0` trajectories (read only).
+`rules`, `rewrites`, `slim` (what the agent never sends nor reads when it resumes); and `v0`
+trajectories (read only).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ class OpenHandsFormat(Format):
 
     name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
-    write = lazy("writer")
+    write, slimming = lazy("writer"), lazy("slim")
     check_log, repair_log, append_compaction = lazy("rules"), lazy("rules"), lazy("rewrites")
 
 
