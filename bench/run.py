@@ -546,8 +546,10 @@ def accuracy(corpus: Path) -> list[Row]:
 
 def summaries(corpus: Path) -> list[Row]:
     """What our summary keeps of the part it summarizes, against the agents' own summaries of the
-    same part at the same size (bench/summary_recall.py), and across the corpus at a 2,000-token
-    window (tests/retention.py); and whether a later compaction stays within its budget."""
+    same part at the same size (bench/summary_recall.py), and across the corpus at 2,000- and
+    5,000-token windows (tests/retention.py), each kind of fact at each window; what the checkpoint
+    says that the part it summarizes contradicts (`summary_recall.precision`); and whether a later
+    compaction stays within its budget."""
     import summary_recall
 
     agent, ours, count = summary_recall.measure(corpus)
@@ -565,21 +567,21 @@ def summaries(corpus: Path) -> list[Row]:
                         tasks.of("tasks with status"), 0.90, f"{tasks.total['tasks with status']} task items", unit="",
                         at_least=True))
     sys.path.insert(0, str(ROOT))
-    from tests.retention import measure as retention
-    from tests.test_retention import long_logs
+    from tests.retention import KINDS, LABELS, TARGETS, WINDOWS, corpus_conversations, measure_corpus
 
-    pooled = {"commands": [0, 0], "errors": [0, 0]}
-    for path in long_logs():
-        measured = retention(path, 2000)
-        if measured is not None:
-            for kind in pooled:
-                pooled[kind][0] += measured[0].found[kind]
-                pooled[kind][1] += measured[0].total[kind]
-    for kind, target in (("commands", 0.90), ("errors", 0.95)):
-        found, total = pooled[kind]
-        if total:
-            rows.append(Row(f"retention at a 2,000-token window: {'whole commands' if kind == 'commands' else 'real error messages'}",
-                            found / total, target, f"{total} facts of the corpus's long logs", unit="", at_least=True))
+    conversations = corpus_conversations(corpus)
+    for keep, window in measure_corpus(conversations).items():
+        ours = window.scores["compact"]
+        for kind in KINDS:
+            if ours.total[kind]:
+                rows.append(Row(f"retention at a {keep:,}-token window: {LABELS[kind]}", ours.recall(kind), TARGETS[kind],
+                                f"{ours.total[kind]} facts of {len(window.each)} corpus conversations cut; masking keeps "
+                                f"{window.scores['mask'].recall(kind):.2f}", unit="", at_least=True))
+    contradicted, probed, by_kind = summary_recall.precision(corpus, WINDOWS)
+    rows.append(Row("checkpoint statements a later event of the dropped part contradicts", contradicted, None,
+                    f"{probed} checkpoints (corpus at {' and '.join(f'{w:,}' for w in WINDOWS)} tokens, the recorded sessions "
+                    f"after their first commit): " + (", ".join(f"{n} {kind}" for kind, n in by_kind.most_common()) or "none"),
+                    unit=""))
     rows.append(Row("a later compaction's summary against its budget (largest, corpus)", summary_recall.worst_growth(corpus),
                     1.0, "compact --emergency twice, 5,000 then 2,000 tokens", unit="×"))
     return rows

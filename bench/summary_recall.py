@@ -13,6 +13,12 @@ error by its exception name or code (else five content words of the line that sa
 failed); the last assistant words by five of their content words; a task item by five words of
 its text on a line that gives its status; a commit by five words of its subject; a modified file
 by its basename; the last test result by its count ("12 passed").
+
+And the other way round, precision: what our checkpoint states that a later event of the part it
+summarizes contradicts (`contradicted`: an error listed as open that a later passing run of the
+same command fixed, a failing run stated as the last when a later one passed, a next step a later
+commit or task list closed, last words saying something fails when a later test run passed). The
+probe is tests/retention.py's `contradictions`, which the tests run too.
 """
 
 from __future__ import annotations
@@ -165,6 +171,50 @@ class Recall:
 
     def of(self, kind: str) -> float | None:
         return self.found[kind] / self.total[kind] if self.total[kind] else None
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tests_importable() -> None:
+    """The repository's root on the path, so that `tests.retention` (the probe, the facts) imports."""
+    import sys
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def contradicted(dropped, checkpoint: str) -> list:
+    """The statements of `checkpoint` (compact's, of the messages `dropped`) that a later event of
+    `dropped` contradicts, each a `Contradiction` (kind, statement, evidence)."""
+    _tests_importable()
+    from tests.retention import contradictions
+
+    return contradictions(dropped, checkpoint)
+
+
+def precision(corpus: Path, windows: tuple[int, ...] = (2000, 5000)) -> tuple[int, int, Counter]:
+    """(statements contradicted, checkpoints probed, contradicted per kind): compact --emergency of
+    every corpus conversation at each window, and of each session the agents recorded
+    (tests/recorded/) at the window that keeps what follows its first commit."""
+    _tests_importable()
+    from tests.retention import Conversation, checkpoint_of, compacted, corpus_conversations, recorded_sessions, window_after_first_commit
+
+    found: Counter = Counter()
+    probed = 0
+    runs = [(c, keep) for c in corpus_conversations(corpus) for keep in windows]
+    runs += [(Conversation(path), None) for path in recorded_sessions()]
+    for conversation, keep in runs:
+        try:
+            transcript = conversation.load()
+        except Exception:  # noqa: BLE001 - not one conversation compact reads
+            continue
+        done = compacted(conversation, keep if keep is not None else window_after_first_commit(transcript), transcript)
+        if done is None:
+            continue
+        probed += 1
+        found.update(c.kind for c in contradicted(done[2], checkpoint_of(done[1])))
+    return sum(found.values()), probed, found
 
 
 def compactions(corpus: Path):

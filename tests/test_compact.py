@@ -208,7 +208,8 @@ def test_claude_code_logs_get_claude_codes_own_pattern():
     earlier = find_previous(loads(data, str(path)).messages).summary.body
     content = summary["message"]["content"]
     assert content.startswith(COMPACT_PREAMBLE + "## Progress\n")  # Claude Code's summary states no goal
-    assert content.count(COMPACT_PREAMBLE) == 1 and content.count(earlier[:300]) == 1
+    request = earlier[earlier.index("1. Primary Request and Intent:"):][:300]  # what it keeps first, whole
+    assert content.count(COMPACT_PREAMBLE) == 1 and content.count(request) == 1
     uuids = {line["uuid"] for line in old_lines if "uuid" in line}
     parent = summary["uuid"]
     last_old = max(line["timestamp"] for line in old_lines if "timestamp" in line)

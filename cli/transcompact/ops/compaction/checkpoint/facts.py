@@ -10,19 +10,32 @@ as such: the first user message is the task, the others are what the commands pr
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ....core.model import ASSISTANT, USER, Message, ToolCall, ToolResult, named_paths
+from ....core.model import ASSISTANT, USER, Message, ToolCall, ToolResult, named_paths, result_text
 from ....core.summary_text import text_of
 from ..output_errors import clipped, command_of, error_lines, exit_failed, result_error_lines
 from ..summary_message import is_summary_message
-from ..work_state import WorkState, WorkStateFinder, is_git_commit, trajectory_runs
+from ..work_state import (
+    DONE,
+    WorkState,
+    WorkStateFinder,
+    check_key,
+    find_work_state,
+    is_git_commit,
+    modified_paths,
+    task_list,
+    trajectory_runs,
+)
 
 COMMAND_CHARS = 4000  # a command is kept whole up to this
 HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
+REQUEST_WORDS = 4  # a user message shorter than this ("yes", "go on") is no request of its own
+FIXED = "(fixed since) "  # before an error a later passing run of the same command, or an edit then a passing check, fixed
 
 _FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
@@ -42,6 +55,12 @@ class Facts:
     environment: tuple[tuple[str, str], ...] = ()  # (name, value) the agent's own context stated, newest value
     work: WorkState = field(default_factory=WorkState)
     user_texts: tuple[tuple[int, str], ...] = ()  # (message index, what the user wrote), as `user_texts` finds them
+    since_last_state: tuple[str, ...] = ()  # what happened after the assistant's last words (runs, commits)
+
+    @property
+    def closed_a_step(self) -> bool:
+        """Whether the work moved on in these messages: a commit, or a task done."""
+        return bool(self.work.commits) or any(task.status == DONE for task in self.work.tasks or ())
 
 
 def without_heredoc_bodies(command: str) -> str:
@@ -147,6 +166,9 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
     commands: list[tuple[int, str]] = []
     files: list[tuple[int, str]] = []
     tools: Counter = Counter()
+    fixes = _Fixes()
+    calls: list[int] = []  # the message of each call: the work after a request
+    planned: list[int] = []  # the message of each call that wrote a task list
     if trajectory:
         runs: list[tuple[str, str]] = []
         command = None
@@ -155,9 +177,12 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
             if message.role == ASSISTANT and (command := trajectory_command(message)):
                 commands.append((index, clipped_command(command)))
                 tools["bash"] += 1
+                calls.append(index)
             elif message.role == USER and command is not None and index:
                 text = text_of(message)
-                errors += [(index, line) for line in error_lines(text, exit_failed(text))]
+                found = error_lines(text, exit_failed(text))
+                errors += [(index, line) for line in found]
+                fixes.ran(index, command, exit_failed(text), len(found))
                 runs.append((command, text))
                 command = None
         work = trajectory_runs(runs)
@@ -170,18 +195,90 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
             for block in message.blocks:
                 if isinstance(block, ToolCall):
                     tools[block.name] += 1
-                    files += [(index, path) for path in named_paths(block.input)]
+                    calls.append(index)
+                    named = named_paths(block.input)
+                    changed = modified_paths(block.name, block.input)
+                    files += [(index, path) for path in (*named, *(p for p in changed if p not in named))]
+                    if changed:
+                        fixes.edited(index)
+                    if isinstance(block.input, dict) and (task_list(block.input) is not None or block.name == "TaskCreate"):
+                        planned.append(index)
                     if (ran := command_of(block.input)) is not None:
                         commands.append((index, clipped_command(ran)))
                 elif isinstance(block, ToolResult):
                     found = result_error_lines(block, names.get(block.tool_call_id), inputs.get(block.tool_call_id))
                     errors += [(index, line) for line in found]
+                    failed = bool(block.is_error) or bool(found) and exit_failed(result_text(block))
+                    fixes.ran(index, command_of(inputs.get(block.tool_call_id)), failed, len(found))
             finder.add(message)
             if text := user_text(message, injected):
                 texts.append((index, text))
         work = finder.state()
-    last_state = next((text for m in reversed(messages)
-                       if m.role == ASSISTANT and (text := text_of(m.read_apart()).strip())), None)
-    return Facts(texts[0][1] if texts else None, last_state, tuple(errors), tuple(commands), tuple(files), tools,
-                 len(messages), work=work, user_texts=tuple(texts))
+    said = next(((index, text) for index in range(len(messages) - 1, -1, -1) if messages[index].role == ASSISTANT
+                 and (text := text_of(messages[index].read_apart()).strip())), None)
+    # The calls of the message that holds the last words come after them.
+    since = moved_on(find_work_state(messages[said[0]:])) if said and not trajectory else ()
+    fixed = fixes.fixed(errors)
+    errors = [(at, FIXED + line if number in fixed else line) for number, (at, line) in enumerate(errors)]
+    return Facts(main_request(texts, calls, planned), said[1] if said else None, tuple(errors), tuple(commands),
+                 tuple(files), tools, len(messages), work=work, user_texts=tuple(texts), since_last_state=since)
 
+
+def main_request(texts: Sequence[tuple[int, str]], calls: Sequence[int], planned: Sequence[int]) -> str | None:
+    """The request the work was done for, among the user's messages (`texts`, by index): the last
+    before the first task list the agent wrote from it, else the one with the most tool calls
+    after it (up to the next request) where that is at least twice the first's; else the first. A short reply ("yes", "go
+    on") is no request: the work after it is the request's before it."""
+    requests = [(at, text) for at, text in texts if len(text.split()) >= REQUEST_WORDS] or list(texts[:1])
+    if not requests:
+        return None
+    if planned and (before := [text for at, text in requests if at < planned[0]]):
+        return before[-1]
+    starts = [at for at, _ in requests]
+    work = Counter(bisect.bisect_right(starts, at) - 1 for at in calls)
+    most = max(range(len(requests)), key=lambda k: (work[k], -k))
+    return requests[0 if work[0] * 2 >= work[most] else most][1]  # the first, unless another led to twice its work
+
+
+def moved_on(later: WorkState) -> tuple[str, ...]:
+    """What a stretch of work after the assistant's last words did, as the checkpoint says it:
+    each check's last run and each commit."""
+    runs = [f"`{run.command}`{' failed' if run.failed else ''}: {run.result}" for run in later.runs]
+    commits = [f"committed `{commit.hash}` {commit.subject}" if commit.hash else f"committed {commit.subject}"
+               for commit in later.commits]
+    return (*runs, *commits)
+
+
+class _Fixes:
+    """Which errors later work fixed: a passing run of the command that failed, or, of a check (a
+    test, a build) that failed, an edit after it and a passing check after that edit."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[str | None, bool]] = []  # per error line, in order: the command that gave it (None:
+        # no command) and whether it is a check
+        self.edits: list[int] = []  # the message of each edit, in order
+        self.passed: dict[str, int] = {}  # command → the message of its last passing run
+        self.last_check = -1  # the message of the last passing check
+
+    def edited(self, index: int) -> None:
+        self.edits.append(index)
+
+    def ran(self, index: int, command: str | None, failed: bool, errors: int) -> None:
+        """A result at message `index`: of `command` (None: a tool's, no command), which gave `errors` error lines."""
+        check = check_key(command) if command is not None else None
+        key = check or (" ".join(command.split()) if command is not None else None)
+        self.keys += [(key, check is not None)] * errors
+        if failed or key is None:
+            return
+        self.passed[key] = index
+        if check is not None:
+            self.last_check = index
+
+    def fixed(self, errors: Sequence[tuple[int, str]]) -> set[int]:
+        """The positions in `errors` (message, line) that later work fixed."""
+        out = set()
+        for position, ((at, _), (key, check)) in enumerate(zip(errors, self.keys)):
+            edit = bisect.bisect_right(self.edits, at)
+            if key is not None and self.passed.get(key, -1) > at or check and edit < len(self.edits) and self.last_check > self.edits[edit]:
+                out.add(position)
+        return out

@@ -29,6 +29,7 @@ EARLIER = "Earlier summary"  # the heading of what a model wrote, when it is kep
 NO_GOAL = "(no request of the user's in the compacted part)"
 OPENING_IS_GOAL = "The request this session began with, quoted whole at the end of this summary."
 DONE_TASK_CHARS = 100  # a task done is kept short: the work it names is behind us
+SINCE = "- Since these words: "  # after the last words, what later runs and commits did
 # The kinds of fact, in the order the report and `Not kept` name them.
 KINDS = ("tasks", "commits", "files modified", "files read", "runs", "errors", "commands", "settings", "tools")
 
@@ -136,7 +137,9 @@ def _last_words(section: Section[Any], state: Merged, room: Room) -> list[str]:
     if not room.take(last_state):
         last_state = quoted(head_and_tail(state.last_state, max(200, room.left - 10)))
         room.left -= len(last_state)
-    return [last_state]
+    # What the work did after these words, so that they are not read as where it stands.
+    since = f"{SINCE}{'; '.join(state.new.since_last_state)}" if state.new.since_last_state else None
+    return [last_state, *([since] if since and room.take(since) else [])]
 
 
 def _what_did_not_fit(section: Section[Any], state: Merged, room: Room) -> list[str]:

@@ -6,11 +6,13 @@ counted; then the sections are written in the layout's order.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
+from ..output_errors import clipped
 from .earlier import merged, sections
-from .facts import Facts
+from .facts import FIXED, Facts
 from .layout import (
     CONTEXT,
     COUNTED,
@@ -33,7 +35,7 @@ from .layout import (
 from .room import Room, head_and_tail
 
 SHORT_FACT = 300  # facts up to this long go into the checkpoint before longer ones
-EARLIER_SHARE = 0.4  # of the room left, what an earlier summary a model wrote may take (its start and end)
+EARLIER_SHARE = 0.4  # of the room left, what an earlier summary a model wrote may take (section by section)
 
 # The order of the budget: the ranked sections, then (after what a model wrote and the fact lists) the others.
 RANKED = sorted((section for section in SECTIONS if section.rank is not None), key=lambda section: section.rank or 0)
@@ -53,7 +55,7 @@ def checkpoint(facts: Facts, budget_tokens: int, ratio: float, previous: str | N
     for section in RANKED:
         if section.keep is not None:
             kept[section] = section.keep(section, state, room)
-    written = _fit_written(state.written, int(room.left * EARLIER_SHARE), room)
+    written = _fit_written(state.written, int(room.left * EARLIER_SHARE), room, facts.closed_a_step)
     shown = shown_commands(state, kept[RUNS])
     kept.update(chosen_facts(facts, state, room, shown))
     for section in LAST:
@@ -119,19 +121,81 @@ def _written_lines(written: Written, part: str | None) -> list[str]:
     return others
 
 
-def _fit_written(written: Written, share: int, room: Room) -> Written:
-    """The sections a model wrote, within `share` characters: their start and end lines."""
-    lines = [(index, line) for index, (_, h3, items) in enumerate(written) for line in ([f"### {h3}"] if h3 else []) +
-             [part for item in items for part in item.split("\n")]]
-    if not lines:
+def _fit_written(written: Written, share: int, room: Room, step_closed: bool) -> Written:
+    """The sections a model wrote, within `share` characters, each whole or left out, in their
+    order: the most needed first (`_rank`: its request and the user's messages, then where the
+    work stands, then the rest, its analysis last), a request too long for what is left by its
+    start and end lines; with what was left out named. Its next step goes when later work
+    closed a step (`step_closed`: a commit, a task done)."""
+    units = _units(written)
+    if step_closed:
+        units = [(rank if rank != NEXT else None, lines) for rank, lines in units]
+    else:
+        units = [(rank if rank != NEXT else WORK, lines) for rank, lines in units]
+    if not units:
         return []
-    total = sum(len(line) + 1 for _, line in lines)
-    if total <= share:
+    total = sum(len(line) + 1 for _, lines in units for line in lines)
+    if total <= share and all(rank is not None for rank, _ in units):
         room.left -= total
         return written
-    kept = _head_and_tail_lines([line for _, line in lines], share)
-    room.left -= sum(len(line) + 1 for line in kept)
-    return [(written[0][0] if written[0][0] in (PROGRESS, CONTEXT) else EARLIER, None, kept)]
+    left = share - 100  # the line that names what was left out
+    kept: dict[int, list[str]] = {}
+    for index in sorted((i for i, (rank, _) in enumerate(units) if rank is not None), key=lambda i: (units[i][0], i)):
+        rank, lines = units[index]
+        size = sum(len(line) + 1 for line in lines)
+        if size <= left:
+            kept[index], left = lines, left - size
+        elif rank == REQUEST and left >= 200:
+            kept[index] = _head_and_tail_lines(lines, left)
+            left -= sum(len(line) + 1 for line in kept[index])
+    lines = [line for index in sorted(kept) for line in kept[index]]
+    gone = [_title(lines) for index, (_, lines) in enumerate(units) if index not in kept]
+    if gone:
+        lines.append(f"[… of the earlier summary, not kept: {'; '.join(gone)} …]")
+    room.left -= sum(len(line) + 1 for line in lines)
+    return [(written[0][0] if written[0][0] in (PROGRESS, CONTEXT) else EARLIER, None, lines)]
+
+
+# What a section of a model's summary is for, by its title: the ranks in which they take the room.
+REQUEST, WORK, PROBLEMS, DETAILS, ANALYSIS, NEXT = 0, 1, 2, 3, 4, 5
+_RANKS = ((re.compile(r"(?i)next step"), NEXT),
+          (re.compile(r"(?i)request|intent|goal|user'?s?\b.*\bmessages?|^summary:?$"), REQUEST),
+          (re.compile(r"(?i)pending|current work|task|progress|state|remaining"), WORK),
+          (re.compile(r"(?i)error|fix|problem"), PROBLEMS),
+          (re.compile(r"(?i)^analysis"), ANALYSIS))
+# A title: a Markdown heading, a numbered line that ends with a colon (Claude Code's "1. Primary
+# Request and Intent:"), or a word or two and a colon alone on its line ("Analysis:", "Summary:").
+_TITLE = re.compile(r"^(?:#{2,4} .+|\d{1,2}\. [^\n]{2,80}:|[A-Z][A-Za-z' ]{1,40}:)\s*$")
+
+
+def _units(written: Written) -> list[tuple[int | None, list[str]]]:
+    """The sections of what a model wrote, as (rank, lines): each `###` section, and in a text of
+    its own titles (Claude Code's summary) each titled part; an analysis is one part, its numbered
+    points in it."""
+    units: list[tuple[int | None, list[str]]] = []
+    for _, h3, items in written:
+        lines = ([f"### {h3}"] if h3 else []) + [part for item in items for part in item.split("\n")]
+        rank, current = _rank(h3 or ""), list[str]()
+        for line in lines:
+            title = line.strip()
+            if _TITLE.match(line) and not (rank == ANALYSIS and title[:1].isdigit()) and not line.startswith("### "):
+                if current:
+                    units.append((rank, current))
+                    current = []
+                rank = _rank(title)
+            current.append(line)
+        if current:
+            units.append((rank, current))
+    return units
+
+
+def _rank(title: str) -> int:
+    return next((rank for pattern, rank in _RANKS if pattern.search(title)), DETAILS)
+
+
+def _title(lines: list[str]) -> str:
+    first = next((line.strip().lstrip("#").strip() for line in lines if line.strip()), "")
+    return f"{clipped(first.rstrip(':'), 60)} ({len(lines)} lines)"
 
 
 def _head_and_tail_lines(lines: list[str], limit: int) -> list[str]:
@@ -175,6 +239,8 @@ def chosen_facts(facts: Facts, state: Merged, room: Room, shown: set[str]) -> di
     unique = [(kind, item) for kind, item in unique if not (kind == "files read" and item in seen_modified)]
     first_errors = {ERRORS.fact_item(text) for text in firsts.values()} | set(state.pools["errors"])
     taken: set[int] = set()
+    # An error later work fixed waits for the room the open ones leave.
+    first_errors -= {item for item in first_errors if item.startswith(ERRORS.fact_item(FIXED))}
     passes = (lambda kind, item: kind == "errors" and item in first_errors and len(item) <= SHORT_FACT,
               lambda kind, item: kind == "files modified",
               lambda kind, item: kind == "files read",  # a path is short and names what the next turn opens again

@@ -1,6 +1,7 @@
 """The artifact trail: what follows a model's summary, the checkpoint's sections marked for it
 (`Section.in_trail`: the task list, commits, the open problem, the last runs, the fact lists),
-each item only where the summary does not say it already, within the checkpoint's budget.
+within the checkpoint's budget: every file modified, command and error as exact strings, the
+other items only where the summary does not say them already.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .layout import COUNTING, LAYOUT, RUNS, FactList, Merged, Section, distinct
 from .render import chosen_facts, count_facts, section_lines, shown_commands
 from .room import Room
 
-TRAIL = "Artifact trail (from the compacted part, where the summary above does not say it)"
+TRAIL = "Artifact trail (from the compacted part)"
 IN_TRAIL = [entry for entry in LAYOUT if isinstance(entry, Section) and entry.in_trail]
 
 
@@ -32,8 +33,11 @@ def artifact_trail(facts: Facts, budget_tokens: int, ratio: float, summary: str,
         if section.keep is not None:
             kept[section] = section.keep(section, state, room)
     shown = shown_commands(state, kept[RUNS])
-    unsaid = replace(facts, errors=_unsaid(facts.errors, said), commands=_unsaid(facts.commands, said),
-                     files=_unsaid(facts.files, said))
+    # Every file modified, command and error, as it is exact, whatever the summary's prose says
+    # of it; a file only read, where the summary does not name it.
+    modified = set(facts.work.modified)
+    unsaid = replace(facts, files=tuple(file for file in facts.files
+                                        if file[1] in modified or file in _unsaid((file,), said)))
     kept.update(chosen_facts(unsaid, state, room, shown))
     if counts is not None:  # what the summary holds itself is kept too
         kept_counts = {}
