@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -115,6 +116,20 @@ def test_the_corpus_logs_claude_code_resumes_shrink_below_a_fifth():
         out, report = slim(loads(data, path.name), data)
         before, after = before + len(data), after + len(out)
     assert after / before <= 0.18
+
+
+COMPACTED_BY_THE_AGENT = sorted((Path(__file__).parent / "recorded" / "compacted").glob("*/*.jsonl"))
+
+
+@pytest.mark.parametrize("path", COMPACTED_BY_THE_AGENT, ids=lambda path: path.parent.name)
+def test_a_session_its_agent_compacted_slims_to_half_or_less(path, transcompact, tmp_path):
+    """What each agent's own compactions leave behind (the history they replaced) goes."""
+    out = tmp_path / path.name
+    result = transcompact("slim", "-q", "-o", out, path)
+    assert result.exit_code == 0, result.stderr
+    assert out.stat().st_size <= 0.5 * path.stat().st_size
+    assert [m.blocks for m in loads(out.read_bytes(), path.name).messages] == \
+           [m.blocks for m in loads(path.read_bytes(), path.name).messages]
 
 
 AGENT_LOGS = [p for p in fixture_files() if p.values[0].parent.name in ("codex", "pi", "gemini")]
