@@ -10,8 +10,7 @@ part it summarizes contradicts (tests/retention.py `contradictions`, the probe):
 First the probe itself, on checkpoints written by hand; then compact's checkpoint of small
 Claude Code sessions built by hand (tests/builders.py), each a fix cycle or a step done; then of
 the sessions the real agents recorded (tests/recorded/), compacted so that what
-follows their first commit is kept. The tests say what we want; those the checkpoint fails today
-are marked `xfail(strict=True)`, to be removed as it is fixed.
+follows their first commit is kept: none may say anything stale.
 """
 
 from __future__ import annotations
@@ -47,7 +46,6 @@ COMMIT = 'git add calc.py && git commit -m "Fix add() to return the sum"'
 TASKS = ("Fix add() in calc.py", "Commit the fix", "Add subtract() with a test and commit it")
 USAGE = "".join(f"{n}. `calc.add({n}, {n + 1})` gives {2 * n + 1}: the helpers take two numbers and return one.\n" for n in range(1, 80))
 FAILED = "FAILED test_calc.py::test_add - assert -1 == 5"
-STALE = "stale checkpoint: "  # every xfail reason begins so
 
 
 def todos(*statuses: str) -> dict:
@@ -169,13 +167,11 @@ def test_an_error_a_later_run_fixed_is_not_listed_as_open():
     assert contradictions(dropped, checkpoint) == [], checkpoint
 
 
-@pytest.mark.xfail(strict=True, reason=STALE + "`pytest -q` stays the open problem after `python -m pytest -q` passed")
 def test_a_passing_run_closes_the_open_problem_however_the_runner_is_spelled():
     dropped, checkpoint = Session().fix_cycle(failing="pytest -q").compacted()
     assert "open problem" not in kinds(contradictions(dropped, checkpoint)), checkpoint
 
 
-@pytest.mark.xfail(strict=True, reason=STALE + "`pytest -q` (failed) stays a last run after `python -m pytest -q` passed")
 def test_a_failing_run_is_not_a_last_run_once_a_later_run_passed():
     dropped, checkpoint = Session().fix_cycle(failing="pytest -q").compacted()
     assert "last run" not in kinds(contradictions(dropped, checkpoint)), checkpoint
@@ -187,7 +183,6 @@ def test_the_last_run_of_a_command_is_its_newest():
     assert "`python -m pytest -q`: 2 passed" in checkpoint
 
 
-@pytest.mark.xfail(strict=True, reason=STALE + "the next step is the agent's step in progress, which a later commit closed")
 def test_the_next_step_is_not_a_step_a_later_commit_closed():
     session = Session().call("TodoWrite", "Todos have been modified successfully.", **todos("completed", "in_progress", "pending"))
     dropped, checkpoint = session.run(COMMIT, COMMITTED).compacted()
@@ -215,15 +210,6 @@ def test_a_failure_nothing_fixed_stays_the_open_problem():
 
 # --- compact's checkpoint of the sessions the agents recorded ------------------------------------
 
-# What the checkpoint still says stale of each recorded session (agent, kind), at the window that
-# keeps what follows its first commit.
-STALE_TODAY = {
-    ("claude-code", "open problem"): "`pytest -q` stays the open problem after `python -m pytest -q` passed",
-    ("claude-code", "last run"): "`pytest -q` (failed) stays a last run after `python -m pytest -q` passed",
-    ("claude-code", "next step"): "TodoWrite's `Commit the fix`, in progress, is the next step after the commit",
-    ("codex", "next step"): "update_plan's `Commit the fix`, in progress, is the next step after the commit",
-    ("gemini", "next step"): "write_todos' `Commit the fix`, in progress, is the next step after the commit",
-}
 KINDS = ("open problem", "error not said fixed", "last run", "next step", "last state")
 AGENTS = [path.parent.name for path in recorded_sessions()]
 
@@ -245,8 +231,7 @@ def recorded_checkpoints() -> dict[str, tuple[list, str]]:
 
 
 @pytest.mark.parametrize(("agent", "kind"), [
-    pytest.param(agent, kind, id=f"{agent}-{kind}", marks=[pytest.mark.xfail(strict=True, reason=STALE + STALE_TODAY[agent, kind])]
-                 if (agent, kind) in STALE_TODAY else [])
+    pytest.param(agent, kind, id=f"{agent}-{kind}")
     for agent in AGENTS for kind in KINDS])
 def test_a_recorded_session_s_checkpoint_says_nothing_stale(recorded_checkpoints, agent, kind):
     dropped, checkpoint = recorded_checkpoints[agent]

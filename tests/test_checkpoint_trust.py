@@ -156,3 +156,16 @@ def test_with_a_model_the_trail_lists_every_file_modified_command_and_error_as_e
     assert "### Files modified (newest first)\n- `src/cart.py`" in trail
     assert "- `pytest -q tests/test_cart.py`" in trail and "- AssertionError: 1 != 0" in trail
     assert "README.md" not in trail  # a file only read, which the summary names
+
+
+def test_the_agents_shapes_of_a_commit_a_patch_and_a_test_run_are_read():
+    from transcompact.ops.compaction.work_state import check_key, git_commit, modified_paths
+
+    # Gemini CLI's shell output puts `Output: ` before git's answer.
+    assert git_commit('git commit -m "x"', "Output: [main a149dfb] x\n", False) == Commit("x", "a149dfb")
+    # Codex runs a patch through the shell: a here-document in `cmd` or `command`; a move names the new file too.
+    patch = "apply_patch <<'PATCH'\n*** Begin Patch\n*** Update File: calc.py\n*** Move to: maths.py\n@@\n-a\n+b\n*** End Patch\nPATCH\n"
+    assert modified_paths("exec_command", {"cmd": patch}) == modified_paths("shell_command", {"command": patch}) == \
+        ["calc.py", "maths.py"]
+    # The same check, however its runner is started.
+    assert check_key("python -m pytest -q") == check_key("pytest -q") == check_key("uv run pytest -q") == "pytest -q"

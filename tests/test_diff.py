@@ -51,7 +51,7 @@ def test_prune_changes_the_cleared_results_in_place():
         assert change.action == "changed" and change.index_before == change.index_after
         (block,) = change.blocks
         assert (block.action, block.kind) == ("replaced", "tool_result")
-        assert block.excerpt_after == "[Tool output cleared — content was processed in earlier turns]"
+        assert block.excerpt_after.startswith("[Tool output cleared — content was processed in earlier turns]")  # its key lines after
         assert block.tokens_after < block.tokens_before
         assert block.tool_call_id == pruned.messages[change.index_after].blocks[0].tool_call_id
 

@@ -800,7 +800,10 @@ def mutant(data: bytes, old: bytes, new: bytes) -> bytes:
 
 @pytest.mark.parametrize("data", [
     # It was an internal error: restating the usage asked whether a list is a stop reason pi does not send.
-    mutant(COMPACTED.read_bytes(), b'"stopReason":"toolUse","timestamp":1768035623000', b'"stopReason":["toolUse"],"timestamp":1768035623000'),
+    # (Its result made long enough that clearing it gains: a short one is left as it is.)
+    mutant(mutant(COMPACTED.read_bytes(), b'"stopReason":"toolUse","timestamp":1768035623000',
+                  b'"stopReason":["toolUse"],"timestamp":1768035623000'),
+           b'"text":"Successfully replaced text in calc.py."', b'"text":"' + b"Successfully replaced text in calc.py. " * 5 + b'"'),
     # Refused (exit 5): prune made the result one text block, which read back as a string.
     mutant(COMPACTED.read_bytes(), b'{"type":"text","text":"Successfully replaced text in calc.py."}]',
            b'{"type":"text","text":"Successfully replaced text in calc.py."},{"type":"text","text":"Successfully replaced text in calc.py."}]'),

@@ -13,9 +13,13 @@ from hypothesis import strategies as st
 from transcompact.cli.main import cli
 from transcompact.core.model import Thinking, ToolCall
 from transcompact.formats import dumps, loads
+from transcompact.ops.compaction.output_errors import is_placeholder, result_error_lines
+from transcompact.ops.compaction.work_state import find_work_state
+from transcompact.ops.pruning.key_lines import KEY_LINES_CHARS
 from transcompact.ops.pruning.prune import PLACEHOLDER, PruneOptions, prune
+from transcompact.ops.pruning.truncate import is_truncated
 
-from .builders import loads_checked, prompt, properties, results, session, text_of
+from .builders import loads_checked, prompt, properties, prune_and_expand, results, session, text_of
 from .conftest import FIXTURES, supported_corpus_files
 from .strategies import transcripts
 
@@ -25,9 +29,9 @@ def test_the_spec_algorithm_with_its_defaults():
     pruned, report = prune(transcript)
     texts = [text_of(r) for r in results(pruned)]
     # 10 tool-result messages: the first 4 are older than the last 6 (cleared), the last 2 are protected,
-    # the 4 between are longer than 4000 characters (soft-trimmed).
-    assert texts[:4] == [PLACEHOLDER] * 4
+    # the 4 between are longer than 4000 characters (soft-trimmed). The failed one keeps its last line: why it failed.
     originals = [text_of(r) for r in results(transcript)]
+    assert texts[:4] == [PLACEHOLDER, f"{PLACEHOLDER}\n{originals[1].splitlines()[-1]}", PLACEHOLDER, PLACEHOLDER]
     for text, original in zip(texts[4:8], originals[4:8]):
         head, marker, tail = text[:1500], text[1500:-1500], text[-1500:]
         assert marker == "\n\n--- trimmed (kept 1500 head + 1500 tail of 6000 chars) ---\n\n"
@@ -37,7 +41,7 @@ def test_the_spec_algorithm_with_its_defaults():
     assert report.tokens_after < report.tokens_before
     # is_error and every other field stay; the user's note beside the results is untouched.
     wire = orjson.loads(dumps(pruned))["messages"]
-    assert wire[4]["content"][0]["is_error"] is True and wire[4]["content"][0]["content"] == PLACEHOLDER
+    assert wire[4]["content"][0]["is_error"] is True and wire[4]["content"][0]["content"] == texts[1]
     assert [m["content"][1] for m in wire[2:-2:2]] == [m["content"][1] for m in json.loads(session())["messages"][2:-2:2]]
 
 
@@ -122,7 +126,7 @@ def test_report_line_and_json(tmp_path):
     runner = CliRunner()
     (tmp_path / "s.json").write_bytes(session())
     result = runner.invoke(cli, ["prune", "--report", str(tmp_path / "report.json"), str(tmp_path / "s.json")])
-    assert result.stderr == f"{tmp_path / 's.json'}: pruned 4 soft-trimmed, 4 cleared (2 protected): 15,189 → 6,309 tokens\n"
+    assert result.stderr == f"{tmp_path / 's.json'}: pruned 4 soft-trimmed, 4 cleared (2 protected): 15,189 → 6,312 tokens\n"
     (line,) = (tmp_path / "report.json").read_text().splitlines()  # JSON Lines: one per file
     report = json.loads(line)
     assert report["soft_trimmed"] == 4 and report["tokens_before"] == 15189 and report["file"] == str(tmp_path / "s.json")
@@ -133,6 +137,99 @@ def test_numeric_defaults_are_variables(tmp_path):
     (tmp_path / "s.json").write_bytes(session())
     result = CliRunner().invoke(cli, ["prune", "-q", str(tmp_path / "s.json")], env={"TRANSCOMPACT_KEEP_LAST": "10"})
     assert json.loads(result.stdout) == json.loads(session())
+
+
+# --- key lines: what a pruned result keeps of what it held -------------------------------------
+
+REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+            "the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
+            "keep the build folder, clean only dist/")
+FAILED_TESTS = ("Exit code 1\n============================= test session starts ==============================\n"
+                + "".join(f"tests/test_cart.py::test_case_{n} PASSED\n" for n in range(12))
+                + "Traceback (most recent call last):\n  File \"src/shop/cart.py\", line 12, in total\n    return a + b\n"
+                "TypeError: unsupported operand type(s) for +: 'int' and 'str'\n"
+                "FAILED tests/test_cart.py::test_total - TypeError: unsupported operand\n"
+                "========================= 1 failed, 12 passed in 0.52s =========================")
+COMMITTED = ("[main 67cdb2e] Fix the cart total\n 3 files changed, 41 insertions(+), 7 deletions(-)\n"
+             " create mode 100644 src/shop/totals.py\n create mode 100644 tests/test_totals.py")
+
+
+def shell_session(*runs: tuple[str, str, bool]) -> bytes:
+    """An agent session of shell commands: (command, what it printed, whether the result is an error)."""
+    messages: list[dict] = [{"role": "user", "content": "Fix the cart total."}]
+    for n, (command, output, is_error) in enumerate(runs):
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{n:02d}", "name": "Bash", "input": {"command": command}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{n:02d}", "content": output, "is_error": is_error}]})
+    messages += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "Thanks."}]
+    return json.dumps({"model": "m", "messages": messages}).encode()
+
+
+RUNS = (("rm -rf build", REJECTED, True), ("pytest tests/", FAILED_TESTS, True), ('git commit -am "Fix the cart total"', COMMITTED, False))
+CLEAR_ALL = PruneOptions(keep_last=0, hard_clear_after=0)
+
+
+def test_a_cleared_result_keeps_its_key_lines_under_the_placeholder():
+    pruned, report = prune(loads(shell_session(*RUNS), "s.json"), CLEAR_ALL)
+    assert report.cleared == 3
+    assert [text_of(r) for r in results(pruned)] == [
+        f"{PLACEHOLDER}\nThe user doesn't want to proceed with this tool use. … the user said:\nkeep the build folder, clean only dist/",
+        f"{PLACEHOLDER}\nExit code 1\nTypeError: unsupported operand type(s) for +: 'int' and 'str'\n"
+        "FAILED tests/test_cart.py::test_total - TypeError: unsupported operand\n1 failed, 12 passed in 0.52s",
+        f"{PLACEHOLDER}\n[main 67cdb2e] Fix the cart total"]
+    properties(shell_session(*RUNS), "s.json", CLEAR_ALL)  # pruning twice is pruning once, among others
+
+
+def test_the_checkpoint_reads_a_cleared_result_s_key_lines_as_it_read_the_output():
+    transcript = loads(shell_session(*RUNS), "s.json")
+    pruned, _ = prune(transcript, CLEAR_ALL)
+    assert all(is_placeholder(text_of(r)) for r in results(pruned))
+    state = find_work_state(pruned.messages)
+    assert state == find_work_state(transcript.messages)
+    assert [c.hash for c in state.commits] == ["67cdb2e"] and state.runs[0].result == "1 failed, 12 passed in 0.52s"
+    assert state.problem is not None and state.problem.error.startswith("FAILED tests/test_cart.py::test_total")
+    inputs = [c.input for m in transcript.messages for c in m.tool_calls]
+    assert [result_error_lines(r, "Bash", i) for r, i in zip(results(pruned), inputs)] == [
+        result_error_lines(r, "Bash", i) for r, i in zip(results(transcript), inputs)]
+
+
+def test_placeholders_with_and_without_key_lines():
+    assert is_placeholder(PLACEHOLDER) and is_placeholder("[Old tool result content cleared]")
+    assert is_placeholder(f"{PLACEHOLDER}\nExit code 1\nerror: no such file")
+    assert not is_placeholder(f"{PLACEHOLDER} and what came after it") and not is_placeholder("Exit code 1\n" + PLACEHOLDER)
+
+
+def test_the_key_lines_fit_in_their_budget():
+    errors = "".join(f"src/shop/cart_{n}.py:{n}:1: error: " + "this line says at length what went wrong " * 6 + "\n"
+                     for n in range(5))
+    pruned, _ = prune(loads(shell_session(("mypy src", "Exit code 1\n" + errors, True)), "s.json"), CLEAR_ALL)
+    notice, *kept = text_of(results(pruned)[0]).split("\n")
+    assert notice == PLACEHOLDER and kept[0] == "Exit code 1" and kept[1].startswith("src/shop/cart_0.py:0:1: error:")
+    assert len("\n".join(kept)) < KEY_LINES_CHARS and kept[-1].endswith(" …")  # the last that fits, cut at a word
+
+
+def test_a_soft_trimmed_result_keeps_the_key_lines_of_its_middle_under_the_marker():
+    filler = "".join(f"tests/test_cart.py::test_case_{n} PASSED\n" for n in range(150))
+    output = f"Exit code 1\n{filler}FAILED tests/test_cart.py::test_total - AssertionError: assert 3 == 4\n{filler}1 failed in 2.1s"
+    options = PruneOptions(keep_last=0)
+    pruned, report = prune(loads(shell_session(("pytest", output, True)), "s.json"), options)
+    assert report.soft_trimmed == 1
+    marker = f"\n\n--- trimmed (kept 1500 head + 1500 tail of {len(output)} chars) ---\n"
+    # The exit status is in the head and the summary in the tail: only the failure was in the middle.
+    assert text_of(results(pruned)[0]) == (output[:1500] + marker + "FAILED tests/test_cart.py::test_total - AssertionError: assert 3 == 4"
+                                          + "\n\n" + output[-1500:])
+    properties(shell_session(("pytest", output, True)), "s.json", options)
+    cut, _ = prune(loads(shell_session(("pytest", output, True)), "s.json"), PruneOptions(keep_last=0, by_kind=True, result_token_cap=300))
+    text = text_of(results(cut)[0])
+    assert text.endswith(" omitted ...]\nFAILED tests/test_cart.py::test_total - AssertionError: assert 3 == 4") and is_truncated(text)
+
+
+def test_expand_restores_a_result_whose_placeholder_kept_key_lines(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.json").write_bytes(shell_session(*RUNS))
+    original, pruned, expanded = prune_and_expand("--keep-last", "0", "--hard-clear-after", "0", source="s.json")
+    assert "[main 67cdb2e] Fix the cart total" in pruned.decode() and json.loads(expanded) == json.loads(original)
 
 
 # --- properties ------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ An error is an error message: an exception line after a traceback (or at the sta
 a failed test or assertion, a compiler's or a tool's `error:` line, git's `fatal:`; and when a
 command failed (an error result, a non-zero exit) without any of these, the last line that
 says why. Never a progress line ("Checking 1 source file ...", "Getting extensions ..."), an
-exit status alone, or a placeholder a compaction left; never a line of a file the agent read.
+exit status alone, or a placeholder a compaction left (of one, only the key lines prune kept
+under its notice are read: `kept_output`); never a line of a file the agent read.
 """
 
 from __future__ import annotations
@@ -42,12 +43,19 @@ _PROGRESS = re.compile(r"(?:\.\.\.|…)\s*$|^(?:Checking|Running|Compiling|Downl
                        r"|^(?:<output>|</output>|<error>|</error>|```)$|^[-=_*#~]{3,}$|^\$ ")
 _FAILURE_WORDS = re.compile(r"(?i)\b(?:error|failed|failure|cannot|can't|unable|invalid|denied|refused|not found|no such|"
                             r"unknown|missing|unexpected|timed? ?out)\b")
-# What a compaction leaves in place of an output (ours, Claude Code's microcompact, an archive's).
-_PLACEHOLDER = re.compile(r"^\[(?:Old tool result content cleared|Tool output cleared\b[^\]]*)\]$")
+# What a compaction leaves in place of an output (ours, Claude Code's microcompact, an archive's):
+# a notice line, which prune may follow with the output's key lines, one a line (ops/pruning/key_lines.py).
+_PLACEHOLDER = re.compile(r"\[(?:Old tool result content cleared|Tool output cleared\b[^\]\n]*)\](?:\n|\Z)")
 
 
 def is_placeholder(text: str) -> bool:
     return bool(_PLACEHOLDER.match(text.strip()))
+
+
+def kept_output(text: str) -> str:
+    """What stands for the output: of a placeholder, the key lines kept under its notice ("" when
+    none), else the text itself."""
+    return text.strip().partition("\n")[2] if is_placeholder(text) else text
 
 
 def clipped(text: str, limit: int) -> str:
@@ -69,8 +77,7 @@ def error_lines(text: str, failed: bool) -> list[str]:
     """The lines of an output that report an error: exception lines after a traceback, test
     failures, compiler errors; when the command failed and none of these is there, the last
     line that says why."""
-    if is_placeholder(text):
-        return []
+    text = kept_output(text)
     found: list[str] = []
     lines = output_lines(text)
     in_traceback = False
@@ -107,7 +114,7 @@ def exit_failed(text: str) -> bool:
 
 def result_error_lines(result: ToolResult, tool: str | None, arguments: Any) -> list[str]:
     """The error lines of a tool result: none from a read or a search that did not fail."""
-    text = result_text(result)
+    text = kept_output(result_text(result))
     failed = bool(result.is_error) or exit_failed(text)
     if not failed and ((tool or "").lower() in READ_TOOLS or _reads_a_file(arguments)):
         return []

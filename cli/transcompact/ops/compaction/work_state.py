@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.model import Message, ToolCall, ToolResult, named_paths, result_text
-from .output_errors import command_of, error_lines, exit_failed, is_placeholder
+from .output_errors import command_of, error_lines, exit_failed, is_placeholder, kept_output
 
 DONE, IN_PROGRESS, PENDING, CANCELLED = "done", "in progress", "pending", "cancelled"
 _STATUSES = {"completed": DONE, "complete": DONE, "done": DONE, "finished": DONE, "in_progress": IN_PROGRESS,
@@ -30,9 +30,10 @@ _STATUSES = {"completed": DONE, "complete": DONE, "done": DONE, "finished": DONE
 EDIT_TOOLS = frozenset({"edit", "multiedit", "write", "notebookedit", "write_file", "replace", "edit_file",
                         "create_file", "str_replace", "insert", "apply_patch", "patch", "write_to_file", "search_replace"})
 EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "edit"})
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.M)
+_PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.M)  # a move: its new name too
 _COMMIT_COMMAND = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+)*[^|;&\n]*?\bcommit\b")
-_COMMIT_LINE = re.compile(r"^\[([^\]\s]+)(?: \([^)]*\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
+# git's answer to a commit, at the start of a line (Gemini CLI's shell output puts `Output: ` before it).
+_COMMIT_LINE = re.compile(r"^(?:Output: )?\[([^\]\s]+)(?: \([^)]*\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _COMMIT_MESSAGE = re.compile(r"""-(?:[a-z]*m|-message)[ =](?:"((?:[^"\\]|\\.)+)"|'([^']+)')""")
 _HEREDOC_FIRST = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\)?\"?\s*\n\s*(.+)")
 # Commands whose last run says where the work stands: tests, builds, type checks, linters.
@@ -48,6 +49,8 @@ _RESULT_LINE = re.compile(
     r"\b\d+ (?:passed|failed|errors?|error\(s\)|tests?|passing|failing|pending|skipped|problems?|warnings?|examples?|"
     r"failures?|issues?)\b|^(?:ok|FAIL|PASS|FAILED|PASSED)\b|test result:|^Tests?:|BUILD (?:SUCCESS|FAILED)|"
     r"Build succeeded|Build FAILED|Success: no issues|All checks passed|no issues found|Finished `?\w+`? ", re.I)
+# What starts a check's own program: the same check, however it is started.
+_RUNNER = re.compile(r"^(?:(?:uv|poetry|pipenv|pdm|hatch) run |python3? -m (?=pytest|unittest|mypy|ruff|tox|nox))")
 _REDIRECTS = re.compile(r"\s+\d?>&\d|\s+2>/dev/null")
 
 
@@ -91,11 +94,13 @@ class WorkState:
     read: tuple[str, ...] = ()  # files only read, newest first
     runs: tuple[Run, ...] = ()  # newest first
     problem: Problem | None = None
+    committed_since_tasks: bool = False  # a commit came after the task list was last written
 
     @property
     def next_step(self) -> str | None:
-        """The first task not done: one in progress, else the first pending."""
-        for wanted in (IN_PROGRESS, PENDING):
+        """The first task not done: one in progress, else the first pending. A step in progress
+        when a later commit came, which the agent did not mark since, is taken as closed by it."""
+        for wanted in ((PENDING,) if self.committed_since_tasks else (IN_PROGRESS, PENDING)):
             task = next((t for t in self.tasks or () if t.status == wanted), None)
             if task is not None:
                 return task.text
@@ -126,6 +131,12 @@ def is_git_commit(command: str) -> bool:
     return bool(_COMMIT_COMMAND.search(command))
 
 
+def commit_line(output: str) -> str | None:
+    """The `[branch hash] subject` line git answers a commit with, or None."""
+    match = _COMMIT_LINE.search(output)
+    return match.group(0) if match else None
+
+
 def git_commit(command: str, output: str, failed: bool) -> Commit | None:
     if not is_git_commit(command):
         return None
@@ -143,9 +154,10 @@ def git_commit(command: str, output: str, failed: bool) -> Commit | None:
 
 
 def check_key(command: str) -> str | None:
-    """The command as a run of a test, build or lint command (its pipes and redirections aside), or None."""
+    """The command as a run of a test, build or lint command (its pipes and redirections aside, and
+    however the runner is started: `python -m pytest -q` is `pytest -q`), or None."""
     first = _REDIRECTS.sub("", command.split("\n")[0].split(" | ")[0]).strip()
-    return " ".join(first.split()) if _CHECK_COMMAND.search(first) else None
+    return _RUNNER.sub("", " ".join(first.split())) if _CHECK_COMMAND.search(first) else None
 
 
 def result_line(output: str, failed: bool) -> str:
@@ -166,8 +178,13 @@ def modified_paths(name: str, arguments: Any) -> list[str]:
     """The files a call changes: an edit or write tool's path, an editor's write command, a patch's files."""
     patch = next((v for v in (arguments.get("input"), arguments.get("patch")) if isinstance(v, str)), None) \
         if isinstance(arguments, dict) else arguments if isinstance(arguments, str) else None
-    if patch is None and isinstance(arguments, dict) and isinstance(arguments.get("command"), list):
-        patch = next((v for v in arguments["command"] if isinstance(v, str) and "*** Begin Patch" in v), None)
+    if patch is None and isinstance(arguments, dict):
+        # Codex runs a patch through the shell too: an argv, or a here-document in `cmd` / `command`.
+        shell: list[Any] = []
+        for key in ("command", "cmd"):
+            value = arguments.get(key)
+            shell += value if isinstance(value, list) else [value]
+        patch = next((v for v in shell if isinstance(v, str) and "*** Begin Patch" in v), None)
     if patch is not None and "*** " in patch:
         return [m.strip() for m in _PATCH_FILE.findall(patch)]
     if not isinstance(arguments, dict):
@@ -183,6 +200,7 @@ class _Tracker:
 
     tasks: tuple[Task, ...] | None = None
     created: dict[str, Task] | None = None  # Claude Code's TaskCreate / TaskUpdate, by task id
+    committed_since_tasks: bool = False
     commits: list[Commit] = field(default_factory=list)
     modified: dict[str, None] = field(default_factory=dict)  # ordered sets
     read: dict[str, None] = field(default_factory=dict)
@@ -196,7 +214,7 @@ class _Tracker:
         arguments = call.input if isinstance(call.input, dict) else {}
         listed = task_list(arguments)
         if listed is not None:
-            self.tasks, self.created = listed, None
+            self.tasks, self.created, self.committed_since_tasks = listed, None, False
         for path in modified_paths(call.name, call.input):
             self.modified.pop(path, None)
             self.modified[path] = None
@@ -223,11 +241,12 @@ class _Tracker:
                 subject = arguments.get("subject")
                 self.created[task_id] = Task(" ".join(subject.split()) if isinstance(subject, str) else task.text,
                                              status_of(arguments["status"]) if "status" in arguments else task.status)
-        self.tasks = tuple(self.created.values())
+        self.tasks, self.committed_since_tasks = tuple(self.created.values()), False
 
     def ran(self, command: str, output: str, failed: bool) -> None:
         if commit := git_commit(command, output, failed):
             self.commits.append(commit)
+            self.committed_since_tasks = True
         key = check_key(command)
         if key is not None:
             self.runs.pop(key, None)
@@ -240,7 +259,8 @@ class _Tracker:
     def state(self) -> WorkState:
         runs = tuple(Run(command, result_line(output, failed), failed) for command, output, failed in reversed(self.runs.values()))
         return WorkState(self.tasks, tuple(dict.fromkeys(self.commits)), tuple(reversed(self.modified)),
-                         tuple(reversed(self.read)), runs, _problem(self.failure))
+                         tuple(reversed(self.read)), runs, _problem(self.failure),
+                         self.committed_since_tasks and self.tasks is not None)
 
 
 def _problem(failure: tuple[str, str] | None) -> Problem | None:
@@ -283,7 +303,9 @@ class WorkStateFinder:
 def _result(tracker: _Tracker, call: ToolCall, result: ToolResult) -> None:
     output = result_text(result)
     if is_placeholder(output):
-        return
+        output = kept_output(output)  # the key lines prune kept of it (an error, a commit, a summary), if any
+        if not output:
+            return
     if call.name in ("TaskCreate", "TaskUpdate"):
         tracker.task_tool(call, output)
         return

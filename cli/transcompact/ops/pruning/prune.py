@@ -2,10 +2,13 @@
 
 Tool-result messages are counted from the end. The last `keep_last` are protected. Those older
 than the last `hard_clear_after` become the placeholder. Any other result longer than
-`soft_trim_chars` keeps its `head` and `tail` around a marker that states what was kept. User
-text and assistant blocks are never changed (unless `clear_tool_inputs` / `clear_thinking` are
-asked for), results that hold an image or anything but text are left alone, and a result that
-was pruned already is not pruned again, so pruning twice is pruning once.
+`soft_trim_chars` keeps its `head` and `tail` around a marker that states what was kept. What
+either leaves out keeps its key lines (key_lines.py: an error message, a commit, a test summary,
+the words of a user who rejected the call), one a line under the placeholder's line, or under
+the marker and before a blank line and the tail. User text and assistant blocks are never
+changed (unless `clear_tool_inputs` / `clear_thinking` are asked for), results that hold an
+image or anything but text are left alone, and a result that was pruned already is not pruned
+again, so pruning twice is pruning once.
 
 With `by_kind`, the soft trim is a cut by the kind of output the result holds, to
 `result_token_cap` (truncate.py). The names of Anthropic's context editing are options too
@@ -17,7 +20,9 @@ clears every older result, `clear_at_least` holds back an edit of the results th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ...core import settings
 from ...core.model import (
@@ -35,14 +40,15 @@ from ...core.model import (
     tool_names,
 )
 from ...counting.counter import TokenCounter
+from .key_lines import key_lines, not_shown, within_budget
 from .truncate import is_truncated, kind_of, truncate
 
 PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns]"
 _ARCHIVED_PLACEHOLDER = "[Tool output cleared — content was processed in earlier turns; archived as {id}]"
-_MARKER = "\n\n--- trimmed (kept {head} head + {tail} tail of {total} chars) ---\n\n"
-_ARCHIVED_MARKER = "\n\n--- trimmed (kept {head} head + {tail} tail of {total} chars; archived as {id}) ---\n\n"
-_CLEARED = re.compile(r"\[Tool output cleared — content was processed in earlier turns(; archived as [^\]]*)?\]\Z")
-_TRIMMED = re.compile(r"\n\n--- trimmed \(kept \d+ head \+ \d+ tail of \d+ chars(; archived as [^)]*)?\) ---\n\n")
+_MARKER = "\n\n--- trimmed (kept {head} head + {tail} tail of {total} chars) ---\n"
+_ARCHIVED_MARKER = "\n\n--- trimmed (kept {head} head + {tail} tail of {total} chars; archived as {id}) ---\n"
+_CLEARED = re.compile(r"\[Tool output cleared — content was processed in earlier turns(; archived as [^\]\n]*)?\](?:\n|\Z)")
+_TRIMMED = re.compile(r"\n\n--- trimmed \(kept \d+ head \+ \d+ tail of \d+ chars(; archived as [^)]*)?\) ---\n")
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     the default count of `transcript`."""
     groups = tool_result_groups(transcript)
     names = tool_names(transcript.messages)
+    arguments = _call_inputs(transcript.messages)
     messages = list(transcript.messages)
     counts = dict(soft_trimmed=0, cleared=0, protected=0, excluded=0, untouched_media=0)
     later_uses = sum(transcript.messages[i].result_count for indices in groups for i in indices)
@@ -142,7 +149,7 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
                 if not isinstance(block, ToolResult):
                     continue
                 later_uses -= 1  # now: how many tool results come after this one
-                new = _pruned_result(block, age, later_uses, options, names, counts)
+                new = _pruned_result(block, age, later_uses, options, names, arguments, counts)
                 if new is None:
                     continue
                 blocks[b] = new
@@ -165,6 +172,19 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)
     return pruned, report
+
+
+def _call_inputs(messages: tuple[Message, ...]) -> Callable[[str], Any]:
+    """The input of a call by its id, read (apart) from its message only when asked: for the key
+    lines of a result that is pruned, so that the calls of the results that stay are not read."""
+    where = {call_id: index for index, message in enumerate(messages) for call_id in message.call_ids}
+
+    def arguments(call_id: str) -> Any:
+        index = where.get(call_id)
+        calls = messages[index].read_apart().tool_calls if index is not None else ()
+        return next((call.input for call in calls if call.id == call_id), None)
+
+    return arguments
 
 
 def _stays(view: MessageView, age: int, later_uses: int, options: PruneOptions, names: dict, counts: dict) -> bool:
@@ -202,7 +222,7 @@ def _protection(call_id: str | None, age: int, later_uses: int, options: PruneOp
 
 
 def _pruned_result(block: ToolResult, age: int, later_uses: int, options: PruneOptions, names: dict,
-                   counts: dict) -> ToolResult | None:
+                   arguments: Callable[[str], Any], counts: dict) -> ToolResult | None:
     """The new result, or None when this one stays as it is. `age` counts the tool-result messages
     after it, `later_uses` the tool results after it (what `keep_tool_uses` counts)."""
     by_uses = options.keep_tool_uses is not None
@@ -219,31 +239,45 @@ def _pruned_result(block: ToolResult, age: int, later_uses: int, options: PruneO
         placeholder = _ARCHIVED_PLACEHOLDER.format(id=block.tool_call_id) if options.archive else PLACEHOLDER
         if len(text) <= len(placeholder):
             return None  # clearing would make it longer
+        notice = "\n".join([placeholder, *within_budget(_key_lines(block, names, arguments))])
+        if len(text) <= len(notice):
+            return None  # it says little more than its key lines do
         counts["cleared"] += 1
-        return _with_text(block, placeholder)
+        return _with_text(block, notice)
     if options.by_kind:
-        return _cut_by_kind(block, text, options, names, counts)
+        return _cut_by_kind(block, text, options, names, arguments, counts)
     if len(text) <= options.soft_trim_chars or _TRIMMED.search(text):
         return None
     marker = (_ARCHIVED_MARKER if options.archive else _MARKER).format(
         head=options.head, tail=options.tail, total=len(text), id=block.tool_call_id)
-    trimmed = text[: options.head] + marker + (text[-options.tail :] if options.tail else "")
+    head, tail = text[: options.head], text[-options.tail :] if options.tail else ""
+    middle = within_budget(not_shown(_key_lines(block, names, arguments), head, tail))
+    trimmed = head + marker + "".join(line + "\n" for line in middle) + "\n" + tail
     if len(trimmed) >= len(text):
         return None  # the marker would add more than the trim takes away
     counts["soft_trimmed"] += 1
     return _with_text(block, trimmed)
 
 
-def _cut_by_kind(block: ToolResult, text: str, options: PruneOptions, names: dict, counts: dict) -> ToolResult | None:
-    """The result cut by the kind of output its tool gives, when it is over the cap (truncate.py)."""
+def _cut_by_kind(block: ToolResult, text: str, options: PruneOptions, names: dict, arguments: Callable[[str], Any],
+                 counts: dict) -> ToolResult | None:
+    """The result cut by the kind of output its tool gives, when it is over the cap (truncate.py),
+    and the key lines of what the cut left out after its notice (over the cap)."""
     if _TRIMMED.search(text) or is_truncated(text):
         return None  # trimmed already, by either way
     kind = kind_of(names.get(block.tool_call_id), options.kinds)
     cut = truncate(text, kind, options.result_token_cap, archived_as=block.tool_call_id if options.archive else None)
     if cut == text:
         return None
+    cut += "".join("\n" + line for line in within_budget(not_shown(_key_lines(block, names, arguments), cut)))
+    if len(cut) >= len(text):
+        return None  # the key lines would add more than the cut takes away
     counts["soft_trimmed"] += 1
     return _with_text(block, cut)
+
+
+def _key_lines(block: ToolResult, names: dict, arguments: Callable[[str], Any]) -> list[str]:
+    return key_lines(block, names.get(block.tool_call_id), arguments(block.tool_call_id))
 
 
 def _clear_inputs(messages: list[Message], cleared: set[str], of_tools: bool | frozenset[str]) -> int:

@@ -10,8 +10,9 @@ what was omitted (`[... 42 lines / 18340 bytes omitted ...]`):
 - `generic` (anything else): the start, cut at a line boundary.
 
 Lines are kept whole; only a first line that alone is over the budget is cut inside. The cut
-result, notice included, fits the cap, and one that ends with a notice is never cut again, so
-cutting twice is cutting once; a cut that would not be shorter than the result is not made.
+result, notice included, fits the cap, and one that ends with a notice (or with the notice and
+the key lines prune keeps under it: key_lines.py) is never cut again, so cutting twice is
+cutting once; a cut that would not be shorter than the result is not made.
 Which kind a tool's output is comes from `kind_of`: the default map (settings.TOOL_KINDS), by
 tool name in any case, extended or overridden by the caller's entries.
 """
@@ -34,7 +35,8 @@ _ARCHIVED_NOTICE = "[... {lines} lines / {bytes} bytes omitted; archived as {id}
 # A line ends at "\n" only: str.splitlines also breaks at "\r", "\x0b", "\u2028" …, after which the
 # cut would add a "\n" the output never had, and its byte count would be off.
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
-_ENDS_WITH_NOTICE = re.compile(r"\[\.\.\. \d+ lines / \d+ bytes omitted(; archived as [^\]]*)? \.\.\.\]\Z")
+# The notice ends a cut, or stands over the key lines prune kept of what it omitted (key_lines.py), one a line.
+_ENDS_WITH_NOTICE = re.compile(r"\[\.\.\. \d+ lines / \d+ bytes omitted(; archived as [^\]]*)? \.\.\.\](?:\n[^\n]+)*\Z")
 
 
 def kind_of(tool: str | None, extra: Iterable[tuple[str, str]] = ()) -> str:

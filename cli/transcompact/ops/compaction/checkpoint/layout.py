@@ -187,8 +187,11 @@ def _parse_task(item: str) -> Task | None:
 
 def _merge_tasks(state: Merged, earlier: list[Task]) -> None:
     """The new part's task list; the earlier one when the new part has none."""
-    tasks = state.new.work.tasks
-    state.work = replace(state.work, tasks=tasks if tasks is not None else (tuple(earlier) or None))
+    new = state.new.work
+    if new.tasks is not None:
+        state.work = replace(state.work, tasks=new.tasks)
+    else:  # the earlier list, which a commit of the new part may have overtaken
+        state.work = replace(state.work, tasks=tuple(earlier) or None, committed_since_tasks=bool(new.commits))
 
 
 TASKS: Section[Task] = Section(
