@@ -1,10 +1,14 @@
-"""What the least a command could do costs: `python bench/floors.py estimate|prune FILE`.
+"""What the least a command could do costs: `python bench/floors.py estimate|prune FILE [SHAPE]`.
 
 Each is the design of a typed decode and a count, at its barest, with none of the product around it: click
-imported (every command's start-up pays it), the request body read by one typed msgspec decode
-that builds only what a count needs, and the characters counted. `prune` also replaces every
-tool result but the last six with a placeholder, writes the body with the other messages as
-their own bytes, and reads what it wrote back once (the least a post-condition can be).
+imported (every command's start-up pays it), the file read by typed msgspec decodes that build
+only what a count needs, and the characters counted. `prune` also replaces every tool result but
+the last six with a placeholder, writes the other messages (or lines) as their own bytes, and
+reads what it wrote back once (the least a post-condition can be).
+
+SHAPE (`body` when left out): `body`, a request body; `list`, a bare list of messages; `jsonl`, JSON
+Lines of messages; `log`, an agent's JSON Lines log (Claude Code, Codex, pi: each line's message
+or payload decoded by one generic type); `gemini`, a Gemini CLI session document.
 
 What the floor leaves out and a command must do: its own modules' start-up, every check a
 reading makes (a value of another type, a field of another name, a thinking's signature, a
@@ -90,7 +94,156 @@ def prune(data: bytes) -> None:
     sys.stdout.buffer.write(output)
 
 
+def estimate_list(data: bytes) -> None:
+    messages = msgspec.json.decode(data, type=list[_Message])
+    print(_characters(messages) // 4 + 4 * len(messages))
+
+
+def estimate_jsonl(data: bytes) -> None:
+    decode = msgspec.json.Decoder(_Message).decode
+    messages = [decode(line) for line in data.splitlines() if line.strip()]
+    print(_characters(messages) // 4 + 4 * len(messages))
+
+
+def _pruned(messages: list[_Message], spans: list[bytes]) -> list[bytes]:
+    """Each message's bytes: its own, or for a tool result but the last six, made anew with a placeholder."""
+    results = [i for i, m in enumerate(messages)
+               if not isinstance(m.content, str) and any(isinstance(b, _ToolResult) for b in m.content)]
+    cleared = set(results[:-6])
+    out = []
+    for index, (message, span) in enumerate(zip(messages, spans)):
+        if index in cleared:
+            blocks = [{"type": "tool_result", "tool_use_id": b.tool_use_id, "content": "[cleared]"}
+                      if isinstance(b, _ToolResult) else msgspec.to_builtins(b) for b in message.content]
+            out.append(orjson.dumps({"role": message.role, "content": blocks}))
+        else:
+            out.append(span)
+    return out
+
+
+def prune_list(data: bytes) -> None:
+    spans = [bytes(raw) for raw in msgspec.json.decode(data, type=list[Raw])]
+    messages = msgspec.json.decode(data, type=list[_Message])
+    _characters(messages)
+    output = orjson.dumps([orjson.Fragment(span) for span in _pruned(messages, spans)])
+    msgspec.json.decode(output, type=list[_Message])
+    sys.stdout.buffer.write(output)
+
+
+def prune_jsonl(data: bytes) -> None:
+    decode = msgspec.json.Decoder(_Message).decode
+    spans = [line for line in data.splitlines() if line.strip()]
+    messages = [decode(line) for line in spans]
+    _characters(messages)
+    output = b"\n".join(_pruned(messages, spans)) + b"\n"
+    [decode(line) for line in output.splitlines()]
+    sys.stdout.buffer.write(output)
+
+
+class _AnyBlock(Struct):
+    """A content block of any agent's log, with what a count reads of each kind."""
+
+    type: str = ""
+    text: str = ""
+    thinking: str = ""
+    content: Raw = Raw()
+    input: Raw = Raw()
+    arguments: Raw = Raw()
+
+
+class _AnyMessage(Struct):
+    content: str | list[_AnyBlock] | None = None
+
+
+class _Payload(Struct):
+    """A Codex line's payload: a message, a call or a call's output."""
+
+    type: str = ""
+    content: list[_AnyBlock] | None = None
+    output: Raw = Raw()
+    arguments: Raw = Raw()
+    input: Raw = Raw()
+
+
+class _LogLine(Struct):
+    message: _AnyMessage | None = None  # Claude Code, pi
+    payload: _Payload | None = None  # Codex
+
+
+class _GeminiMessage(Struct):
+    content: Raw = Raw()
+    toolCalls: Raw = Raw()
+
+
+class _GeminiSession(Struct):
+    messages: list[_GeminiMessage]
+
+
+def _block_characters(blocks: list[_AnyBlock]) -> int:
+    return sum(len(b.text) + len(b.thinking) + len(b.content) + len(b.input) + len(b.arguments) for b in blocks)
+
+
+def _log_characters(lines: list[_LogLine]) -> int:
+    count = 0
+    for line in lines:
+        if line.message is not None:
+            content = line.message.content
+            count += len(content) if isinstance(content, str) else _block_characters(content or [])
+        elif line.payload is not None:
+            payload = line.payload
+            count += _block_characters(payload.content or []) + len(payload.output) + len(payload.arguments) + len(payload.input)
+    return count
+
+
+def estimate_log(data: bytes) -> None:
+    decode = msgspec.json.Decoder(_LogLine).decode
+    print(_log_characters([decode(line) for line in data.splitlines() if line.strip()]) // 4)
+
+
+# The lines a prune of a log changes: those holding a tool's result, in one agent's log or another's.
+_RESULT_MARKS = (b'"tool_result"', b'"toolResult"', b'_output"')
+
+
+def prune_log(data: bytes) -> None:
+    decode = msgspec.json.Decoder(_LogLine).decode
+    spans = [line for line in data.splitlines() if line.strip()]
+    _log_characters([decode(line) for line in spans])
+    results = [i for i, line in enumerate(spans) if any(mark in line for mark in _RESULT_MARKS)]
+    for index in results[:-6]:  # made anew: read, the result replaced, written
+        spans[index] = orjson.dumps({**orjson.loads(spans[index]), "toolUseResult": "[cleared]"})
+    output = b"\n".join(spans) + b"\n"
+    [decode(line) for line in output.splitlines()]
+    sys.stdout.buffer.write(output)
+
+
+def estimate_gemini(data: bytes) -> None:
+    session = msgspec.json.decode(data, type=_GeminiSession)
+    print(sum(len(m.content) + len(m.toolCalls) for m in session.messages) // 4)
+
+
+def prune_gemini(data: bytes) -> None:
+    top = msgspec.json.decode(data, type=dict[str, Raw])
+    spans = msgspec.json.decode(top["messages"], type=list[Raw])
+    session = msgspec.json.decode(data, type=_GeminiSession)
+    sum(len(m.content) + len(m.toolCalls) for m in session.messages)
+    calls = [i for i, m in enumerate(session.messages) if len(m.toolCalls)]
+    cleared = set(calls[:-6])
+    written = [orjson.Fragment(orjson.dumps({**orjson.loads(bytes(span)), "toolCalls": []}) if i in cleared else bytes(span))
+               for i, span in enumerate(spans)]
+    output = orjson.dumps({key: written if key == "messages" else orjson.Fragment(bytes(raw)) for key, raw in top.items()})
+    msgspec.json.decode(output, type=_GeminiSession)
+    sys.stdout.buffer.write(output)
+
+
+FLOORS = {
+    "body": {"estimate": estimate, "prune": prune},
+    "list": {"estimate": estimate_list, "prune": prune_list},
+    "jsonl": {"estimate": estimate_jsonl, "prune": prune_jsonl},
+    "log": {"estimate": estimate_log, "prune": prune_log},
+    "gemini": {"estimate": estimate_gemini, "prune": prune_gemini},
+}
+
 if __name__ == "__main__":
-    command, path = sys.argv[1:]
+    command, path, *shape = sys.argv[1:]
     with open(path, "rb") as file:
-        {"estimate": estimate, "prune": prune}[command](file.read())
+        FLOORS[shape[0] if shape else "body"][command](file.read())

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "cli"))
 sys.path.insert(0, str(ROOT / "bench"))
 
+import every_shape  # noqa: E402 (the shapes users have)
 from claude_code_log import generate as claude_code_log  # noqa: E402 (found through the path above)
 from shapes import parallel_calls, single_block, tiny_messages, tool_session  # noqa: E402
 
@@ -599,7 +600,8 @@ def table(rows: list[Row]) -> str:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as name:
         workdir = Path(name)
-        rows = [*speed(workdir), *batch(workdir), *sessions_listing(workdir), *claude_code_memory(workdir), *growth(workdir)]
+        rows = [*speed(workdir), *every_shape.measure(workdir, sys.modules[__name__]),
+                *batch(workdir), *sessions_listing(workdir), *claude_code_memory(workdir), *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():
         rows += accuracy(corpus) + summaries(corpus)

@@ -262,3 +262,50 @@ def test_the_lazy_reading_is_the_whole_reading_of_real_claude_code_logs(path):
     same_reading(data)
     transcript = loads(data, "t.json", lazily=True)
     assert any(not m.is_read for m in transcript.messages)  # most of a real log is counted unread
+
+
+# The same messages as a bare list and as JSON Lines, spelled as other writers spell them: escapes,
+# a slash escaped, a float as written, non-ASCII text as is and as \u escapes.
+SPELLED = [b'{"role": "user", "content": "Fix the \\u0074ests \\u2014 caf\xc3\xa9 \\/ 1e5."}',
+           b'{"role":"assistant","content":[{"type":"text","text":"Reading."},'
+           b'{"type":"tool_use","id":"t1","name":"read","input":{"path":"a.py","size":1e5}}]}',
+           b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"' + b"E  boom\\n" * 400 + b'",'
+           b'"is_error":true}]}',
+           b'{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"read","input":{"path":"b.py"}}]}',
+           b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"ok \\u00e9"}]}',
+           b'{"role": "assistant", "content": "Done \\u00e9."}']
+
+
+@pytest.mark.parametrize("data", [b"[\n" + b",\n".join(SPELLED) + b"\n]\n", b"\n".join(SPELLED) + b"\n",
+                                  BOM + b"\r\n".join(SPELLED) + b"\r\n"], ids=["bare list", "JSON Lines", "JSON Lines, BOM, CRLF"])
+def test_a_bare_list_and_json_lines_are_read_without_building_their_messages(data):
+    transcript = loads(data, "t.json", lazily=True)
+    assert not any(m.is_read for m in transcript.messages)
+    assert estimate(transcript) == estimate(slowly(data))
+    assert not any(m.is_read for m in transcript.messages)  # counted from what the reader saw
+    assert bytes(written(transcript)) == data
+    same_reading(data)
+
+
+@pytest.mark.parametrize("data", [b"[" + b",".join(SPELLED) + b"]", b"\n".join(SPELLED) + b"\n"], ids=["bare list", "JSON Lines"])
+def test_a_prune_of_a_list_or_json_lines_changes_only_what_it_prunes(data):
+    """The messages a prune leaves as they were keep their bytes: escapes and numbers as written."""
+    transcript = loads(data, "t.json", lazily="logs")
+    pruned, report = prune(transcript, PruneOptions(keep_last=0, hard_clear_after=1))
+    assert report.cleared == 1
+    out = bytes(written(pruned))
+    for kept in (*SPELLED[:2], *SPELLED[3:]):
+        assert kept in out
+    assert SPELLED[2] not in out
+    verified(transcript, pruned, written(pruned), operation="prune")
+
+
+def test_json_lines_with_a_line_no_view_names_reads_that_line_at_once():
+    lines = [b'{"role":"user","content":"a"}', b'{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",'
+             b'"function":{"name":"f","arguments":"{}"}}]}', b'{"role":"tool","tool_call_id":"c1","content":"r"}',
+             b'{"role":"assistant","content":"b"}']
+    data = b"\n".join(lines) + b"\n"
+    transcript = loads(data, "t.jsonl", lazily=True)
+    assert (transcript.format, transcript.dialect) == ("jsonl", "openai")
+    assert [m.is_read for m in transcript.messages] == [False, True, True, False]
+    same_reading(data)

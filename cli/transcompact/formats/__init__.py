@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from ..core.errors import Location, UnknownFormat, UsageError, option
 from ..core.format_names import FORMAT_NAMES, FORMATS, REGISTERED, Registration
-from ..core.jsondata import Lines, Parsed, PartialLine, Record, parse, parse_written
+from ..core.jsondata import BOM, Lines, Parsed, PartialLine, Record, load_json, parse, parse_written
 from ..core.model import Transcript
 from ._document import read_quickly
 from .adapter import Format
@@ -163,16 +163,22 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
     `lazily`: for work that mostly counts or checks (estimate, cut-point, check, repair), each
-    message of a request body or a Claude Code log whose view can count and check it is left
-    unread (`Message.unread`), its blocks read when first asked for. `"logs"`: only a log's, for
-    work that changes most of what it reads (prune, compact): a request body is read at once,
-    which costs less than reading a changed message twice, and a log's unchanged lines are not
-    held parsed (its changed ones are read apart, `Message.read_apart`).
+    message of a request body, a bare list, JSON Lines of messages or a Claude Code log whose view
+    can count and check it is left unread (`Message.unread`), its blocks read when first asked for.
+    `"logs"`: the same, for work that changes what it reads (prune, compact): what it changes is
+    read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes and
+    spacing as they were (a document's messages split off at once: most are written back).
     """
-    if lazily is True and messages_path is None and format in (None, "anthropic", "openai"):
-        quickly = read_quickly(data, name, format)
+    if lazily and messages_path is None and format in (None, "anthropic", "openai"):
+        quickly = read_quickly(data, name, format, split=lazily == "logs")
         if quickly is not None:
             return quickly
+    if lazily and messages_path is None and format in (None, "jsonl") and _begins_with_a_message(data):
+        from .jsonl import read_quickly as read_lines_quickly
+
+        lines = read_lines_quickly(data, name)
+        if lines is not None and (format == "jsonl" or detect(lines) == "jsonl"):
+            return BY_NAME["jsonl"].read(lines)
     parsed = parse(data, name, trim=trim(bool(lazily)))
     named = format
     if format is None:
@@ -189,6 +195,18 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
             hint=_hint(parsed),
         )
     return BY_NAME[format].read(parsed, messages_path)
+
+
+def _begins_with_a_message(data: bytes) -> bool:
+    """Whether the first line is an object with a `role`, as each of JSON Lines of messages is: a
+    log's lines have none, and its reading imports neither the typed decoder nor this format."""
+    start = len(BOM) if data.startswith(BOM) else 0
+    end = data.find(b"\n", start)
+    try:
+        first = load_json(memoryview(data)[start:end]) if end > 0 else None
+    except ValueError:  # orjson.JSONDecodeError is one
+        return False
+    return isinstance(first, dict) and isinstance(first.get("role"), str)
 
 
 def _kept_in_part(records: list[Record] | None) -> bool:

@@ -185,75 +185,101 @@ def write(transcript: Transcript) -> bytes:
 # Top-level keys that make a document another format's, or one line of JSON Lines (`parse`):
 # such a document is read the whole way, where detection tries every format.
 _OTHER_FORMATS_KEYS = ("role", "type", "uuid", "sessionId", "history", "input")
-_MESSAGE_DEPTH = 3  # the document, its `messages`, a message
 _AN_OBJECT = re.compile(rb"\s*\{")  # a document that is an object (matched, not stripped: no copy of it)
+_AN_ARRAY = re.compile(rb"\s*\[")
 
 
-def read_quickly(data: bytes, name: str, dialect: str | None) -> Transcript | None:
-    """A request body (`messages` at the top) read as `read` reads it, without building what a
-    command may never look at: each message whose shape `dialects.views` names is left
-    unread, with its view and its bytes, and is written back as those bytes while it is unchanged.
+def read_quickly(data: bytes, name: str, dialect: str | None, split: bool = False) -> Transcript | None:
+    """A request body (`messages` at the top) or a bare array of messages read as `read` reads
+    it, without building what a command may never look at: each message whose shape
+    `dialects.views` names is left unread, with its view and its bytes, and is written back as
+    those bytes while it is unchanged.
 
     None when the input is anything else, or anything is wrong with it: the whole reading then
-    decides, and says where. `dialect`: as named (--format), else detected.
+    decides, and says where. `dialect`: as named (--format), else detected. `split`: each
+    message's bytes split off at once (a rewrite writes most of them back, its archive compares
+    them: `msgspec.Raw`), else when first asked for.
     """
     text = data[len(BOM):] if data.startswith(BOM) else data
-    if not _AN_OBJECT.match(text) or first_line_is_a_value(text):
-        return None  # not one object: a log, JSON Lines, a list (the decoder is not even imported)
+    is_array = _AN_ARRAY.match(text) is not None
+    if not (is_array or _AN_OBJECT.match(text)) or first_line_is_a_value(text):
+        return None  # not one object or array: a log, JSON Lines (the decoder is not even imported)
     import msgspec
 
-    from ..dialects import views
-
-    try:
-        top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
-        array = top.get("messages")
-        parent = {key: [] if key == "messages" else nested_value(bytes(raw), 2) for key, raw in top.items()}
-    except (msgspec.MsgspecError, RecursionError, ValueError):
-        return None
-    if array is None or any(key in parent for key in _OTHER_FORMATS_KEYS):
-        return None
-    read: list[tuple[Any, views.Viewed | None, Any]]
-    dialect = dialect or dialects.named_by(parent)
-    every = views.view_all(array, _MESSAGE_DEPTH, shapes=dialect is None)
-    if every is not None:  # the common case: one decoder call, and each message's bytes split off if ever needed
-        spans = _Spans(array)
-        read = [(_Span(spans, index), viewed, None) for index, viewed in enumerate(every)]
+    parent: dict[str, Any] | None = None
+    array: Any
+    if is_array:
+        array, depth = text, 2  # the array, a message
     else:
-        read = []
         try:
-            split = msgspec.json.decode(array, type=list[msgspec.Raw])
+            top = msgspec.json.decode(text, type=dict[str, msgspec.Raw])
+            array = top.get("messages")
+            parent = {key: [] if key == "messages" else nested_value(bytes(raw), 2) for key, raw in top.items()}
         except (msgspec.MsgspecError, RecursionError, ValueError):
             return None
-        for span in split:
-            viewed = views.view(span, _MESSAGE_DEPTH)
-            try:
-                value = nested_value(bytes(span), _MESSAGE_DEPTH) if viewed is None else None
-            except ValueError:
-                return None
-            if viewed is None and not (isinstance(value, dict) and isinstance(value.get("role"), str)):
-                return None
-            read.append((span, viewed, value))
-    parent["messages"] = [span for span, _, _ in read]
+        if array is None or any(key in parent for key in _OTHER_FORMATS_KEYS):
+            return None
+        depth = 3  # the document, its `messages`, a message
+        dialect = dialect or dialects.named_by(parent)
+    read = _read_views(array, depth, shapes=dialect is None, split=split)
+    if read is None or not read and parent is None:  # not messages; an empty array: the whole reading says what it is
+        return None
+    spans = [span for span, _, _ in read]
     if dialect is None:
         shapes = [viewed.shape if viewed is not None else value for _, viewed, value in read]
-        dialect = dialects.detect(shapes, request={**parent, "messages": shapes})
+        dialect = dialects.detect(shapes, request=None if parent is None else {**parent, "messages": shapes})
     codec = dialects.DIALECTS[dialect]
     messages = []
-    as_read = parent["messages"]  # what `write` finds a message unchanged by: its bytes, or the value it was read from
+    as_read = spans  # what `write` finds a message unchanged by: its bytes, or the value it was read from
     try:
         for index, (span, viewed, value) in enumerate(read):
             if viewed is not None and (
                     dialect == "anthropic" or viewed.string_content and viewed.role not in ("tool", "function")):
-                messages.append(Message.unread(viewed.role, viewed.view, span, partial(_read_one, codec, span, index)))
+                messages.append(Message.unread(viewed.role, viewed.view, span, partial(_read_one, codec, span, index, depth)))
             else:
-                as_read[index] = value if value is not None else nested_value(bytes(span), _MESSAGE_DEPTH)
+                as_read[index] = value if value is not None else nested_value(bytes(span), depth)
                 messages.append(codec.read_message(as_read[index], index=index))
-        system, tools, request = _around_messages(parent, dialect, ("messages",))
+        request: dict[str, Any] = {}
+        if parent is None:
+            system, tools = (), ()
+        else:
+            parent["messages"] = as_read
+            system, tools, request = _around_messages(parent, dialect, ("messages",))
     except (ShapeError, ValueError):
         return None
-    return Transcript(
-        format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tools, request=request, name=name,
-        source=DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data))
+    source = (DocumentSource(document=as_read, path=(), parent=None, layout=Layout.of(data), data=data) if parent is None
+              else DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data))
+    return Transcript(format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tools, request=request,
+                      name=name, source=source)
+
+
+def _read_views(array: Any, depth: int, shapes: bool, split: bool) -> list[tuple[Any, Any, Any]] | None:
+    """(bytes, view, value) of each message of an array's bytes whose messages sit `depth` deep:
+    the view of each that has one (its value None), else its value read whole; None when the array
+    holds anything but message objects or is not JSON. `split`: as `read_quickly` says."""
+    import msgspec
+
+    from ..dialects import views
+
+    every = views.view_all(array, depth, shapes=shapes)
+    if every is not None and not split:  # the common case: one decoder call, and each message's bytes split off if ever needed
+        spans = _Spans(array)
+        return [(_Span(spans, index), viewed, None) for index, viewed in enumerate(every)]
+    read = []
+    try:
+        split_off = msgspec.json.decode(array, type=list[msgspec.Raw])
+    except (msgspec.MsgspecError, RecursionError, ValueError):
+        return None
+    for index, span in enumerate(split_off):
+        viewed = every[index] if every is not None else views.view(span, depth)
+        try:
+            value = nested_value(bytes(span), depth) if viewed is None else None
+        except ValueError:
+            return None
+        if viewed is None and not (isinstance(value, dict) and isinstance(value.get("role"), str)):
+            return None
+        read.append((span, viewed, value))
+    return read
 
 
 class _Spans:
@@ -286,8 +312,8 @@ class _Span:
         return bytes(self.spans[self.index])
 
 
-def _read_one(codec: Any, span: Any, index: int) -> Message:
-    return codec.read_message(nested_value(bytes(span), _MESSAGE_DEPTH), index=index)
+def _read_one(codec: Any, span: Any, index: int, depth: int) -> Message:
+    return codec.read_message(nested_value(bytes(span), depth), index=index)
 
 
 def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:

@@ -6,11 +6,14 @@ with the message that follows them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from .. import dialects
-from ..core.errors import Location, ShapeError
-from ..core.jsondata import BLANK, Lines, Parsed, Record, dumps
+from ..core.errors import Location, ParseError, ShapeError
+from ..core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, first_line_is_a_value, parse_value
 from ..core.model import Message, Transcript
 from .adapter import Format
 
@@ -29,6 +32,60 @@ class LinesSource:
     crlf: bool = False  # lines end with \r\n: a line written anew does too
 
 
+class UnreadLine(dict):
+    """The value of a line left unread (`read_quickly`): its role, all that detection and
+    `Parsed.values` see of it, and its view (`viewed`), which the message is counted and checked by."""
+
+    __slots__ = ("viewed",)
+    viewed: Any
+
+
+_AN_OBJECT = re.compile(rb"\s*\{")
+
+
+def read_quickly(data: bytes, name: str) -> Parsed | None:
+    """JSON Lines of messages as `parse` reads them, each line whose shape `dialects.views` names
+    left unread (an `UnreadLine`: its bytes decoded by the typed decoder, no value built), the
+    others read whole; `read` makes a message of an unread line that reads it when first asked.
+
+    None when the input is not JSON Lines of objects with a `role`, or anything is wrong with a
+    line: the whole reading then decides, and says where.
+    """
+    bom = data.startswith(BOM)
+    text = data[len(BOM):] if bom else data
+    if not _AN_OBJECT.match(text) or not first_line_is_a_value(text):
+        return None
+    from ..dialects import views
+
+    records: list[Record] = []
+    whole = memoryview(data)
+    start, number, size = 0, 0, len(data)
+    while start <= size:  # each line a view into `data`, as `parse` splits it
+        end = data.find(b"\n", start)
+        end = size if end < 0 else end
+        number += 1
+        line = whole[start:end]
+        start = end + 1
+        own = line[len(BOM):] if number == 1 and bom else line
+        viewed = views.view(own, 1)
+        if viewed is not None:
+            unread = UnreadLine(role=viewed.role)
+            unread.viewed = viewed
+            records.append((line, unread))
+            continue
+        if not bytes(own).strip():
+            records.append((line, BLANK))
+            continue
+        try:
+            value = parse_value(bytes(own), name, number)
+        except ParseError:
+            return None
+        if not (isinstance(value, dict) and isinstance(value.get("role"), str)):
+            return None
+        records.append((line, value))
+    return Parsed(name, data, records=records, bom=bom)
+
+
 def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
     if parsed.records is None or messages_path is not None:
         return False
@@ -37,19 +94,31 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> bool:
 
 
 def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None = None) -> Transcript:
-    """The messages in `dialect`, or in the one detected from them."""
-    dialect = dialect or dialects.detect(parsed.values())
+    """The messages in `dialect`, or in the one detected from them; a line left unread
+    (`UnreadLine`) is a message read from its bytes when first asked for, where its view can count
+    and check it in that dialect."""
+    dialect = dialect or dialects.detect([v.viewed.shape if type(v) is UnreadLine else v for v in parsed.values()])
     codec = dialects.DIALECTS[dialect]
     messages: list[Message] = []
     lines: dict[int, tuple[int, ...]] = {}
     pending: list[int] = []
     records = parsed.records or []
-    for number, (_, value) in enumerate(records, start=1):
+    for number, (line, value) in enumerate(records, start=1):
         if value is BLANK:
             pending.append(number - 1)
             continue
         try:
-            messages.append(codec.read_message(value, index=len(messages), line=number))
+            if type(value) is UnreadLine:
+                assert line is not None  # an unread line is read from its bytes
+                own = line[len(BOM):] if number == 1 and parsed.bom else line
+                viewed = value.viewed
+                if dialect == "anthropic" or viewed.string_content and viewed.role not in ("tool", "function"):
+                    read_later = partial(_read_line, codec, own, parsed.name, len(messages), number)
+                    messages.append(Message.unread(viewed.role, viewed.view, line, read_later, line=number))
+                else:  # a view of the other dialect's shape: read now
+                    messages.append(_read_line(codec, own, parsed.name, len(messages), number))
+            else:
+                messages.append(codec.read_message(value, index=len(messages), line=number))
         except ShapeError as error:
             raise ShapeError(error.message, location=Location(parsed.name, number)) from None
         lines[number] = (*pending, number - 1)
@@ -60,14 +129,19 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 
 
+def _read_line(codec: Any, line: Any, name: str, index: int, number: int) -> Message:
+    return codec.read_message(parse_value(bytes(line), name, number), index=index, line=number)
+
+
 def write(transcript: Transcript) -> bytes:
     """Joined by newlines exactly as read: split(b"\\n") then join gives the input back."""
     return bytes(write_lines(transcript))
 
 
 def write_lines(transcript: Transcript) -> Lines:
-    """The lines of an unchanged message are the records read (their bytes, their values); a
-    changed one is given by its value, serialised as it is written (`jsondata.Lines`)."""
+    """The lines of an unchanged message are the records read (their bytes, their values; a
+    message still unread is unchanged); a changed one is given by its value, serialised as it is
+    written (`jsondata.Lines`)."""
     source: LinesSource = transcript.source
     records = source.records
     codec = dialects.DIALECTS[transcript.dialect]
@@ -75,7 +149,7 @@ def write_lines(transcript: Transcript) -> Lines:
     ending = b"\r" if source.crlf else b""
     for message in transcript.messages:
         read_as = None if message.line is None else source.lines.get(message.line)
-        if read_as is not None and codec.is_unchanged(message):
+        if read_as is not None and (message.data is not None or codec.is_unchanged(message)):
             out.extend(records[i] for i in read_as)
             continue
         if read_as is not None:  # rewritten in place: the blank lines before it stay
