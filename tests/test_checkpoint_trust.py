@@ -169,3 +169,16 @@ def test_the_agents_shapes_of_a_commit_a_patch_and_a_test_run_are_read():
         ["calc.py", "maths.py"]
     # The same check, however its runner is started.
     assert check_key("python -m pytest -q") == check_key("pytest -q") == check_key("uv run pytest -q") == "pytest -q"
+
+
+def test_a_run_of_the_same_command_from_its_directory_fixes_what_it_printed():
+    summary = checkpoint_of(
+        user(REQUEST), assistant([text("Checking."), bash("t1", "python check.py 2>&1")]),
+        user([output("t1", "sqlite3.IntegrityError: FOREIGN KEY constraint failed")]),
+        assistant([text("Again, elsewhere."), bash("t2", "python -c 'import check' 2>&1")]),
+        user([output("t2", "sqlite3.IntegrityError: FOREIGN KEY constraint failed")]),
+        assistant([text("Fixed; again."), bash("t3", "cd /testbed && python check.py 2>&1")]),
+        user([output("t3", "all saved")]), assistant("Saved."))
+    errors = summary.split("### Errors seen (newest first)\n", 1)[1].split("\n###", 1)[0].split("\n")
+    # The same error printed by another command before the fix is fixed as well: listed once, fixed.
+    assert errors == ["- (fixed since) sqlite3.IntegrityError: FOREIGN KEY constraint failed"]

@@ -51,6 +51,7 @@ _RESULT_LINE = re.compile(
     r"Build succeeded|Build FAILED|Success: no issues|All checks passed|no issues found|Finished `?\w+`? ", re.I)
 # What starts a check's own program: the same check, however it is started.
 _RUNNER = re.compile(r"^(?:(?:uv|poetry|pipenv|pdm|hatch) run |python3? -m (?=pytest|unittest|mypy|ruff|tox|nox))")
+_IN_DIRECTORY = re.compile(r"^cd \S+ && ")
 _REDIRECTS = re.compile(r"\s+\d?>&\d|\s+2>/dev/null")
 
 
@@ -77,7 +78,7 @@ class Run:
     @property
     def key(self) -> str:
         """What makes two runs runs of the same check."""
-        return check_key(self.command) or self.command
+        return run_key(self.command)
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,14 @@ def check_key(command: str) -> str | None:
     however the runner is started: `python -m pytest -q` is `pytest -q`), or None."""
     first = _REDIRECTS.sub("", command.split("\n")[0].split(" | ")[0]).strip()
     return _RUNNER.sub("", " ".join(first.split())) if _CHECK_COMMAND.search(first) else None
+
+
+def run_key(command: str) -> str:
+    """What makes two runs runs of the same command: a check as `check_key` says, another command
+    without the directory it was run from (`cd DIR && `) and its redirections, white space single."""
+    if (key := check_key(command)) is not None:
+        return key
+    return " ".join(_REDIRECTS.sub("", _IN_DIRECTORY.sub("", command.strip())).split())
 
 
 def result_line(output: str, failed: bool) -> str:
@@ -253,7 +262,7 @@ class _Tracker:
             self.runs[key] = (command if "\n" not in command else key, output, failed)
         if failed:
             self.failure = (command, output)
-        elif self.failure is not None and (key or command) == (check_key(self.failure[0]) or self.failure[0]):
+        elif self.failure is not None and run_key(command) == run_key(self.failure[0]):
             self.failure = None  # the same command succeeded since
 
     def state(self) -> WorkState:

@@ -28,6 +28,7 @@ from ..work_state import (
     find_work_state,
     is_git_commit,
     modified_paths,
+    run_key,
     task_list,
     trajectory_runs,
 )
@@ -266,7 +267,7 @@ class _Fixes:
     def ran(self, index: int, command: str | None, failed: bool, errors: int) -> None:
         """A result at message `index`: of `command` (None: a tool's, no command), which gave `errors` error lines."""
         check = check_key(command) if command is not None else None
-        key = check or (" ".join(command.split()) if command is not None else None)
+        key = run_key(command) if command is not None else None
         self.keys += [(key, check is not None)] * errors
         if failed or key is None:
             return
@@ -275,10 +276,13 @@ class _Fixes:
             self.last_check = index
 
     def fixed(self, errors: Sequence[tuple[int, str]]) -> set[int]:
-        """The positions in `errors` (message, line) that later work fixed."""
-        out = set()
-        for position, ((at, _), (key, check)) in enumerate(zip(errors, self.keys)):
+        """The positions in `errors` (message, line) that later work fixed; the same error printed
+        before the run that fixed it, by another command, is fixed with it."""
+        fixed_by: dict[str, int] = {}  # an error's line → the message of the latest run that fixed it
+        for (at, line), (key, check) in zip(errors, self.keys):
             edit = bisect.bisect_right(self.edits, at)
-            if key is not None and self.passed.get(key, -1) > at or check and edit < len(self.edits) and self.last_check > self.edits[edit]:
-                out.add(position)
-        return out
+            if key is not None and self.passed.get(key, -1) > at:
+                fixed_by[line] = max(fixed_by.get(line, -1), self.passed[key])
+            elif check and edit < len(self.edits) and self.last_check > self.edits[edit]:
+                fixed_by[line] = max(fixed_by.get(line, -1), self.last_check)
+        return {position for position, (at, line) in enumerate(errors) if at < fixed_by.get(line, -1)}

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from ....core.summary_text import quoted
 from ..output_errors import clipped
-from ..work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, check_key
+from ..work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, run_key
 from .facts import Facts, clipped_command
 from .room import Room, head_and_tail
 
@@ -255,7 +255,7 @@ def _merge_problem(state: Merged, earlier: list[Problem]) -> None:
     command ran again since."""
     new = state.new.work
     problem = new.problem
-    if problem is None and earlier and (check_key(earlier[0].command) or earlier[0].command) not in {run.key for run in new.runs}:
+    if problem is None and earlier and run_key(earlier[0].command) not in {run.key for run in new.runs}:
         problem = earlier[0]
     state.work = replace(state.work, problem=problem)
 
