@@ -435,8 +435,8 @@ def _emergency(original: Transcript, prune_only: tuple[Rebuilt, int], cut: Cut, 
         # A window made smaller to fit the budget no longer promises --keep-recent-messages: the budget wins.
         cut_now = cut if same else window_cut(candidate, keep_now, counter.per_message(candidate), head,
                                               options.summary.keep_recent_messages if keep_now == keep else 0)
-        if cut_now.index <= head:  # nothing old: pruning alone is what is left to do
-            return prune_only[0]
+        if cut_now.index <= head:  # nothing old: pruning alone (harder at a later level) is what is left to do
+            return prune_only[0] if candidate is original else Rebuilt(candidate, "", candidate.messages, None)
         fitted = fitted_window(candidate, cut_now, keep_now, options, counter)
         # What a cut drops is read from the original: the same checkpoint for every attempt at it.
         where = (cut_now.index, cut_now.split_turn, cut_now.turn_start)
