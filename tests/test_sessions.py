@@ -8,13 +8,27 @@ import json
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
-from transcompact import loads
+from transcompact import TranscompactError, loads
+from transcompact.ops.estimate import estimate
 from transcompact.ops.pruning.slim import slim
-from transcompact.ops.sessions import CACHE_VERSION, THRESHOLDS, Session, sessions
+from transcompact.ops.sessions import (
+    CACHE_VERSION,
+    SMALL,
+    TAILS,
+    THRESHOLDS,
+    Reading,
+    Session,
+    context_of_end,
+    measure_end,
+    read_session,
+    sessions,
+)
 
-from .conftest import FIXTURES
+from .builders import on_a_terminal
+from .conftest import CORPUS, FIXTURES, LARGE
 
 VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
 CLAUDE = FIXTURES / "claude-code/broken-session.jsonl"
@@ -49,6 +63,47 @@ def listed(transcompact, *args: str) -> dict:
     result = transcompact("sessions", "--json", *args)
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def claude_log(rounds: int, *, size: int = 2000, sidechain: int = 0) -> bytes:
+    """A Claude Code session whose responses record usage: each a thinking line and a tool_use line
+    (one response, its usage on both), each result with the copy the UI shows (`toolUseResult`,
+    which slim takes out); then, with `sidechain`, that many responses of a subagent whose lines
+    are written in the session's file (Claude Code before subagents had files of their own)."""
+    stamp = iter(f"2026-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z" for i in range(3600))
+    lines: list[dict] = []
+
+    def add(kind: str, message: dict, parent: str | None, aside: bool = False, **extra) -> str:
+        uuid = f"{'side' if aside else 'line'}-{len(lines)}"
+        lines.append({"parentUuid": parent, "isSidechain": aside, "cwd": "/home/ada/big", "sessionId": "s-1",
+                      "type": kind, "message": message, "uuid": uuid, "timestamp": next(stamp), **extra})
+        return uuid
+
+    def respond(i: int, parent: str | None, aside: bool = False) -> str:
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 9000 + 700 * i,
+                 "output_tokens": 40}
+        response = {"id": f"msg_{'side' if aside else ''}{i}", "type": "message", "role": "assistant", "usage": usage}
+        parent = add("assistant", {**response, "content": [{"type": "thinking", "thinking": f"Step {i}.", "signature": "c2ln"}]},
+                     parent, aside)
+        return add("assistant", {**response, "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash",
+                                                          "input": {"command": f"make step{i}"}}]}, parent, aside)
+
+    output = "".join(f"line {n} of the output\n" for n in range(size // 20))
+    parent = add("user", {"role": "user", "content": "Fix the failing build."}, None)
+    for i in range(rounds):
+        parent = respond(i, parent)
+        parent = add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": output}]},
+                     parent, toolUseResult={"stdout": output, "stderr": ""})
+    side = add("user", {"role": "user", "content": "Look into the linker."}, None, aside=True) if sidechain else None
+    for i in range(sidechain):
+        side = respond(i, side, aside=True)
+        side = add("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}]},
+                   side, aside=True)
+    return b"".join(orjson.dumps(line) + b"\n" for line in lines)
+
+
+def whole_tokens(data: bytes, name: str = "log.jsonl") -> int:
+    return estimate(loads(data, name, lazily=True)).tokens
 
 
 def test_each_agents_sessions_in_its_own_place(home, transcompact):
@@ -218,3 +273,124 @@ def test_sorted_as_asked(home, transcompact):
     report = listed(transcompact, "--sort", "path")["files"]
     assert [e["file"] for e in report] == sorted(e["file"] for e in report)
 
+
+def test_a_large_log_is_read_by_its_end_its_bytes_never_sent_left_unknown(home, transcompact):
+    data = claude_log(20)
+    big = put(CLAUDE, home / ".claude/projects/-home-ada-big/9d2f.jsonl", data)
+    assert big.stat().st_size > SMALL
+    report = listed(transcompact, "--agent", "claude-code")
+    by_file = {entry["file"]: entry for entry in report["files"]}
+    entry = by_file[str(big)]
+    assert entry["tokens"] == whole_tokens(data) and entry["unsent_bytes"] is None and entry["status"] == "ok"
+    small = next(e for e in report["files"] if e["file"] != str(big))
+    assert small["unsent_bytes"] > 0  # a small log is read whole: both figures
+    assert report["total"]["unsent_unknown"] == 1 and report["total"]["unsent_bytes"] == small["unsent_bytes"]
+    result = transcompact("sessions", "--agent", "claude-code", "--no-cache")
+    fields = {line.split("\t")[7]: line.split("\t") for line in result.stdout.splitlines()}
+    assert fields[str(big)][5] == "?" and fields[str(big)][4] == str(entry["tokens"])
+    assert fields[small["file"]][5] == str(small["unsent_bytes"])
+    assert "never sent in 1 of them (--unsent measures the other 1)" in result.stderr
+    done, shown = on_a_terminal("sessions", "--agent", "claude-code")
+    assert done.returncode == 0 and "--unsent measures the other 1" in shown
+    (row,) = [line.split() for line in shown.splitlines() if f"{entry['tokens']:,}" in line]
+    assert row[row.index(f"{entry['tokens']:,}") + 1:][:2] == ["?", "ok"]
+
+
+def test_unsent_reads_whole_the_logs_whose_bytes_never_sent_are_not_kept(home, tmp_path, transcompact):
+    data = claude_log(20)
+    big = put(CLAUDE, home / ".claude/projects/-home-ada-big/9d2f.jsonl", data)
+    cache = str(tmp_path / "cache.json")
+    first = sessions(cache=cache)
+    assert first.measured == 5 and next(s for s in first.sessions if s.file == str(big)).unsent_bytes is None
+    asked = sessions(cache=cache, unsent=True)
+    assert asked.measured == 1  # the others' are kept
+    entry = next(s for s in asked.sessions if s.file == str(big))
+    out, _ = slim(loads(data, "s.jsonl"), data)
+    assert entry.unsent_bytes == len(data) - len(out) > 0 and entry.tokens == whole_tokens(data)
+    kept = sessions(cache=cache)
+    assert kept.measured == 0 and kept.sessions == asked.sessions
+    assert kept.total()["unsent_unknown"] == 0
+    # sorted by the bytes never sent, every file's are measured
+    report = listed(transcompact, "--no-cache", "--sort", "unsent")
+    assert all(e["unsent_bytes"] is not None for e in report["files"]) and report["files"][0]["file"] == str(big)
+
+
+def test_a_subagents_lines_at_the_end_leave_the_count_to_the_whole_log(home, transcompact):
+    """In a log where a subagent's lines follow the session's own (an older Claude Code's), the
+    session goes on from its own chain: its end is a subagent's, and the whole log is read."""
+    data = claude_log(12, sidechain=6)
+    big = put(CLAUDE, home / ".claude/projects/-home-ada-big/9d2f.jsonl", data)
+    assert measure_end(str(big), "claude-code") is None
+    (entry,) = [e for e in listed(transcompact, "--agent", "claude-code")["files"] if e["file"] == str(big)]
+    assert entry["tokens"] == whole_tokens(data)
+    alone = put(CLAUDE, home / ".claude/projects/-home-ada-big/agent-a1.jsonl", data[data.index(b'{"parentUuid":null,"isSidechain":true'):])
+    assert measure_end(str(alone), "claude-code").tokens == whole_tokens(alone.read_bytes())  # a subagent's own log
+
+
+def logs_of_the_agents() -> list:
+    """(agent, log, whether a line at its end keeps every end from saying the context) for each
+    fixture of the four agents, a Claude Code log of the builder's with a subagent's lines at its
+    end, and a Codex rollout whose last line rolls two turns back (its usage with them)."""
+    fixtures = [pytest.param(agent, path.read_bytes(), False, id=str(path.relative_to(FIXTURES)))
+                for agent in ("claude-code", "codex", "gemini", "pi") for path in sorted((FIXTURES / agent).glob("*.json*"))]
+    rolled_back = CODEX.read_bytes() + b'{"timestamp":"2025-10-08T10:20:00.000Z","type":"event_msg",' \
+                                       b'"payload":{"type":"thread_rolled_back","num_turns":2}}\n'
+    return [*fixtures, pytest.param("claude-code", claude_log(3, size=200, sidechain=3), True, id="claude-code-sidechain"),
+            pytest.param("codex", rolled_back, True, id="codex-rolled-back")]
+
+
+@pytest.mark.parametrize(("agent", "data", "guarded"), logs_of_the_agents())
+def test_the_end_of_a_log_says_the_context_estimate_counts_of_the_whole(agent, data, guarded, tmp_path):
+    """At each point of the session (the log cut after each line), each end of it (from each line
+    on) that says the context says what `estimate` counts of the whole; one does wherever the log
+    has two responses with recorded usage, but where a line at its end may refer to what is before
+    the end. Gemini CLI's chats are read whole."""
+    if agent not in TAILS:
+        log = put(CLAUDE, tmp_path / "chat.jsonl", data)
+        assert read_session(Reading(str(log), agent, unsent=False)).tokens == whole_tokens(data)
+        return
+    first = data[:data.index(b"\n") + 1]
+    said = 0
+    for cut in (i + 1 for i, byte in enumerate(data) if byte == ord("\n")):
+        log = data[:cut]
+        try:
+            whole = whole_tokens(log)
+        except TranscompactError:  # a log cut before it is one: nothing to compare
+            continue
+        for start in (i + 1 for i, byte in enumerate(log[:-1]) if byte == ord("\n")):
+            tokens = context_of_end(log[start:], agent, first)
+            assert tokens in (None, whole), f"cut after byte {cut}, end from byte {start}"
+            said += tokens is not None and cut == len(data)
+    recorded = estimate(loads(data, "log.jsonl", lazily=True)).recorded
+    assert bool(said) == (not guarded and recorded is not None and recorded.responses >= 2)
+
+
+def corpus_logs_of_the_agents() -> list:
+    """The corpus's logs of the four agents, as `bench/run.py` finds them for its home of sessions."""
+    if not CORPUS.is_dir():
+        return []
+    found = [("claude-code", p) for p in sorted((CORPUS / "claude-code").glob("*.jsonl"))]
+    found += [("codex", p) for p in sorted((CORPUS / "other").glob("codex-*.jsonl"))]
+    found += [("gemini", p) for p in sorted((CORPUS / "other").glob("*gemini*.json"))]
+    found += [("pi", p) for p in sorted((CORPUS / "trajectories").glob("pi-*.jsonl"))]
+    return [pytest.param(agent, path, id=str(path.relative_to(CORPUS)),
+                         marks=[pytest.mark.slow] if path.stat().st_size > LARGE else []) for agent, path in found]
+
+
+@pytest.mark.parametrize(("agent", "path"), corpus_logs_of_the_agents())
+def test_a_corpus_log_is_counted_from_its_end_as_estimate_counts_it_whole(agent, path, tmp_path):
+    """The log as it is, and a log of JSON Lines cut at five earlier points: what the first run
+    lists (read by its end where that says the context) is `estimate`'s count of the whole; a large
+    log is read by its end."""
+    data = path.read_bytes()
+    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")] if path.suffix == ".jsonl" else []
+    by_end = []
+    for cut in [len(data), *ends[-2::-max(1, len(ends) // 6)][:5]]:
+        log = put(path, tmp_path / f"cut-{cut}{path.suffix}", data[:cut])
+        whole = whole_tokens(data[:cut], path.name)
+        measured = read_session(Reading(str(log), agent, unsent=False))
+        assert measured.tokens == whole and measured.unsent is None, f"cut after byte {cut}"
+        if agent in TAILS:
+            by_end.append(measure_end(str(log), agent))
+    if agent in TAILS and len(data) > 256 * 1024:
+        assert by_end[0] is not None and by_end[0].tokens == whole_tokens(data, path.name)

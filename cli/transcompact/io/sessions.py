@@ -13,10 +13,14 @@ Each agent keeps its sessions under a directory of its own, which a variable of 
 A glance reads a file's head and tail only (a few kilobytes each, more only when they do not
 hold what is looked for): the first `cwd` of the head, and the newest timestamp of the tail. A
 compressed file is read whole (its tail is found only by decompressing it all).
+
+The ends of a log (`log_end`) are what a count anchored on the last recorded usage needs of it:
+whole lines from one that records usage to the end of the file, ever further back.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -159,6 +163,60 @@ def glance(path: str) -> Glance:
             os.close(fd)
 
 
+END = 64 * 1024  # how much of a log's end `log_end` first looks for the lines it starts at
+
+
+def log_end(path: str, markers: Sequence[bytes], runs: int, share: float = 1.0) -> bytes | None:
+    """The end of the log at `path` from the `runs`-th last run of lines holding one of `markers`
+    (a run: such lines one after the other, the lines of one response), whole lines. Looked for in
+    the last END bytes, then four times as many, up to FURTHEST. None when there are fewer runs
+    there, or the end would hold more than `share` of the file, or its first line; and for a
+    compressed file, whose end is found only by decompressing it all."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        if detect(os.pread(fd, HEAD, 0)) is not None:
+            return None
+        length = min(END, size)
+        while True:
+            end = os.pread(fd, length, size - length)
+            begin = next(itertools.islice(_runs_back(end, markers), runs - 1, None), None)
+            if begin is not None:
+                return end[begin:] if length - begin <= share * size else None
+            if length >= min(size, FURTHEST):
+                return None
+            length = min(4 * length, size, FURTHEST)
+    finally:
+        os.close(fd)
+
+
+def first_line(path: str) -> bytes:
+    """The first line of the file at `path` with its newline; its first HEAD bytes when it is longer."""
+    with open(path, "rb") as held:
+        head = held.read(HEAD)
+    return head[:head.find(b"\n") + 1] or head
+
+
+def _runs_back(data: bytes, markers: Sequence[bytes]) -> Iterator[int]:
+    """Where each run of lines of `data` holding one of `markers` starts (lines one after the other
+    are one run: the lines of one response), the last first; not the run of the first line of
+    `data`, whose start may lie before it."""
+    start = None  # of the run being followed back
+    before = len(data)
+    while True:
+        at = max(data.rfind(marker, 0, before) for marker in markers)
+        if at < 0:
+            if start is not None:
+                yield start
+            return
+        line = data.rfind(b"\n", 0, at) + 1
+        if start is not None and data.find(b"\n", at) + 1 != start:
+            yield start
+        if not line:
+            return
+        start = before = line
+
+
 def _cwd(data: bytes) -> str | None:
     import orjson
 
@@ -174,9 +232,15 @@ def _cwd(data: bytes) -> str | None:
 
 def _newest(data: bytes) -> float | None:
     """The newest timestamp written in `data` (ISO 8601, as every agent writes them)."""
+    written = _TIME.findall(data)
+    if written and all(text.endswith(b"Z") and len(text) == len(written[0]) for text in written):
+        # All in UTC, to the same precision (as an agent writes them): the newest sorts last.
+        when = seconds(max(written).decode())
+        if when is not None:
+            return when
     newest = None
-    for match in _TIME.finditer(data):
-        when = seconds(match[1].decode())
+    for text in written:
+        when = seconds(text.decode())
         if when is not None and (newest is None or when > newest):
             newest = when
     return newest

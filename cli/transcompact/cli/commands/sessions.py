@@ -15,7 +15,7 @@ from ...io.sessions import AGENTS
 from ..options import Number, env_name, traceback_option
 
 if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
-    from ...ops.sessions import Measured
+    from ...ops.sessions import Measured, Reading
     from ...run.tasks import Result
 
 SORTS = ("activity", "size", "tokens", "unsent", "path")  # ops.sessions.SORTS, without importing it for --help
@@ -25,36 +25,40 @@ SORTS = ("activity", "size", "tokens", "unsent", "path")  # ops.sessions.SORTS, 
 @click.argument("paths", nargs=-1)
 @click.option("--agent", type=click.Choice(AGENTS), help="Only this agent's sessions.")
 @click.option("--sort", type=click.Choice(SORTS), default=settings.SESSIONS_SORT, show_default=True,
-              help="activity: the newest first; size, tokens, unsent (bytes the agent never sends): the largest "
-                   "first; path.")
+              help="activity: the newest first; size, tokens, unsent (bytes the agent never sends, every file's "
+                   "measured: --unsent): the largest first; path.")
+@click.option("--unsent", is_flag=True,
+              help="Measure every session's bytes never sent (else only a small file's: ? for the others), "
+                   "reading whole each file whose figure is not cached.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON (schema in docs/sessions.md).")
 @click.option("--no-cache", is_flag=True,
-              help="Read every file whole, and keep nothing for the next run (the cache: "
+              help="Take nothing from the cache and keep nothing for the next run (the cache: "
                    "$XDG_CACHE_HOME/transcompact/sessions.json).")
 @click.option("-j", "--jobs", type=Number(1), envvar=env_name("JOBS"), show_envvar=True,
-              show_default="the CPUs", help="Files read whole at once, each in its own process.")
+              show_default="the CPUs", help="Files read at once, each in its own process.")
 @traceback_option
-def sessions(paths, agent, sort, as_json, no_cache, jobs):
+def sessions(paths, agent, sort, unsent, as_json, no_cache, jobs):
     """List the sessions agents have stored: size, context, what slim would free.
 
     Without PATHS, each agent's own place (Claude Code, Codex, Gemini CLI, pi; moved by
     CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_CLI_HOME, PI_CODING_AGENT_DIR); a PATH is a directory
     walked for logs of any format, or a file. One line a session: agent, project, last activity,
-    bytes on disk, context tokens now, bytes the agent never sends (what `slim` takes out),
-    status against the agent's own compaction threshold (ok, near, over). A table on a terminal;
-    piped, tab-separated lines (the file last but one, an error last), the total on stderr.
+    bytes on disk, context tokens now, bytes the agent never sends (what `slim` takes out; ?
+    where not measured yet: --unsent), status against the agent's own compaction threshold (ok,
+    near, over). A table on a terminal; piped, tab-separated lines (the file last but one, an
+    error last), the total on stderr.
 
     \b
     transcompact sessions
     transcompact sessions --agent codex --sort size
-    transcompact sessions --json | jq -r '.files[] | select(.unsent_bytes > 1e6) | .file' | xargs transcompact slim -i
+    transcompact sessions --unsent --json | jq -r '.files[] | select(.unsent_bytes > 1e6) | .file' | xargs transcompact slim -i
     transcompact sessions ~/backups/logs
     """
     from ...ops.sessions import sessions as list_sessions
     from .. import render
 
-    listing = list_sessions(paths, agent=agent, sort=sort, cache=None if no_cache else "",
-                            measure_all=lambda files: _measured(files, jobs))
+    listing = list_sessions(paths, agent=agent, sort=sort, unsent=unsent, cache=None if no_cache else "",
+                            measure_all=lambda readings: _measured(readings, jobs))
     if as_json:
         write_stdout(render.sessions_json(listing))
     elif sys.stdout.isatty():
@@ -74,17 +78,20 @@ def sessions(paths, agent, sort, as_json, no_cache, jobs):
         click.echo(f"transcompact: no stored sessions ({where})", err=True)
 
 
-def _measured(files: Sequence[str], jobs: int | None) -> Iterator[Measured]:
-    """Each file read whole (`ops.sessions.measure`) in a pool of processes (`run.batch`), in order."""
+def _measured(readings: Sequence[Reading], jobs: int | None) -> Iterator[Measured]:
+    """Each file read (`ops.sessions.read_session`) in a pool of processes (`run.batch`), in order."""
     from ...io.inputs import Source
     from ...ops.sessions import Measured
     from ...run.batch import default_jobs, outcomes
     from ...run.tasks import Task
 
-    if len(files) > 20:
-        click.echo(f"transcompact: reading {len(files):,} sessions whole (the next run takes them from the cache)", err=True)
-    tasks = (Task(Source(path, os.path.basename(path)), measure_file, None) for path in files)
-    for outcome in outcomes(tasks, jobs or (default_jobs() if len(files) > 1 else 1)):
+    if len(readings) > 20:
+        click.echo(f"transcompact: reading {len(readings):,} sessions (the next run takes them from the cache)", err=True)
+    # A task reads its file whole before the work, unless it is handed the bytes: one read for its
+    # tokens alone is handed none, and the work reads what it needs of it.
+    tasks = (Task(Source(reading.path, os.path.basename(reading.path)), measure_file, reading,
+                  data=None if reading.unsent else b"") for reading in readings)
+    for outcome in outcomes(tasks, jobs or (default_jobs() if len(readings) > 1 else 1)):
         if outcome.result is not None:
             yield outcome.result.value
         else:
@@ -92,9 +99,10 @@ def _measured(files: Sequence[str], jobs: int | None) -> Iterator[Measured]:
             yield Measured(error=error[len(outcome.name) + 1:].lstrip() if error.startswith(f"{outcome.name}:") else error)
 
 
-def measure_file(name: str, data: bytes, how: None) -> Result:
-    """One file read whole (`tasks.process` runs it, here or in a worker)."""
-    from ...ops.sessions import measure
+def measure_file(name: str, data: bytes, reading: Reading) -> Result:
+    """One file (`tasks.process` runs it, here or in a worker): the bytes the task read whole, or,
+    for its tokens alone, what `ops.sessions.read_session` reads of it."""
+    from ...ops.sessions import measure, read_session
     from ...run.tasks import Result
 
-    return Result(value=measure(name, data))
+    return Result(value=measure(name, data) if reading.unsent else read_session(reading))
