@@ -241,12 +241,10 @@ def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
             gc.enable()
 
 
-def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                     known: Sequence[Record], trim: Callable[[Any], Any] | None) -> list[Record]:
-    # Each line is a view into `data`, not a copy: the lines of a large log would double it.
-    records: list[Record] = []
-    seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
-    previous: dict = {}
+def line_views(data: bytes, bom: bool) -> Iterator[tuple[int, memoryview, memoryview]]:
+    """(number, line, text) of each line of JSON Lines, as `parse` splits them: the line a view
+    into `data`, not a copy (the lines of a large log would double it), its text without the
+    byte-order mark the first line may begin with."""
     view = memoryview(data)
     start, number, size = 0, 0, len(data)
     while start <= size:
@@ -255,7 +253,15 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
         number += 1
         line = view[start:end]
         start = end + 1
-        text = line[len(BOM):] if number == 1 and bom else line
+        yield number, line, line[len(BOM):] if number == 1 and bom else line
+
+
+def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
+                     known: Sequence[Record], trim: Callable[[Any], Any] | None) -> list[Record]:
+    records: list[Record] = []
+    seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
+    previous: dict = {}
+    for number, line, text in line_views(data, bom):
         if (value := seen.get(line, BLANK)) is not BLANK:
             records.append((line, value))
             continue

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import dialects
 from ..core.errors import Location, ParseError, ShapeError
-from ..core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, first_line_is_a_value, parse_value
+from ..core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, first_line_is_a_value, line_views, parse_value
 from ..core.model import Message, Transcript
 from .adapter import Format
 
@@ -58,15 +58,7 @@ def read_quickly(data: bytes, name: str) -> Parsed | None:
     from ..dialects import views
 
     records: list[Record] = []
-    whole = memoryview(data)
-    start, number, size = 0, 0, len(data)
-    while start <= size:  # each line a view into `data`, as `parse` splits it
-        end = data.find(b"\n", start)
-        end = size if end < 0 else end
-        number += 1
-        line = whole[start:end]
-        start = end + 1
-        own = line[len(BOM):] if number == 1 and bom else line
+    for number, line, own in line_views(data, bom):
         viewed = views.view(own, 1)
         if viewed is not None:
             unread = UnreadLine(role=viewed.role)
