@@ -75,20 +75,10 @@ def estimate(data: bytes) -> None:
 
 def prune(data: bytes) -> None:
     top = msgspec.json.decode(data, type=dict[str, Raw])
-    spans = msgspec.json.decode(top["messages"], type=list[Raw])
+    spans = [bytes(raw) for raw in msgspec.json.decode(top["messages"], type=list[Raw])]
     messages = msgspec.json.decode(top["messages"], type=list[_Message])
     _characters(messages)
-    results = [i for i, m in enumerate(messages)
-               if not isinstance(m.content, str) and any(isinstance(b, _ToolResult) for b in m.content)]
-    cleared = set(results[:-6])
-    written = []
-    for index, (message, span) in enumerate(zip(messages, spans)):
-        if index in cleared:
-            blocks = [{"type": "tool_result", "tool_use_id": b.tool_use_id, "content": "[cleared]"}
-                      if isinstance(b, _ToolResult) else msgspec.to_builtins(b) for b in message.content]
-            written.append(orjson.Fragment(orjson.dumps({"role": message.role, "content": blocks})))
-        else:
-            written.append(orjson.Fragment(bytes(span)))
+    written = [orjson.Fragment(span) for span in _pruned(messages, spans)]
     output = orjson.dumps({key: written if key == "messages" else orjson.Fragment(bytes(raw)) for key, raw in top.items()})
     msgspec.json.decode(output, type=_Body)
     sys.stdout.buffer.write(output)
