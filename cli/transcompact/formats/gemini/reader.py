@@ -308,10 +308,10 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
         if origin.turn != "results":
             continue
         repeated = set()
-        for later in messages[index + 1:]:
-            if later.role != USER:
-                break
-            repeated |= {b.tool_call_id for b in later.tool_results}
+        later = index + 1
+        while later < len(messages) and messages[later].role == USER:  # (not a slice: a copy of the rest each time)
+            repeated |= {b.tool_call_id for b in messages[later].tool_results}
+            later += 1
         if {b.tool_call_id for b in message.tool_results} <= repeated:
             out.append(index)
     return frozenset(out)
