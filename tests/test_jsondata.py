@@ -264,6 +264,16 @@ def test_parse_value_reads_one_line_as_parse_reads_a_record():
         parse_value(b'{"n": ', "archive.jsonl", 7)
 
 
+@pytest.mark.parametrize("line", [
+    b'{"cost":{"input":0.5,"output":0.002865},"n":2}',  # as orjson writes it: read once
+    b'{"cost":{"input":0.000009,"output":0.002865},"n":2}',  # as JavaScript writes it (orjson: 9e-6)
+    b'{"cost": 0.000009, "n": 2}',  # spaced: read again too
+])
+def test_a_line_with_floats_keeps_each_number_as_written(line):
+    (_, value), _ = parse(line + b"\n" + line, "session.jsonl").records
+    assert orjson.dumps(value) == line.replace(b" ", b"")
+
+
 def test_kind_of_names_each_json_type_as_errors_say_it():
     assert [kind_of(v) for v in ({}, [], "", True, None, 1, 1.5)] == [
         "an object", "an array", "a string", "a boolean", "null", "a number", "a number"]

@@ -310,7 +310,14 @@ def _writable(value: Any, text: bytes | memoryview, name: str, first_line: int) 
     too_deep, has_float = _scan(value)
     if too_deep:
         raise _too_deep(bytes(text), name, first_line)
-    return _exact_loads(bytes(text)) if has_float else value
+    return _exact_loads(bytes(text)) if has_float and not _writes_as_read(value, text) else value
+
+
+def _writes_as_read(value: Any, text: bytes | memoryview) -> bool:
+    """Whether orjson writes `value` back as `text`, every number as written: then the standard
+    library's slower reading, which keeps each number's text, has nothing to keep (a log written
+    compact by its agent, its floats as their shortest form, as pi's costs are)."""
+    return orjson.dumps(value) == text
 
 
 def nested_value(text: bytes, depth: int) -> Any:
