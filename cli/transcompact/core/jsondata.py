@@ -523,9 +523,12 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
     or given a new value (its JSON), every other byte as written; the bytes each edit took out
     (less what it put in); and the value the new text reads as (as `parse_value` reads it; None
     where it does not read).
-    `value`, the object `text` holds when it is known, lets a member be found by its JSON, at C
-    speed, where `text` holds it once (checked by reading the result)."""
+    `value`, the object `text` holds (read from `text` when not given: a line parsed in part),
+    lets a member be found by its JSON, at C speed, where `text` holds it once (checked by reading
+    the result)."""
     text = bytes(text)
+    if value is None:
+        value = _object_in(text)
     if value is not None and (found := _by_value(text, edits, value)) is not None:
         return found
     spans = members(text)
@@ -549,6 +552,14 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
         return out, taken, parse_value(out, "<line>", 1)
     except ParseError:  # not an object Claude Code wrote: the post-condition says so, reading it again
         return out, taken, None
+
+
+def _object_in(text: bytes) -> dict | None:
+    try:
+        value = parse_value(text, "<line>", 1)
+    except ParseError:
+        return None
+    return value if type(value) is dict else None
 
 
 def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tuple[bytes, dict[str, int], Any] | None:

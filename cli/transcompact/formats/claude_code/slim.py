@@ -28,7 +28,7 @@ What is dropped:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.jsondata import dumps
 from ...core.model import Transcript
@@ -50,6 +50,7 @@ AT_THE_TAIL = frozenset({"gitBranch", "sessionId"})
 FIELDS = {"toolUseResult": "the UI's copies of tool results", "isSidechain": "fields every line repeats",
           **dict.fromkeys(ENVELOPE, "fields every line repeats"), "parentUuid": "links past dropped lines"}
 KEPT_COPIES = frozenset({"CronCreate"})  # whose result's copy Claude Code reads on resume
+TAKEN = frozenset({*ENVELOPE, "toolUseResult"})  # the members slim may take out of a kept line
 # A copy naming a task Claude Code started, which 2.1.332 reads on resume (`rbe`) by these fields.
 TASK_FIELDS = frozenset({"backgroundTaskId", "task_id", "resumedAgentId", "revivedAgentId", "workflowName", "runId"})
 
@@ -59,15 +60,12 @@ def slimming(transcript: Transcript) -> Slimming:
     records = source.records
     if not source.chain or source.leaf is None or records[source.leaf][1].get("isSidechain") is True:
         return Slimming()  # nothing Claude Code resumes (a subagent's log is all sidechain): left as it is
-    # What places a line on the chain is in every value read; the lines kept are read whole (their members).
+    # What places a line on the chain is in every value read (a line parsed in part keeps it).
     values = [r[1] for r in records]
     kept = {i for i in source.chain if line_type(values[i]) != "progress"} | set(source.order)
     if source.root is not None:
         kept.add(source.root)
     kept |= _below(source.leaf, values)
-    for i in kept:
-        if isinstance(values[i], dict):
-            values[i] = whole_value(i, records[i], transcript.name)
     dropped: dict[int, str] = {}
     last_setting: dict[tuple[str, Any], int] = {}
     for index, value in enumerate(values):
@@ -85,7 +83,35 @@ def slimming(transcript: Transcript) -> Slimming:
     for index, value in enumerate(values):
         if isinstance(value, dict) and line_type(value) == "summary" and string_or_none(value.get("leafUuid")) not in kept_uuids:
             dropped[index] = "titles of branches not kept"
-    return Slimming(dropped, _edits(values, sorted(kept), kept_uuids, dropped, source.leaf), FIELDS)
+    # The members of the lines kept, each line read whole one at a time (not the whole log at once).
+    held: dict[frozenset, frozenset] = {}
+    shown = {i: _Members.of(whole_value(i, records[i], transcript.name), held) for i in sorted(kept)}
+    return Slimming(dropped, _edits(values, shown, kept_uuids, dropped, source.leaf), FIELDS)
+
+
+class _Members(NamedTuple):
+    """What slim looks at of a kept line's members: the keys of those it may take out, whether its
+    `toolUseResult` copy names a task, the calls its tool results answer and those it makes whose
+    result's copy Claude Code reads."""
+
+    keys: frozenset[str]
+    sidechain_false: bool
+    names_a_task: bool
+    answers: frozenset[str]
+    copies_read: frozenset[str]
+
+    @classmethod
+    def of(cls, value: dict, held: dict[frozenset, frozenset]) -> _Members:
+        """`held`: the sets made so far, each held once (most lines have the same keys, and no call)."""
+        message = value.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        answers = frozenset(b["tool_use_id"] for b in blocks if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str))
+        copies_read = frozenset(b["id"] for b in blocks if b.get("type") == "tool_use" and string_or_none(b.get("name")) in KEPT_COPIES
+                                and isinstance(b.get("id"), str))
+        keys = TAKEN.intersection(value)
+        return cls(held.setdefault(keys, keys), value.get("isSidechain") is False, _names_a_task(value.get("toolUseResult")),
+                   held.setdefault(answers, answers), held.setdefault(copies_read, copies_read))
 
 
 def _lost_with(index: int, kind: str, source: LogSource) -> str:
@@ -96,28 +122,28 @@ def _lost_with(index: int, kind: str, source: LogSource) -> str:
     return "branches not resumed (rewinds, sidechains)"
 
 
-def _edits(values: list[Any], kept: list[int], kept_uuids: set[Any], dropped: dict[int, str],
+def _edits(values: list[Any], shown: dict[int, _Members], kept_uuids: set[Any], dropped: dict[int, str],
            leaf: int) -> dict[int, dict[str, bytes | None]]:
     # A dropped line may be a copy of a kept one (its uuid): it is not passed over.
     skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
             if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
-    copied = _calls_whose_copy_is_read(values, kept)
+    copied = frozenset().union(*(members.copies_read for members in shown.values()))
+    kept = list(shown)
     first, last = kept[0], kept[-1]
-    slug_at = next((i for i in kept if "slug" in values[i]), None)
+    slug_at = next((i for i in kept if "slug" in shown[i].keys), None)
     edits: dict[int, dict[str, bytes | None]] = {}
-    for index in kept:
-        value = values[index]
+    for index, members in shown.items():
         edit: dict[str, bytes | None] = {}
-        parent = value.get("parentUuid")
+        parent = values[index].get("parentUuid")
         if (new := surviving_parent(parent, skip)) != parent:
             edit["parentUuid"] = dumps(new, indent=False)
-        if "toolUseResult" in value and not _answers(value, copied) and not _names_a_task(value["toolUseResult"]):
+        if "toolUseResult" in members.keys and members.answers.isdisjoint(copied) and not members.names_a_task:
             edit["toolUseResult"] = None
         for key in ENVELOPE:
-            if key in value and not (index == first and key in AT_THE_HEAD or index in (last, leaf) and key in AT_THE_TAIL
-                                     or index == slug_at and key == "slug"):
+            if key in members.keys and not (index == first and key in AT_THE_HEAD or index in (last, leaf) and key in AT_THE_TAIL
+                                            or index == slug_at and key == "slug"):
                 edit[key] = None
-        if value.get("isSidechain") is False:
+        if members.sidechain_false:
             edit["isSidechain"] = None
         if edit:
             edits[index] = edit
@@ -147,22 +173,3 @@ def _names_a_task(copy: Any) -> bool:
     return isinstance(copy, dict) and (not TASK_FIELDS.isdisjoint(copy) or "taskId" in copy and "timeoutMs" in copy
                                        or copy.get("status") == "async_launched"
                                        or bool(copy.get("forked") and copy.get("background")))
-
-
-def _calls_whose_copy_is_read(values: list[Any], kept: list[int]) -> frozenset[str]:
-    calls: set[str] = set()
-    for index in kept:
-        message = values[index].get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("type") == "tool_use" and string_or_none(block.get("name")) in KEPT_COPIES \
-                    and isinstance(block.get("id"), str):
-                calls.add(block["id"])
-    return frozenset(calls)
-
-
-def _answers(value: dict, calls: frozenset[str]) -> bool:
-    message = value.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return any(isinstance(b, dict) and b.get("type") == "tool_result" and string_or_none(b.get("tool_use_id")) in calls
-               for b in (content if isinstance(content, list) else ()))

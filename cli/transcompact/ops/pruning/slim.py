@@ -62,7 +62,7 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
             continue
         edit = plan.edits.get(index)
         if edit:
-            value = record[1] if type(record[1]) is dict else None  # read whole: found by its JSON
+            value = record[1] if type(record[1]) is dict else None  # else read again from its line
             line, taken, read = without_members(line_bytes(record), edit, value)
             for key, size in taken.items():
                 what = plan.fields.get(key, key)
