@@ -52,6 +52,16 @@ def test_a_slimmed_log_reads_as_the_original_and_gives_it_back(path, transcompac
         assert expanded.exit_code == 0 and expanded.stdout_bytes == original
 
 
+@pytest.mark.parametrize("path", claude_code_logs())
+def test_a_slimmed_log_is_read_as_lazily_as_the_original(path, transcompact):
+    """A line slim took the session out of is still counted by its view, its message left unread."""
+    def unread(data: bytes) -> int:
+        return sum(m.view is not None for m in loads(data, path.name, lazily=True).messages)
+
+    slimmed = transcompact("slim", "-q", path).stdout_bytes
+    assert unread(slimmed) == unread(path.read_bytes())
+
+
 def test_the_report_says_what_was_dropped_and_what_is_lost_with_it(transcompact, tmp_path):
     log = tmp_path / "s.jsonl"
     _compacted_log(transcompact, log)

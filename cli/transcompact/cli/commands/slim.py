@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import click
 
@@ -54,7 +54,8 @@ def slim(files, patterns, reading, outputs, running, archive, no_archive, quiet,
                           ours=[archive] if archive else [], **outputs.shown())
     start_archive(archive, command="slim", to=None, dry_run=batch.dry_run)
     beside = outputs.in_place and not archive and not no_archive
-    work = Slimming(reading, None if batch.dry_run or no_archive else archive, beside and not batch.dry_run, quiet)
+    # Read as prune reads: a kept line parsed in part (`formats.loads`), the large log not held twice.
+    work = Slimming(replace(reading, lazily="logs"), None if batch.dry_run or no_archive else archive, beside and not batch.dry_run, quiet)
     sys.exit(batch.run(slim_file, work, **outputs.targets()))
 
 

@@ -331,7 +331,8 @@ def viewed_lines(value: Any) -> Any:
     (`read`) until its blocks are asked for, when the line is read again from its bytes
     (`whole_value`), as any rewrite of the line reads it."""
     value = linking_fields(value)
-    if type(value) is not dict or line_type(value) not in MESSAGE_TYPES or "sessionId" not in value:
+    # A Claude Code line names its session, or its parent (a line `slim` took the session out of).
+    if type(value) is not dict or line_type(value) not in MESSAGE_TYPES or "sessionId" not in value and "parentUuid" not in value:
         return value
     message = value.get("message")
     if not isinstance(message, dict) or (sizes := _sizes(message.get("content"))) is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.jsondata import Lines, Record, line_bytes, without_members
+from ...core.jsondata import Lines, PartialLine, Record, line_bytes, without_members
 from ...core.model import Transcript
 from ...formats import adapter
 
@@ -67,7 +67,10 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
             for key, size in taken.items():
                 what = plan.fields.get(key, key)
                 report.fields[what] = report.fields.get(what, 0) + size
-            # A view, as an input line is: its value was read from these very bytes.
+            # A view, as an input line is: its value was read from these very bytes (kept in part
+            # as the input line was: a large log's output is not held whole).
+            if read is not None and type(record[1]) is PartialLine:
+                read = fmt.lazy_trim(read)
             record = (memoryview(line), read) if read is not None else (line, None)
         records.append(record)
     out = Lines.of(records, bom=getattr(transcript.source, "bom", False))

@@ -53,7 +53,9 @@ def verified(before: Transcript, after: Transcript, written: bytes | Lines, *, o
 def _same_turns(one, other) -> bool:
     """Whether two transcripts hold the same turns, one at a time (a large log is not copied).
     Read back one for one (as most formats are), a message still unread on both sides is
-    compared by its view: it was written as the bytes it was read from, and read back from them."""
+    compared by its view: it was written as the bytes it was read from, or as those bytes with
+    members beside its message taken out (`slim`, which reads each such line back as the value
+    it had less those members, `jsondata.without_members`), and read back from them."""
     if len(one.messages) == len(other.messages) and all(map(_same_message, one.messages, other.messages)):
         return True
     missing: tuple[str | None, list] = (None, [])
