@@ -7,6 +7,7 @@ both hand out tasks and get outcomes back.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import dataclasses
 import gc
@@ -60,15 +61,28 @@ class Reading:
     def load(self, data: bytes, name: str) -> Transcript:
         from ..formats import ensure_writable, loads
 
-        if self.encoding_errors == "replace":
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                data = data.decode("utf-8", "replace").encode("utf-8")
+        if self.encoding_errors == "replace" and not _is_utf8(data):
+            data = data.decode("utf-8", "replace").encode("utf-8")
         transcript = loads(data, name, format=self.format, messages_path=self.messages_path, lazily=self.lazily)
         if self.writes_back:
             ensure_writable(transcript)
         return transcript
+
+
+def _is_utf8(data: bytes) -> bool:
+    """Whether `data` is valid UTF-8, without holding it as a str (up to 4× its size): a large
+    file is decoded a part at a time, and one of ASCII not at all."""
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(data), 1 << 20):
+            decoder.decode(view[start:start + (1 << 20)])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 Settings = TypeVar("Settings")  # a command's options for its work on each file: frozen dataclasses of plain values
