@@ -437,11 +437,18 @@ def corpus_conversations(corpus: Path | None = None) -> list[Conversation]:
     return found
 
 
-def compacted(conversation: Conversation, keep: int, transcript=None):
+def compacted(conversation: Conversation, keep: int, transcript=None, *, prune_may_win: bool = True):
     """compact --emergency --force at `keep`: (the input, the output read back, the dropped
-    messages (an earlier summary's left out), the report); None when nothing was dropped."""
+    messages (an earlier summary's left out), the report); None when nothing was dropped.
+
+    Where pruning alone leaves less than the compaction, compact prunes (nothing is dropped): a
+    session the agents recorded is small, and its old results cleared may weigh less than a
+    checkpoint. `prune_may_win=False` holds back that pruning (an edit of the results that saves
+    fewer tokens than the whole is not made: `clear_at_least`), so that the old part is dropped
+    behind the checkpoint that is measured; the window is the same."""
     transcript = transcript if transcript is not None else conversation.load()
-    options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=keep))
+    pruning = PruneOptions() if prune_may_win else PruneOptions(clear_at_least=1 << 62)
+    options = CompactOptions(force=True, emergency=True, pruning=pruning, summary=SummaryOptions(keep_recent_tokens=keep))
     out, report = compact(transcript, options)
     if report.cut is None:
         return None
@@ -452,10 +459,10 @@ def compacted(conversation: Conversation, keep: int, transcript=None):
     return transcript, out, real, report, options
 
 
-def measure(path, keep: int, messages_path: str | None = None, transcript=None):
+def measure(path, keep: int, messages_path: str | None = None, transcript=None, *, prune_may_win: bool = True):
     """(compact's score, masking's, dropping's) for one conversation at one window size; None when
-    nothing was dropped."""
-    done = compacted(Conversation(Path(path), messages_path), keep, transcript)
+    nothing was dropped (`compacted` says when pruning alone is done instead)."""
+    done = compacted(Conversation(Path(path), messages_path), keep, transcript, prune_may_win=prune_may_win)
     if done is None:
         return None
     transcript, out, real, _, options = done

@@ -1,11 +1,29 @@
-"""The recorded usage and the fit of `tokens ≈ overhead + ratio × chars` over it."""
+"""The recorded usage, the fit of `tokens ≈ overhead + ratio × chars` over it, and how close it comes."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from statistics import median
 
 import pytest
 
 from transcompact.core.model import Message, Text
-from transcompact.counting.calibrate import calibrate, fit, holdout_error, output_tokens, recorded_usage, samples, usage_tokens
+from transcompact.counting.calibrate import (
+    calibrate,
+    fit,
+    holdout_error,
+    model,
+    output_tokens,
+    ratio_with,
+    recorded_usage,
+    samples,
+    usage_tokens,
+)
+from transcompact.counting.counter import Options
+from transcompact.formats import loads
+from transcompact.ops.estimate import Estimate, estimate
+
+from .conftest import CORPUS, ROOT
 
 
 def response(usage: dict | None, *, claude_code: bool = False) -> Message:
@@ -46,6 +64,24 @@ def test_the_fit_recovers_a_line_and_refuses_what_is_not_one():
     assert fit([(100, 0, 500), (200, 0, 400)]) is None  # tokens falling as text grows
 
 
+def test_the_line_goes_through_the_newest_response_and_its_overhead_is_never_negative():
+    points = [(1000, 0, 5400), (4000, 0, 6100), (9000, 0, 7800), (20000, 0, 11_000)]
+    ratio, overhead = fit(points)
+    assert overhead + ratio * 20000 == pytest.approx(11_000)  # the count is what the newest response recorded
+    dearer = [(1000, 0, 100), (4000, 0, 1100), (9000, 0, 3300)]  # more tokens per character as the log grows
+    ratio, overhead = fit(dearer)
+    assert overhead == 0 and ratio == pytest.approx(3300 / 9000)
+
+
+def test_another_tokenizer_fits_its_ratio_with_the_overhead_held():
+    chars = [(1000, 0, 5300), (4000, 0, 6200), (9000, 0, 7700)]
+    units = [(250, 0, 5300), (1100, 0, 6200), (2300, 0, 7700)]  # the same prompts in a tokenizer's count
+    (per_char, by_chars, none), (ratio, by_units, on_chars) = model(chars, None), model(chars, units)
+    assert by_units == by_chars and none is None and on_chars == per_char
+    # Through the newest response, as the ratio on characters is: the model says what it recorded.
+    assert ratio == pytest.approx(ratio_with(units, by_chars)) and by_units + ratio * 2300 == pytest.approx(7700)
+
+
 def test_the_error_is_measured_on_responses_the_fit_did_not_see():
     points = [(chars, 0, 1000 + chars // 4) for chars in range(1000, 9000, 1000)]
     error, measured = holdout_error(points)
@@ -63,3 +99,36 @@ def test_the_output_of_a_response_is_read_in_either_dialect_and_zero_when_not_re
     assert output_tokens(response({"input_tokens": 5, "output_tokens": 42})) == 42
     assert output_tokens(response({"prompt_tokens": 5, "completion_tokens": 17}, claude_code=True)) == 17
     assert output_tokens(response({"output_tokens": "many"})) == 0 and output_tokens(response(None)) == 0
+
+
+# --- the targets, on every log with recorded usage ------------------------------------------
+
+def logs_with_usage() -> list[Path]:
+    """The sessions the agents recorded, and the shared corpus's agent logs when it is here."""
+    here = sorted((ROOT / "tests/recorded").glob("*/*.json*"))
+    corpus = [*sorted(CORPUS.glob("claude-code/*.jsonl")), *sorted(CORPUS.glob("other/*.json*")),
+              *sorted(CORPUS.glob("trajectories/pi-*.jsonl"))] if CORPUS.is_dir() else []
+    return [*here, *corpus]
+
+
+def fitted(path: Path) -> tuple[Estimate, Estimate] | None:
+    """(the default count, --calibrate) of a log the fit can be made on; None for another."""
+    transcript = loads(path.read_bytes(), str(path))
+    default, shown = estimate(transcript), estimate(transcript, Options(calibrate=True))
+    return (default, shown) if shown.calibration is not None else None
+
+
+def test_the_fit_is_the_default_and_holds_on_the_responses_it_was_not_fitted_on():
+    """Default and --calibrate are one count; the fit made on the earlier half of a log's responses
+    is within 10 % of what the later half recorded on every log, within 5 % at the median."""
+    errors = []
+    for path in logs_with_usage():
+        counts = fitted(path)
+        if counts is None:
+            continue
+        default, shown = counts
+        assert default.tokens == shown.tokens and default.method == shown.method, path.name
+        if shown.calibration.error is not None:
+            assert shown.calibration.error <= 0.10, path.name
+            errors.append(shown.calibration.error)
+    assert len(errors) >= 4 and median(errors) <= 0.05

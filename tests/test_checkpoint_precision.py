@@ -221,7 +221,7 @@ def recorded_checkpoints() -> dict[str, tuple[list, str]]:
     for path in recorded_sessions():
         conversation = Conversation(path)
         transcript = conversation.load()
-        done = compacted(conversation, window_after_first_commit(transcript), transcript)
+        done = compacted(conversation, window_after_first_commit(transcript), transcript, prune_may_win=False)
         assert done is not None, path
         _, out, dropped, _, _ = done
         happened = events(dropped)

@@ -1,4 +1,4 @@
-"""The count a user sees: anchored on the usage a transcript recorded, reused for its rewrites,
+"""The count a user sees: the model fitted on (or anchored on) the usage a transcript recorded, reused for its rewrites,
 and what an Anthropic server-side compaction leaves the API to read."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import json
 import pytest
 
 from transcompact import dumps
+from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import Options, TokenCounter
 from transcompact.formats import loads
 from transcompact.ops.estimate import estimate
@@ -27,34 +28,60 @@ def usage_transcript(overhead: int = 12_000, ratio: float = 0.31, shape: str = "
     return loads(data, "log.jsonl")
 
 
-# --- the anchor ------------------------------------------------------------------------------
+# --- the model fitted on recorded usage, and the anchor ----------------------------------------
+
+
+def chars_of(transcript) -> int:
+    return sum(len(b.text) for m in transcript.messages for b in m.blocks)
+
+
+def model_count(transcript, fit) -> int:
+    """The model's count: the fitted overhead + ratio × the content before the newest response
+    that recorded usage, that response's recorded output, and the estimate of what follows it."""
+    recorded = recorded_usage(transcript.messages)
+    before = transcript.with_messages(transcript.messages[:recorded.message])
+    after = transcript.with_messages(transcript.messages[recorded.message + 1:])
+    return round(fit.overhead + fit.ratio * chars_of(before)) + recorded.output + formula(after)
 
 
 @pytest.mark.parametrize("shape", ["anthropic", "openai"])
-def test_the_default_count_is_the_last_recorded_context_plus_what_came_after(shape):
+def test_the_default_count_is_the_model_fitted_on_the_recorded_usage(shape):
     transcript = usage_transcript(shape=shape)
     report, content = estimate(transcript), estimate(transcript, CONTENT)
-    recorded = report.recorded
-    assert (recorded.message, recorded.output) == (23, 9)
-    after = sum(m.tokens for m in content.per_message[recorded.message + 1:])
-    assert report.tokens == recorded.context + after
-    assert report.method == "recorded usage at message 23 + chars × 0.25 + 4 per message of 1 message after"
-    # The hidden overhead is reported as overhead; everything else is the content estimate.
-    assert report.by_kind["overhead"] - content.by_kind["overhead"] == report.tokens - content.tokens > 10_000
-    assert {k: v for k, v in report.by_kind.items() if k != "overhead"} == {
-        k: v for k, v in content.by_kind.items() if k != "overhead"}
-    assert sum(report.by_kind.values()) == report.tokens == report.per_message[-1].running
-    assert [m.tokens for m in report.per_message] == [m.tokens for m in content.per_message] == TokenCounter(transcript).per_message(transcript)
-    assert TokenCounter(transcript).tokens(transcript) == report.tokens
+    fit = TokenCounter(transcript).basis.calibration
+    assert fit.overhead == pytest.approx(12_000, abs=2) and fit.ratio == pytest.approx(0.31, abs=1e-4)
+    assert report.tokens == model_count(transcript, fit) == TokenCounter(transcript).tokens(transcript)
+    # Through the newest response: the log counts the context it recorded and the estimate of what follows.
+    assert report.tokens == report.recorded.context + report.per_message[-1].tokens
+    assert report.method == "fitted on 12 recorded responses: 12,000 + chars × 0.3100"
+    # The fixed overhead is reported as overhead, one figure by role and by kind; the rest is the
+    # content × the ratio (what follows the newest response, the estimator's).
+    assert report.by_kind["overhead"] == report.by_role["overhead"] == pytest.approx(12_000, rel=0.05)
+    assert sum(report.by_kind.values()) == sum(report.by_role.values()) == report.tokens == report.per_message[-1].running
+    assert report.calibration is None and estimate(transcript, Options(calibrate=True)).calibration == fit
+    assert estimate(transcript, Options(calibrate=True)).tokens == report.tokens
     assert content.tokens == formula(transcript) and content.method == "chars × 0.25 + 4 per message"
 
 
-def test_the_anchor_holds_for_a_tokenizer_too():
+def test_every_tokenizer_adds_the_same_fixed_overhead():
     transcript = usage_transcript()
+    chars = TokenCounter(transcript).basis.calibration
+    o200k = TokenCounter(transcript, Options(tokenizer="o200k")).basis.calibration
+    assert o200k.overhead == chars.overhead and 0.5 < o200k.ratio < 2
     report = estimate(transcript, Options(tokenizer="o200k"))
-    content = estimate(transcript, Options(tokenizer="o200k", count="content"))
-    assert report.tokens == report.recorded.context + content.per_message[-1].tokens
-    assert report.method.startswith("recorded usage at message 23 + tiktoken o200k_base")
+    assert report.method.startswith("fitted on 12 recorded responses: 12,000 + o200k tokens × ")
+    assert report.by_kind["overhead"] == report.by_role["overhead"] == pytest.approx(12_000, rel=0.05)
+    assert report.tokens == pytest.approx(estimate(transcript).tokens, rel=0.05)
+
+
+def test_with_one_response_the_count_is_anchored_on_it():
+    transcript = loads(usage_log(5_000, 0.3, turns=1) + json.dumps({"role": "user", "content": "Go on."}).encode() + b"\n", "one.jsonl")
+    for tokenizer in ("chars", "o200k"):
+        report = estimate(transcript, Options(tokenizer=tokenizer))
+        content = estimate(transcript, Options(tokenizer=tokenizer, count="content"))
+        assert report.tokens == report.recorded.context + content.per_message[-1].tokens
+        assert report.method.startswith("recorded usage at message 1 + ")
+        assert report.by_kind["overhead"] == report.by_role["overhead"]
 
 
 def test_a_transcript_without_usage_is_counted_by_its_content():
@@ -64,7 +91,8 @@ def test_a_transcript_without_usage_is_counted_by_its_content():
 
 
 def test_an_estimator_that_counts_more_than_was_recorded_never_gives_a_negative_total():
-    transcript = usage_transcript(overhead=0, ratio=0.1)  # the API counted less than chars × 0.25
+    one = usage_log(0, 0.1, turns=1)  # one response (an anchor): the API counted less than chars × 0.25
+    transcript = loads(one + json.dumps({"role": "user", "content": "And now the tests, please."}).encode() + b"\n", "log.jsonl")
     report = estimate(transcript)
     assert report.by_kind["overhead"] < estimate(transcript, CONTENT).by_kind["overhead"]
     assert report.tokens == report.recorded.context + report.per_message[-1].tokens
@@ -110,13 +138,13 @@ def test_a_log_pruned_of_what_its_agent_had_cleared_counts_its_content_not_zero(
 def test_a_rewrite_is_counted_on_its_inputs_scale():
     transcript = usage_transcript()
     counter = TokenCounter(transcript)
-    scale = counter.basis
-    assert scale.anchor == 23 and scale.overhead == estimate(transcript).tokens - estimate(transcript, CONTENT).tokens
+    fit = counter.basis.calibration
     rewritten = transcript.with_messages(transcript.messages[-5:])
-    expected = scale.overhead + estimate(rewritten, CONTENT).tokens
-    assert counter.tokens(rewritten) == estimate(rewritten, counter=counter).tokens == expected
-    # Left to itself, the rewrite would anchor on usage that counted the messages it no longer has.
-    assert estimate(rewritten).tokens > expected
+    # Only the fixed overhead stays with the rewrite; the content is counted at the input's ratio.
+    assert counter.tokens(rewritten) == estimate(rewritten, counter=counter).tokens == model_count(rewritten, fit)
+    # What went (all before the newest response) goes at the ratio: nothing of the overhead.
+    taken = fit.ratio * chars_of(transcript.with_messages(transcript.messages[:-5]))
+    assert counter.tokens(rewritten) == pytest.approx(counter.tokens(transcript) - taken, abs=1)
 
 
 def test_a_calibration_fitted_on_the_input_counts_the_rewrite():
@@ -127,9 +155,7 @@ def test_a_calibration_fitted_on_the_input_counts_the_rewrite():
     rewritten = transcript.with_messages(transcript.messages[-5:])
     report = estimate(rewritten, options, counter)
     assert report.calibration == fit.calibration and report.method == fit.method
-    chars = sum(len(b.text) for m in rewritten.messages for b in m.blocks)
-    assert report.tokens == counter.tokens(rewritten) == round(
-        fit.calibration.overhead + fit.calibration.ratio * chars)
+    assert report.tokens == counter.tokens(rewritten) == model_count(rewritten, fit.calibration)
 
 
 def test_calibrate_without_enough_usage_says_so_and_keeps_the_anchor():
@@ -151,10 +177,15 @@ def test_a_claude_code_log_is_counted_near_the_usage_it_recorded_last(path):
     transcript = loads(path.read_bytes(), str(path))
     report, content = estimate(transcript), estimate(transcript, CONTENT)
     recorded = report.recorded
-    assert report.tokens == recorded.context + sum(m.tokens for m in content.per_message[recorded.message + 1:])
     if path.name not in SYNTHETIC_USAGE:
-        assert recorded.context <= report.tokens <= 1.05 * recorded.context
+        assert 0.9 * recorded.context <= report.tokens - _after(content, recorded) <= 1.1 * recorded.context
         assert report.tokens > 1.5 * content.tokens  # what the log never shows: system prompt, tool schemas
+    assert report.by_kind["overhead"] == report.by_role["overhead"]
+
+
+def _after(content, recorded) -> int:
+    """The content estimate of the messages after the last recorded response."""
+    return sum(m.tokens for m in content.per_message[recorded.message + 1:])
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -168,6 +199,7 @@ def test_count_content_on_the_command_line_and_in_the_environment(in_root):
 
     anchored = report()
     assert anchored["method"] == "recorded usage at message 3 + chars × 0.25 + 4 per message of 1 message after"
+    assert anchored["by_role"]["overhead"] == anchored["by_kind"]["overhead"]
     content = report("--count", "content")
     assert content == report(TRANSCOMPACT_COUNT="content")
     assert content["tokens"] == formula(loads((FIXTURES / "claude-code/broken-session.jsonl").read_bytes())) < anchored["tokens"]

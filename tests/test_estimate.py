@@ -65,7 +65,10 @@ def test_breakdown_sums_to_the_total_and_roles_to_the_messages():
     transcript = loads((FIXTURES / "openai/tool-calls.json").read_bytes())
     report = estimate(transcript)
     assert sum(report.by_kind.values()) == report.tokens
-    assert sum(report.by_role.values()) == report.tokens - report.by_kind["system"] - report.by_kind["tool_schemas"]
+    assert sum(report.by_role.values()) == report.tokens
+    # What no message holds, by role as by kind: the system prompt and tools, the overhead (the 4 per message).
+    assert report.by_role["system_and_tools"] == report.by_kind["system"] + report.by_kind["tool_schemas"]
+    assert report.by_role["overhead"] == report.by_kind["overhead"] == 4 * len(transcript.messages)
     # each message by the spec's estimator: chars × 0.25, at least 1, + 4
     assert [m.tokens for m in report.per_message] == [formula(replace(transcript, system=(), tools=(), messages=(m,))) for m in transcript.messages]
     assert set(report.by_kind) == set(KINDS)

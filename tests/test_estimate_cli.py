@@ -129,8 +129,9 @@ def test_calibration_recovers_a_known_fit(shape):
     assert fit.ratio == pytest.approx(0.31, abs=1e-3)
     assert fit.overhead == pytest.approx(12_000, abs=5)
     assert fit.error < 0.001
-    chars = sum(len(b.text) for m in transcript.messages for b in m.blocks)
-    assert report.tokens == round(fit.overhead + fit.ratio * chars)
+    # The line goes through the newest response: the log, which ends with it, counts the context it recorded.
+    before = sum(len(b.text) for m in transcript.messages[:-1] for b in m.blocks)
+    assert report.tokens == round(fit.overhead + fit.ratio * before) + report.recorded.output == report.recorded.context
     assert sum(report.by_kind.values()) == report.tokens
     assert report.per_message[-1].running == report.tokens
     assert report.recorded.responses == 12 and report.recorded.message == 23
@@ -156,9 +157,13 @@ def test_calibration_without_usage_falls_back_and_says_so(in_root):
     assert "0 found" in report["notes"][0]
 
 
-def test_calibration_refuses_a_tokenizer(in_root):
-    result = run("estimate", "--calibrate", "--tokenizer", "o200k", "fixtures/anthropic/tool-loop.json")
-    assert result.exit_code == 2 and "--calibrate fits the chars estimator" in result.stderr
+def test_calibration_with_a_tokenizer_fits_its_ratio_and_the_same_overhead(in_root):
+    def report(*args):
+        return json.loads(run("estimate", "--json", "--calibrate", *args, "fixtures/gemini/session-2026-01-15T20-51-f7633853.jsonl").stdout)["files"][0]
+
+    chars, o200k = report(), report("--tokenizer", "o200k")
+    assert chars["calibration"]["overhead"] == o200k["calibration"]["overhead"] > 0
+    assert o200k["method"].startswith("fitted on 3 recorded responses") and "o200k tokens ×" in o200k["method"]
 
 
 def test_recorded_usage_of_a_claude_code_log(in_root):
@@ -224,3 +229,31 @@ def test_the_shares_by_role_add_up(path):
     rows = text.split("by role\n")[1].split("\n\n")[0].splitlines()[1:]
     shares = [float(row.split()[-1].rstrip("%")) for row in rows]
     assert abs(sum(shares) - 100) <= 0.3, rows
+
+
+def test_every_tokenizer_adds_the_same_fixed_overhead_to_a_recorded_log(api, monkeypatch):
+    """A Claude Code log holds no system prompt and no tools: count_tokens of what it holds is
+    exact for the content, and the overhead fitted on its recorded usage is added to it, the same
+    figure as with the chars estimator and tiktoken, by role and by kind."""
+    from transcompact.providers import anthropic as provider
+
+    from .loopback import count_tokens_of
+
+    monkeypatch.setattr(provider, "_STUB_COSTS", {})  # the stubs' cost measured in this test
+    log = str(ROOT / "tests/recorded/claude-code/1110a8f5-8aa1-57b9-a117-2ffadf112ba1.jsonl")
+
+    def report(*args):
+        done = run("estimate", "--json", "--calibrate", *args, log)
+        assert done.exit_code == 0, done.stderr
+        return json.loads(done.stdout)["files"][0]
+
+    chars, o200k, exact = report(), report("--tokenizer", "o200k"), report("--tokenizer", "anthropic")
+    overhead = round(chars["calibration"]["overhead"])
+    assert overhead > 0 and o200k["calibration"]["overhead"] == chars["calibration"]["overhead"]
+    probe_with, probe_without, with_stubs = [r for r in api.requests if r.path == "/v1/messages/count_tokens"]
+    content = count_tokens_of(with_stubs.body) - (count_tokens_of(probe_with.body) - count_tokens_of(probe_without.body))
+    assert exact["tokens"] == content + overhead
+    assert f"+ the overhead fitted on the recorded usage ({overhead:,})" in exact["method"]
+    for each in (chars, o200k, exact):
+        assert each["by_role"]["overhead"] == each["by_kind"]["overhead"] >= overhead - 50
+        assert sum(each["by_role"].values()) == sum(each["by_kind"].values()) == each["tokens"]

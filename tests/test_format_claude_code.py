@@ -260,27 +260,42 @@ def with_usage(data: bytes, overhead: int = 15_000) -> bytes:
 def test_a_prune_restates_the_prompt_claude_code_judges_and_estimate_says_what_prune_said():
     """Claude Code judges the size of its context by the last response's usage plus its own estimate
     of what follows (`tokenCountWithEstimation`: it refuses to send at its blocking limit and
-    compacts above its threshold): the last response records a prompt smaller by what the cleared
-    results held, at Claude Code's 4 characters a token, taken from the cached part; its output,
-    its other fields and every earlier response stay. `estimate` of the output is what prune said."""
+    compacts above its threshold): each response after a cleared result records a prompt smaller
+    by what the cleared results before it held, at the tokens a character the run's model gives
+    (`TokenCounter.tokens_per_char`, the ratio fitted on the log's usage), taken from the cached
+    part; its output and its other fields stay, and so does every response before the first
+    change. The output's usage then lies on the model the input was counted with: `estimate` of
+    the output is what prune said, and fits that model again."""
+    from transcompact.counting.counter import TokenCounter
+
     from .builders import claude_log
 
     data = with_usage(claude_log(rounds=8))
     transcript = loads(data, "s.jsonl")
-    pruned, report = prune(transcript, PruneOptions(keep_last=1, hard_clear_after=1))
+    counter = TokenCounter(transcript)
+    pruned, report = prune(transcript, PruneOptions(keep_last=1, hard_clear_after=1), counter)
     out = dumps(pruned)
     assert report.cleared == 7 and report.tokens_after < report.tokens_before * 0.7
-    assert abs(estimate(loads(out, "s.jsonl")).tokens - report.tokens_after) <= report.tokens_after * 0.01
+    read_back = TokenCounter(loads(out, "s.jsonl"))
+    assert estimate(loads(out, "s.jsonl")).tokens == report.tokens_after
+    fitted = counter.basis.calibration
+    assert fitted is not None and read_back.basis.calibration is not None
+    assert read_back.basis.calibration.ratio == pytest.approx(fitted.ratio, rel=0.01)
+    assert read_back.basis.calibration.overhead == pytest.approx(fitted.overhead, rel=0.01)
     old, new = written(data)[:-1], written(out)[:-1]
     changed = [k for k, (a, b) in enumerate(zip(old, new)) if a != b]
     cleared = [k for k in changed if old[k]["message"]["content"] != new[k]["message"]["content"]]
-    taken = sum(round(len(old[k]["message"]["content"][0]["content"]) / 4) - round(len(PLACEHOLDER) / 4) for k in cleared)
-    last = max(k for k, a in enumerate(old) if a["type"] == "assistant")
-    assert len(cleared) == 7 and changed == [*cleared, last]
-    usage, restated = old[last]["message"]["usage"], new[last]["message"]["usage"]
-    assert new[last] == {**old[last], "message": {**old[last]["message"], "usage": restated}}
-    assert restated == {**usage, "cache_read_input_tokens": usage["cache_read_input_tokens"] - taken} and taken > 1000
-    assert prompt(restated) == prompt(usage) - taken
+    assert len(cleared) == 7
+    responses = [k for k, a in enumerate(old) if a["type"] == "assistant" and k > cleared[0]]
+    assert changed == sorted({*cleared, *responses})
+    for k in responses:
+        taken = round(sum(len(old[c]["message"]["content"][0]["content"]) - len(PLACEHOLDER)
+                          for c in cleared if c < k) * counter.tokens_per_char)
+        usage, restated = old[k]["message"]["usage"], new[k]["message"]["usage"]
+        assert new[k] == {**old[k], "message": {**old[k]["message"], "usage": restated}}
+        assert restated == {**usage, "cache_read_input_tokens": usage["cache_read_input_tokens"] - taken}
+        assert prompt(restated) == prompt(usage) - taken
+    assert taken > 1000
 
 
 @pytest.mark.parametrize("path", corpus_logs())

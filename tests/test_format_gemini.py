@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from transcompact import check, dumps, loads
 from transcompact.cli.main import cli
-from transcompact.core.model import Message, Text, ToolCall, ToolResult
+from transcompact.core.model import Message, Text, ToolCall, ToolResult, result_text
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
@@ -211,7 +211,13 @@ def test_a_changed_result_goes_back_into_its_call_on_its_line():
     assert record["tokens"]["input"] == 12207  # its own usage counted the prompt before it, which did not change
     again = loads(out, UPSERTS.name)
     assert again.messages[2].tool_results[0].content == "[cleared]"
-    assert recorded_usage(again.messages).message == 1  # later usage counted the old result: cleared
+    # Later usage counted the old result: its prompt restated, less what the result held at the
+    # estimator's 4 characters a token (a transcript no run counted says no other).
+    taken = round((len(result_text(read(UPSERTS).messages[2].tool_results[0])) - len("[cleared]")) / 4)
+    later = [(orjson.loads(a), orjson.loads(b)) for a, b in zip(before[6:], after[6:]) if a != b]
+    assert later and all(new["tokens"] == {**old["tokens"], "input": old["tokens"]["input"] - taken,
+                                           "total": old["tokens"]["total"] - taken} for old, new in later)
+    assert recorded_usage(again.messages).message == 5 and taken > 0
     assert errors(check(again)) == []
 
 
@@ -224,7 +230,10 @@ def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
     # The messages before it keep their bytes; the changed ones take one line each: never more lines.
     start = data.rindex(b"{", 0, data.index(b'"id": "d2"'))
     assert out[:start] == data[:start] and out.count(b"\n") < data.count(b"\n")
-    assert document["messages"][3]["tokens"] is None  # counted the old result
+    # Counted the old result: its prompt restated, less what the result held (4 characters a token).
+    taken = round((len(result_text(read(LEGACY).messages[2].tool_results[0])) - len("[gone]")) / 4)
+    was = json.loads(data)["messages"][3]["tokens"]
+    assert document["messages"][3]["tokens"] == {**was, "input": was["input"] - taken, "total": was["total"] - taken}
 
 
 def test_the_ui_copy_of_a_pruned_result_is_pruned_too():

@@ -175,19 +175,17 @@ def summary(e: Estimate) -> Section:
 def breakdown(e: Estimate) -> list[Section]:
     from ..counting.counter import KINDS
 
-    roles = sorted(e.by_role.items(), key=lambda kv: -kv[1])
+    # The messages' roles, largest first, then what no message holds (the system prompt and tools,
+    # the overhead: the same figures as by kind).
+    outside = ("system_and_tools", "overhead")
+    roles = sorted(((r, t) for r, t in e.by_role.items() if r not in outside), key=lambda kv: -kv[1])
+    roles += [(r, e.by_role[r]) for r in outside if e.by_role.get(r, 0)]
     # Shares of what the transcript holds: a negative overhead (recorded usage below the content)
     # would put them above 100 %.
-    whole = max(e.tokens, sum(t for t in e.by_kind.values() if t > 0), sum(e.by_role.values()))
-    # What no message holds has its rows, so that the shares add up: the system prompt and the
-    # tools, and the overhead (the 4 tokens of each message the API adds, or what a log's recorded
-    # usage counted that the log never shows).
-    outside = e.by_kind.get("system", 0) + e.by_kind.get("tool_schemas", 0)
-    overhead = e.tokens - sum(e.by_role.values()) - outside
-    roles += [(name, t) for name, t in (("system and tools", outside), ("overhead", overhead)) if t > 0]
+    whole = max(e.tokens, sum(t for t in e.by_kind.values() if t > 0))
     sections = [
         Section("by role", ("role", "tokens", "share"),
-                tuple((role, _n(t), _pct(t, whole)) for role, t in roles), (False, True, True)),
+                tuple((role.replace("_", " "), _n(t), _pct(t, whole)) for role, t in roles), (False, True, True)),
         Section("by kind", ("kind", "tokens", "share"),
                 tuple((k.replace("_", " "), _n(e.by_kind[k]), _pct(e.by_kind[k], whole)) for k in KINDS if e.by_kind[k]),
                 (False, True, True)),

@@ -277,6 +277,10 @@ class Transcript:
     format it was read from. `request` holds the top-level fields of a request body that the
     model does not name (model, thinking, max_tokens, …), read-only. `source` is private to the
     adapter (the envelope, the lines of a log) so that a write gives back what was read.
+    `tokens_per_char`: what a character of its content costs by the model the operation that made
+    it counted with (counting/counter.py): a log's writer restates the usage its responses
+    recorded by it, per character a rewrite took out of their prompts (None: a quarter, the
+    estimator's, and the agents' own estimate).
     """
 
     format: str
@@ -287,10 +291,11 @@ class Transcript:
     request: Mapping[str, Any] = field(default_factory=dict, compare=False)
     name: str = field(default="<stdin>", compare=False)
     source: Any = field(default=None, compare=False, repr=False)
+    tokens_per_char: float | None = field(default=None, compare=False, repr=False)
 
     def with_messages(self, messages) -> Transcript:
         return Transcript(self.format, self.dialect, tuple(messages), self.system, self.tools, self.request, self.name,
-                          self.source)
+                          self.source, self.tokens_per_char)
 
 
 # What `check` needs of a block besides its size (`BlockSize.flags`), one bit each.

@@ -1,5 +1,6 @@
 """What the API really counted, read from the `usage` a transcript's responses recorded, and a
-fit of `tokens ≈ overhead + ratio × chars` over it.
+fit of `tokens ≈ overhead + ratio × content` over it: the model every count of a log with enough
+usage is made with (docs/counting.md).
 
 A response's usage counts the prompt that produced it: every message before it, plus what the
 log never shows (the system prompt, the tool schemas). So response i gives one sample: the
@@ -7,6 +8,13 @@ characters of messages 0..i-1 against `input_tokens + cache_creation_input_token
 cache_read_input_tokens` (Anthropic) or `prompt_tokens` (OpenAI). A compact boundary starts the
 prompt afresh; a Claude Code transcript already begins at the last one, so the samples are the
 responses after it.
+
+The overhead (the system prompt and tools, which do not change with the content) is fitted on
+characters, whatever the tokenizer, so that every tokenizer adds the same one; a tokenizer's
+ratio (tokens per unit of its own count) is then the one through the newest response with that
+overhead held. The line goes through the newest response, so that the model says of the prompt
+that response recorded what it recorded; an overhead below 0 (the content grew dearer per
+character as the log went on) is held at 0: a fixed part of a prompt is never negative.
 """
 
 from __future__ import annotations
@@ -36,11 +44,17 @@ class Recorded:
 
 @dataclass(frozen=True)
 class Calibration:
-    ratio: float  # tokens per character
-    overhead: float  # tokens the transcript does not show (system prompt, tool schemas)
+    ratio: float  # tokens per unit of the tokenizer's count (a character for the chars estimator)
+    overhead: float  # tokens the transcript does not show (system prompt, tool schemas), the same for every tokenizer
     samples: int
     error: float | None  # median |estimate − real| / real on the later half, fitted on the earlier half
     error_samples: int  # how many responses that error was measured on
+    chars_ratio: float | None = None  # with another tokenizer's units: the ratio fitted on characters (what a rewrite restates usage by)
+
+    @property
+    def per_char(self) -> float:
+        """What a character costs: `chars_ratio`, or the ratio where the count is of characters."""
+        return self.ratio if self.chars_ratio is None else self.chars_ratio
 
 
 def _usage(message: Message) -> dict | None:
@@ -106,38 +120,66 @@ def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[i
 
 
 def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
-    """Least squares (ratio, overhead) of tokens − figures ≈ overhead + ratio × chars; None with
-    fewer than 2 distinct sizes or a ratio that is not positive."""
-    from statistics import StatisticsError, linear_regression  # with --calibrate only: not at start-up
-
+    """(ratio, overhead) of tokens − figures ≈ overhead + ratio × chars: the line through the newest
+    sample (the count is about now, and the newest prompt measures the system prompt and tools as
+    they are now) whose ratio is the least squares one over the others. An overhead that would fall
+    below 0 is held at 0 (the line through the origin and the newest sample). None with fewer than
+    2 distinct sizes or a ratio that is not positive."""
     if len(points) < 2:
         return None
-    try:
-        ratio, overhead = linear_regression([c for c, _, _ in points], [t - f for _, f, t in points])
-    except StatisticsError:  # every sample the same size
+    last_chars, last_fixed, last_tokens = points[-1]
+    last = last_tokens - last_fixed
+    squares = sum((c - last_chars) ** 2 for c, _, _ in points)
+    if not squares:  # every sample the same size
         return None
+    ratio = sum((c - last_chars) * (t - f - last) for c, f, t in points) / squares
+    overhead = last - ratio * last_chars
+    if overhead < 0:
+        overhead, ratio = 0.0, last / last_chars if last_chars else 0.0
     return (ratio, overhead) if ratio > 0 else None
 
 
-def holdout_error(points: Sequence[tuple[int, int, int]]) -> tuple[float | None, int]:
+def ratio_with(points: Sequence[tuple[int, int, int]], overhead: float) -> float | None:
+    """The ratio of tokens − figures − overhead = ratio × units through the newest sample (the overhead held)."""
+    units, fixed, tokens = points[-1]
+    return (tokens - fixed - overhead) / units if units else None
+
+
+def model(points: Sequence[tuple[int, int, int]],
+          unit_points: Sequence[tuple[int, int, int]] | None) -> tuple[float, float, float | None] | None:
+    """(ratio, overhead, ratio on characters): the overhead fitted on characters; with another
+    tokenizer's units, its ratio through the newest sample with that overhead held (the ratio on
+    characters then third; None where the units are characters)."""
+    fitted = fit(points)
+    if fitted is None or unit_points is None:
+        return None if fitted is None else (*fitted, None)
+    ratio = ratio_with(unit_points, fitted[1])
+    return (ratio, fitted[1], fitted[0]) if ratio is not None and ratio > 0 else None
+
+
+def holdout_error(points: Sequence[tuple[int, int, int]],
+                  unit_points: Sequence[tuple[int, int, int]] | None = None) -> tuple[float | None, int]:
     """Fit on the earlier half, measure the median relative error on the later half."""
     from statistics import median
 
     half = len(points) // 2
-    earlier, later = points[:half], points[half:]
-    fitted = fit(earlier)
+    fitted = model(points[:half], unit_points[:half] if unit_points is not None else None)
+    later = (unit_points if unit_points is not None else points)[half:]
     if fitted is None or not later:
         return None, 0
-    ratio, overhead = fitted
-    return median(abs(overhead + ratio * c + f - t) / t for c, f, t in later), len(later)
+    ratio, overhead, _ = fitted
+    return median(abs(overhead + ratio * u + f - t) / t for u, f, t in later), len(later)
 
 
 def calibrate(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],
-              head_chars: int = 0, head_fixed: int = 0) -> Calibration | None:
-    """The fit over every response with usage, and its honest error; None when it cannot be fitted."""
+              head_chars: int = 0, head_fixed: int = 0, units: Sequence[int] | None = None,
+              head_units: int = 0) -> Calibration | None:
+    """The fit over every response with usage, and its honest error; None when it cannot be fitted.
+    `units`: each message's count by a tokenizer other than the chars estimator, whose ratio is fitted."""
     points = samples(messages, chars, fixed, head_chars, head_fixed)
-    fitted = fit(points)
+    unit_points = samples(messages, units, fixed, head_units, head_fixed) if units is not None else None
+    fitted = model(points, unit_points)
     if fitted is None:
         return None
-    error, measured = holdout_error(points)
-    return Calibration(fitted[0], fitted[1], len(points), error, measured)
+    error, measured = holdout_error(points, unit_points)
+    return Calibration(fitted[0], fitted[1], len(points), error, measured, fitted[2])

@@ -7,12 +7,20 @@ tiktoken instead (plus the same 4 per message); `--tokenizer anthropic` asks the
 Images and PDFs cost a fixed figure (see `core/media.py`) whatever the tokenizer.
 
 A transcript does not hold everything the API is sent: a Claude Code log has no system prompt
-and no tool schemas. When its responses recorded usage, the default count is anchored on it:
-the context the last of them recorded, plus the estimate of the messages after it. That is a
-hidden overhead (recorded context − estimate of what it covered) added to the content
-estimate; a `Basis` holds it, so that a rewritten transcript is counted on its input's scale.
-An Anthropic request body is counted from its last `compaction` block on: the API ignores
-everything before it.
+and no tool schemas. When at least 2 of its responses recorded usage, every count is one model
+fitted on them (`calibrate.py`): the content, by the tokenizer, times a fitted ratio, plus a
+fixed overhead fitted apart from it, the same for every tokenizer, up to the newest response
+that recorded usage; that response's recorded output and the estimate of what follows it after
+(`_by_fit`). The line goes through that response, so a log counts the context it recorded plus
+the estimate of what follows, whatever the rest of the fit (`sessions` reads it by its end). The
+estimator's shortfall then scales with the content, and only the fixed part (the system prompt
+and tools) stays with a rewrite, whose writer restates the usage it keeps on the same model
+(`tokens_per_char`). With one response, the count is anchored on it: the context it
+recorded plus the estimate of the messages after it, the difference (recorded − estimate)
+carried as a hidden overhead. A `Basis` holds the model or the overhead, so that a rewritten
+transcript is counted on its input's scale; a log compacted with no response since is counted
+with the model of the log before its compaction. An Anthropic request body is counted from its
+last `compaction` block on: the API ignores everything before it.
 """
 
 from __future__ import annotations
@@ -54,10 +62,9 @@ TOKENIZERS = ("chars", "o200k", "cl100k", "anthropic")
 COUNTS = ("usage", "content")
 
 
-# Kinds, in the order reports show them. "overhead" is the 4 tokens per message (and, for the
-# chars estimator, what rounding adds), plus what the transcript does not show (the hidden
-# overhead of recorded usage, or the fitted overhead of --calibrate); "other" is any block the
-# model does not name.
+# Kinds, in the order reports show them. "overhead" is what no block holds: the 4 tokens per
+# message of the estimators (and what rounding adds), plus what the transcript does not show (the
+# fitted overhead, or the hidden overhead of an anchor); "other" is any block the model does not name.
 KINDS = ("system", "tool_schemas", "text", "thinking", "tool_calls", "tool_results", "images", "documents", "other", "overhead")
 
 
@@ -65,7 +72,7 @@ KINDS = ("system", "tool_schemas", "text", "thinking", "tool_calls", "tool_resul
 class Options:
     tokenizer: str = settings.TOKENIZER
     ratio: float = settings.RATIO
-    calibrate: bool = False
+    calibrate: bool = False  # show the fit and its error (the fit is the count wherever it can be made)
     count: str = settings.COUNT  # "usage": anchored on recorded usage when there is some; "content": what the transcript holds
     model: str | None = None  # for --tokenizer anthropic; the window comes from the caller
     anthropic: Any = field(default=None, repr=False, compare=False)  # --tokenizer anthropic: whom to ask (providers.resolve)
@@ -81,14 +88,13 @@ class Basis:
     """What a count adds to the content estimate, decided once from the input.
 
     Counting a rewritten transcript with its input's basis puts the two counts on one scale:
-    the hidden overhead the input's recorded usage showed (or the input's --calibrate fit)
-    applies to the new content too.
+    the input's fit (or the hidden overhead of its anchor) applies to the new content too.
     """
 
     method: str  # how the input is counted, in words
-    overhead: int = 0  # tokens the transcript does not show: recorded context − the estimate of what it covered
+    overhead: int = 0  # an anchor's: tokens the transcript does not show, recorded context − the estimate of what it covered
     anchor: int | None = None  # the message whose recorded usage gives `overhead`
-    calibration: Calibration | None = None  # with --calibrate: the fit, which replaces the estimator
+    calibration: Calibration | None = None  # the fit, which replaces the estimator's ratio and adds its overhead
     notes: tuple[str, ...] = field(default=())
 
 
@@ -259,6 +265,7 @@ class _Counted:
     messages: list[int]
     results: list[tuple[int, str, int]]  # (message index, tool_call_id, tokens)
     head: int  # what comes before the first message: system prompt, tool schemas, a hidden or fitted overhead
+    framing: list[int]  # of each message's tokens, the overhead (the 4 per message, rounding): no block holds it
 
 
 def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], ratio: float | None) -> _Counted:
@@ -274,43 +281,68 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], r
         return (units if ratio is None else max(1, tokens(units))) + _fixed(tally)
 
     by_kind = {"system": once(system), "tool_schemas": once(tools)}
-    messages, results = [], []
+    messages, results, framing = [], [], []
     scale = 1 if ratio is None else ratio
     overhead = 0
     for index, tally in enumerate(tallies):
         if tally is None:
             messages.append(0)
+            framing.append(0)
             continue
         _, kinds, extra, total = _scaled(tally, ratio)
         for kind, t in kinds:
             by_kind[kind] = by_kind.get(kind, 0) + t
         overhead += extra
         messages.append(total)
+        framing.append(extra)
         if tally.results:
             results += [(index, call_id, int(u * scale) + f) for call_id, u, f in tally.results]
     by_kind["overhead"] = overhead
-    return _Counted(Counter(by_kind), messages, results, by_kind["system"] + by_kind["tool_schemas"])
+    return _Counted(Counter(by_kind), messages, results, by_kind["system"] + by_kind["tool_schemas"], framing)
 
 
-def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Calibration) -> _Counted:
-    """The fitted overhead + ratio × chars, plus the figures of images and documents."""
-    ratio = fit.ratio
-    by_kind = Counter(system=int(_units(system) * ratio) + _fixed(system), tool_schemas=int(_units(tools) * ratio))
-    messages, results = [], []
+def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Calibration, ratio: float | None,
+            anchor: Recorded | None, left_out: frozenset[int]) -> _Counted:
+    """The model of a log: the fitted overhead + ratio × the content before its newest response
+    with recorded usage (`anchor`), plus the figures of images and documents there; that response
+    its recorded output, and what follows it (and what no usage counted: `left_out`) the estimator's
+    count (`ratio`). The line goes through the newest response of the log it was fitted on, so
+    that log counts the context that response recorded plus the estimate of what follows, as an
+    anchor does, and what follows the newest response is counted alike in any log (`sessions`
+    reads it by its end). Without an anchor, the whole content is the model's."""
+    scale = fit.ratio
+    newest = anchor.message if anchor is not None else len(tallies)
+    by_kind = Counter(system=int(_units(system) * scale) + _fixed(system), tool_schemas=int(_units(tools) * scale))
+    units, fixed = _units(system) + _units(tools), _fixed(system)
+    outside = 0  # what the estimator counts: after the newest response, and what no usage counted
+    messages, results, framing = [], [], []
     for index, tally in enumerate(tallies):
         if tally is None:
             messages.append(0)
+            framing.append(0)
             continue
-        kinds = Counter({k: int(u * ratio) for k, u in tally.units})
+        if index > newest or index in left_out:
+            _, kinds, extra, total = _scaled(tally, ratio)
+            for kind, t in kinds:
+                by_kind[kind] += t
+            messages.append(total)
+            framing.append(extra)
+            outside += total
+            per_unit = 1 if ratio is None else ratio
+            results += [(index, call_id, int(u * per_unit) + f) for call_id, u, f in tally.results]
+            continue
+        kinds = Counter({k: int(u * scale) for k, u in tally.units})
         kinds.update(dict(tally.fixed))
         by_kind.update(kinds)
         messages.append(sum(kinds.values()))
-        results += [(index, call_id, int(u * ratio) + f) for call_id, u, f in tally.results]
-    chars = sum(_units(t) for t in (system, tools, *tallies))
-    fixed = sum(_fixed(t) for t in (system, *tallies))
-    total = round(fit.overhead + ratio * chars) + fixed
+        framing.append(0)
+        results += [(index, call_id, int(u * scale) + f) for call_id, u, f in tally.results]
+        if index < newest:
+            units += _units(tally)
+            fixed += _fixed(tally)
+    total = round(fit.overhead + scale * units) + fixed + outside + (anchor.output if anchor is not None else 0)
     by_kind["overhead"] = total - sum(by_kind.values())  # the fitted overhead: what the log never shows
-    return _Counted(by_kind, messages, results, by_kind["system"] + by_kind["tool_schemas"] + by_kind["overhead"])
+    return _Counted(by_kind, messages, results, total - sum(messages), framing)
 
 
 def _units(tally: _Tally | None) -> int:
@@ -333,7 +365,7 @@ def _with_overhead(counted: _Counted, overhead: int, input_tokens: int) -> _Coun
         overhead = max(overhead, min(0, input_tokens - content), -content)
     by_kind = counted.by_kind.copy()
     by_kind["overhead"] += overhead
-    return _Counted(by_kind, counted.messages, counted.results, counted.head + overhead)
+    return _Counted(by_kind, counted.messages, counted.results, counted.head + overhead, counted.framing)
 
 
 def apportioned(counted: _Counted, exact: int) -> _Counted:
@@ -343,7 +375,7 @@ def apportioned(counted: _Counted, exact: int) -> _Counted:
     by_kind["overhead"] += exact - sum(by_kind.values())
     messages = [round(t * factor) for t in counted.messages]
     return _Counted(by_kind, messages, [(i, call_id, round(t * factor)) for i, call_id, t in counted.results],
-                    exact - sum(messages))
+                    exact - sum(messages), [round(t * factor) for t in counted.framing])
 
 
 def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]:
@@ -357,9 +389,6 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
             raise UsageError(f"{option('ratio')} must be above 0, not {options.ratio:g}")
         return len, options.ratio, f"chars × {options.ratio:g} + {PER_MESSAGE} per message"
     if options.tokenizer in ("o200k", "cl100k"):
-        if options.calibrate:
-            raise UsageError(f"{option('calibrate')} fits the chars estimator; it cannot be combined with "
-                             f"{option('tokenizer', options.tokenizer)}")
         from ..counting.tokenizers import ENCODINGS, counter
 
         return counter(options.tokenizer), None, f"tiktoken {ENCODINGS[options.tokenizer]} + {PER_MESSAGE} per message"
@@ -369,38 +398,77 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
            tallies: list[_Tally | None], counted: _Counted, recorded: Recorded | None) -> Basis:
     notes: tuple[str, ...] = ()
+    if options.count != "usage":
+        return Basis(method)
     # What the log holds but no recorded prompt did, though the agent sends it now: not in what the
     # usage is fitted or anchored on, counted on top of it.
     left_out = adapter(transcript).unrecorded_messages(transcript)
-    if options.calibrate:
-        fit = calibrate(transcript.messages, [0 if i in left_out else _units(t) for i, t in enumerate(tallies)],
-                        [0 if i in left_out else _fixed(t) for i, t in enumerate(tallies)],
-                        _units(system) + _units(tools), _fixed(system))
-        if fit is not None:
-            return Basis(f"calibrated on {fit.samples} recorded responses: {fit.overhead:,.0f} + chars × {fit.ratio:.4f}",
-                         calibration=fit)
+    fit = _fitted(transcript, options, system, tools, tallies, left_out)
+    if fit is not None and _sane(fit, options):
+        unit = "chars" if options.tokenizer in ("chars", "anthropic") else f"{options.tokenizer} tokens"
+        return Basis(f"fitted on {fit.samples} recorded responses: {fit.overhead:,.0f} + {unit} × {fit.ratio:.4f}",
+                     calibration=fit)
+    if options.calibrate and fit is not None:
+        notes = (f"the fit on the recorded usage gives {fit.ratio:.4f} tokens per unit of the count, more than "
+                 f"{SANE_FACTOR}× from the tokenizer's own: too few or too odd responses to fit; counted without it",)
+    elif options.calibrate:
         found = sum(1 for m in transcript.messages if usage_tokens(m))
         notes = (f"--calibrate needs at least 2 responses with recorded usage ({found} found) "
                  "and a positive fit; counted without it",)
-    # count_tokens is exact for what the transcript holds; the anchor corrects an estimate.
-    if options.count != "usage" or options.tokenizer == "anthropic":
-        return Basis(method, notes=notes)
     if recorded is None:
         return _carried(transcript, options, method, notes)
+    # count_tokens is exact for what the transcript holds; an anchor corrects an estimate.
+    if options.tokenizer == "anthropic":
+        return Basis(method, notes=notes)
     covered = counted.head + sum(t for i, t in enumerate(counted.messages[: recorded.message + 1]) if i not in left_out)
     after = len(transcript.messages) - recorded.message - 1
     return Basis(f"recorded usage at message {recorded.message} + {method} of {after} message{'s' * (after != 1)} after",
                  overhead=recorded.context - covered, anchor=recorded.message, notes=notes)
 
 
+# How far a fitted ratio may stray from the tokenizer's own (0.25 a character, 1 a tiktoken token)
+# before the fit is not believed: real text runs about 0.2–0.5 tokens a character, CJK about 1.
+SANE_FACTOR = 4
+
+
+def _sane(fit: Calibration, options: Options) -> bool:
+    own = options.ratio if options.tokenizer in ("chars", "anthropic") else 1.0
+    return own / SANE_FACTOR <= fit.ratio <= own * SANE_FACTOR
+
+
+def _fitted(transcript: Transcript, options: Options, system: _Tally, tools: _Tally, tallies: list[_Tally | None],
+            left_out: frozenset[int]) -> Calibration | None:
+    """The model fitted on the transcript's recorded usage (`calibrate`), None where it cannot be."""
+    if sum(1 for m in transcript.messages if usage_tokens(m)) < 2:
+        return None  # (not a fit: no need to tally characters for a tokenizer)
+
+    def per_message(of: list[_Tally | None], measure: Callable[[_Tally | None], int]) -> list[int]:
+        return [0 if i in left_out else measure(t) for i, t in enumerate(of)]
+
+    if options.tokenizer in ("o200k", "cl100k"):  # the overhead is fitted on characters, the ratio on the tokenizer's units
+        by_chars = TokenCounter(transcript, replace(options, tokenizer="chars", count="content", calibrate=False))
+        chars_system, chars_tools, chars_of = by_chars.tallies(transcript)
+        return calibrate(transcript.messages, per_message(chars_of, _units), per_message(chars_of, _fixed),
+                         _units(chars_system) + _units(chars_tools), _fixed(chars_system),
+                         per_message(tallies, _units), _units(system) + _units(tools))
+    return calibrate(transcript.messages, per_message(tallies, _units), per_message(tallies, _fixed),
+                     _units(system) + _units(tools), _fixed(system))
+
+
 def _carried(transcript: Transcript, options: Options, method: str, notes: tuple[str, ...]) -> Basis:
-    """A compacted log with no response since its compaction: the overhead the usage recorded
-    before it showed (the system prompt and tools the agent sends, which the log never shows) still
-    holds, so that a log counts as much read back as `compact` reported."""
+    """A compacted log with no response since its compaction: the model fitted on the log before
+    it (or the overhead its last usage showed) still holds (the system prompt and tools the agent
+    sends, which the log never shows, did not change), so that a log counts as much read back as
+    `compact` reported."""
     previous = adapter(transcript).view_before_compaction(transcript)
     if previous is None:
         return Basis(method, notes=notes)
-    basis = TokenCounter(previous, replace(options, calibrate=False)).basis
+    exact = options.tokenizer == "anthropic"  # (the fit is on characters: no request for the log before)
+    basis = TokenCounter(previous, replace(options, calibrate=False, tokenizer="chars" if exact else options.tokenizer)).basis
+    if basis.calibration is not None:  # the fit --calibrate shows: no note that there is none
+        return Basis(f"{basis.method}, before the compaction", calibration=basis.calibration)
+    if exact:
+        return Basis(method, notes=notes)
     # A negative overhead is not carried: it stood for old content the agent left out of what it
     # sent, which the compaction has replaced.
     if basis.overhead < 0 or (basis.anchor is None and not basis.overhead):
@@ -439,7 +507,7 @@ class TokenCounter:
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
             self.factor = self.exact(transcript).tokens / max(1, sum(counted.by_kind.values()))
-        if self.basis.calibration is None:  # the input's own breakdown is already made: keep it
+        if self.basis.calibration is None or options.tokenizer == "anthropic":  # the input's own breakdown is already made: keep it
             self._counted[id(transcript)] = (transcript, self._on_scale(counted))
 
     def tallies(self, transcript: Transcript) -> tuple[_Tally, _Tally, list[_Tally | None]]:
@@ -468,14 +536,43 @@ class TokenCounter:
 
     def _count(self, transcript: Transcript) -> _Counted:
         system, tools, tallies = self.tallies(transcript)
-        if self.basis.calibration is not None:
-            return _by_fit(system, tools, tallies, self.basis.calibration)
+        if self.basis.calibration is not None and self.options.tokenizer != "anthropic":
+            anchor = self.recorded(transcript)
+            left_out = adapter(transcript).unrecorded_messages(transcript) if anchor is not None else frozenset()
+            return _by_fit(system, tools, tallies, self.basis.calibration, self.ratio, anchor, left_out)
         return self._on_scale(_by_estimator(system, tools, tallies, self.ratio))
 
     def _on_scale(self, counted: _Counted) -> _Counted:
-        """A content estimate put on the input's scale: its hidden overhead, its exact count's factor."""
+        """A content estimate put on the input's scale: its hidden overhead, its exact count's factor
+        and the fitted overhead (which count_tokens, exact for the content only, adds to it)."""
         counted = _with_overhead(counted, self.basis.overhead, self._input_tokens) if self.basis.overhead else counted
-        return counted if self.factor == 1.0 else apportioned(counted, round(sum(counted.by_kind.values()) * self.factor))
+        if self.options.tokenizer != "anthropic":
+            return counted
+        return _with_overhead(apportioned(counted, round(sum(counted.by_kind.values()) * self.factor)), self.fixed, 0)
+
+    @property
+    def tokens_per_char(self) -> float:
+        """What a character of content costs on this run's scale: to turn tokens into characters to
+        cut, and what a rewrite restates the usage its responses recorded by, per character it took
+        out (`Transcript.tokens_per_char`): the fit's ratio on characters, else the estimator's."""
+        fit = self.basis.calibration
+        if fit is not None and self.options.tokenizer != "anthropic":
+            return fit.per_char
+        return self.options.ratio * self.factor  # (tiktoken: the estimator's, for want of a ratio per character)
+
+    @property
+    def fixed(self) -> int:
+        """The fitted overhead: what every count adds for what the transcript does not show."""
+        return round(self.basis.calibration.overhead) if self.basis.calibration is not None else 0
+
+    def breakdown(self, transcript: Transcript) -> _Counted:
+        """The breakdown a report states: with `--tokenizer anthropic`, the exact count (a request)
+        apportioned by the chars estimate, plus the fitted overhead; else `counted`."""
+        if self.options.tokenizer != "anthropic":
+            return self.counted(transcript)
+        system, tools, tallies = self.tallies(transcript)
+        return _with_overhead(apportioned(_by_estimator(system, tools, tallies, self.ratio), self.exact(transcript).tokens),
+                              self.fixed, 0)
 
     def recorded(self, transcript: Transcript) -> Recorded | None:
         """The usage the transcript's last response with usage recorded, looked for once."""
@@ -499,9 +596,11 @@ class TokenCounter:
     def method(self) -> str:
         """How the counts are made, in words."""
         if self.options.tokenizer == "anthropic":
-            return "Anthropic count_tokens of the input and of the output; the counts between scaled from the input's"
+            fixed = f" + the fitted overhead {self.fixed:,}" if self.basis.calibration is not None else ""
+            return f"Anthropic count_tokens of the input and of the output{fixed}; the counts between scaled from the input's"
         return self.basis.method
 
     def reported(self, transcript: Transcript) -> int:
-        """The total a report states: exact with `--tokenizer anthropic` (a request), else `tokens`."""
-        return self.exact(transcript).tokens if self.options.tokenizer == "anthropic" else self.tokens(transcript)
+        """The total a report states: exact with `--tokenizer anthropic` (a request, plus the fitted
+        overhead), else `tokens`."""
+        return self.exact(transcript).tokens + self.fixed if self.options.tokenizer == "anthropic" else self.tokens(transcript)

@@ -8,7 +8,8 @@ a line hangs from once lines are dropped (`surviving_parent`), and the values of
 Each agent's writer (`writer.py` of its package) works out what its messages' changes do to its
 lines, hands them to `written_back`, and then restates the usage its agent judges the size of its
 context by (each writer's `restated_usage`: the recorded prompt less what the change took out
-before it, so that the agent does not compact, or refuse, a log a rewrite shrank).
+before it, by the model the operation counted with, `restating_ratio`, so that the agent does
+not compact, or refuse, a log a rewrite shrank, and `estimate` of it says what the rewrite did).
 """
 
 from __future__ import annotations
@@ -19,10 +20,47 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from ..core.jsondata import compact_json
+from ..core.media import IMAGE_UNKNOWN_TOKENS, image_tokens, pdf_tokens
+from ..core.model import Document, Image, RedactedThinking, Text, Thinking, ToolCall, ToolResult
 from ..dialects.openai import decode_arguments
 
 if TYPE_CHECKING:
     from ..core.model import Block, Message
+
+
+# What a character costs where no model says (`Transcript.tokens_per_char` None): the estimator's
+# quarter, and the agents' own estimate (4 characters a token).
+TOKENS_PER_CHAR = 0.25
+
+
+def restating_ratio(transcript: Any) -> float:
+    """The tokens a character a rewrite took out of a prompt took out of the usage recorded for it:
+    the model's the operation counted with (`Transcript.tokens_per_char`), else `TOKENS_PER_CHAR`."""
+    ratio = transcript.tokens_per_char
+    return ratio if ratio is not None and ratio > 0 else TOKENS_PER_CHAR
+
+
+def cost(block: Block, ratio: float) -> float:
+    """A block's tokens by the run's model, as `counting.counter.pieces` measures it: its characters
+    (a text, a call's name and input as compact JSON, a thinking, a result's content) times `ratio`,
+    an image's or a document's figure."""
+    if isinstance(block, Text):
+        return len(block.text) * ratio
+    if isinstance(block, ToolResult):
+        content = block.content
+        return len(content) * ratio if isinstance(content, str) else sum(cost(b, ratio) for b in content)
+    if isinstance(block, ToolCall):
+        return len(block.name + compact_json(block.input)) * ratio
+    if isinstance(block, Thinking):
+        return len(block.thinking) * ratio
+    if isinstance(block, RedactedThinking):
+        return len(block.data) * ratio
+    if isinstance(block, Image):
+        return image_tokens(block.data) if block.data else IMAGE_UNKNOWN_TOKENS
+    if isinstance(block, Document):
+        return pdf_tokens(block.data) if block.data and not (block.media_type or "").startswith("text/") else len(block.data or "") * ratio
+    return len(compact_json(block.raw)) * ratio if block.raw is not None else 0
 
 
 Line = TypeVar("Line")  # what a log is a sequence of: a line's (bytes, value), or a record

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..core.errors import UsageError, option
 from ..core.model import Transcript, tool_names
 from ..counting.calibrate import Calibration, Recorded
-from ..counting.counter import KINDS, Options, TokenCounter, apportioned, server_compaction
+from ..counting.counter import KINDS, Options, TokenCounter, server_compaction
 from ..counting.models import threshold_tokens
 
 EMERGENCY_FRACTION = 0.95
@@ -42,7 +42,7 @@ class Estimate:
     ratio: float | None  # tokens per character, for the chars estimator and --calibrate
     tokens: int
     messages: int
-    by_role: dict[str, int]
+    by_role: dict[str, int]  # the messages' roles, then `system_and_tools` and `overhead`, each the same as by kind
     by_kind: dict[str, int]
     per_message: tuple[MessageCount, ...]
     top_results: tuple[ResultCount, ...]
@@ -88,14 +88,15 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         raise UsageError(f"{option('warn_at')} is a fraction of the threshold, above 0 and at most 1, not {options.warn_at:g}")
     threshold = threshold_tokens(options.threshold, budget)
     counter = counter or TokenCounter(transcript, options)
-    counted = counter.counted(transcript)
+    counted = counter.breakdown(transcript)
     method, ratio, notes = counter.basis.method, counter.ratio, list(counter.basis.notes)
-    if counter.basis.calibration is not None:
-        ratio = counter.basis.calibration.ratio
+    fit = counter.basis.calibration
+    if fit is not None:
+        ratio = fit.ratio
     if options.tokenizer == "anthropic":
         exact = counter.exact(transcript)
-        counted = apportioned(counted, exact.tokens)
-        ratio, method = None, f"Anthropic count_tokens ({exact.model}); the breakdown is apportioned by the chars estimate"
+        fixed = f" + the overhead fitted on the recorded usage ({counter.fixed:,})" if fit is not None else ""
+        ratio, method = None, f"Anthropic count_tokens ({exact.model}){fixed}; the breakdown is apportioned by the chars estimate"
         notes += exact.notes
     if counted.by_kind.get("overhead", 0) < 0:
         notes.append(f"the transcript holds {-counted.by_kind['overhead']:,} tokens more than its recorded usage says the "
@@ -111,10 +112,11 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
     running = counted.head
     per_message: list[MessageCount] = []
     by_role: Counter[str] = Counter()
-    for message, (index, tokens) in zip(transcript.messages, enumerate(counted.messages)):
+    for message, (index, tokens), framing in zip(transcript.messages, enumerate(counted.messages), counted.framing):
         running += tokens
-        by_role[message.role] += tokens
+        by_role[message.role] += tokens - framing
         per_message.append(MessageCount(index, message.role, tokens, max(0, running), message.line))
+    by_role.update(_outside_messages(counted.by_kind, by_role))
     results = sorted(counted.results, key=lambda r: (-r[2], r[0]))[: max(0, options.top)]
     return Estimate(
         name=transcript.name,
@@ -134,7 +136,19 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         threshold=threshold,
         warning=int(options.warn_at * threshold),
         recorded=counter.recorded(transcript),
-        calibration=counter.basis.calibration,
+        calibration=fit if options.calibrate else None,
         model=options.model,
         notes=tuple(notes),
     )
+
+
+def _outside_messages(by_kind: Counter, by_role: Counter) -> dict[str, int]:
+    """The rows by role of what no message's blocks hold, each the same figure as by kind: the system
+    prompt and tools, and the overhead. A scaled breakdown (--tokenizer anthropic) rounds the
+    messages apart from the kinds: the few tokens that leaves go to the largest role, not to the overhead."""
+    outside = {"system_and_tools": by_kind.get("system", 0) + by_kind.get("tool_schemas", 0), "overhead": by_kind.get("overhead", 0)}
+    rounding = sum(by_kind.values()) - sum(outside.values()) - sum(by_role.values())
+    if rounding and by_role:
+        largest = max(by_role, key=lambda role: by_role[role])
+        by_role[largest] += rounding
+    return outside

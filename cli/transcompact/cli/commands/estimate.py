@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
 @tokenizer_options
 @count_option
 @click.option("--calibrate", is_flag=True,
-              help="Fit overhead + ratio × chars to the usage the transcript's responses recorded, and use it.")
+              help="Show the fit of overhead + ratio × content to the usage the transcript's responses recorded "
+                   "(the count wherever it can be made) and its error.")
 @click.option("--model", metavar="NAME", help="Take the window and max output from this model's entry in the table "
                                              "(docs/counting.md#models); also the model --tokenizer anthropic asks about.")
 @click.option("--window", type=click.IntRange(min=1), default=settings.WINDOW, envvar=env_name("WINDOW"), show_default=True,
@@ -54,7 +55,7 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
     transcompact estimate session.jsonl
     transcompact estimate --tokenizer o200k --per-message chat.json
     transcompact estimate --count content session.jsonl   # what the log holds, without its recorded usage
-    transcompact estimate --calibrate ~/.claude/projects/*/SESSION.jsonl
+    transcompact estimate --calibrate ~/.claude/projects/*/SESSION.jsonl   # the fit to its usage, and its error
     transcompact estimate --fail-over 150000 -q logs/*.jsonl   # exit 1 if one is over
     transcompact estimate --fail-over 0.9 -q logs/*.jsonl      # … over 90% of the input budget
     """

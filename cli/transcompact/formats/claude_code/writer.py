@@ -1,6 +1,6 @@
 """Claude Code logs written back: a message left as it was keeps its lines, a changed one goes back into them, a
-line left with no content is dropped (its children re-parented) and new lines thread into the chain; the
-last response's recorded usage is restated by what the change took out before it."""
+line left with no content is dropped (its children re-parented) and new lines thread into the chain; each
+response's recorded usage is restated by what the change took out before it."""
 
 from __future__ import annotations
 
@@ -14,18 +14,12 @@ from ...core.model import (
     ASSISTANT,
     USER,
     Block,
-    Document,
-    Image,
     Message,
-    RedactedThinking,
-    Text,
-    Thinking,
-    ToolCall,
     ToolResult,
     Transcript,
 )
 from ...dialects import anthropic as codec
-from .._log import surviving_parent, written_back
+from .._log import cost, restating_ratio, surviving_parent, written_back
 from .reader import (
     LogSource,
     _Origin,
@@ -67,7 +61,8 @@ def write_lines(transcript: Transcript) -> Lines:
     contents: dict[int, list[Block]] = {}  # the new content of each record whose content changed
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
     dropped = set(message_records - claimed)
-    taken: dict[int, int] = {}  # the tokens a changed record lost (less what it gained), by Claude Code's estimate
+    taken: dict[int, float] = {}  # the tokens a changed record lost (less what it gained), by the run's model (`cost`)
+    ratio = restating_ratio(transcript)
     last_record: int | None = None
     for message, run in zip(transcript.messages, runs):
         if run is None:
@@ -75,7 +70,7 @@ def write_lines(transcript: Transcript) -> Lines:
             if anchor is None:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
             inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
-            taken[anchor] = taken.get(anchor, 0) - sum(map(estimated_tokens, message.blocks))
+            taken[anchor] = taken.get(anchor, 0) - sum(cost(b, ratio) for b in message.blocks)
             continue
         if not message.is_read:  # a message still unread is as it was read
             last_record = run[-1]
@@ -100,7 +95,7 @@ def write_lines(transcript: Transcript) -> Lines:
                 contents[index] = blocks
             else:
                 continue
-            taken[index] = taken.get(index, 0) + sum(map(estimated_tokens, was)) - sum(map(estimated_tokens, blocks))
+            taken[index] = taken.get(index, 0) + sum(cost(b, ratio) for b in was) - sum(cost(b, ratio) for b in blocks)
         # A message added after this one hangs from its last line that stays.
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
@@ -131,57 +126,35 @@ def write_lines(transcript: Transcript) -> Lines:
 # at its blocking limit and compacts on its own above its threshold. Left as it was, the usage after
 # a rewrite that shrank the history would count what the rewrite took out: Claude Code would
 # compact (or refuse) a pruned log it no longer needs to, and `estimate` would say what the log was.
-# So a write restates the prompt the last response recorded (each of its lines: they share it),
-# less what the changes took out before it (more what they added), by Claude Code's own estimate
-# (`estimated_tokens`): from the cached part first (`cache_read_input_tokens`, then
-# `cache_creation_input_tokens`, then `input_tokens`), none below 0; what a change added goes to
-# `input_tokens`. The output (`output_tokens`) stays. The responses before it keep what they
-# recorded: restating each would rewrite every assistant line after the first change (a third of
-# a long log's lines), and only the last one is judged by.
-_ESTIMATED_MEDIA_TOKENS = 2000
+# So a write restates the prompt each response recorded (each of its lines: they share it), less
+# what the changes took out before it (more what they added), by the model the run counted with
+# (`_log.cost`: its tokens per character, `Transcript.tokens_per_char`, and the figures of images
+# and documents), so that the output's usage lies where the model says its prompts are now, and
+# `estimate` of it says what the rewrite reported: from the cached part first
+# (`cache_read_input_tokens`, then `cache_creation_input_tokens`, then `input_tokens`), none below
+# 0; what a change added goes to `input_tokens`. The output (`output_tokens`) stays.
 _PROMPT_PARTS = ("cache_read_input_tokens", "cache_creation_input_tokens", "input_tokens")
 
 
-def estimated_tokens(block: Block) -> int:
-    """Claude Code's estimate of a block (cli.js 2.1.112 `w4z`: its text, a call's name and input as
-    JSON, a thinking, a result's content, each as characters / 4, rounded)."""
-    if isinstance(block, Text):
-        return round(len(block.text) / 4)
-    if isinstance(block, ToolResult):
-        content = block.content
-        return round(len(content) / 4) if isinstance(content, str) else sum(map(estimated_tokens, content))
-    if isinstance(block, ToolCall):
-        return round(len(block.name + dumps(block.input if block.input is not None else {}, indent=False).decode()) / 4)
-    if isinstance(block, Thinking):
-        return round(len(block.thinking) / 4)
-    if isinstance(block, RedactedThinking):
-        return round(len(block.data) / 4)
-    if isinstance(block, (Image, Document)):
-        return _ESTIMATED_MEDIA_TOKENS
-    return round(len(dumps(block.raw, indent=False).decode()) / 4)
-
-
-def restated_usage(source: LogSource, taken: dict[int, int]) -> dict[int, int]:
-    """The lines of the last response that recorded a prompt, each with the tokens the changes before
+def restated_usage(source: LogSource, taken: Mapping[int, float]) -> dict[int, int]:
+    """The lines of each response that recorded a prompt, each with the tokens the changes before
     the response's first line took out of its prompt (put in, when negative), in the order the API
-    sees the lines (parallel results hang off their calls, not all on the chain); none when those
+    sees the lines (parallel results hang off their calls, not all on the chain); none where those
     changes took nothing."""
     if not taken:
         return {}
     records = source.records
-    last: list[int] = []  # the lines (with usage) of the last response that has some
-    lines: list[int] = []
-    so_far, response, before_response, before_last = 0, None, 0, 0
+    restated: dict[int, int] = {}
+    so_far, response, before_response = 0.0, None, 0
     for index in source.order:
         value = records[index][1]
         if isinstance(value, dict) and value.get("type") == ASSISTANT and isinstance(message := value.get("message"), dict):
             if message.get("id") != response or response is None:  # a response's lines share its id and its usage
-                response, before_response, lines = message.get("id"), so_far, []
-            if isinstance(usage := message.get("usage"), dict) and _prompt(usage) > 0:
-                lines.append(index)
-                last, before_last = lines, before_response
+                response, before_response = message.get("id"), round(so_far)
+            if before_response and isinstance(usage := message.get("usage"), dict) and _prompt(usage) > 0:
+                restated[index] = before_response
         so_far += taken.get(index, 0)
-    return dict.fromkeys(last, before_last) if before_last else {}
+    return restated
 
 
 def _prompt(usage: dict) -> int:

@@ -13,10 +13,9 @@ import orjson
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Record, dumps
 from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
-from .._log import arguments, string_or_empty, written_back
+from .._log import TOKENS_PER_CHAR, arguments, restating_ratio, string_or_empty, written_back
 from .reader import (
     CALL_TYPES,
-    CHARS_PER_TOKEN,
     OUTPUT_TYPES,
     Item,
     RolloutSource,
@@ -191,7 +190,7 @@ def write(transcript: Transcript) -> bytes:
         raise ShapeError("this forked rollout's history starts in its parent rollout, which transcompact does not "
                          "write: the change would be there", location=Location(transcript.name),
                          hint="compact it instead: a compaction is appended to this file and replaces that history")
-    restated = restated_usage(source, changed, kept, after)
+    restated = restated_usage(source, changed, kept, after, restating_ratio(transcript))
     written = bytes(Lines(rewritten(source, changed, kept, after, restated)))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
@@ -211,11 +210,12 @@ def item_chars(item: dict) -> int:
 
 
 def restated_usage(source: RolloutSource, changed: dict[int, dict], kept: set[int],
-                   after: dict[int, list[dict]]) -> dict[int, dict]:
+                   after: dict[int, list[dict]], ratio: float = TOKENS_PER_CHAR) -> dict[int, dict]:
     """The usage lines of this file whose response was sent the history a rewrite changed, each with
-    the prompt it counted less what the change took out of it (by Codex's own estimate, 4
-    characters a token): Codex resumes with the last one as the size of its context, and would
-    compact a pruned rollout it no longer needs to, and `estimate` anchors on it."""
+    the prompt it counted less what the change took out of it, `ratio` tokens a character (the
+    model the rewrite was counted with; Codex's own estimate is 4 characters a token): Codex
+    resumes with the last one as the size of its context, and would compact a pruned rollout it no
+    longer needs to, and `estimate` anchors on it."""
     items = source.items
 
     def taken(i: int) -> int:
@@ -235,7 +235,7 @@ def restated_usage(source: RolloutSource, changed: dict[int, dict], kept: set[in
     restated = {}
     for record, response in counted.items():
         at = position.get((response.record, response.slot))
-        tokens = round(taken_before[start[at]] / CHARS_PER_TOKEN) if record >= 0 and at is not None else 0
+        tokens = round(taken_before[start[at]] * ratio) if record >= 0 and at is not None else 0
         if tokens:
             restated[record] = _with_usage(source.records[record][1], tokens)
     return restated

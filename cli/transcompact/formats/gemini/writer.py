@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from ...core.jsondata import BLANK, BOM, Lines, Record, dumps, line_bytes
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
-from .._log import written_back
+from .._log import cost, restating_ratio, written_back
 from .reader import (
     ChatSource,
     Entry,
@@ -21,6 +21,7 @@ from .reader import (
     parts,
     read_part,
     result_turn,
+    unrecorded_messages,
     write_part,
     write_results,
 )
@@ -152,7 +153,7 @@ def write(transcript: Transcript) -> bytes:
     old = [e.record for e in source.active]
     if len(new) == len(old) and all(a is b for a, b in zip(new, old)):
         return source.data
-    new = restated_usage(new, old)
+    new = restated_usage(new, old, transcript)
     same_ids = [r.get("id") for r in new] == [r.get("id") for r in old]
     if source.records is None:
         document, layout = source.document, source.layout
@@ -217,11 +218,41 @@ def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) 
     return b"".join(out + [data[end:]])
 
 
-def restated_usage(new: list[dict], old: list[dict]) -> list[dict]:
-    """`new` with `tokens` cleared on every record after the first that changed: each counted a
-    prompt that held the old content, and read as usage it would anchor every later count on it."""
+def restated_usage(new: list[dict], old: list[dict], transcript: Transcript) -> list[dict]:
+    """`new` with the recorded `tokens` of each record after a change restated: its prompt (`input`,
+    and `total` with it) less what the change took out of the messages before it that a usage
+    counts (`unrecorded_messages` aside), by the model the rewrite was counted with
+    (`restating_ratio`); the output and the other parts as recorded. Where the records no longer
+    pair with those read (messages added or removed), `tokens` are cleared on every record after
+    the first that changed: each counted a prompt that held the old content, and read as usage it
+    would anchor every later count on it."""
     first = next((i for i, (a, b) in enumerate(zip(new, old)) if a is not b), min(len(new), len(old)))
-    return new[:first + 1] + [{**r, "tokens": None} if isinstance(r.get("tokens"), dict) else r for r in new[first + 1:]]
+    if len(new) != len(old) or any(a.get("id") != b.get("id") for a, b in zip(new, old)):
+        return new[:first + 1] + [{**r, "tokens": None} if isinstance(r.get("tokens"), dict) else r for r in new[first + 1:]]
+    ratio = restating_ratio(transcript)
+    unrecorded = unrecorded_messages(transcript)
+    taken: dict[int, float] = {}  # entry → the tokens the change took out of its messages
+    for index, message in enumerate(transcript.messages):
+        origin = message.origin
+        if isinstance(origin, _Origin) and index not in unrecorded and message.blocks != origin.blocks:
+            taken[origin.entry] = (taken.get(origin.entry, 0) + sum(cost(b, ratio) for b in origin.blocks)
+                                   - sum(cost(b, ratio) for b in message.blocks))
+    out, so_far = [], 0.0
+    for entry, record in enumerate(new):
+        tokens = record.get("tokens")
+        if round(so_far) and isinstance(tokens, dict) and type(tokens.get("input")) is int:
+            record = {**record, "tokens": _tokens_less(tokens, round(so_far))}
+        out.append(record)
+        so_far += taken.get(entry, 0)
+    return out
+
+
+def _tokens_less(tokens: dict, less: int) -> dict:
+    """A record's `tokens` whose prompt (`input`, and the `total` it is part of) counts `less` fewer."""
+    new = {**tokens, "input": max(0, tokens["input"] - less)}
+    if type(tokens.get("total")) is int:
+        new["total"] = tokens["total"] - (tokens["input"] - new["input"])
+    return new
 
 
 def _replace_in_line(records: list[Record], entry: Entry, record: dict, bom: bool) -> None:

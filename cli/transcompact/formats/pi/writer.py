@@ -10,9 +10,8 @@ from typing import Any
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BOM, Lines, Record, dumps
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
-from .._log import Rewritten, string_or_empty, surviving_parent, written_back
+from .._log import TOKENS_PER_CHAR, Rewritten, restating_ratio, string_or_empty, surviving_parent, written_back
 from .reader import (
-    CHARS_PER_TOKEN,
     UNSENT_STOP_REASONS,
     SessionSource,
     _entry_type,
@@ -92,7 +91,8 @@ def write(transcript: Transcript) -> bytes:
     if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
             and all(is_unchanged(m) for m in transcript.messages)):
         return bytes(Lines(source.records))  # the first line holds the byte-order mark, if any
-    written = bytes(Lines([(line, value) for line, value, _ in restated_usage(rewritten_records(transcript), source)]))
+    restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript))
+    written = bytes(Lines([(line, value) for line, value, _ in restated]))
     return BOM + written if source.bom and not written.startswith(BOM) else written
 
 
@@ -129,19 +129,20 @@ def _content_chars(content: Any) -> int:
     return total
 
 
-def restated_usage(out: list[Rewritten], source: SessionSource) -> list[Rewritten]:
+def restated_usage(out: list[Rewritten], source: SessionSource, ratio: float = TOKENS_PER_CHAR) -> list[Rewritten]:
     """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
     `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
-    before it sends and in its footer), less what the change took out before it, by pi's own
-    estimate of 4 characters a token. The billed parts (`input`, `cacheRead`, … and `cost`, which pi
-    adds up as the session's totals) stay as the API reported them."""
+    before it sends and in its footer), less what the change took out before it, `ratio` tokens a
+    character (the model the rewrite was counted with; pi's own estimate is 4 characters a token).
+    The billed parts (`input`, `cacheRead`, … and `cost`, which pi adds up as the session's totals)
+    stay as the API reported them."""
     before = _chars_before(source.records, source.path, source.version)
     lines = [(line, value) for line, value, _ in out]
     now = _chars_before(lines, find_path(lines, source.version), source.version)
     restated = list(out)
     for k, (_, value, read_from) in enumerate(out):
         if k in now and read_from in before:
-            tokens = round((before[read_from] - now[k]) / CHARS_PER_TOKEN)
+            tokens = round((before[read_from] - now[k]) * ratio)
             if tokens and (new := _usage_less(value, tokens)) is not None:
                 restated[k] = (dumps(new, indent=False), new, read_from)
     return restated

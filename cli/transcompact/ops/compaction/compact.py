@@ -502,7 +502,7 @@ def _squeezed(smallest: Rebuilt, asked: Rebuilt, goal: int, options: CompactOpti
         over = count(transcript.with_messages([*transcript.messages[:first], *messages])) - goal
         if over <= 0:
             break
-        trim(messages, int(over / max(options.counting.ratio, 0.01)) + 200)
+        trim(messages, int(over / max(counter.tokens_per_char, 0.01)) + 200)
     rebuilt = replace(smallest, transcript=transcript.with_messages([*transcript.messages[:first], *messages]),
                       recent=tuple(messages))
     if count(rebuilt.transcript) > goal:
@@ -557,6 +557,8 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
         if own is not None:
             rebuilt = replace(rebuilt, transcript=own)
     pruned_only = rebuilt.transcript is prune_only.transcript
+    if not pruned_only:  # what a character of it costs by the model it is counted with: its writer restates usage by it
+        rebuilt = replace(rebuilt, transcript=replace(rebuilt.transcript, tokens_per_char=counter.tokens_per_char))
     after = pruned_tokens if pruned_only else counter.tokens(rebuilt.transcript)
     if not pruned_only and after >= pruned_tokens:  # dropping history gained nothing over pruning
         rebuilt, strategy, after, reason = prune_only, "prune", pruned_tokens, None

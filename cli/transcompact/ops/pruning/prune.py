@@ -167,7 +167,9 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
         inputs_cleared = 0
     thinking_removed = _clear_thinking(messages, options.keep_thinking_turns) if options.clear_thinking else 0
     unchanged = all(new is old for new, old in zip(messages, transcript.messages))
-    pruned = transcript if unchanged else transcript.with_messages(messages)  # the same one: counted once
+    # The same one when unchanged: counted once. A changed one says what a character of it costs by
+    # the model it is counted with: its writer restates the usage its responses recorded by it.
+    pruned = transcript if unchanged else replace(transcript.with_messages(messages), tokens_per_char=counter.tokens_per_char)
     before, after = counter.tokens(transcript), counter.tokens(pruned)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)

@@ -1,0 +1,112 @@
+"""A rewritten log reads back as its command reported it: `estimate` of the output of `prune`,
+`compact` and `compact --slim` agrees with the `tokens_after` that command printed, within 2 %,
+for every format transcompact writes: the sessions the agents recorded (tests/recorded/, and
+those they compacted themselves), the shipped fixtures and, when it is here, every log of the
+shared corpus in an agent's format. `repair` prints no count: what it changes of a log that
+recorded usage (a line or two) leaves it counting within 2 % of its input.
+
+The count of a log is one model fitted on its recorded usage (docs/counting.md): a rewrite is
+counted with its input's model, and writes the usage it keeps restated by it (the prompt less
+what the rewrite took out before it, at the model's tokens a character; a compaction's kept
+responses, the prompt the model counts before them in the output), so that the output's
+usage lies on that model and `estimate` of it fits the same one. The cases marked xfail are
+those where the output keeps nothing the model can be read from; each says why."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .builders import run_cli as run
+from .conftest import CORPUS, FIXTURES
+
+RECORDED = Path(__file__).parent / "recorded"
+TOLERANCE = 0.02
+LARGE = 1_000_000  # bytes: a corpus log above this runs with the slow tests
+
+PRUNE = ("prune", "--hard-clear-after", "1", "--keep-last", "1")
+REPAIR = ("repair",)
+
+
+def compact(*flags: str) -> tuple[str, ...]:
+    return ("compact", "--emergency", "--force", *flags)
+
+
+COMMANDS = {"prune": PRUNE, "compact": compact(), "compact --slim": compact("--slim"), "repair": REPAIR}
+
+SLIM = ("--slim drops the log the model was fitted on, and the window's usage is zeroed (Claude Code) or counted "
+        "the history that went (Codex, pi): nothing in the output gives the model")
+GEMINI = "a Gemini CLI compaction clears the window's usage, and no view of the chat before it gives the model"
+
+# What the output keeps nothing of the model in (the cases are xfail, strict: each holds until it is closed).
+GAPS = {
+    **{(name, "compact --slim"): SLIM for name in (
+        "1110a8f5-8aa1-57b9-a117-2ffadf112ba1.jsonl", "2026-11-28T17-56-05-508Z_01a2234c-cd03-7313-a124-af90d3681ac6.jsonl",
+        "codex-recorded-2compactions.jsonl", "entire-cli-session-062a8bdd-user-pasted-image.jsonl",
+        "ccviewer-orchestrator-todo-app-438lines.jsonl", "entire-cli-session-839b35f7-microcompact-and-compact.jsonl",
+        "entire-cli-session-70d782f7-long-2x-microcompact-2x-compact.jsonl", "spotter-6c2214d7-subagent-afc096d.jsonl",
+        "spotter-session-258c7280-compacted-1863lines.jsonl", "spotter-session-8463c716-compacted-1593lines.jsonl",
+        "spotter-subagent-session.jsonl", "spotter-session-4d5611e5-compacted-1512lines.jsonl",
+        "pi-coding-agent-large-session.jsonl", "entire-cli-gemini-cli-session-f7633853.json")},
+    ("entire-cli-gemini-cli-session-f7633853.json", "compact"): GEMINI,
+    # pi reads a kept reply's usage as no usage of the compacted session: the session is counted
+    # with the model of what comes before the compaction entry, which --slim leaves the window
+    # alone: a window of one reply is one sample, an anchor on it, not the model.
+    ("pi-recorded-compacted.jsonl", "compact --slim"):
+        "--slim leaves pi's compaction one reply before it: one sample, not the model",
+    # Nothing to compact (Codex compacted it itself, no response since): slim drops the history
+    # before that compaction, which the count was carried from; slim writes no usage of its own.
+    ("codex-cli-rollout-small.jsonl", "compact --slim"):
+        "slim drops the history before Codex's own compaction, which the count is carried from",
+}
+
+
+def logs() -> list[tuple[str, Path]]:
+    """(format, log) of every log of a format transcompact writes that the tests hold."""
+    found = [(path.parent.name, path) for path in sorted(RECORDED.glob("*/*.json*"))]
+    found += [(path.parent.name, path) for path in sorted(RECORDED.glob("compacted/*/*.json*"))]
+    for name in ("claude-code", "codex", "gemini", "pi", "anthropic", "openai", "jsonl", "responses", "openhands"):
+        found += [(name, path) for path in sorted((FIXTURES / name).iterdir())]
+    if CORPUS.is_dir():
+        found += [("claude-code", path) for path in sorted((CORPUS / "claude-code").glob("*.jsonl"))]
+        found += [("codex", path) for path in sorted((CORPUS / "other").glob("codex-*.jsonl"))]
+        found += [("gemini", path) for path in sorted((CORPUS / "other").glob("*gemini*.json"))]
+        found += [("pi", path) for path in sorted((CORPUS / "trajectories").glob("pi-*.jsonl"))]
+    return found
+
+
+def cases() -> list:
+    out = []
+    for agent, path in logs():
+        for command in COMMANDS:
+            marks = [pytest.mark.xfail(reason=GAPS[(path.name, command)], strict=True)] if (path.name, command) in GAPS else []
+            if path.is_file() and path.stat().st_size > LARGE:
+                marks.append(pytest.mark.slow)
+            out.append(pytest.param(path, command, marks=marks, id=f"{agent}/{path.name}-{command}"))
+    return out
+
+
+def counted(path: Path) -> tuple[int, bool]:
+    """`estimate`'s count of a log, and whether it recorded usage."""
+    done = run("estimate", "--json", str(path))
+    assert done.exit_code == 0, done.stderr
+    found = json.loads(done.stdout)["files"][0]
+    return found["tokens"], found["recorded"] is not None
+
+
+@pytest.mark.parametrize(("log", "command"), cases())
+def test_a_rewritten_log_reads_back_as_its_command_reported(log, command, tmp_path):
+    before, recorded = counted(log)
+    if command == "repair" and not recorded:
+        return  # a request body counts what it holds: what repair changed of it
+    keep = ("--keep-recent-tokens", str(max(150, min(3000, before // 10)))) if command.startswith("compact") else ()
+    out, report = tmp_path / log.name, tmp_path / "report.json"
+    done = run(*COMMANDS[command], *keep, "--report", str(report), "-o", str(out), str(log))
+    assert done.exit_code == 0, done.stderr
+    printed = json.loads(report.read_text().splitlines()[0])
+    if printed["status"] != "changed":
+        return  # the log is written as it was: nothing to read back
+    reported = before if command == "repair" else printed["tokens_after"]
+    assert counted(out)[0] == pytest.approx(reported, rel=TOLERANCE), (before, reported)
