@@ -15,7 +15,7 @@ that recorded usage; that response's recorded output and the estimate of what fo
 the estimate of what follows, whatever the rest of the fit (`sessions` reads it by its end). The
 estimator's shortfall then scales with the content, and only the fixed part (the system prompt
 and tools) stays with a rewrite, whose writer restates the usage it keeps on the same model
-(`tokens_per_char`). With one response, the count is anchored on it: the context it
+(`tokens_per_char`, `prompts`). With one response, the count is anchored on it: the context it
 recorded plus the estimate of the messages after it, the difference (recorded − estimate)
 carried as a hidden overhead. A `Basis` holds the model or the overhead, so that a rewritten
 transcript is counted on its input's scale; a log compacted with no response since is counted
@@ -541,6 +541,30 @@ class TokenCounter:
             left_out = adapter(transcript).unrecorded_messages(transcript) if anchor is not None else frozenset()
             return _by_fit(system, tools, tallies, self.basis.calibration, self.ratio, anchor, left_out)
         return self._on_scale(_by_estimator(system, tools, tallies, self.ratio))
+
+    def prompts(self, transcript: Transcript) -> list[int] | None:
+        """The prompt each message of `transcript` is sent after, by this run's model: the fitted
+        overhead + ratio × the content before it, plus the figures there (what no usage counted,
+        by the estimator): what a rewrite restates the usage of a response it moved by, so that
+        the output's usage lies on the model it was counted with (`Format.append_compaction`).
+        None without a fit (an anchor, or `--tokenizer anthropic`): the rewrite restates none."""
+        fit = self.basis.calibration
+        if fit is None or self.options.tokenizer == "anthropic":
+            return None
+        system, tools, tallies = self.tallies(transcript)
+        left_out = adapter(transcript).unrecorded_messages(transcript)
+        units, fixed, outside = _units(system) + _units(tools), _fixed(system), 0
+        out = []
+        for index, tally in enumerate(tallies):
+            out.append(round(fit.overhead + fit.ratio * units) + fixed + outside)
+            if tally is None:
+                continue
+            if index in left_out:
+                outside += _scaled(tally, self.ratio)[3]
+            else:
+                units += _units(tally)
+                fixed += _fixed(tally)
+        return out
 
     def _on_scale(self, counted: _Counted) -> _Counted:
         """A content estimate put on the input's scale: its hidden overhead, its exact count's factor

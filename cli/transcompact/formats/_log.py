@@ -14,7 +14,7 @@ not compact, or refuse, a log a rewrite shrank, and `estimate` of it says what t
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -26,7 +26,7 @@ from ..core.model import Document, Image, RedactedThinking, Text, Thinking, Tool
 from ..dialects.openai import decode_arguments
 
 if TYPE_CHECKING:
-    from ..core.model import Block, Message
+    from ..core.model import Block, Message, Transcript
 
 
 # What a character costs where no model says (`Transcript.tokens_per_char` None): the estimator's
@@ -39,6 +39,12 @@ def restating_ratio(transcript: Any) -> float:
     the model's the operation counted with (`Transcript.tokens_per_char`), else `TOKENS_PER_CHAR`."""
     ratio = transcript.tokens_per_char
     return ratio if ratio is not None and ratio > 0 else TOKENS_PER_CHAR
+
+
+# The prompt each message of a transcript is sent after, by the model a compaction is counted with
+# (`TokenCounter.prompts`; None: no model says it): what `append_compaction` restates the usage of
+# the responses it keeps to, so that the compacted log's usage lies on that model.
+Prompts = Callable[["Transcript"], "list[int] | None"]
 
 
 def cost(block: Block, ratio: float) -> float:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..core.jsondata import Lines, Parsed
     from ..core.model import Message, Transcript
     from ..core.violation import Violation
-    from ._log import Slimming
+    from ._log import Prompts, Slimming
 
 LineFix = tuple[str, str, int]  # a fix `repair_log` made: (rule, text, line)
 
@@ -113,9 +113,11 @@ class Format(ABC):
         return transcript, []
 
     def append_compaction(self, transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                          *, drop_history: bool = False) -> Transcript | None:
+                          *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript | None:
         """A compaction written the way the agent writes its own (compact); None: the rebuilt
-        transcript stands."""
+        transcript stands. `prompts`: the prompt each message of a transcript is sent after by the
+        model compact counts with (`TokenCounter.prompts`; None: no model to say it), by which the
+        responses the compaction keeps have their recorded usage restated (see each format's)."""
         return None
 
     def replace_ui_copies(self, transcript: Transcript) -> Transcript:

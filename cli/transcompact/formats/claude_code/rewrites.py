@@ -12,7 +12,9 @@ from ...core.errors import ShapeError
 from ...core.jsondata import BLANK, Parsed, dumps
 from ...core.model import ASSISTANT, USER, Message, ToolResult, Transcript, result_text
 from ...dialects import anthropic as codec
+from .._log import Prompts
 from .reader import EPOCH, LogSource, _Origin, _timestamp, read, whole_value
+from .writer import _prompt, _usage_less
 
 
 def view_before_compaction(transcript: Transcript) -> Transcript | None:
@@ -73,7 +75,7 @@ def _iso(milliseconds: int) -> str:
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
+                      *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """What Claude Code itself writes when it compacts (docs/design.md §6.3), read back as a transcript.
 
     After the original lines (or instead of them, with `drop_history`): a `compact_boundary`
@@ -86,9 +88,13 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     A copied response gets a new `message.id` (shared by its lines): Claude Code's loader
     gathers the lines of a response by that id across the whole file, so the old id would pull
     the originals before the boundary back in. Its `usage` is zeroed, as Claude Code's loader
-    does for preserved messages: it counted a context that no longer exists. A result read as
-    the microcompact placeholder is copied as the placeholder, what the API saw: the boundary
-    that cleared it is not on the new chain.
+    does for preserved messages: it counted a context that no longer exists; with `prompts` (the
+    model compact counted with), a response that recorded a prompt has it restated instead, as
+    that model counts the prompt it now follows (the summary and the window before it), its
+    output as it was: so the new chain's usage lies on the model (the log the model was fitted on
+    may go, with `--slim`), and `estimate` of the output says what compact reported. A result
+    read as the microcompact placeholder is copied as the placeholder, what the API saw: the
+    boundary that cleared it is not on the new chain.
     """
     source: LogSource = transcript.source
     records = source.records
@@ -114,6 +120,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
          "isVisibleInTranscriptOnly": True, "uuid": summary_uuid, "timestamp": _iso(after + 2)},
     ]
     renamed: dict[str | None, str] = {}  # a line of a response read with its group may have no uuid
+    recorded: dict[int, dict] = {}  # by place in `new`: the usage a copied response recorded, which has a prompt
     for message in recent:
         origin = message.origin
         if not isinstance(origin, _Origin):
@@ -130,6 +137,9 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
             if placeholders:
                 value.pop("toolUseResult", None)  # the UI copy of the cleared output; Claude Code drops it too
             if value.get("type") == ASSISTANT:
+                usage = value["message"].get("usage")
+                if isinstance(usage, dict) and _prompt(usage) > 0:
+                    recorded[len(new)] = usage
                 value["message"] = _copied_response(value["message"], boundary_uuid)
             old_uuid = value.get("uuid")
             # From the line, not its uuid: a broken log may give two lines one uuid, and the copies must differ.
@@ -144,6 +154,16 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     # The new lines are read back from these values: only they are serialised, nothing is parsed again.
     kept = [] if drop_history else [record for record in records if record[1] is not BLANK]
     lines = kept + [(dumps(value, indent=False), value) for value in new] + [(b"", BLANK)]
+    compacted = read(Parsed(transcript.name, b"", records=lines, bom=source.bom))
+    if prompts is None or not recorded or (now := prompts(compacted)) is None:
+        return compacted
+    for message, prompt in zip(compacted.messages, now):
+        for line in (message.origin.records if isinstance(message.origin, _Origin) else ()):
+            usage = recorded.get(line - len(kept)) if line >= len(kept) else None  # a copy that recorded a prompt
+            if usage is not None:
+                value = new[line - len(kept)]
+                value["message"] = {**value["message"], "usage": _usage_less(usage, _prompt(usage) - prompt)}
+                lines[line] = (dumps(value, indent=False), value)
     return read(Parsed(transcript.name, b"", records=lines, bom=source.bom))
 
 

@@ -12,8 +12,18 @@ from typing import Any
 from ...core.jsondata import BLANK, Record, dumps
 from ...core.model import USER, Message, Text, Transcript
 from ...core.summary_text import SUMMARY_PREFIX, SummaryText, compose, parse
-from .reader import CODEX_SUMMARY_PREFIX, CONTEXT_PREFIXES, RolloutSource, rollout, session_meta, user_item
-from .writer import message_items
+from .._log import Prompts
+from .reader import (
+    CODEX_SUMMARY_PREFIX,
+    CONTEXT_PREFIXES,
+    RolloutSource,
+    active_items,
+    line_usage,
+    rollout,
+    session_meta,
+    user_item,
+)
+from .writer import _with_usage, message_items
 
 # The lines a resumed session needs when the history before the compaction is dropped.
 SESSION_LINES = frozenset({"session_meta", "turn_context"})
@@ -53,7 +63,7 @@ def view_before_compaction(transcript: Transcript) -> Transcript | None:
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
+                      *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """After the original lines, what Codex writes when it compacts, then the recent window; read
     back as a transcript.
 
@@ -70,6 +80,13 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     `drop_history` keeps only the session's metadata lines before them, in a legacy rollout; a
     paginated one keeps its lines here (its ordinals run on from them), and `slim` then drops what
     Codex does not read and numbers the rest again.
+
+    With `prompts` (the model compact counted with), each response of the window that recorded
+    usage is followed by its usage line again, its prompt restated as that model counts the prompt
+    it now follows (the summary and the window before it), the rest as it was: Codex resumes with
+    the last one as the size of its context (the one before the compaction counted the history it
+    replaced), and `estimate` of the output, with or without the lines before the compaction
+    (`--slim`), says what compact reported.
     """
     source: RolloutSource = transcript.source
     first = len(transcript.messages) - len(recent)  # the window is the transcript's end (prune keeps indices)
@@ -77,7 +94,14 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     text = CODEX_SUMMARY_PREFIX + "\n" + compose(SummaryText(parts.body, (), parts.opening)).removeprefix(SUMMARY_PREFIX)
     users = [user_item(words) for words in reversed(parts.words)]
     history = [*users[:-1], *_context_items(transcript.messages[:first], source), *users[-1:], user_item(text)]
-    window = [item for message in recent for _, item in message_items(message, source.items)]
+    usage_lines = _usage_lines(source) if prompts is not None else {}
+    window: list[dict[str, Any]] = []  # the lines of the window, as `response_item`s and usage lines
+    for message in recent:
+        items = message_items(message, source.items)
+        window += [{"type": "response_item", "payload": item} for _, item in items]
+        line = max((usage_lines[i] for i, _ in items if i in usage_lines), default=None)
+        if line is not None:
+            window.append(source.records[line][1])
     records = list(source.records)  # an append-only log: every line before ours stays, blank ones too
     while records and records[-1][1] is BLANK:  # but the end: the new lines follow the last
         records.pop()
@@ -95,7 +119,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     context = next((v["payload"] for _, v in reversed(every) if isinstance(v, dict) and v.get("type") == "turn_context"), None)
     if context is not None:
         new.append({"type": "turn_context", "payload": context})
-    new += [{"type": "response_item", "payload": item} for item in window]
+    new += [{key: value for key, value in line.items() if key not in ("timestamp", "ordinal")} for line in window]
     stamp = next((v["timestamp"] for _, v in reversed(records) if isinstance(v, dict) and "timestamp" in v), None)
     ordinal = next((v["ordinal"] for _, v in reversed(records) if isinstance(v, dict) and isinstance(v.get("ordinal"), int)), -1)
     lines = []
@@ -105,7 +129,43 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
                  **({"ordinal": number} if source.paginated else {}), **value}
         # The new lines are read back from these values: only they are serialised, nothing is parsed again.
         lines.append((dumps(value, indent=False), value))
+    compacted = rollout([*records, *lines, (b"", BLANK)], transcript.name, source.bom, source.inherited)
+    if not usage_lines or prompts is None or (now := prompts(compacted)) is None:
+        return compacted
+    restated = _restated(compacted, now, range(len(records), len(records) + len(lines)))
+    if not restated:
+        return compacted
+    for record, value in restated.items():
+        lines[record - len(records)] = (dumps(value, indent=False), value)
     return rollout([*records, *lines, (b"", BLANK)], transcript.name, source.bom, source.inherited)
+
+
+def _usage_lines(source: RolloutSource) -> dict[int, int]:
+    """Each item of the active history a usage line counted the response of, with the last such line."""
+    _, counted = active_items([*source.inherited, *source.records], -len(source.inherited))
+    position = {(item.record, item.slot): i for i, item in enumerate(source.items)}
+    out: dict[int, int] = {}
+    for record, item in counted.items():
+        at = position.get((item.record, item.slot))
+        if at is not None and record >= 0:
+            out[at] = max(out.get(at, record), record)
+    return out
+
+
+def _restated(compacted: Transcript, prompts: list[int], new: range) -> dict[int, dict]:
+    """The usage lines among the `new` ones, each with its prompt restated to the one `prompts`
+    gives the message of the response it counts."""
+    source: RolloutSource = compacted.source
+    _, counted = active_items([*source.inherited, *source.records], -len(source.inherited))
+    position = {(item.record, item.slot): i for i, item in enumerate(source.items)}
+    message_of = {i: k for k, message in enumerate(compacted.messages) for i in message.origin.items}
+    out = {}
+    for record, item in counted.items():
+        k = message_of.get(position.get((item.record, item.slot), -1))
+        usage = line_usage(source.records[record][1]) if record in new else None
+        if k is not None and usage is not None and isinstance(usage.get("input_tokens"), int):
+            out[record] = _with_usage(source.records[record][1], usage["input_tokens"] - prompts[k])
+    return out
 
 
 def _context_items(messages: tuple[Message, ...], source: RolloutSource) -> list[dict]:

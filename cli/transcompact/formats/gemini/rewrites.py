@@ -12,8 +12,9 @@ from ...core.errors import ShapeError
 from ...core.jsondata import Lines, Parsed
 from ...core.model import Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from .._log import Prompts
 from .reader import ChatSource, _Origin, read
-from .writer import append_line, rebuilt_records
+from .writer import _tokens_less, append_line, rebuilt_records
 
 
 def replace_ui_copies(transcript: Transcript) -> Transcript:
@@ -36,12 +37,17 @@ def replace_ui_copies(transcript: Transcript) -> Transcript:
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
+                      *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """The log with the compacted messages appended as a `$set`, read back as a transcript.
 
     The new list is the summary pair (a user record, then a gemini record acknowledging it) and
     the records of the recent window, with their ids (a record the window changed is written
-    with its change). Their `tokens` are cleared: they counted a context that no longer exists.
+    with its change). Their `tokens` are cleared: they counted a context that no longer exists;
+    with `prompts` (the model compact counted with), a record's recorded prompt (`input`, and
+    `total` with it) is restated instead, as that model counts the prompt it now follows (the
+    summary and the window before it), its output as it was: so the new list's usage lies on the
+    model (the history it was fitted on may go, with `drop_history`), and `estimate` of the output
+    says what compact reported.
     With `drop_history` the JSON Lines log keeps only its metadata line before the `$set`. The
     legacy document has no lines to append to: its `messages` array becomes the new list (the
     agent moves such a file to JSON Lines when it resumes it anyway).
@@ -49,7 +55,9 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     source: ChatSource = transcript.source
     if any(not isinstance(m.origin, _Origin) for m in recent):
         raise ShapeError("compact can only carry over messages read from this chat")
-    kept = [_without_usage(r) for r in rebuilt_records(source, recent, keep_unread=False)]
+    kept = rebuilt_records(source, recent, keep_unread=False)
+    if prompts is None:
+        kept = [_without_usage(r) for r in kept]
     stamp = next((r["timestamp"] for r in reversed([e.record for e in source.active]) if isinstance(r.get("timestamp"), str)), None)
     seed = f"{[e.record.get('id') for e in source.active[-1:]]}:compaction:{pre_tokens}"
     summary_id = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))
@@ -59,14 +67,36 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
          "content": [{"text": SUMMARY_ACK}]},
     ]
     messages = pair + kept
-    if source.records is None:
-        assert source.document is not None and source.layout is not None  # the legacy document: read sets both
-        document = {**source.document, "messages": messages}
-        data = source.layout.dumps(document)
-        return read(Parsed(transcript.name, data, document=document, bom=source.bom))
-    records = source.records[:1] if drop_history else source.records
-    lines = append_line(list(records), {"$set": {"messages": messages}})
-    return read(Parsed(transcript.name, bytes(Lines(lines)), records=lines, bom=source.bom))
+
+    def written(messages: list[dict]) -> Transcript:
+        if source.records is None:
+            assert source.document is not None and source.layout is not None  # the legacy document: read sets both
+            document = {**source.document, "messages": messages}
+            return read(Parsed(transcript.name, source.layout.dumps(document), document=document, bom=source.bom))
+        records = source.records[:1] if drop_history else source.records
+        lines = append_line(list(records), {"$set": {"messages": messages}})
+        return read(Parsed(transcript.name, bytes(Lines(lines)), records=lines, bom=source.bom))
+
+    compacted = written(messages)
+    if prompts is None:
+        return compacted
+    return written(_restated(compacted, messages, prompts(compacted), len(pair)))
+
+
+def _restated(compacted: Transcript, records: list[dict], prompts: list[int] | None, first: int) -> list[dict]:
+    """The records of the new list (the window's from `first` on), each with its recorded prompt
+    restated to what `prompts` says of its model turn in `compacted`; cleared without `prompts`."""
+    out = [_without_usage(r) for r in records]
+    if prompts is None:
+        return out
+    for message, prompt in zip(compacted.messages, prompts):
+        origin = message.origin
+        if not isinstance(origin, _Origin) or origin.turn != "content" or origin.entry < first or origin.entry >= len(records):
+            continue
+        tokens = records[origin.entry].get("tokens")
+        if isinstance(tokens, dict) and type(tokens.get("input")) is int and tokens["input"] > 0:
+            out[origin.entry] = {**records[origin.entry], "tokens": _tokens_less(tokens, tokens["input"] - prompt)}
+    return out
 
 
 def _at(stamp: str | None) -> dict:

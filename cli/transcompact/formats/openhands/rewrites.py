@@ -5,12 +5,13 @@ from __future__ import annotations
 from ...core.errors import ShapeError
 from ...core.jsondata import Parsed
 from ...core.model import Message, Transcript
+from .._log import Prompts
 from .reader import ACTION, OBSERVATIONS, SYSTEM_PROMPT, Entry, StoreSource, _Origin, read
 from .writer import appended, condensation, rewritten_records
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
+                      *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """What the agent's `LLMSummarizingCondenser` writes, read back as a transcript: the next
     event, a `Condensation` that forgets every event of the view before the recent window but the
     system prompt, with the summary and `summary_offset` (where the window now starts, after the

@@ -11,6 +11,7 @@ from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Message, ToolCall, Transcript, named_paths
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
+from .._log import Prompts
 from .reader import SPLIT_TURN, SessionSource, _entry_type, _Origin, entry_records, find_path, read
 from .writer import entry_ids, new_entry_id, rewritten_records
 
@@ -83,7 +84,7 @@ def file_lists(old: Sequence[Message], previous: Any) -> dict[str, list[str]]:
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
+                      *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """What pi itself appends when it compacts, read back as a transcript.
 
     One `compaction` entry after the last line, a child of the leaf: `summary` (followed by
@@ -94,6 +95,14 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     before it go but for the header and the settings entries on the path (`_without_history`). A
     window starting at a tool result starts at its call instead, so that neither the kept entry
     is a `toolResult` nor the compaction comes between a call and its result.
+
+    A kept reply's recorded usage is no usage of the compacted session (pi, and the reader, judge
+    by the replies after the compaction): `estimate` counts the session with the model of what
+    comes before the compaction entry (`view_before_compaction`). With `drop_history` that is the
+    window alone, whose usage counted the history that went: with `prompts` (the model compact
+    counted with), each kept reply that recorded usage has its prompt (`totalTokens` less the
+    output, as a rewrite restates it) restated as that model counts the window before it, so that
+    the view's model is compact's, and `estimate` of the output says what compact reported.
     """
     source: SessionSource = transcript.source
     messages = transcript.messages
@@ -105,6 +114,8 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     kept_at = next((k for k, (_, _, read_from) in enumerate(rewritten) if read_from == kept), None)
     if drop_history:
         records, kept_at = _without_history(records, kept_at, source.version)
+        if prompts is not None:
+            records = _restated(Parsed(transcript.name, b"", records=records, bom=source.bom), prompts)
     old = [m for m in messages[:first] if not (isinstance(m.origin, _Origin) and m.origin.record == source.compaction)]
     previous = source.records[source.compaction][1].get("details") if source.compaction is not None else None
     entries = entry_records(records)
@@ -130,6 +141,44 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     ends_with_newline = bool(records) and records[-1][1] is BLANK and len(line_bytes(records[-1])) == 0
     written: list[Record] = [*(records[:-1] if ends_with_newline else records), (dumps(entry, indent=False), entry), (b"", BLANK)]
     return read(Parsed(transcript.name, b"", records=written, bom=source.bom))
+
+
+def _restated(parsed: Parsed, prompts: Prompts) -> list[Record]:
+    """The lines of `parsed` with each reply's recorded prompt restated to what `prompts` says of
+    its message in the session they make."""
+    records = list(parsed.records or [])
+    try:
+        view = read(parsed)
+    except ShapeError:  # no view to count: nothing to restate by
+        return records
+    now = prompts(view)
+    if now is None:
+        return records
+    for message, prompt in zip(view.messages, now):
+        origin = message.origin
+        recorded = message.raw.get("usage") if isinstance(message.raw, dict) else None
+        if message.role != "assistant" or not isinstance(origin, _Origin) or not isinstance(recorded, dict):
+            continue
+        value = records[origin.record][1]
+        new = _with_prompt(value, prompt)
+        if new is not None:
+            records[origin.record] = (dumps(new, indent=False), new)
+    return records
+
+
+def _with_prompt(value: dict, prompt: int) -> dict | None:
+    """An assistant entry whose `usage` counts a prompt of `prompt` tokens, as a rewrite restates one
+    (`totalTokens` the prompt and the output; the billed parts as they were, but `input`
+    where the prompt is above them)."""
+    message = value.get("message")
+    if not isinstance(message, dict) or not isinstance(usage := message.get("usage"), dict):
+        return None
+    parts = {k: usage[k] if type(usage.get(k)) is int else 0 for k in ("input", "output", "cacheRead", "cacheWrite")}
+    new = {**usage, "totalTokens": prompt + parts["output"]}
+    above = prompt - parts["input"] - parts["cacheRead"] - parts["cacheWrite"]
+    if above >= 0:
+        new["input"] = parts["input"] + above
+    return {**value, "message": {**message, "usage": new}}
 
 
 def _without_history(records: list[Record], kept_at: int | None,

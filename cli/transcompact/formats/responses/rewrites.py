@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...core.jsondata import parse
 from ...core.model import ASSISTANT, Message, Opaque, Transcript
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
+from .._log import Prompts
 from ..codex.reader import assistant_item, user_item
 from ..codex.writer import message_items
 from .reader import COMPACTION, InputSource, read
@@ -16,7 +17,7 @@ LEADING_ROLES = frozenset({"system", "developer"})
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
-                      *, drop_history: bool = False) -> Transcript:
+                      *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """The items written in place of `input`: the leading messages (the newest `compaction` item, system
     and developer messages), the summary as a user message, the assistant's acknowledgement unless the
     window starts inside an assistant turn (a cut that split a turn), then the window's items as they

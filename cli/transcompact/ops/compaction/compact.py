@@ -553,7 +553,8 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
     prune_only, pruned_tokens = pruned
     if rebuilt.cut is not None:  # an agent's log: compacted as the agent does it
         body = rebuilt.summary[len(SUMMARY_PREFIX):] if rebuilt.summary.startswith(SUMMARY_PREFIX) else rebuilt.summary
-        own = adapter(original).append_compaction(original, body, rebuilt.recent, before, drop_history=options.slim)
+        own = adapter(original).append_compaction(original, body, rebuilt.recent, before, drop_history=options.slim,
+                                                  prompts=counter.prompts)
         if own is not None:
             rebuilt = replace(rebuilt, transcript=own)
     pruned_only = rebuilt.transcript is prune_only.transcript
