@@ -255,7 +255,7 @@ def synthetic_log() -> bytes:
         return add("assistant", parent, requestId=f"req_{number:04d}", message={
             "id": f"msg_{number:04d}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
             "content": [block], "stop_reason": None, "usage": {"input_tokens": 3, "output_tokens": 40,
-                                                              "cache_read_input_tokens": 20_000 + 3_000 * number}})
+                                                              "cache_read_input_tokens": 20_000 + 1_100 * number}})
 
     leaf = None
     lines.append({"type": "file-history-snapshot", "messageId": "x", "snapshot": {}, "isSnapshotUpdate": False})
@@ -280,7 +280,7 @@ def synthetic_log() -> bytes:
 # own; one Claude Code had compacted itself.
 LOGS = [
     ("synthetic", 5000, 2500),
-    ("spotter-tool-heavy.jsonl", 2000, 1000),
+    ("spotter-tool-heavy.jsonl", 2800, 1000),  # its recorded usage counts 0.38 tokens a character
     ("spotter-subagent-session.jsonl", 5000, 2000),
     ("entire-cli-session-839b35f7-microcompact-and-compact.jsonl", 5000, 2000),
     ("spotter-session-8463c716-compacted-1593lines.jsonl", 5000, 2000),
