@@ -135,6 +135,37 @@ def test_errors_are_error_messages(output, wanted):
     assert error_lines(output, failed=True) == wanted
 
 
+@pytest.mark.parametrize("output, wanted", [
+    ("collected 1 item\r\nFAILED tests/t.py::test_x - assert 1 == 2\r\n= 1 failed in 0.02s =\r\n", ["FAILED tests/t.py::test_x - assert 1 == 2"]),
+    ("Downloading 10%\rDownloading 100%\rerror: checksum mismatch\r", ["error: checksum mismatch"]),
+    ("résumé\u2028panic: runtime error: index out of range\u2028goroutine 1", ["panic: runtime error: index out of range"]),
+    ("npm ERR! code E404\nnpm ERR! 404 Not Found", ["npm ERR! code E404", "npm ERR! 404 Not Found"]),
+    ("ok\n\u3000\u3000FAIL: TestParse (0.00s)\n", ["FAIL: TestParse (0.00s)"]),
+    ("Traceback (most recent call last):\n  File \"a.py\", line 3, in f\n    FAILED = check()\nValueError: a\n\n"
+     "During handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
+     "  File \"a.py\", line 5, in <module>\nKeyError: 'b'\nExit code 1", ["ValueError: a", "KeyError: 'b'"]),
+    ("Traceback (most recent call last):\n  File \"a.py\", line 3, in f\n", []),
+    ("src/main.rs:12:5: error: mismatched types\nwarning: unused variable\nthe build failed", [
+        "src/main.rs:12:5: error: mismatched types", "the build failed"]),
+], ids=["CRLF", "carriage returns", "a Unicode line separator", "on the first line", "indented with ideographic spaces",
+        "each traceback's exception, not its frames", "a traceback cut before its exception", "a compiler's, and a line that ends saying it"])
+def test_error_lines_whatever_the_line_breaks_and_the_spaces_around_them(output, wanted):
+    assert error_lines(output, failed=False) == wanted
+
+
+@pytest.mark.parametrize("output, wanted", [
+    ("=== 12 passed in 0.31s ===\n" + "warning: deprecated call\n" * 400, "12 passed in 0.31s"),
+    ("running 3 tests\r\ntest result: ok. 3 passed; 0 failed\r\n", "test result: ok. 3 passed; 0 failed"),
+    ("Finished `dev` profile [unoptimized] target(s) in 2.1s\n   Compiling nothing", "Finished `dev` profile [unoptimized] target(s) in 2.1s"),
+    ("5 Examples, 0 Failures\n", "5 Examples, 0 Failures"),
+    ("\u3000== OK ==\n", "OK"),
+    ("compiled\nno summary here\n", "ok"),
+], ids=["far above the end", "CRLF", "a phrase", "in capitals", "between rules and spaces", "none"])
+def test_a_check_s_result_line_wherever_it_is(output, wanted):
+    state = state_of(call(1, "Bash", command="make test"), result(1, output))
+    assert state.runs[0].result == wanted
+
+
 # --- only the user's words are the user's ----------------------------------------------------------
 
 

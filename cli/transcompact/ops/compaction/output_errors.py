@@ -12,9 +12,10 @@ under its notice are read: `kept_output`); never a line of a file the agent read
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from ...core.model import ToolResult, result_text
+from .line_scan import LineScan, line_at, lines_from_the_end, newline_text
 
 COMMAND_KEYS = ("command", "cmd", "script")
 # Tools that show what a file or a search holds: their lines are source, not errors.
@@ -35,6 +36,17 @@ _ERROR_LINE = re.compile(
     r"|.*\b(?:failed|FAILED)[:.!]?$"  # a line that ends saying what failed
     r"|[A-Za-z_][\w.]*(?:Error|Exception)(?:: |$))"  # an exception at the start of a line
 )
+# Where a line may be one `_ERROR_LINE` matches (stripped), in a few scans over an output (line_scan.py):
+# each of its ways to begin, past the line's indent (taken whole: never tried again from within it);
+# and the words the others hold anywhere in the line, each scan beginning with a literal, which is
+# found fastest (`FAILED` and `ERROR`, an `Error` or `Exception` that ends its word, a compiler's
+# `: error: `, a line that ends saying it failed).
+_ERROR_SCAN = LineScan(
+    r"(?=([^\S\n]*))\1(?:FAIL: |--- FAIL: |npm ERR! |fatal: |panic: |E {3}\S|error(?:\[\w+\])?: "
+    r"|AssertionError\b|assert .* failed|Assertion with .* failed|\*\* \(\w[\w.]*\) |(?:Error|Fatal|FATAL)\b"
+    r"|[\w.-]+: .*\b(?:[Nn]ot [Ff]ound|[Ee]rror|[Ff]ailed|[Dd]enied|[Rr]efused|[Ii]nvalid|[Cc]annot|[Uu]nable)\b)",
+    ("FAILED", r"E(?:RROR|rror(?:: |[^\S\n]*$)|xception(?:: |[^\S\n]*$))", r": (?:(?<=\): )error |(?:fatal )?error: )",
+     r"failed[:.!]?[^\S\n]*$"), re.M)
 _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code|Process exited with code) (-?\d+)"
                    r"|<returncode>(-?\d+)</returncode>")
 # Lines that say what a command is doing, not what went wrong.
@@ -45,11 +57,12 @@ _FAILURE_WORDS = re.compile(r"(?i)\b(?:error|failed|failure|cannot|can't|unable|
                             r"unknown|missing|unexpected|timed? ?out)\b")
 # What a compaction leaves in place of an output (ours, Claude Code's microcompact, an archive's):
 # a notice line, which prune may follow with the output's key lines, one a line (ops/pruning/key_lines.py).
-_PLACEHOLDER = re.compile(r"\[(?:Old tool result content cleared|Tool output cleared\b[^\]\n]*)\](?:\n|\Z)")
+# White space around it aside (matched, not stripped: an output is not copied to be asked).
+_PLACEHOLDER = re.compile(r"\s*\[(?:Old tool result content cleared|Tool output cleared\b[^\]\n]*)\](?:\n|\s*\Z)")
 
 
 def is_placeholder(text: str) -> bool:
-    return bool(_PLACEHOLDER.match(text.strip()))
+    return bool(_PLACEHOLDER.match(text))
 
 
 def kept_output(text: str) -> str:
@@ -66,45 +79,83 @@ def clipped(text: str, limit: int) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
-def output_lines(text: str) -> list[str]:
-    """The lines of an output; a part that came as a JSON string, its line breaks written `\\n`,
-    split at them too (a tool's heading and the finding under it are two lines, shown as they were)."""
-    lines = text.splitlines()
-    return [part for line in lines for part in line.split("\\n")] if "\\n" in text else lines
-
-
 def error_lines(text: str, failed: bool) -> list[str]:
     """The lines of an output that report an error: exception lines after a traceback, test
     failures, compiler errors; when the command failed and none of these is there, the last
-    line that says why."""
-    text = kept_output(text)
-    found: list[str] = []
-    lines = output_lines(text)
-    in_traceback = False
-    for line in lines:
-        stripped = line.strip()
-        if stripped.startswith(_TRACEBACK):
-            in_traceback = True
-            continue
-        if in_traceback:
-            if line[:1] in (" ", "\t") or not stripped:
-                continue
-            in_traceback = False
-            found.append(stripped)
-            continue
-        if _ERROR_LINE.match(stripped):
-            found.append(stripped)
-    if failed and not found:  # the last line that says it failed, else the last line: why it failed
-        said = [s for line in lines if (s := line.strip()) and not _EXIT.match(s) and not s.startswith(_TRACEBACK)
-                and not _PROGRESS.search(s)]
-        why = next((s for s in reversed(said) if _FAILURE_WORDS.search(s)), said[-1] if said else None)
-        if why is not None:
-            found.append(why)
+    line that says why.
+
+    A part that came as a JSON string, its line breaks written `\\n`, is split at them too: a
+    tool's heading and the finding under it are two lines, shown as they were."""
+    text = newline_text(kept_output(text), escaped=True)
+    found = _stated_errors(text)
+    if failed and not found and (why := _why_it_failed(text)) is not None:
+        found.append(why)
     found = list(dict.fromkeys(found))
     if len(found) > ERRORS_PER_OUTPUT:
         found = [*found[:ERRORS_PER_OUTPUT - 1], f"… {len(found) - ERRORS_PER_OUTPUT} more error lines in that output …",
                  found[-1]]
     return [clipped(line, LINE_CHARS) for line in found]
+
+
+class _Traceback(NamedTuple):
+    start: int  # where its first line starts (`Traceback (most recent call last):`)
+    end: int  # where the line that says what was raised ends (the text's end when none does)
+    raised: str | None  # that line, stripped
+    raised_at: int
+
+
+def _stated_errors(text: str) -> list[str]:
+    """The error lines of `text` (a `newline_text`) in order: the line that ends each traceback,
+    and outside the tracebacks those `_ERROR_LINE` matches."""
+    tracebacks = _tracebacks(text)
+    found = [(traceback.raised_at, traceback.raised) for traceback in tracebacks if traceback.raised is not None]
+    at = 0
+    for start in _ERROR_SCAN.line_starts(text):
+        while at < len(tracebacks) and tracebacks[at].end <= start:
+            at += 1
+        if at < len(tracebacks) and tracebacks[at].start <= start:
+            continue  # a traceback's line: its frames are source, its last line is already found
+        if _ERROR_LINE.match(stripped := line_at(text, start).strip()):
+            found.append((start, stripped))
+    return [line for _, line in sorted(found)]
+
+
+def _tracebacks(text: str) -> list[_Traceback]:
+    """Each traceback of `text` (a `newline_text`): from a line that begins with `_TRACEBACK` past
+    the indented frames (and blank lines, and a chained traceback's first line) to the first line
+    that is none of these, what was raised."""
+    found: list[_Traceback] = []
+    at = text.find(_TRACEBACK)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if (not found or start >= found[-1].end) and (start == at or text[start:at].isspace()):
+            found.append(_traceback_from(text, start))
+        at = text.find(_TRACEBACK, at + len(_TRACEBACK))
+    return found
+
+
+def _traceback_from(text: str, start: int) -> _Traceback:
+    line_end = text.find("\n", start)
+    while line_end >= 0:
+        line_start, line_end = line_end + 1, text.find("\n", line_end + 1)
+        line = text[line_start:] if line_end < 0 else text[line_start:line_end]
+        stripped = line.strip()
+        if stripped and not stripped.startswith(_TRACEBACK) and line[:1] not in (" ", "\t"):
+            return _Traceback(start, len(text) if line_end < 0 else line_end, stripped, line_start)
+    return _Traceback(start, len(text), None, len(text))
+
+
+def _why_it_failed(text: str) -> str | None:
+    """Of a command that failed without an error line, the last line (of `text`, a `newline_text`)
+    that says it failed, else the last line: why it failed. Read from the end, where it is."""
+    last = None
+    for line in lines_from_the_end(text):
+        said = line.strip()
+        if said and not _EXIT.match(said) and not said.startswith(_TRACEBACK) and not _PROGRESS.search(said):
+            if _FAILURE_WORDS.search(said):
+                return said
+            last = last if last is not None else said
+    return last
 
 
 def exit_failed(text: str) -> bool:

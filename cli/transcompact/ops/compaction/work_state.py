@@ -17,9 +17,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from ...core.model import Message, ToolCall, ToolResult, named_paths, result_text
+from .line_scan import LineScan, line_at, lines_from_the_end, newline_text
 from .output_errors import command_of, error_lines, exit_failed, is_placeholder, kept_output
 
 DONE, IN_PROGRESS, PENDING, CANCELLED = "done", "in progress", "pending", "cancelled"
@@ -49,6 +51,23 @@ _RESULT_LINE = re.compile(
     r"\b\d+ (?:passed|failed|errors?|error\(s\)|tests?|passing|failing|pending|skipped|problems?|warnings?|examples?|"
     r"failures?|issues?)\b|^(?:ok|FAIL|PASS|FAILED|PASSED)\b|test result:|^Tests?:|BUILD (?:SUCCESS|FAILED)|"
     r"Build succeeded|Build FAILED|Success: no issues|All checks passed|no issues found|Finished `?\w+`? ", re.I)
+# Where a line may be one `_RESULT_LINE` finds a summary in, in a few scans (line_scan.py) over the
+# output's UTF-8 bytes folded as `_FOLDED` says: what a line begins with past its rules (`===`), the
+# digits before a count, each phrase. A case-insensitive pattern has no literal to look for first:
+# the folded bytes do.
+_SUMMARY_SCAN = LineScan(
+    rb"(?=([\t\x1f 0]*=*[\t\x1f 0]*))\1(?:ok|fail|pass|test)",
+    (rb"0 (?:pass|fail|error|test|pending|skipped|problem|warning|example|issue)",
+     rb":(?:(?<=test result:)|(?<=success:) no issues)", rb"build (?:succe|fail)", rb"all checks passed",
+     rb"no issues found", rb"finished "))
+# ASCII letters made lower case, every digit "0", and every byte of a character past ASCII "0" too:
+# it may be a digit or a space (`\d`, `\s` of `_RESULT_LINE` are Unicode's).
+_FOLDED = bytes(ord("0") if byte >= 0x80 or chr(byte).isdigit() else ord(chr(byte).lower()) for byte in range(256))
+# The letters besides the ASCII ones that a case-insensitive ASCII letter matches (İ, ı and ſ, the
+# Kelvin sign): in an output that holds one, every line is read.
+_OTHER_CASES = ("\u0130", "\u0131", "\u017f", "\u212a")
+_EVERY_LINE = LineScan(b"")
+SUMMARY_TAIL = 2000
 # What starts a check's own program: the same check, however it is started.
 _RUNNER = re.compile(r"^(?:(?:uv|poetry|pipenv|pdm|hatch) run |python3? -m (?=pytest|unittest|mypy|ruff|tox|nox))")
 _IN_DIRECTORY = re.compile(r"^cd \S+ && ")
@@ -154,6 +173,7 @@ def git_commit(command: str, output: str, failed: bool) -> Commit | None:
     return None
 
 
+@lru_cache(maxsize=1024)  # a session runs the same checks again and again, each run read as one several times
 def check_key(command: str) -> str | None:
     """The command as a run of a test, build or lint command (its pipes and redirections aside, and
     however the runner is started: `python -m pytest -q` is `pytest -q`), or None."""
@@ -171,16 +191,33 @@ def run_key(command: str) -> str:
 
 def result_line(output: str, failed: bool) -> str:
     """The line that sums up a run: the last that looks like a summary, else its error, else `ok`."""
-    lines = [line.strip().strip("=").strip() for line in output.splitlines()]
-    summary = next((line for line in reversed(lines) if line and _RESULT_LINE.search(line)), None)
+    text = newline_text(output)
+    summary = _last_summary(text, _EVERY_LINE if any(letter in output for letter in _OTHER_CASES) else _SUMMARY_SCAN)
     if summary is not None:
         return summary[:300]
     if failed:
         found = error_lines(output, True)
         if found:
             return found[-1]
-        return next((line[:300] for line in reversed(lines) if line), "failed, with no output")
+        return next((said[:300] for line in lines_from_the_end(text) if (said := _said(line))), "failed, with no output")
     return "ok"
+
+
+def _last_summary(text: str, scan: LineScan[bytes]) -> str | None:
+    """The last line of `text` (a `newline_text`) that `_RESULT_LINE` finds a summary in: looked
+    for in the lines of its last SUMMARY_TAIL characters first, where a run prints it."""
+    tail = text.rfind("\n", 0, max(len(text) - SUMMARY_TAIL, 0))
+    for part in (text[tail + 1:], text) if tail >= 0 else (text,):
+        data = part.encode("utf-8", "surrogatepass")
+        for start in reversed(scan.line_starts(data.translate(_FOLDED))):
+            if (said := _said(line_at(data, start).decode("utf-8", "surrogatepass"))) and _RESULT_LINE.search(said):
+                return said
+    return None
+
+
+def _said(line: str) -> str:
+    """A line without the white space and the rules (`=====`) around it."""
+    return line.strip().strip("=").strip()
 
 
 def modified_paths(name: str, arguments: Any) -> list[str]:

@@ -67,6 +67,8 @@ class Facts:
 def without_heredoc_bodies(command: str) -> str:
     """The command with each long here-document's body replaced by its line count: the body is
     the content of a file the command writes (which is on disk), not what was run."""
+    if "<<" not in command:
+        return command
     lines = command.split("\n")
     kept: list[str] = []
     at = 0
