@@ -6,6 +6,8 @@ runs, the runs of the things compared taking turns so that a change of load hits
 - `estimate`, `prune` and `compact --emergency` on a 53 MB transcript of 4,000 tool call/result
   pairs against an orjson load + dump of the same file , with the floors of the first
   two beside them (`floors.py`: each built bare, none of the product around it);
+- fact finding alone (`facts.py`): the checkpoint's and prune's, per MB of the error-heavy outputs
+  they read, against one `str.splitlines` pass over the same outputs;
 - `estimate --tokenizer o200k` against bare tiktoken `encode_ordinary` over the same text;
 - `transcompact --help` against `python -c "import click"`;
 - a batch of 1,000 small transcripts through `compact --emergency --jobs 2` against one process
@@ -321,6 +323,31 @@ def batch(workdir: Path) -> list[Row]:
                            "one orjson process writing in place")]
 
 
+# Fact finding's time per MB of the outputs it reads, at most this many times one str.splitlines pass over them.
+FACTS_TARGET = 10.0
+
+
+def facts() -> list[Row]:
+    """Fact finding alone (bench/facts.py): the checkpoint's and prune's, each against one
+    `str.splitlines` pass over the same outputs, in one process."""
+    megabytes = 10 if QUICK else 50
+    note(f"facts: the fact finding over {megabytes} MB of error-heavy outputs")
+    names = {"find_facts": "the checkpoint's (find_facts)", "key_lines": "prune's (key_lines of each output)"}
+    try:
+        done = _run([PYTHON, str(ROOT / "bench" / "facts.py"), str(megabytes), str(runs(3))], stdout=subprocess.PIPE)
+    except Failed as failed:
+        return [Row(f"facts per MB: {name}", None, FACTS_TARGET, str(failed)) for name in names.values()]
+    measured = orjson.loads(done.stdout)
+    size, floor = measured["megabytes"], measured["splitlines"]
+    rows = []
+    for key, name in names.items():
+        detail = (f"{1e3 * measured[key] / size:.1f} ms/MB vs {1e3 * floor / size:.1f} ms/MB for one str.splitlines pass "
+                  f"over the same {size:.0f} MB")
+        note(f"  {name}: {detail}")
+        rows.append(Row(f"facts per MB: {name}, error-heavy outputs", measured[key] / floor, FACTS_TARGET, detail))
+    return rows
+
+
 SESSIONS = 10_000 // (10 if QUICK else 1)
 
 
@@ -605,7 +632,7 @@ def table(rows: list[Row]) -> str:
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as name:
         workdir = Path(name)
-        rows = [*speed(workdir), *every_shape.measure(workdir, sys.modules[__name__]),
+        rows = [*speed(workdir), *every_shape.measure(workdir, sys.modules[__name__]), *facts(),
                 *batch(workdir), *sessions_listing(workdir), *claude_code_memory(workdir), *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():

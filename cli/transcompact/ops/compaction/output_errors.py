@@ -39,8 +39,8 @@ _ERROR_LINE = re.compile(
 # Where a line may be one `_ERROR_LINE` matches (stripped), in a few scans over an output (line_scan.py):
 # each of its ways to begin, past the line's indent (taken whole: never tried again from within it);
 # and the words the others hold anywhere in the line, each scan beginning with a literal, which is
-# found fastest (`FAILED` and `ERROR`, an `Error` or `Exception` that ends its word, a compiler's
-# `: error: `, a line that ends saying it failed).
+# found fastest: `FAILED`; `ERROR`, and an `Error` or `Exception` before `: ` or the line's end; a
+# compiler's `: error: `; a line that ends saying it failed.
 _ERROR_SCAN = LineScan(
     r"(?=([^\S\n]*))\1(?:FAIL: |--- FAIL: |npm ERR! |fatal: |panic: |E {3}\S|error(?:\[\w+\])?: "
     r"|AssertionError\b|assert .* failed|Assertion with .* failed|\*\* \(\w[\w.]*\) |(?:Error|Fatal|FATAL)\b"
@@ -101,7 +101,7 @@ class _Traceback(NamedTuple):
     start: int  # where its first line starts (`Traceback (most recent call last):`)
     end: int  # where the line that says what was raised ends (the text's end when none does)
     raised: str | None  # that line, stripped
-    raised_at: int
+    raised_at: int  # where it starts
 
 
 def _stated_errors(text: str) -> list[str]:
@@ -109,11 +109,11 @@ def _stated_errors(text: str) -> list[str]:
     and outside the tracebacks those `_ERROR_LINE` matches."""
     tracebacks = _tracebacks(text)
     found = [(traceback.raised_at, traceback.raised) for traceback in tracebacks if traceback.raised is not None]
-    at = 0
+    ahead = 0  # the first traceback that does not end before the line
     for start in _ERROR_SCAN.line_starts(text):
-        while at < len(tracebacks) and tracebacks[at].end <= start:
-            at += 1
-        if at < len(tracebacks) and tracebacks[at].start <= start:
+        while ahead < len(tracebacks) and tracebacks[ahead].end <= start:
+            ahead += 1
+        if ahead < len(tracebacks) and tracebacks[ahead].start <= start:
             continue  # a traceback's line: its frames are source, its last line is already found
         if _ERROR_LINE.match(stripped := line_at(text, start).strip()):
             found.append((start, stripped))
@@ -154,7 +154,8 @@ def _why_it_failed(text: str) -> str | None:
         if said and not _EXIT.match(said) and not said.startswith(_TRACEBACK) and not _PROGRESS.search(said):
             if _FAILURE_WORDS.search(said):
                 return said
-            last = last if last is not None else said
+            if last is None:
+                last = said
     return last
 
 

@@ -67,7 +67,7 @@ _FOLDED = bytes(ord("0") if byte >= 0x80 or chr(byte).isdigit() else ord(chr(byt
 # Kelvin sign): in an output that holds one, every line is read.
 _OTHER_CASES = ("\u0130", "\u0131", "\u017f", "\u212a")
 _EVERY_LINE = LineScan(b"")
-SUMMARY_TAIL = 2000
+SUMMARY_TAIL = 2000  # characters at the end of an output scanned first: a run prints its summary last
 # What starts a check's own program: the same check, however it is started.
 _RUNNER = re.compile(r"^(?:(?:uv|poetry|pipenv|pdm|hatch) run |python3? -m (?=pytest|unittest|mypy|ruff|tox|nox))")
 _IN_DIRECTORY = re.compile(r"^cd \S+ && ")
