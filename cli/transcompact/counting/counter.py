@@ -51,7 +51,7 @@ from ..core.model import (
     Transcript,
 )
 from ..formats import adapter
-from .calibrate import Calibration, Recorded, calibrate, recorded_usage, usage_tokens
+from .calibrate import Calibration, Recorded, calibrate, recorded_usage
 
 PER_MESSAGE = 4
 
@@ -403,7 +403,8 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
     # What the log holds but no recorded prompt did, though the agent sends it now: not in what the
     # usage is fitted or anchored on, counted on top of it.
     left_out = adapter(transcript).unrecorded_messages(transcript)
-    fit = _fitted(transcript, options, system, tools, tallies, left_out)
+    found = recorded.responses if recorded is not None else 0  # the responses that recorded usage
+    fit = _fitted(transcript, options, system, tools, tallies, left_out) if found >= 2 else None
     if fit is not None and _sane(fit, options):
         unit = "chars" if options.tokenizer in ("chars", "anthropic") else f"{options.tokenizer} tokens"
         return Basis(f"fitted on {fit.samples} recorded responses: {fit.overhead:,.0f} + {unit} × {fit.ratio:.4f}",
@@ -412,7 +413,6 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
         notes = (f"the fit on the recorded usage gives {fit.ratio:.4f} tokens per unit of the count, more than "
                  f"{SANE_FACTOR}× from the tokenizer's own: too few or too odd responses to fit; counted without it",)
     elif options.calibrate:
-        found = sum(1 for m in transcript.messages if usage_tokens(m))
         notes = (f"--calibrate needs at least 2 responses with recorded usage ({found} found) "
                  "and a positive fit; counted without it",)
     if recorded is None:
@@ -438,10 +438,8 @@ def _sane(fit: Calibration, options: Options) -> bool:
 
 def _fitted(transcript: Transcript, options: Options, system: _Tally, tools: _Tally, tallies: list[_Tally | None],
             left_out: frozenset[int]) -> Calibration | None:
-    """The model fitted on the transcript's recorded usage (`calibrate`), None where it cannot be."""
-    if sum(1 for m in transcript.messages if usage_tokens(m)) < 2:
-        return None  # (not a fit: no need to tally characters for a tokenizer)
-
+    """The model fitted on the transcript's recorded usage (`calibrate`, two responses that recorded
+    it at least), None where it cannot be."""
     def per_message(of: list[_Tally | None], measure: Callable[[_Tally | None], int]) -> list[int]:
         return [0 if i in left_out else measure(t) for i, t in enumerate(of)]
 
