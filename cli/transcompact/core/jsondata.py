@@ -262,7 +262,9 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
     seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
     previous: dict = {}
     for number, line, text in line_views(data, bom):
-        if (value := seen.get(line, BLANK)) is not BLANK:
+        # Only a rewrite's read-back knows lines: a lookup hashes the whole line (a megabyte-long
+        # one too), which a first reading has no use for.
+        if seen and (value := seen.get(line, BLANK)) is not BLANK:
             records.append((line, value))
             continue
         try:

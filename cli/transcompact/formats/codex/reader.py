@@ -55,6 +55,7 @@ over the file where Codex keeps it (thread_store.py).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,12 +176,15 @@ def assistant_item(text: str) -> dict:
 
 
 def active_items(records: list[Record], first: int = 0) -> tuple[list[Item], dict[int, Item]]:
-    """The items Codex sends after the last line, and the lines that recorded usage, each with the
-    last assistant item of the response it counts; `first` is the index of the first record (a
-    fork's parents' lines come first, below 0)."""
+    """The items Codex sends after the last line, and the lines that recorded usage of a response
+    it still sends, each with the last assistant item of that response; `first` is the index of
+    the first record (a fork's parents' lines come first, below 0)."""
     items: list[Item] = []
     counted: dict[int, Item] = {}
-    for index, (_, value) in enumerate(records, first):
+    # The last `replacement_history` replaces every item before it: the lines before it say
+    # nothing of what is sent (a count reads the rollout before each of its compactions).
+    start = _last_replacement(records)
+    for index, (_, value) in enumerate(itertools.islice(records, start, None), first + start):
         payload = value.get("payload") if type(value) is dict else None
         if not isinstance(payload, dict):
             continue
@@ -198,6 +202,17 @@ def active_items(records: list[Record], first: int = 0) -> tuple[list[Item], dic
         elif line_usage(value) is not None and (response := _last_response_item(items)) is not None:
             counted[index] = response
     return items, counted
+
+
+def _last_replacement(records: list[Record]) -> int:
+    """Where the last `compacted` line with a `replacement_history` is in `records` (0: none)."""
+    for position in range(len(records) - 1, -1, -1):
+        value = records[position][1]
+        if type(value) is dict and value.get("type") == "compacted":
+            payload = value.get("payload")
+            if isinstance(payload, dict) and isinstance(payload.get("replacement_history"), list):
+                return position
+    return 0
 
 
 def line_usage(value: Any) -> dict | None:
