@@ -318,7 +318,7 @@ def test_unsent_reads_whole_the_logs_whose_bytes_never_sent_are_not_kept(home, t
 def test_a_subagents_lines_at_the_end_leave_the_count_to_the_whole_log(home, transcompact):
     """In a log where a subagent's lines follow the session's own (an older Claude Code's), the
     session goes on from its own chain: its end is a subagent's, and the whole log is read."""
-    data = claude_log(12, sidechain=6)
+    data = claude_log(12, sidechain=12)  # the end of two responses: within a quarter of the subagent's log
     big = put(CLAUDE, home / ".claude/projects/-home-ada-big/9d2f.jsonl", data)
     assert measure_end(str(big), "claude-code") is None
     (entry,) = [e for e in listed(transcompact, "--agent", "claude-code")["files"] if e["file"] == str(big)]

@@ -86,6 +86,10 @@ TAILS = {
     "codex": Tail((b'"last_token_usage"', b'"token_usage_record"'), undoes=(b'"thread_rolled_back"',)),
     "pi": Tail((b'"usage"',), header=True),
 }
+# The most of a file an end read for its context may hold (`measure_end`): an end that does not
+# say is read on top of the whole, so a longer one costs more when it fails than it saves when it
+# says (and the two ends of a log one response short cost about the whole already).
+END_SHARE = 0.25
 # A file below this is read whole, its bytes never sent measured too, even where its end would do:
 # a few tenths of a millisecond more than its end. Above it, slim costs several times what an end
 # does (a millisecond and more from 10 KB): over a home of thousands of sessions, seconds.
@@ -129,12 +133,10 @@ def measure_end(path: str, agent: str) -> Measured | None:
     (`io.sessions.log_end`) that says them (`context_of_end`); None when none does, or the file
     could not be read: the whole file says."""
     tail = TAILS[agent]
-    # From the 2nd last run (the last alone holds one response), within half the file: reading
-    # more of a log whose end holds no usage, the whole might as well be read, which says more.
-    runs, share = 2, 0.5
+    runs = 2  # from the 2nd last run: the last alone holds one response
     first: bytes | None = None  # read when needed
     try:
-        while (end := stored.log_end(path, tail.usage, runs, share)) is not None:
+        while (end := stored.log_end(path, tail.usage, runs, END_SHARE)) is not None:
             if first is None and (tail.header or (tail.aside and tail.aside in end)):
                 first = stored.first_line(path)
             counted = _counted_end(end, agent, first or b"")
@@ -145,8 +147,8 @@ def measure_end(path: str, agent: str) -> Measured | None:
                 threshold = THRESHOLDS[agent]
                 return Measured(agent, tokens, None, threshold.compacts_at, threshold.near_from)
             # One response short: the run before is likely the one before it (a response's lines
-            # around its tool results are runs of their own), however far. None: twice as far.
-            runs, share = (runs + 1, 1.0) if responses else (2 * runs, share)
+            # around its tool results are runs of their own). None: twice as far.
+            runs = runs + 1 if responses else 2 * runs
     except OSError:  # the whole file says what is wrong with it
         return None
     return None
