@@ -256,10 +256,17 @@ def line_views(data: bytes, bom: bool) -> Iterator[tuple[int, memoryview, memory
         yield number, line, line[len(BOM):] if number == 1 and bom else line
 
 
+# From this size, a log's lines keep one copy of the strings of its envelope (session, cwd,
+# version), which each line repeats: they weigh on a large log's reading. Below it they weigh
+# little, and comparing every member of every line would cost a quarter of the reading.
+SHARED_ENVELOPES = 1 << 20
+
+
 def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
                      known: Sequence[Record], trim: Callable[[Any], Any] | None) -> list[Record]:
     records: list[Record] = []
     seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
+    shares = len(data) >= SHARED_ENVELOPES
     previous: dict = {}
     for number, line, text in line_views(data, bom):
         # Only a rewrite's read-back knows lines: a lookup hashes the whole line (a megabyte-long
@@ -281,7 +288,7 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
                     f"malformed JSON: {whole.msg}", location=Location(name, whole.lineno, whole.colno)
                 ) from None
             raise _malformed_line(error, bytes(text), name, number) from None
-        if type(value) is dict:  # a log repeats its envelope (session, cwd, version) on every line: keep one copy
+        if shares and type(value) is dict:
             for key, item in value.items():
                 if type(item) is str and (same := previous.get(key)) == item:
                     value[key] = same
