@@ -81,9 +81,19 @@ class Request:
         return self.body["messages"][-1]["content"]
 
 
-def count_tokens_of(body: dict) -> int:
-    """A deterministic stand-in for the API's count: 1 per 4 characters of the request's JSON."""
-    sent = {k: body[k] for k in ("system", "messages", "tools") if k in body}
+# What a request sends the model, by API: its instructions, its tools, its conversation (not its
+# settings: model, max_tokens, stream, generationConfig, …).
+ANTHROPIC_KEYS = ("system", "messages", "tools")  # Messages (and its count_tokens)
+RESPONSES_KEYS = ("instructions", "tools", "input")  # OpenAI Responses (Codex)
+GEMINI_KEYS = ("systemInstruction", "tools", "contents")  # Gemini generateContent
+
+
+def count_tokens_of(body: Any, keys: tuple[str, ...] = ANTHROPIC_KEYS) -> int:
+    """A deterministic stand-in for the API's count: 1 per 4 characters of the JSON of what the
+    request sends the model (`keys`: the system prompt or instructions, the tools, the messages).
+    Every stand-in reports this as a response's input usage, so that a log the real agents record
+    holds the count of the whole request each sent, system prompt and tools included."""
+    sent = {k: body[k] for k in keys if k in body} if isinstance(body, dict) else {}
     return len(json.dumps(sent, separators=(",", ":"))) // 4
 
 

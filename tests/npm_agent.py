@@ -138,6 +138,20 @@ class NpmAgent:
             pytest.fail(str(error))
 
 
+@dataclass(frozen=True)
+class Release(NpmAgent):
+    """An agent at one release whatever its *_VERSION variable says: the release a recorded log was
+    made with, which sends the system prompt and tools that log's usage counted."""
+
+    @property
+    def version(self) -> str:
+        return self.pinned
+
+
+def at_release(agent: NpmAgent, version: str) -> Release:
+    return Release(agent.name, agent.package, version, agent.layout, agent.older)
+
+
 # The judges, each pinned to the newest release (npm's `latest`) when the pins were last moved: the
 # releases users run. From 2.1.113 on, Claude Code's package is a native binary: its platform's
 # optional package (`@anthropic-ai/claude-code-linux-x64`, …) holds it, and the package's postinstall
@@ -150,6 +164,9 @@ CODEX = NpmAgent("codex", "@openai/codex", "0.171.0", Layout("bin/codex.js"))
 GEMINI_CLI = NpmAgent("gemini-cli", "@google/gemini-cli", "0.61.0", Layout("bundle/gemini.js"))
 PI = NpmAgent("pi", "@mariozechner/pi-coding-agent", "0.73.1", Layout("dist/cli.js"))
 AGENTS = (CLAUDE_CODE, CODEX, GEMINI_CLI, PI)
+# The Claude Code release that recorded tests/recorded/claude-code/ (tests/recorded/README.md: its
+# logs hold only the session; 2.1.332 adds about 60 KB of request snapshots per turn).
+CLAUDE_CODE_RECORDED = "2.1.112"
 
 
 def latest(agent: NpmAgent) -> str:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import Request, answered, started
+from .loopback import GEMINI_KEYS, Request, answered, count_tokens_of, started
 
 
 def is_turn(request: Request) -> bool:
@@ -49,8 +49,9 @@ ROUTE = {"complexity_reasoning": "A simple request.", "complexity_score": 1}
 
 
 def prompt_tokens(body: dict) -> int:
-    """A request's tokens as the stand-in counts them: all of it (instructions, tools, contents), 4 characters each."""
-    return len(json.dumps(body, separators=(",", ":"))) // 4
+    """A request's tokens as the stand-in counts them: what it sends the model (its system
+    instruction, tools and contents: tests/loopback.py `count_tokens_of`), 4 characters each."""
+    return count_tokens_of(body, GEMINI_KEYS)
 
 
 def usage(request: Request) -> dict:

@@ -13,7 +13,7 @@ import json
 import threading
 from dataclasses import dataclass, field
 
-from .loopback import Request
+from .loopback import Request, count_tokens_of
 
 
 def thinking(text: str, signature: str) -> dict:
@@ -77,7 +77,7 @@ class Script:
             number, self.answered = self.answered, self.answered + 1
         blocks = self.responses[number] if number < len(self.responses) else [text(self.closing)]
         calls = any(b["type"] == "tool_use" for b in blocks)
-        prompt = len(json.dumps(request.body.get("messages", []))) // 4
+        prompt = count_tokens_of(request.body)  # the whole request: system prompt, tools, messages
         message = {"id": f"msg_standin_{number:03d}", "type": "message", "role": "assistant", "model": request.body.get("model"),
                    "content": blocks, "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
                    "usage": {"input_tokens": prompt, "output_tokens": len(json.dumps(blocks)) // 4,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from .loopback import Request, answered, started
+from .loopback import RESPONSES_KEYS, Request, answered, count_tokens_of, started
 
 ROUTE = "/v1/responses"
 ID_PREFIXES = {"message": "msg", "function_call": "fc", "reasoning": "rs"}  # as the API's item ids begin
@@ -74,8 +74,9 @@ class Script:
 
 
 def usage_of(body: Any, output: tuple[dict, ...]) -> dict:
-    """A deterministic usage: 1 token per 4 characters of the input, and of the output."""
-    sent = len(json.dumps(body.get("input", []) if isinstance(body, dict) else [], separators=(",", ":"))) // 4
+    """A deterministic usage: 1 token per 4 characters of what the request sends (its instructions,
+    tools and input: tests/loopback.py `count_tokens_of`), and of the output."""
+    sent = count_tokens_of(body, RESPONSES_KEYS)
     made = len(json.dumps(output, separators=(",", ":"))) // 4
     return {"input_tokens": sent, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": made,
             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": sent + made}

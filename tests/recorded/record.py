@@ -1,9 +1,10 @@
 """Record the sessions of tests/recorded/ again: the real agents, offline, against a
 scripted stand-in of their model API on 127.0.0.1, in a tiny pytest project they really work in.
 
-    .venv/bin/python tests/recorded/record.py [claude-code] [codex] [pi] [gemini]
+    .venv/bin/python tests/recorded/record.py [claude-code] [codex] [pi] [gemini] [compacted]
 
-(all four when none is named). Each agent must be installed (`make agents`; Claude Code 2.1.112,
+(all of them when none is named; `compacted`: the sessions of compacted/, which each agent
+compacted itself). Each agent must be installed (`make agents`; Claude Code 2.1.112,
 installed beside the pinned release, is the one run here: see README.md). The stand-ins are the
 test suite's (tests/loopback.py, tests/standin_pi.py, tests/standin_responses.py,
 tests/standin_gemini.py); nothing leaves the machine.
@@ -32,13 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "cli")]
 
-from tests.loopback import serve  # noqa: E402 (found through the path above)
-from tests.npm_agent import CLAUDE_CODE, CODEX, GEMINI_CLI, PI  # noqa: E402
+from tests.loopback import count_tokens_of, serve  # noqa: E402 (found through the path above)
+from tests.npm_agent import CLAUDE_CODE, CLAUDE_CODE_RECORDED, CODEX, GEMINI_CLI, PI  # noqa: E402
 from tests.standin_pi import events, text, tool_use  # noqa: E402
 
 HERE = Path(__file__).resolve().parent  # tests/recorded
 WORK = Path("/tmp/transcompact-sessions")  # the projects, at the same paths each time
-CLAUDE_CODE_RELEASE = "2.1.112"  # its logs hold only the session (2.1.332 adds ~60 KB of request snapshots per turn)
+CLAUDE_CODE_RELEASE = CLAUDE_CODE_RECORDED  # its logs hold only the session (2.1.332 adds ~60 KB of request snapshots per turn)
 TIMEOUT = 180
 GIT_DATES = {"GIT_AUTHOR_DATE": "2026-01-05T10:00:00Z", "GIT_COMMITTER_DATE": "2026-01-05T10:00:00Z",
              "GIT_AUTHOR_NAME": "Recorder", "GIT_AUTHOR_EMAIL": "recorder@example.invalid",
@@ -99,7 +100,7 @@ def installed(agent, version: str | None = None) -> list[str]:
     return command
 
 
-def saved(log: Path, name: str) -> Path:
+def saved(log: Path, name: str, limit: int | None = 100_000) -> Path:
     target = HERE / name
     target.parent.mkdir(parents=True, exist_ok=True)
     for old in target.parent.glob("*"):
@@ -107,8 +108,8 @@ def saved(log: Path, name: str) -> Path:
     shutil.copyfile(log, target)
     size = target.stat().st_size
     print(f"{target.relative_to(ROOT)}: {size:,} bytes", file=sys.stderr)
-    if size >= 100_000:
-        raise SystemExit(f"{target} is {size:,} bytes: the fixtures stay under 100 KB")
+    if limit is not None and size >= limit:
+        raise SystemExit(f"{target} is {size:,} bytes: the fixtures stay under {limit // 1000} KB")
     return target
 
 
@@ -130,7 +131,7 @@ class AnthropicScript:
         blocks = self.responses.pop(0) if body.get("tools") and self.responses else [text("ok")]
         self.answered += 1
         calls = any(block["type"] == "tool_use" for block in blocks)
-        prompt = len(json.dumps(body.get("messages", []))) // 4
+        prompt = count_tokens_of(body)  # the whole request: system prompt, tools, messages
         message = {"id": f"msg_standin_{self.answered:03d}", "type": "message", "role": "assistant", "model": body.get("model"),
                    "content": blocks, "stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None,
                    "usage": {"input_tokens": prompt, "output_tokens": len(json.dumps(blocks)) // 4,
@@ -393,7 +394,124 @@ def gemini() -> Path:
     return saved(log, f"gemini/{log.name}")
 
 
-AGENTS = {"claude-code": claude_code, "codex": codex, "pi": pi, "gemini": gemini}
+# --- sessions each agent compacted itself (compacted/) -------------------------------------------
+# The work of the resume tests' own recordings (tests/test_codex_resume.py, test_pi_resume.py,
+# test_gemini_resume.py: their scripts are read from there), with the agent's own compaction at a
+# low limit. These logs may pass 100 KB.
+
+
+def codex_compacted() -> Path:
+    """Codex's tool loop (four turns), compacted by Codex itself at a low auto-compact limit, two
+    turns more, compacted again (the second compaction supersedes the first), two turns more."""
+    from tests import test_codex_resume as recorded_here
+    from tests.standin_responses import Response, message
+    from tests.standin_responses import serve as serve_responses
+
+    command = installed(CODEX)
+    root = WORK / "compacted-codex"
+    shutil.rmtree(root, ignore_errors=True)
+    state, stop = serve_responses()
+    try:
+        recording = recorded_here.Recording.start(command, state, root)
+        session = recording.tool_loop()
+        recording.compacted_by_codex(session)
+        thread = recorded_here.thread_of(session.read_bytes())
+        recording.turn([Response((message("Summed up again."),))], "-c", "model_auto_compact_token_limit=6000", "resume",
+                       thread, "Turn 7: sum up again.")
+        for number, script in enumerate(recorded_here.AFTER_COMPACTION, 8):
+            recording.turn(script, "resume", thread, f"Turn {number}: go on.")
+    finally:
+        stop()
+    return saved(session, "compacted/codex/codex-recorded-2compactions.jsonl", limit=None)
+
+
+class PiCompacting:
+    """pi's script, and a summary for each compaction pi asks for (its summarization system prompt)."""
+
+    def __init__(self, responses: list[list[dict]]) -> None:
+        from tests.standin_pi import Script
+
+        self.script = Script(responses)
+
+    def __call__(self, request) -> tuple:
+        body = request.body if isinstance(request.body, dict) else {}
+        system = json.dumps(body.get("system") or "")
+        if "context summarization assistant" in system or "summarization" in system[:400]:
+            message = {"id": "msg_standin_summary", "type": "message", "role": "assistant", "model": body.get("model"),
+                       "content": [text("## Goal\nThe pi session so far (summary by the stand-in).")], "stop_reason": "end_turn",
+                       "stop_sequence": None, "usage": {"input_tokens": count_tokens_of(body), "output_tokens": 20,
+                                                        "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}
+            return 200, events(message)
+        return self.script(request)
+
+
+def pi_compacted() -> Path:
+    """pi's six prompts with its auto-compaction at a context window of 2,600 tokens."""
+    from tests import test_pi_resume as recorded_here
+
+    command = installed(PI)
+    root = WORK / "compacted-pi"
+    shutil.rmtree(root, ignore_errors=True)
+    agent, home, where = root / "agent", root / "home", root / "project"
+    for directory in (agent, home, where):
+        directory.mkdir(parents=True)
+    for name, content in (("calc.py", recorded_here.CALC), ("test_calc.py", recorded_here.TESTS),
+                          ("README.md", recorded_here.README), ("data.txt", recorded_here.DATA)):
+        (where / name).write_text(content)
+    state, stop = serve()
+    state.answer = PiCompacting(recorded_here.RESPONSES)
+    models = {"providers": {"standin": {"baseUrl": state.url, "api": "anthropic-messages", "apiKey": "sk-standin", "models": [
+        {"id": "claude-standin", "input": ["text", "image"], "reasoning": True, "contextWindow": 2600, "maxTokens": 8192}]}}}
+    (agent / "models.json").write_text(json.dumps(models))
+    (agent / "settings.json").write_text(json.dumps({"compaction": {"enabled": True, "reserveTokens": 600, "keepRecentTokens": 400}}))
+    env = environment(home, PI_CODING_AGENT_DIR=str(agent), PI_OFFLINE="1", PI_TELEMETRY="0")
+    try:
+        run([*command, "--provider", "standin", "--model", "claude-standin", "--no-extensions", "--no-skills",
+             "--no-prompt-templates", "--no-context-files", "-p", *recorded_here.PROMPTS], where, env)
+    finally:
+        stop()
+    (log,) = agent.glob("sessions/*/*.jsonl")
+    if b'"type":"compaction"' not in log.read_bytes():
+        raise RuntimeError("pi did not compact")
+    return saved(log, "compacted/pi/pi-recorded-compacted.jsonl", limit=None)
+
+
+def gemini_compacted() -> Path:
+    """Gemini CLI's three runs of tool turns, with its chat compression at a low threshold."""
+    from tests import test_gemini_resume as recorded_here
+    from tests.standin_gemini import serve as serve_gemini
+
+    command = installed(GEMINI_CLI)
+    root = WORK / "compacted-gemini"
+    shutil.rmtree(root, ignore_errors=True)
+    home, where = root / "home", root / "project"
+    chats = home / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    (where / "src").mkdir(parents=True)
+    (where / "src" / "app.py").write_text(recorded_here.APP)
+    (where / "README.md").write_text("# Orders\n\nEighty steps over an order.\n")
+    (home / ".gemini" / "settings.json").write_text(json.dumps({**GEMINI_SETTINGS, "model": {"compressionThreshold": 0.002}}))
+    (home / ".gemini" / "projects.json").write_text(json.dumps({"projects": {str(where): "project"}}))
+    (home / ".gemini" / "tmp" / "project" / ".project_root").write_text(str(where))
+    state, stop = serve_gemini()
+    env = environment(home, GOOGLE_GEMINI_BASE_URL=state.url, GEMINI_API_KEY="loopback-dummy")
+    try:
+        for number, (prompt, script) in enumerate(recorded_here.RUNS):
+            state.script.extend(script)
+            run([*command, "--skip-trust", "--yolo", *(["--resume", "latest"] if number else []), "-p", prompt], where, env)
+            state.script.clear()  # a compression takes turns of its own
+    finally:
+        stop()
+    log = max(chats.glob("session-*"), key=lambda path: path.stat().st_size)
+    return saved(log, "compacted/gemini/gemini-recorded-compressed.jsonl", limit=None)
+
+
+def compacted() -> None:
+    for record in (codex_compacted, pi_compacted, gemini_compacted):
+        record()
+
+
+AGENTS = {"claude-code": claude_code, "codex": codex, "pi": pi, "gemini": gemini, "compacted": compacted}
 
 
 def main(names: list[str]) -> None:
