@@ -478,3 +478,29 @@ def on_a_terminal(*args: str, env: dict[str, str] | None = None) -> tuple[subpro
     finally:
         os.close(primary)
     return done, shown.decode()
+
+
+# The ground truth of a count: what `estimate` says of the file an agent resumed, against
+# the stand-in's count of the request the agent then really sent (tests/loopback.py
+# `count_tokens_of`: its system prompt, tools and messages), within this share.
+AS_SENT = 0.05
+
+
+def estimates_of(transcript: Transcript) -> dict[str, int]:
+    """`estimate`'s count of a transcript, by default and with --calibrate."""
+    from transcompact.counting.counter import Options
+    from transcompact.ops.estimate import estimate
+
+    return {"default": estimate(transcript, Options()).tokens, "--calibrate": estimate(transcript, Options(calibrate=True)).tokens}
+
+
+def assert_counted_as_sent(transcript: Transcript, sent: int) -> None:
+    """`estimate` of the file the agent resumed is within AS_SENT of the `sent` tokens it sent, by
+    default and with --calibrate (the figures are in the message either way)."""
+    found = estimates_of(transcript)
+    if os.environ.get("AS_SENT_FIGURES"):  # where to write the figures, a line each
+        with open(os.environ["AS_SENT_FIGURES"], "a") as out:
+            out.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0], "sent": sent, **found}) + "\n")
+    figures = ", ".join(f"{how} {tokens:,} ({(tokens - sent) / sent:+.1%})" for how, tokens in found.items())
+    assert all(tokens == pytest.approx(sent, rel=AS_SENT) for tokens in found.values()), \
+        f"the agent sent {sent:,} tokens; estimate: {figures}"

@@ -43,9 +43,10 @@ from transcompact import loads
 from transcompact.cli.main import cli
 from transcompact.dialects import anthropic as codec
 
+from .builders import assert_counted_as_sent
 from .conftest import CORPUS, FIXTURES
-from .loopback import Loopback
-from .npm_agent import CLAUDE_CODE
+from .loopback import Loopback, count_tokens_of
+from .npm_agent import CLAUDE_CODE, CLAUDE_CODE_RECORDED, at_release
 
 TIMEOUT = 60  # seconds for one `claude -p` run: 1 to 3 in practice
 PROMPT = "Carry on from where we stopped."
@@ -468,3 +469,35 @@ def test_a_slimmed_log_goes_on_working(name, claude, api, tmp_path):
                 if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_loopback"]
     assert answered and not answered[0].get("is_error"), answered
     assert old + " # edited" in Path(moved).read_text()
+
+
+# --- the ground truth --------------------------------------------------------------------
+# The stand-in's count of the request Claude Code really sends on resume (its system prompt, tools
+# and messages: loopback.py `count_tokens_of`) against `estimate` of the file it resumed. The
+# session of tests/recorded/ recorded that count as its usage, so it is resumed by the release that
+# recorded it: the pinned release sends another system prompt and other tools (some 3,000 tokens
+# fewer). The corpus logs recorded the real API's counts, of other releases, and the synthetic
+# log's usage is made up: neither is a count of what the stand-in counts.
+
+RECORDED_LOG = next(iter(sorted((Path(__file__).parent / "recorded" / "claude-code").glob("*.jsonl"))), None)
+# (how, --keep-recent-tokens of each compaction): the session holds some 3,500 tokens besides its
+# system prompt and tools; 800 compacts it with a summary, 400 compacts that again.
+AS_RECORDED = [("as-recorded", ()), ("compacted", (800,)), ("compacted-twice", (800, 400))]
+
+
+@pytest.fixture(scope="session")
+def recorder() -> list[str]:
+    """The Claude Code release that recorded tests/recorded/claude-code/ (npm_agent.CLAUDE_CODE_RECORDED)."""
+    return at_release(CLAUDE_CODE, CLAUDE_CODE_RECORDED).command()
+
+
+@pytest.mark.parametrize("how", [how for how, _ in AS_RECORDED])
+def test_estimate_counts_what_claude_code_sends(how, recorder, api, tmp_path):
+    """`estimate` of the recorded session, and of it compacted, is within 5 % of what the stand-in
+    counts of the request Claude Code sends when it resumes that file, system prompt and tools included."""
+    assert RECORDED_LOG is not None, "tests/recorded/claude-code/ holds no session"
+    log = RECORDED_LOG.read_bytes()
+    for keep in dict(AS_RECORDED)[how]:
+        log = compact(log, keep)
+    resumed = resume(recorder, log, tmp_path, api)
+    assert_counted_as_sent(loads(log, f"{session_of(log)}.jsonl"), count_tokens_of(resumed.body))

@@ -56,6 +56,7 @@ from transcompact.formats.gemini.reader import response_text
 from transcompact.ops.estimate import estimate
 from transcompact.ops.validity.check import errors
 
+from .builders import assert_counted_as_sent
 from .conftest import CORPUS
 from .npm_agent import GEMINI_CLI
 from .standin_gemini import Response, Standin, is_turn, prompt_tokens, serve
@@ -348,7 +349,12 @@ LOGS = [
     ("gemini-cli-chat-large.json", 50, None),
 ]
 NAMES = [name for name, *_ in LOGS]
-RECORDED = ("fresh", "resumed", "relaunched", "legacy")  # their usage is the stand-in's count
+# Their usage is the stand-in's count of each request (its system instruction, tools and contents):
+# estimate of each, and of it compacted, is what the stand-in counts of the request that resumes it.
+# The corpus's chats are not: one recorded the real API's counts, the other none (estimate 240
+# tokens of a chat whose request, with Gemini's system instruction and tools, the stand-in counts
+# at 11,817).
+RECORDED = ("fresh", "resumed", "relaunched", "legacy")
 LINES = ("fresh", "resumed", "relaunched")  # the JSON Lines logs, which --slim shrinks
 
 
@@ -439,6 +445,24 @@ def test_a_compacted_chat_resumes_from_our_summary(name, how, original, controls
     more = Counter({i: n for i, n in sent.items() if i not in ours}) - all_items(before["contents"])
     assert not more, f"sent more often than the control sends it: {short(more)}"
     assert prompt_tokens(body) < prompt_tokens(before)
+
+
+# Depending on the minutes its runs fall in (see `recorded`), "resumed" may hold after its last `$set`
+# only the last run's two responses with usage. Fitted on those two, the model puts the whole request
+# in the ratio (0 + chars × 0.50), and a compaction takes the system instruction and tools out with
+# the content it replaces: estimate 676 of a request the stand-in counts at 12,205 (in the other
+# shape, within 2.5 %).
+FEW_SAMPLES = pytest.mark.xfail(strict=False, reason="a fit on the two responses after a $set has no fixed overhead")
+
+
+@pytest.mark.parametrize(("name", "how"), [pytest.param(name, how, id=f"{name}-{how}", marks=[FEW_SAMPLES] if name == "resumed" else [])
+                                           for name in RECORDED for how in ("once", "twice", "drop") if how != "drop" or name in LINES])
+def test_estimate_counts_what_gemini_sends(name, how, original, gemini, standin, tmp_path):
+    """The ground truth: `estimate` of a chat Gemini recorded, compacted, is within 5 % of what the
+    stand-in counts of the request Gemini sends when it resumes that file (the original is held to
+    3 % above)."""
+    out = compacted(original(name), name, how)
+    assert_counted_as_sent(loads(out, "chat"), prompt_tokens(resume(gemini, out, tmp_path, standin)))
 
 
 # --- a pair of calls whose results each hold both responses ----------------------------------

@@ -45,6 +45,7 @@ from transcompact.cli.main import cli
 from transcompact.core.model import ASSISTANT, Image, RedactedThinking, Text, Thinking, ToolCall, ToolResult
 from transcompact.ops.compaction.summary_message import is_summary_message
 
+from .builders import assert_counted_as_sent
 from .conftest import CORPUS
 from .loopback import Loopback, count_tokens_of, serve
 from .npm_agent import PI
@@ -424,3 +425,26 @@ def test_pi_goes_on_working_from_a_slimmed_session(name, original, pi, standin, 
     answered = [b for m in sent[1].body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])
                 if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_loopback"]
     assert answered and "went on" in json.dumps(answered[0].get("content"))
+
+
+# --- the ground truth --------------------------------------------------------------------
+# The stand-in's count of the request pi really sends on resume (its system prompt, tools and
+# messages: loopback.py `count_tokens_of`, the count the recorded session's usage holds) against
+# `estimate` of the file pi resumed. A compacted session falls short (6 to 10 %): what it keeps
+# is mostly short messages, each sent with its JSON frame (role, type, call id) at 0.55 to 0.95
+# tokens a character of content, and the fit counts every character at the ratio of the original,
+# whose large tool results send 0.33 (1,399 + 0.366 a character: 732 tokens of content where pi
+# sends 918).
+# The corpus session recorded the real API's counts of another pi and model: not what the stand-in
+# counts (estimate 177,657 where the stand-in counts 152,485, +16.5 %).
+SHORT = pytest.mark.xfail(strict=True, reason="the short messages a compaction keeps send more a character than the fit's ratio")
+AS_SENT_CASES = [pytest.param(name, how, id=f"{name}-{how or 'as-recorded'}", marks=[SHORT] if how and (name, how) != ("recorded", "twice") else [])
+                 for name in ("recorded", "unanswered") for how in (None, *HOWS)]
+
+
+@pytest.mark.parametrize(("name", "how"), AS_SENT_CASES)
+def test_estimate_counts_what_pi_sends(name, how, original, requests_sent):
+    """`estimate` of the session pi recorded (and of it compacted) is within 5 % of what the
+    stand-in counts of the request pi sends when it resumes that file."""
+    log = original if how is None else compacted(original, name, how)
+    assert_counted_as_sent(loads(log, "session.jsonl"), count_tokens_of(requests_sent(log)))
