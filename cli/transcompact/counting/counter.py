@@ -458,18 +458,24 @@ def _carried(transcript: Transcript, options: Options, method: str, notes: tuple
     it (or the overhead its last usage showed) still holds (the system prompt and tools the agent
     sends, which the log never shows, did not change), so that a log counts as much read back as
     `compact` reported."""
-    previous = adapter(transcript).view_before_compaction(transcript)
-    if previous is None:
+    # A view that recorded no usage carries what the one before it holds: the newest that recorded
+    # some is counted (`passed`: the views between), not each view between.
+    passed = 0
+    for previous in adapter(transcript).views_before_compaction(transcript):
+        if previous is not None and recorded_usage(previous.messages) is not None:
+            break
+        passed += 1
+    else:
         return Basis(method, notes=notes)
     exact = options.tokenizer == "anthropic"  # (the fit is on characters: no request for the log before)
     basis = TokenCounter(previous, replace(options, calibrate=False, tokenizer="chars" if exact else options.tokenizer)).basis
     if basis.calibration is not None:  # the fit --calibrate shows: no note that there is none
-        return Basis(f"{basis.method}, before the compaction", calibration=basis.calibration)
+        return Basis(f"{basis.method}{', before the compaction' * (passed + 1)}", calibration=basis.calibration)
     if exact:
         return Basis(method, notes=notes)
     # A negative overhead is not carried: it stood for old content the agent left out of what it
-    # sent, which the compaction has replaced.
-    if basis.overhead < 0 or (basis.anchor is None and not basis.overhead):
+    # sent, which the compaction has replaced; nor, past a view that recorded none, a zero one.
+    if basis.overhead < 0 or (passed and not basis.overhead):
         return Basis(method, notes=notes)
     return Basis(f"{method} + the overhead the usage recorded before the compaction showed ({basis.overhead:,})",
                  overhead=basis.overhead, notes=notes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +137,15 @@ class Format(ABC):
         """The log as the agent read it before its newest compaction, whose recorded usage still
         measures the system prompt and tools (estimate); None: no compaction."""
         return None
+
+    def views_before_compaction(self, transcript: Transcript) -> Iterator[Transcript | None]:
+        """The views before each of the log's compactions, the newest first (`view_before_compaction`
+        again and again); None for one the format knows records no usage without making it (a
+        count looks for the newest that records some)."""
+        view = self.view_before_compaction(transcript)
+        while view is not None:
+            yield view
+            view = self.view_before_compaction(view)
 
     def agent_lines(self, transcript: Transcript) -> frozenset[int]:
         """The lines (a block's `line`) the agent wrote in the user's turn itself, never the

@@ -18,6 +18,7 @@ class CodexFormat(Format):
     write = lazy("writer")
     slimming = lazy("slim")
     append_compaction, injected_context, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
+    views_before_compaction = lazy("rewrites")
 
 
 FORMAT = CodexFormat()

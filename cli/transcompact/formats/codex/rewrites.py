@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -60,6 +61,23 @@ def view_before_compaction(transcript: Transcript) -> Transcript | None:
     if not at:
         return None
     return rollout(source.records[:at], transcript.name, source.bom, source.inherited)
+
+
+def views_before_compaction(transcript: Transcript) -> Iterator[Transcript | None]:
+    """`Format.views_before_compaction`: a view whose active items hold no response a usage line
+    counted records none, which its items say without its messages being made (None)."""
+    source: RolloutSource = transcript.source
+    records = source.records
+    for at in range(len(records) - 1, 0, -1):
+        value = records[at][1]
+        if not (isinstance(value, dict) and value.get("type") == "compacted"):
+            continue
+        items, counted = active_items([*source.inherited, *records[:at]], -len(source.inherited))
+        active = {(item.record, item.slot) for item in items}
+        if any((response.record, response.slot) in active for response in counted.values()):
+            yield rollout(records[:at], transcript.name, source.bom, source.inherited)
+        else:
+            yield None
 
 
 def append_compaction(transcript: Transcript, summary: str, recent: tuple[Message, ...], pre_tokens: int,
