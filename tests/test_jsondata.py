@@ -348,12 +348,14 @@ def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes()
     b'{"toolUseResult":{"stdout":"ok"},"uuid":"u1","cwd":"/p","nested":{"cwd":"/p"}}',
     b'{"uuid":"u1", "toolUseResult" : {"stdout": "ok"} ,"cwd":"/p"}',  # written with spaces: found by scanning
     b'{"cwd":"/p","uuid":"u1","toolUseResult":{"n":1.50},"x":[1,2]}',  # a number as written
+    # The first member and the one after it: two cuts over its comma.
+    b'{"isSidechain":false,"userType":"external","uuid":"u1","message":{"cwd":"/q"}}',
 ])
 def test_members_taken_out_leave_every_other_byte_and_read_as_the_edit(line):
     from transcompact.core.jsondata import without_members
 
     value = parse_value(line, "log.jsonl", 1)
-    edits = {"toolUseResult": None, "cwd": None, "uuid": b'"u2"'}
+    edits = {"toolUseResult": None, "cwd": None, "uuid": b'"u2"', "isSidechain": None, "userType": None}
     edits = {key: new for key, new in edits.items() if key in value}
     for known in (value, None):  # found by its JSON, and by scanning
         out, taken, read = without_members(line, edits, known)
@@ -364,3 +366,17 @@ def test_members_taken_out_leave_every_other_byte_and_read_as_the_edit(line):
         assert sum(taken.values()) == len(line) - len(out)
         if b"nested" in line:
             assert out.endswith(b',"nested":{"cwd":"/p"}}')
+
+
+def test_a_line_read_in_part_reads_after_a_cut_as_its_part_edited():
+    """A line as its agent writes it, each member taken out written once: the cut is proven
+    without reading the new line, which reads as the part of the line kept, edited alike."""
+    from transcompact.core.jsondata import PartialLine, without_members
+
+    line = b'{"parentUuid":"a0","cwd":"/p","uuid":"a1","message":{"content":[{"text":"cwd"}]},"toolUseResult":{"stdout":"ok"}}'
+    view = PartialLine(parentUuid="a0", uuid="a1")
+    view.seen = ("sizes",)
+    out, taken, read = without_members(line, {"cwd": None, "toolUseResult": None, "parentUuid": b'"root"'}, None, view)
+    assert out == b'{"parentUuid":"root","uuid":"a1","message":{"content":[{"text":"cwd"}]}}'
+    assert type(read) is PartialLine and read == {"parentUuid": "root", "uuid": "a1"} and read.seen == ("sizes",)
+    assert taken == {"cwd": len(b',"cwd":"/p"'), "toolUseResult": len(b',"toolUseResult":{"stdout":"ok"}'), "parentUuid": -2}

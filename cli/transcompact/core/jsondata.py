@@ -316,17 +316,23 @@ def _malformed_line(error: orjson.JSONDecodeError, text: bytes, name: str, line:
 
 def _writable(value: Any, text: bytes | memoryview, name: str, first_line: int) -> Any:
     """The value, read again with every number as written when it holds a float; refused when too deep."""
+    if _writes_as_read(value, text):  # as an agent writes its log: nothing to keep, nothing too deep to write
+        return value
     too_deep, has_float = _scan(value)
     if too_deep:
         raise _too_deep(bytes(text), name, first_line)
-    return _exact_loads(bytes(text)) if has_float and not _writes_as_read(value, text) else value
+    return _exact_loads(bytes(text)) if has_float else value
 
 
 def _writes_as_read(value: Any, text: bytes | memoryview) -> bool:
     """Whether orjson writes `value` back as `text`, every number as written: then the standard
     library's slower reading, which keeps each number's text, has nothing to keep (a log written
-    compact by its agent, its floats as their shortest form, as pi's costs are)."""
-    return orjson.dumps(value) == text
+    compact by its agent, its floats as their shortest form, as pi's costs are), and the value is
+    no deeper than orjson writes (it refuses to). One C pass, where walking the value is Python's."""
+    try:
+        return orjson.dumps(value) == text
+    except orjson.JSONEncodeError:  # too deep, or an integer beyond 64 bits: the walk says which
+        return False
 
 
 def nested_value(text: bytes, depth: int) -> Any:
@@ -526,19 +532,20 @@ def members(text: bytes | memoryview) -> dict[str, Member]:
     return out
 
 
-def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None
-                    ) -> tuple[bytes, dict[str, int], Any]:
+def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None,
+                    view: PartialLine | None = None) -> tuple[bytes, dict[str, int], Any]:
     """`text` (an object, as `members` reads it) with the members `edits` names taken out (None)
     or given a new value (its JSON), every other byte as written; the bytes each edit took out
     (less what it put in); and the value the new text reads as (as `parse_value` reads it; None
     where it does not read).
     `value`, the object `text` holds (read from `text` when not given: a line parsed in part),
     lets a member be found by its JSON, at C speed, where `text` holds it once (checked by reading
-    the result)."""
+    the result, or proven without: `_by_value`). `view`: the part of the line a format's lazy trim
+    kept (`text` parsed in part); the new text then reads as that view, edited alike."""
     text = bytes(text)
     if value is None:
         value = _object_in(text)
-    if value is not None and (found := _by_value(text, edits, value)) is not None:
+    if value is not None and (found := _by_value(text, edits, value, view)) is not None:
         return found
     spans = members(text)
     order = sorted(spans.items(), key=lambda item: item[1].start)
@@ -571,16 +578,22 @@ def _object_in(text: bytes) -> dict | None:
     return value if type(value) is dict else None
 
 
-def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tuple[bytes, dict[str, int], Any] | None:
+def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view: PartialLine | None
+              ) -> tuple[bytes, dict[str, int], Any] | None:
     """`without_members` where each member edited is found as its key and its value's JSON in
     `text`, and the result reads as `value` edited; None where not (a value written another way).
     The first place a member's JSON is found may be in a nested object: the result then still
-    holds the member, or its old value, and does not read as `value` edited."""
+    holds the member, or its old value, and does not read as `value` edited.
+    Where `text` is `value` as orjson writes it, and each edited key is written once, the member
+    found is the object's own (a string holds no unescaped quote, a member is written as its key
+    and its value's JSON): the result is `value` edited without reading it again."""
     cuts: list[tuple[int, int, bytes, str]] = []
+    proven = _writes_as_read(value, text)
     for key, new in edits.items():
         if key not in value:
             return None
         head = orjson.dumps(key) + b":"
+        proven = proven and text.count(head) == 1
         needle = head + orjson.dumps(value[key])
         at = text.find(needle)
         if at < 1:
@@ -595,21 +608,33 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict) -> tu
         else:
             return None
     out, taken = _cut(text, cuts)
+    if proven and len(taken) == len(cuts):  # (no two cuts over the same bytes: the first member's comma)
+        return out, taken, _edited(value if view is None else view, edits)
     try:
         read = orjson.loads(out)
     except orjson.JSONDecodeError:
         return None
-    edited = {k: v for k, v in value.items() if edits.get(k, b"") is not None}
+    edited = _edited(value, edits)
+    return (out, taken, edited if view is None else _edited(view, edits)) if read == edited else None
+
+
+def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
+    """`value` with the members `edits` takes out gone and those it gives a value edited; a
+    `PartialLine` stays one, with what it has seen (the members it never held stay so)."""
+    kept = ((k, v) for k, v in value.items() if edits.get(k, b"") is not None)
+    edited = PartialLine(kept) if type(value) is PartialLine else dict(kept)
     for key, new in edits.items():
-        if new is not None:
+        if new is not None and key in value:
             edited[key] = orjson.loads(new)
-    return (out, taken, edited) if read == edited else None
+    if type(value) is PartialLine and type(edited) is PartialLine:
+        edited.seen = value.seen
+    return edited
 
 
 def _cut(text: bytes, cuts: list[tuple[int, int, bytes, str]]) -> tuple[bytes, dict[str, int]]:
     out, at, taken = [], 0, {}
     for start, end, new, key in sorted(cuts):
-        if start < at:  # two cuts over the same bytes: only where `text` is no object Claude Code wrote
+        if start < at:  # two cuts over the same bytes (the first member's comma, and the member after it): left
             continue
         out += [text[at:start], new]
         taken[key] = end - start - len(new)

@@ -63,13 +63,14 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
         edit = plan.edits.get(index)
         if edit:
             value = record[1] if type(record[1]) is dict else None  # else read again from its line
-            line, taken, read = without_members(line_bytes(record), edit, value)
+            view = record[1] if type(record[1]) is PartialLine else None
+            line, taken, read = without_members(line_bytes(record), edit, value, view)
             for key, size in taken.items():
                 what = plan.fields.get(key, key)
                 report.fields[what] = report.fields.get(what, 0) + size
             # A view, as an input line is: its value was read from these very bytes (kept in part
             # as the input line was: a large log's output is not held whole).
-            if read is not None and type(record[1]) is PartialLine and fmt.lazy_trim is not None:
+            if read is not None and view is not None and type(read) is not PartialLine and fmt.lazy_trim is not None:
                 read = fmt.lazy_trim(read)
             record = (memoryview(line), read) if read is not None else (line, None)
         records.append(record)
