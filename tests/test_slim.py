@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import orjson
 import pytest
 
 from transcompact.formats import loads
@@ -177,3 +178,23 @@ def test_a_compaction_of_a_slimmed_log_still_names_its_project(transcompact, tmp
     boundaries = [v for v in map(json.loads, result.stdout_bytes.splitlines()) if v.get("subtype") == "compact_boundary"]
     assert len(boundaries) == 2
     assert boundaries[-1]["cwd"] == "/work" and boundaries[-1]["version"] == "1.0.0"
+
+
+def test_the_copies_claude_code_reads_on_resume_stay_and_the_first_slug(transcompact):
+    """The `toolUseResult` copies Claude Code reads when it resumes stay, found in lines read in
+    part by their bytes: one naming a background task, one of a scheduled prompt (`CronCreate`)
+    and the result answering it; every other copy goes, and only the first line with the plan
+    file's name (`slug`) keeps it."""
+    lines = [orjson.loads(line) for line in claude_log(rounds=6, size=3000).splitlines()]
+    results = [line for line in lines if "toolUseResult" in line]
+    results[1]["toolUseResult"] |= {"backgroundTaskId": "bash_1"}
+    cron = next(line for line in lines if line["type"] == "assistant" and line["message"]["content"][0]["type"] == "tool_use"
+                and line["message"]["content"][0]["id"] == "toolu_03")
+    cron["message"]["content"][0]["name"] = "CronCreate"
+    for line in lines[4:]:
+        line["slug"] = "plan-a-fix"
+    out = transcompact("slim", "-q", input=b"\n".join(orjson.dumps(line) for line in lines) + b"\n").stdout_bytes
+    kept = [orjson.loads(line) for line in out.splitlines()]
+    copies = [line["message"]["content"][0]["tool_use_id"] for line in kept if "toolUseResult" in line]
+    assert copies == ["toolu_01", "toolu_03"]
+    assert [line["uuid"] for line in kept if "slug" in line] == [lines[4]["uuid"]]

@@ -330,9 +330,11 @@ def _writes_as_read(value: Any, text: bytes | memoryview) -> bool:
     compact by its agent, its floats as their shortest form, as pi's costs are), and the value is
     no deeper than orjson writes (it refuses to). One C pass, where walking the value is Python's."""
     try:
-        return orjson.dumps(value) == text
+        written = orjson.dumps(value)
     except orjson.JSONEncodeError:  # too deep, or an integer beyond 64 bits: the walk says which
         return False
+    # (a memoryview compares byte by byte, as Python objects: a copy compares at C speed)
+    return len(written) == len(text) and written == (text if type(text) is bytes else bytes(text))
 
 
 def nested_value(text: bytes, depth: int) -> Any:
@@ -534,8 +536,9 @@ def members(text: bytes | memoryview) -> dict[str, Member]:
 
 def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None,
                     view: PartialLine | None = None) -> tuple[bytes, dict[str, int], Any]:
-    """`text` (an object, as `members` reads it) with the members `edits` names taken out (None)
-    or given a new value (its JSON), every other byte as written; the bytes each edit took out
+    """`text` (an object, as `members` reads it) with the members `edits` names taken out (None:
+    one it does not hold stays so) or given a new value (its JSON), every other byte as written;
+    the bytes each edit took out
     (less what it put in); and the value the new text reads as (as `parse_value` reads it; None
     where it does not read).
     `value`, the object `text` holds (read from `text` when not given: a line parsed in part),
@@ -591,6 +594,8 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view:
     proven = _writes_as_read(value, text)
     for key, new in edits.items():
         if key not in value:
+            if new is None:  # nothing to take out
+                continue
             return None
         head = orjson.dumps(key) + b":"
         proven = proven and text.count(head) == 1

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ...core.jsondata import dumps
+import orjson
+
+from ...core.jsondata import PartialLine, Record, dumps, line_bytes
 from ...core.model import Transcript
 from .._log import Slimming, string_or_none, surviving_parent
 from .reader import TRANSCRIPT_TYPES, LogSource, line_type, whole_value
@@ -53,6 +55,9 @@ KEPT_COPIES = frozenset({"CronCreate"})  # whose result's copy Claude Code reads
 TAKEN = frozenset({*ENVELOPE, "toolUseResult"})  # the members slim may take out of a kept line
 # A copy naming a task Claude Code started, which 2.1.332 reads on resume (`rbe`) by these fields.
 TASK_FIELDS = frozenset({"backgroundTaskId", "task_id", "resumedAgentId", "revivedAgentId", "workflowName", "runId"})
+# What the bytes of a line that names a task hold (`_names_a_task`): a line read in part with
+# none of them names none.
+TASK_MARKERS = (*(f'"{name}":'.encode() for name in sorted(TASK_FIELDS)), b'"taskId":', b'"async_launched"', b'"forked":')
 
 
 def slimming(transcript: Transcript) -> Slimming:
@@ -83,10 +88,18 @@ def slimming(transcript: Transcript) -> Slimming:
     for index, value in enumerate(values):
         if isinstance(value, dict) and line_type(value) == "summary" and string_or_none(value.get("leafUuid")) not in kept_uuids:
             dropped[index] = "titles of branches not kept"
-    # The members of the lines kept, each line read whole one at a time (not the whole log at once).
+    # The members of the lines kept, each line read whole one at a time (not the whole log at once),
+    # and only where its bytes may hold what a line read in part does not show.
     held: dict[frozenset, frozenset] = {}
-    shown = {i: _Members.of(whole_value(i, records[i], transcript.name), held) for i in sorted(kept)}
-    return Slimming(dropped, _edits(values, shown, kept_uuids, dropped, source.leaf), FIELDS)
+    order = sorted(kept)
+    copied = frozenset().union(*(_Members.of(whole_value(i, records[i], transcript.name), held).copies_read
+                                 for i in order if _may_hold(records[i], (b'"CronCreate"',))))
+    answering = tuple(orjson.dumps(id) for id in copied)
+    shown = {i: _Members.of(whole_value(i, records[i], transcript.name), held) if _may_name(records[i], answering)
+             else _Members.in_part(values[i], held) for i in order}
+    slug_at = next((i for i in order if _may_hold(records[i], (b'"slug":',))
+                    and "slug" in whole_value(i, records[i], transcript.name)), None)
+    return Slimming(dropped, _edits(values, shown, copied, slug_at, kept_uuids, dropped, source.leaf), FIELDS)
 
 
 class _Members(NamedTuple):
@@ -99,6 +112,13 @@ class _Members(NamedTuple):
     names_a_task: bool
     answers: frozenset[str]
     copies_read: frozenset[str]
+
+    @classmethod
+    def in_part(cls, value: dict, held: dict[frozenset, frozenset]) -> _Members:
+        """A line read in part whose bytes name no task and no call whose copy is read: any member
+        slim may take out (one the line does not hold is no cut)."""
+        return cls(TAKEN, value.get("isSidechain") is False, False, held.setdefault(frozenset(), frozenset()),
+                   held.setdefault(frozenset(), frozenset()))
 
     @classmethod
     def of(cls, value: dict, held: dict[frozenset, frozenset]) -> _Members:
@@ -122,16 +142,34 @@ def _lost_with(index: int, kind: str, source: LogSource) -> str:
     return "branches not resumed (rewinds, sidechains)"
 
 
-def _edits(values: list[Any], shown: dict[int, _Members], kept_uuids: set[Any], dropped: dict[int, str],
-           leaf: int) -> dict[int, dict[str, bytes | None]]:
+def _may_name(record: Record, answering: tuple[bytes, ...]) -> bool:
+    """Whether a line may name a task (in its result's copy, which its bytes hold from the first
+    `"toolUseResult":` on) or answer a call whose copy is read."""
+    if type(record[1]) is not PartialLine:
+        return True
+    text = bytes(line_bytes(record))
+    copy = text.find(b'"toolUseResult":')
+    return copy >= 0 and any(marker in text[copy:] for marker in TASK_MARKERS) or any(id in text for id in answering)
+
+
+def _may_hold(record: Record, markers: tuple[bytes, ...]) -> bool:
+    """Whether a line may hold what `markers` mark: a line read whole does; one read in part where
+    its bytes hold one of them."""
+    if type(record[1]) is not PartialLine:
+        return True
+    text = bytes(line_bytes(record))
+    return any(marker in text for marker in markers)
+
+
+def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str], slug_at: int | None,
+           kept_uuids: set[Any], dropped: dict[int, str], leaf: int) -> dict[int, dict[str, bytes | None]]:
     # A dropped line may be a copy of a kept one (its uuid): it is not passed over.
     skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
             if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
-    copied = frozenset().union(*(members.copies_read for members in shown.values()))
     kept = list(shown)
     first, last = kept[0], kept[-1]
-    slug_at = next((i for i in kept if "slug" in shown[i].keys), None)
     edits: dict[int, dict[str, bytes | None]] = {}
+    same: dict[tuple, dict[str, bytes | None]] = {}  # most lines take out the same members: one edit, held once
     for index, members in shown.items():
         edit: dict[str, bytes | None] = {}
         parent = values[index].get("parentUuid")
@@ -146,7 +184,7 @@ def _edits(values: list[Any], shown: dict[int, _Members], kept_uuids: set[Any], 
         if members.sidechain_false:
             edit["isSidechain"] = None
         if edit:
-            edits[index] = edit
+            edits[index] = same.setdefault(tuple(edit.items()), edit)
     return edits
 
 

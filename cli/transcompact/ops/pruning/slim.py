@@ -49,6 +49,7 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
         report.bytes_after, report.slims = len(data), plan is not None
         return data, report
     records: list[Record] = []
+    edited = False
     for index, record in enumerate(transcript.source.records):
         if index in plan.merged:
             continue
@@ -65,6 +66,7 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
             value = record[1] if type(record[1]) is dict else None  # else read again from its line
             view = record[1] if type(record[1]) is PartialLine else None
             line, taken, read = without_members(line_bytes(record), edit, value, view)
+            edited = edited or bool(taken)
             for key, size in taken.items():
                 what = plan.fields.get(key, key)
                 report.fields[what] = report.fields.get(what, 0) + size
@@ -74,6 +76,9 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
                 read = fmt.lazy_trim(read)
             record = (memoryview(line), read) if read is not None else (line, None)
         records.append(record)
+    if not (plan.dropped or plan.replaced or edited):  # (an edit may name members a line does not hold)
+        report.bytes_after = len(data)
+        return data, report
     out = Lines.of(records, bom=getattr(transcript.source, "bom", False))
     report.bytes_after = len(out)
     return out, report
