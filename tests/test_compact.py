@@ -578,3 +578,22 @@ def test_a_window_that_cannot_fit_the_target_says_it_is_not_verbatim():
     compacted, report = compact(transcript, options)
     assert report.strategy == "emergency"
     assert report.notes and report.notes[0].startswith("the recent window is not verbatim: it did not fit the target of ")
+
+
+def test_compact_reads_the_errors_of_each_old_output_once(monkeypatch):
+    """Prune's key lines and the checkpoint's facts read the same old outputs: within one
+    compaction each output's error lines are looked for once, and give what they gave."""
+    from transcompact.ops.compaction import output_errors
+
+    data = session(rounds=12, size=3000).replace(b"of the output", b"error: of the output")
+    transcript = loads(data, "s.json")
+    options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=1500))
+    expected = dumps(compact(transcript, options)[0])
+    read: list[str] = []
+    looked_for = output_errors._error_lines
+    monkeypatch.setattr(output_errors, "_error_lines", lambda text, failed: read.append(text) or looked_for(text, failed))
+    assert dumps(compact(transcript, options)[0]) == expected
+    assert read and len(read) == len(set(read))
+    read.clear()
+    output_errors.error_lines("error: once\n", False), output_errors.error_lines("error: once\n", False)
+    assert len(read) == 2  # outside a compaction nothing is remembered

@@ -42,6 +42,7 @@ from ..pruning.prune import PruneOptions, PruneReport, prune
 from ..validity.check import added_errors
 from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail
 from .cut import Cut, starts_turn, window_cut
+from .output_errors import remembered
 from .summarize import SummaryOptions, summarize
 from .summary_message import Previous, find_previous, is_summary_message
 
@@ -345,7 +346,8 @@ def compact(transcript: Transcript, options: CompactOptions = CompactOptions(),
     `provider` makes the summarizer (called only when a summary is needed). Without one, or when
     the summary fails, the emergency mode is used (unless `options.fallback` is off).
     """
-    rebuilt, report = _compact(transcript, options, provider, progress)
+    with remembered():
+        rebuilt, report = _compact(transcript, options, provider, progress)
     return (transcript if rebuilt is None else rebuilt.transcript), report
 
 

@@ -12,6 +12,9 @@ under its notice are read: `kept_output`); never a line of a file the agent read
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, NamedTuple
 
 from ...core.model import ToolResult, result_text
@@ -79,6 +82,21 @@ def clipped(text: str, limit: int) -> str:
     return text[: cut if cut > limit // 2 else limit].rstrip() + " …"
 
 
+@contextmanager
+def remembered() -> Iterator[None]:
+    """Within it, the error lines of an output already read are not looked for again (`compact`
+    reads each old output twice: prune's key lines, then the checkpoint's facts). An output is
+    known by its length and its hash, not held."""
+    token = _REMEMBERED.set({})
+    try:
+        yield
+    finally:
+        _REMEMBERED.reset(token)
+
+
+_REMEMBERED: ContextVar[dict[tuple[int, int, bool], tuple[str, ...]] | None] = ContextVar("remembered_errors", default=None)
+
+
 def error_lines(text: str, failed: bool) -> list[str]:
     """The lines of an output that report an error: exception lines after a traceback, test
     failures, compiler errors; when the command failed and none of these is there, the last
@@ -86,6 +104,16 @@ def error_lines(text: str, failed: bool) -> list[str]:
 
     A part that came as a JSON string, its line breaks written `\\n`, is split at them too: a
     tool's heading and the finding under it are two lines, shown as they were."""
+    known = _REMEMBERED.get()
+    if known is None:
+        return _error_lines(text, failed)
+    key = (len(text), hash(text), failed)
+    if (found := known.get(key)) is None:
+        found = known[key] = tuple(_error_lines(text, failed))
+    return list(found)
+
+
+def _error_lines(text: str, failed: bool) -> list[str]:
     text = newline_text(kept_output(text), escaped=True)
     found = _stated_errors(text)
     if failed and not found and (why := _why_it_failed(text)) is not None:
