@@ -397,6 +397,13 @@ def test_the_last_state_and_real_errors_only():
     traceback = "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>\nKeyError: 'x'\n"
     assert error_lines(traceback, failed=False) == ["KeyError: 'x'"]
     assert error_lines("Exit code 2\nmake: *** [all] Error 2\n", failed=True)[0] == "make: *** [all] Error 2"
+    # Gemini CLI's shell tool: the status after the output, in a wrapper; `Error: (none)` is none.
+    from transcompact.ops.compaction.output_errors import exit_failed
+
+    gemini = "<untrusted_context>\nOutput: building\nlink step\nError: (none)\nExit Code: {}\nProcess Group PGID: 7\n</untrusted_context>"
+    assert exit_failed(gemini.format(2)) and not exit_failed(gemini.format(0))
+    assert error_lines(gemini.format(2), failed=True) == ["link step"]
+    assert error_lines(gemini.format(0), failed=False) == []
     build = "".join(f"src/a.ts({i},1): error TS2554: Expected 1 argument.\n" for i in range(40))
     assert error_lines(build, failed=False) == ["src/a.ts(0,1): error TS2554: Expected 1 argument.",
                                                 "src/a.ts(1,1): error TS2554: Expected 1 argument.",

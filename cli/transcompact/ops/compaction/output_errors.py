@@ -52,6 +52,12 @@ _ERROR_SCAN = LineScan(
      r"failed[:.!]?[^\S\n]*$"), re.M)
 _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code|Process exited with code) (-?\d+)"
                    r"|<returncode>(-?\d+)</returncode>")
+# Gemini CLI's shell tool says the exit status after the output, before the process group.
+_EXIT_AFTER = re.compile(r"^Exit Code: (-?\d+)$", re.M)
+# What Gemini CLI's shell tool writes around an output (its status lines, the wrapper it marks
+# the output with): never an error, nor why a command failed.
+_SHELL_FRAME = re.compile(r"(?:Exit Code|Signal|Background PIDs|Process Group PGID): |Error: \(none\)$|Output: \(empty\)$"
+                          r"|</?untrusted_context>$")
 # Lines that say what a command is doing, not what went wrong.
 _PROGRESS = re.compile(r"(?:\.\.\.|…)\s*$|^(?:Checking|Running|Compiling|Downloading|Getting|Building|Installing|"
                        r"Collecting|Resolving|Fetching|Loading|Starting|Waiting|Updating|Preparing|Analyzing|Linting)\b"
@@ -143,7 +149,7 @@ def _stated_errors(text: str) -> list[str]:
             ahead += 1
         if ahead < len(tracebacks) and tracebacks[ahead].start <= start:
             continue  # a traceback's line: its frames are source, its last line is already found
-        if _ERROR_LINE.match(stripped := line_at(text, start).strip()):
+        if _ERROR_LINE.match(stripped := line_at(text, start).strip()) and not _SHELL_FRAME.match(stripped):
             found.append((start, stripped))
     return [line for _, line in sorted(found)]
 
@@ -179,7 +185,8 @@ def _why_it_failed(text: str) -> str | None:
     last = None
     for line in lines_from_the_end(text):
         said = line.strip()
-        if said and not _EXIT.match(said) and not said.startswith(_TRACEBACK) and not _PROGRESS.search(said):
+        if (said and not _EXIT.match(said) and not _SHELL_FRAME.match(said) and not said.startswith(_TRACEBACK)
+                and not _PROGRESS.search(said)):
             if _FAILURE_WORDS.search(said):
                 return said
             if last is None:
@@ -188,8 +195,13 @@ def _why_it_failed(text: str) -> str | None:
 
 
 def exit_failed(text: str) -> bool:
+    """Whether an output says its command exited with a status other than 0: at its start, as
+    most agents' tools say it, or among its last lines (Gemini CLI's)."""
     match = _EXIT.search(text[:200])
-    return match is not None and (match.group(1) or match.group(2)) not in ("0", None)
+    if match is not None:
+        return (match.group(1) or match.group(2)) not in ("0", None)
+    after = _EXIT_AFTER.search(text[-200:])
+    return after is not None and after.group(1) != "0"
 
 
 def result_error_lines(result: ToolResult, tool: str | None, arguments: Any) -> list[str]:

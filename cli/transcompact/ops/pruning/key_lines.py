@@ -65,7 +65,7 @@ def _found(result: ToolResult, text: str, tool: str | None, arguments: Any) -> l
             return [rejected.group(0)]
         return [f"{rejected.group(0)} … the user said:", *(line for line in said.group(1).splitlines() if line.strip())]
     found: list[str] = []
-    if exit_failed(text):  # then one of its first lines says so: the first that does
+    if exit_failed(text):  # then one of its lines says so (one of the first, or Gemini CLI's last ones): the first that does
         exit_status = next((line.group() for line in _LINE.finditer(text) if exit_failed(line.group())), None)
         found += [exit_status] if exit_status is not None else []
     command = command_of(arguments)
