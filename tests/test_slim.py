@@ -180,11 +180,13 @@ def test_a_compaction_of_a_slimmed_log_still_names_its_project(transcompact, tmp
     assert boundaries[-1]["cwd"] == "/work" and boundaries[-1]["version"] == "1.0.0"
 
 
-def test_the_copies_claude_code_reads_on_resume_stay_and_the_first_slug(transcompact):
+@pytest.mark.parametrize("written", [orjson.dumps, lambda line: json.dumps(line, separators=(", ", " : ")).encode()],
+                         ids=["compact", "spaced"])
+def test_the_copies_claude_code_reads_on_resume_stay_and_the_first_slug(written, transcompact):
     """The `toolUseResult` copies Claude Code reads when it resumes stay, found in lines read in
-    part by their bytes: one naming a background task, one of a scheduled prompt (`CronCreate`)
-    and the result answering it; every other copy goes, and only the first line with the plan
-    file's name (`slug`) keeps it."""
+    part by their bytes (written compact or spaced): one naming a background task, one of a
+    scheduled prompt (`CronCreate`) and the result answering it; every other copy goes, and only
+    the first line with the plan file's name (`slug`) keeps it."""
     lines = [orjson.loads(line) for line in claude_log(rounds=6, size=3000).splitlines()]
     results = [line for line in lines if "toolUseResult" in line]
     results[1]["toolUseResult"] |= {"backgroundTaskId": "bash_1"}
@@ -193,7 +195,7 @@ def test_the_copies_claude_code_reads_on_resume_stay_and_the_first_slug(transcom
     cron["message"]["content"][0]["name"] = "CronCreate"
     for line in lines[4:]:
         line["slug"] = "plan-a-fix"
-    out = transcompact("slim", "-q", input=b"\n".join(orjson.dumps(line) for line in lines) + b"\n").stdout_bytes
+    out = transcompact("slim", "-q", input=b"\n".join(written(line) for line in lines) + b"\n").stdout_bytes
     kept = [orjson.loads(line) for line in out.splitlines()]
     copies = [line["message"]["content"][0]["tool_use_id"] for line in kept if "toolUseResult" in line]
     assert copies == ["toolu_01", "toolu_03"]

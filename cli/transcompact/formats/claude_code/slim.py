@@ -28,6 +28,7 @@ What is dropped:
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple
 
 import orjson
@@ -55,9 +56,14 @@ KEPT_COPIES = frozenset({"CronCreate"})  # whose result's copy Claude Code reads
 TAKEN = frozenset({*ENVELOPE, "toolUseResult"})  # the members slim may take out of a kept line
 # A copy naming a task Claude Code started, which 2.1.332 reads on resume (`rbe`) by these fields.
 TASK_FIELDS = frozenset({"backgroundTaskId", "task_id", "resumedAgentId", "revivedAgentId", "workflowName", "runId"})
-# What the bytes of a line that names a task hold (`_names_a_task`): a line read in part with
-# none of them names none.
-TASK_MARKERS = (*(f'"{name}":'.encode() for name in sorted(TASK_FIELDS)), b'"taskId":', b'"async_launched"', b'"forked":')
+# What the bytes of a line hold that a line read in part may need read whole for (a key however
+# spaced before its colon): a result's copy, and in it what names a task (`_names_a_task`); the
+# plan file's name; a scheduled prompt's call.
+_COPY = re.compile(rb'"toolUseResult"\s*:')
+_NAMES_A_TASK = re.compile(rb'"(?:%s)"\s*:|"async_launched"' % b"|".join(
+    name.encode() for name in sorted({*TASK_FIELDS, "taskId", "forked"})))
+_SLUG = re.compile(rb'"slug"\s*:')
+_CRON = re.compile(rb'"CronCreate"')
 
 
 def slimming(transcript: Transcript) -> Slimming:
@@ -93,11 +99,11 @@ def slimming(transcript: Transcript) -> Slimming:
     held: dict[frozenset, frozenset] = {}
     order = sorted(kept)
     copied = frozenset().union(*(_Members.of(whole_value(i, records[i], transcript.name), held).copies_read
-                                 for i in order if _may_hold(records[i], (b'"CronCreate"',))))
+                                 for i in order if _may_hold(records[i], _CRON)))
     answering = tuple(orjson.dumps(id) for id in copied)
     shown = {i: _Members.of(whole_value(i, records[i], transcript.name), held) if _may_name(records[i], answering)
              else _Members.in_part(values[i], held) for i in order}
-    slug_at = next((i for i in order if _may_hold(records[i], (b'"slug":',))
+    slug_at = next((i for i in order if _may_hold(records[i], _SLUG)
                     and "slug" in whole_value(i, records[i], transcript.name)), None)
     return Slimming(dropped, _edits(values, shown, copied, slug_at, kept_uuids, dropped, source.leaf), FIELDS)
 
@@ -148,17 +154,14 @@ def _may_name(record: Record, answering: tuple[bytes, ...]) -> bool:
     if type(record[1]) is not PartialLine:
         return True
     text = bytes(line_bytes(record))
-    copy = text.find(b'"toolUseResult":')
-    return copy >= 0 and any(marker in text[copy:] for marker in TASK_MARKERS) or any(id in text for id in answering)
+    copy = _COPY.search(text)
+    return copy is not None and _NAMES_A_TASK.search(text, copy.end()) is not None or any(id in text for id in answering)
 
 
-def _may_hold(record: Record, markers: tuple[bytes, ...]) -> bool:
-    """Whether a line may hold what `markers` mark: a line read whole does; one read in part where
-    its bytes hold one of them."""
-    if type(record[1]) is not PartialLine:
-        return True
-    text = bytes(line_bytes(record))
-    return any(marker in text for marker in markers)
+def _may_hold(record: Record, marker: re.Pattern[bytes]) -> bool:
+    """Whether a line may hold what `marker` finds: a line read whole does; one read in part where
+    its bytes do."""
+    return type(record[1]) is not PartialLine or marker.search(bytes(line_bytes(record))) is not None
 
 
 def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str], slug_at: int | None,
