@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.model import Message
-from ..core.settings import RATIO
 
 _ANTHROPIC_INPUT = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -120,15 +119,12 @@ def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[i
     return out
 
 
-def fit(points: Sequence[tuple[int, int, int]], own: float = RATIO) -> tuple[float, float] | None:
+def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
     """(ratio, overhead) of tokens − figures ≈ overhead + ratio × chars: the line through the newest
     sample (the count is about now, and the newest prompt measures the system prompt and tools as
-    they are now) whose ratio is the least squares one over the others. Where that would leave an
-    overhead below 0 (usage growing faster than the text, as it may between two responses), the
-    line takes the count's own ratio (`own` a character): every agent sends a system prompt and
-    tools, which a compaction does not take out; through the origin only where even that ratio
-    leaves none (a log whose agent sent less than it holds). None with fewer than 2 distinct sizes
-    or a ratio that is not positive."""
+    they are now) whose ratio is the least squares one over the others. An overhead that would fall
+    below 0 is held at 0 (the line through the origin and the newest sample). None with fewer than
+    2 distinct sizes or a ratio that is not positive."""
     if len(points) < 2:
         return None
     last_chars, last_fixed, last_tokens = points[-1]
@@ -139,10 +135,7 @@ def fit(points: Sequence[tuple[int, int, int]], own: float = RATIO) -> tuple[flo
     ratio = sum((c - last_chars) * (t - f - last) for c, f, t in points) / squares
     overhead = last - ratio * last_chars
     if overhead < 0:
-        if last >= own * last_chars:
-            overhead, ratio = last - own * last_chars, own
-        else:
-            overhead, ratio = 0.0, last / last_chars if last_chars else 0.0
+        overhead, ratio = 0.0, last / last_chars if last_chars else 0.0
     return (ratio, overhead) if ratio > 0 else None
 
 
@@ -152,25 +145,25 @@ def ratio_with(points: Sequence[tuple[int, int, int]], overhead: float) -> float
     return (tokens - fixed - overhead) / units if units else None
 
 
-def model(points: Sequence[tuple[int, int, int]], unit_points: Sequence[tuple[int, int, int]] | None,
-          own: float = RATIO) -> tuple[float, float, float | None] | None:
+def model(points: Sequence[tuple[int, int, int]],
+          unit_points: Sequence[tuple[int, int, int]] | None) -> tuple[float, float, float | None] | None:
     """(ratio, overhead, ratio on characters): the overhead fitted on characters; with another
     tokenizer's units, its ratio through the newest sample with that overhead held (the ratio on
     characters then third; None where the units are characters)."""
-    fitted = fit(points, own)
+    fitted = fit(points)
     if fitted is None or unit_points is None:
         return None if fitted is None else (*fitted, None)
     ratio = ratio_with(unit_points, fitted[1])
     return (ratio, fitted[1], fitted[0]) if ratio is not None and ratio > 0 else None
 
 
-def holdout_error(points: Sequence[tuple[int, int, int]], unit_points: Sequence[tuple[int, int, int]] | None = None,
-                  own: float = RATIO) -> tuple[float | None, int]:
+def holdout_error(points: Sequence[tuple[int, int, int]],
+                  unit_points: Sequence[tuple[int, int, int]] | None = None) -> tuple[float | None, int]:
     """Fit on the earlier half, measure the median relative error on the later half."""
     from statistics import median
 
     half = len(points) // 2
-    fitted = model(points[:half], unit_points[:half] if unit_points is not None else None, own)
+    fitted = model(points[:half], unit_points[:half] if unit_points is not None else None)
     later = (unit_points if unit_points is not None else points)[half:]
     if fitted is None or not later:
         return None, 0
@@ -180,13 +173,13 @@ def holdout_error(points: Sequence[tuple[int, int, int]], unit_points: Sequence[
 
 def calibrate(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],
               head_chars: int = 0, head_fixed: int = 0, units: Sequence[int] | None = None,
-              head_units: int = 0, own: float = RATIO) -> Calibration | None:
+              head_units: int = 0) -> Calibration | None:
     """The fit over every response with usage, and its honest error; None when it cannot be fitted.
     `units`: each message's count by a tokenizer other than the chars estimator, whose ratio is fitted."""
     points = samples(messages, chars, fixed, head_chars, head_fixed)
     unit_points = samples(messages, units, fixed, head_units, head_fixed) if units is not None else None
-    fitted = model(points, unit_points, own)
+    fitted = model(points, unit_points)
     if fitted is None:
         return None
-    error, measured = holdout_error(points, unit_points, own)
+    error, measured = holdout_error(points, unit_points)
     return Calibration(fitted[0], fitted[1], len(points), error, measured, fitted[2])

@@ -448,9 +448,9 @@ def _fitted(transcript: Transcript, options: Options, system: _Tally, tools: _Ta
         chars_system, chars_tools, chars_of = by_chars.tallies(transcript)
         return calibrate(transcript.messages, per_message(chars_of, _units), per_message(chars_of, _fixed),
                          _units(chars_system) + _units(chars_tools), _fixed(chars_system),
-                         per_message(tallies, _units), _units(system) + _units(tools), own=options.ratio)
+                         per_message(tallies, _units), _units(system) + _units(tools))
     return calibrate(transcript.messages, per_message(tallies, _units), per_message(tallies, _fixed),
-                     _units(system) + _units(tools), _fixed(system), own=options.ratio)
+                     _units(system) + _units(tools), _fixed(system))
 
 
 def _carried(transcript: Transcript, options: Options, method: str, notes: tuple[str, ...]) -> Basis:
