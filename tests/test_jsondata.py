@@ -3,8 +3,12 @@ that can be written, and UTF-8 errors named where they are."""
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from transcompact.core.errors import ExitCode, ParseError
 from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
@@ -380,3 +384,37 @@ def test_a_line_read_in_part_reads_after_a_cut_as_its_part_edited():
     assert out == b'{"parentUuid":"root","uuid":"a1","message":{"content":[{"text":"cwd"}]}}'
     assert type(read) is PartialLine and read == {"parentUuid": "root", "uuid": "a1"} and read.seen == ("sizes",)
     assert taken == {"cwd": len(b',"cwd":"/p"'), "toolUseResult": len(b',"toolUseResult":{"stdout":"ok"}'), "parentUuid": -2}
+
+
+KEYS = ("cwd", "uuid", "toolUseResult", "isSidechain", "message")
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["/p", "u1", "", 'a"b', "é"]))
+# Objects whose members may repeat the top-level ones, key and value alike, at any depth.
+members_like = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(KEYS), inner, max_size=3)), max_leaves=8)
+
+
+@given(value=st.dictionaries(st.sampled_from(KEYS), members_like, min_size=1), data=st.data(),
+       spaced=st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_a_cut_reads_as_its_edit_however_the_members_repeat_below(value, data, spaced):
+    """Taking members out of an object, or giving them a value, leaves one that reads as the
+    object edited, whether the same members sit in nested objects or not, written compact (the
+    cut then proven without reading it again) or spaced (read again); a view of it stays one."""
+    from transcompact.core.jsondata import PartialLine, without_members
+
+    line = (json.dumps(value, separators=(", ", ": ")) if spaced else orjson.dumps(value).decode()).encode()
+    keys = data.draw(st.lists(st.sampled_from(sorted(value)), min_size=1, unique=True))
+    edits = {key: (None if data.draw(st.booleans()) else b'"new"') for key in keys}
+    view = PartialLine((k, v) for k, v in value.items() if k in ("uuid", "isSidechain"))
+    view.seen = ("sizes",)
+    for known, part in ((value, None), (None, None), (None, view)):
+        out, taken, read = without_members(line, edits, known, part)
+        expected = {k: v for k, v in value.items() if edits.get(k, b"") is not None} | {
+            k: "new" for k, new in edits.items() if new is not None}
+        assert orjson.loads(out) == expected
+        assert sum(taken.values()) == len(line) - len(out)
+        if part is None:
+            assert read == expected
+        else:
+            assert type(read) is PartialLine and read.seen == ("sizes",)
+            assert read == {k: v for k, v in expected.items() if k in ("uuid", "isSidechain")}

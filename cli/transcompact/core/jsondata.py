@@ -568,9 +568,10 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
             cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b"", key))
     out, taken = _cut(text, cuts)
     try:
-        return out, taken, parse_value(out, "<line>", 1)
+        read = parse_value(out, "<line>", 1)
     except ParseError:  # not an object Claude Code wrote: the post-condition says so, reading it again
         return out, taken, None
+    return out, taken, read if view is None else _edited(view, edits)
 
 
 def _object_in(text: bytes) -> dict | None:

@@ -102,7 +102,7 @@ def slimming(transcript: Transcript) -> Slimming:
                                  for i in order if _may_hold(records[i], _CRON)))
     answering = tuple(orjson.dumps(id) for id in copied)
     shown = {i: _Members.of(whole_value(i, records[i], transcript.name), held) if _may_name(records[i], answering)
-             else _Members.in_part(values[i], held) for i in order}
+             else _Members.in_part(values[i]) for i in order}
     slug_at = next((i for i in order if _may_hold(records[i], _SLUG)
                     and "slug" in whole_value(i, records[i], transcript.name)), None)
     return Slimming(dropped, _edits(values, shown, copied, slug_at, kept_uuids, dropped, source.leaf), FIELDS)
@@ -120,11 +120,10 @@ class _Members(NamedTuple):
     copies_read: frozenset[str]
 
     @classmethod
-    def in_part(cls, value: dict, held: dict[frozenset, frozenset]) -> _Members:
+    def in_part(cls, value: dict) -> _Members:
         """A line read in part whose bytes name no task and no call whose copy is read: any member
         slim may take out (one the line does not hold is no cut)."""
-        return cls(TAKEN, value.get("isSidechain") is False, False, held.setdefault(frozenset(), frozenset()),
-                   held.setdefault(frozenset(), frozenset()))
+        return _IN_PART[value.get("isSidechain") is False]
 
     @classmethod
     def of(cls, value: dict, held: dict[frozenset, frozenset]) -> _Members:
@@ -138,6 +137,10 @@ class _Members(NamedTuple):
         keys = TAKEN.intersection(value)
         return cls(held.setdefault(keys, keys), value.get("isSidechain") is False, _names_a_task(value.get("toolUseResult")),
                    held.setdefault(answers, answers), held.setdefault(copies_read, copies_read))
+
+
+# The members of a line read in part, by whether it says `isSidechain: false`: two, held once.
+_IN_PART = {sidechain_false: _Members(TAKEN, sidechain_false, False, frozenset(), frozenset()) for sidechain_false in (False, True)}
 
 
 def _lost_with(index: int, kind: str, source: LogSource) -> str:
@@ -186,26 +189,29 @@ def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str]
                 edit[key] = None
         if members.sidechain_false:
             edit["isSidechain"] = None
-        if edit:
-            edits[index] = same.setdefault(tuple(edit.items()), edit)
+        if edit:  # (a relinked line's is its own)
+            edits[index] = edit if "parentUuid" in edit else same.setdefault(tuple(edit.items()), edit)
     return edits
 
 
 def _below(leaf: int, values: list[Any]) -> set[int]:
     """The lines that hang below the leaf and are no user, assistant or progress line, and those
     below them: Claude Code 2.1.332 resumes them with the chain."""
-    children: dict[str, list[int]] = {}
+    children: dict[str, list[int]] = {}  # of the lines that may be found: few, not every line's
     for index, value in enumerate(values):
-        if isinstance(value, dict) and line_type(value) in TRANSCRIPT_TYPES and isinstance(value.get("parentUuid"), str):
+        if isinstance(value, dict) and line_type(value) in BELOW and isinstance(value.get("parentUuid"), str):
             children.setdefault(value["parentUuid"], []).append(index)
     found: set[int] = set()
     waiting = [values[leaf].get("uuid")]
     while waiting:
         for child in children.get(waiting.pop(), ()):
-            if child not in found and line_type(values[child]) in ("system", "attachment"):
+            if child not in found:
                 found.add(child)
                 waiting.append(values[child].get("uuid"))
     return found
+
+
+BELOW = frozenset({"system", "attachment"})  # the types of line `_below` finds
 
 
 def _names_a_task(copy: Any) -> bool:

@@ -72,8 +72,6 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
                 report.fields[what] = report.fields.get(what, 0) + size
             # A view, as an input line is: its value was read from these very bytes (kept in part
             # as the input line was: a large log's output is not held whole).
-            if read is not None and view is not None and type(read) is not PartialLine and fmt.lazy_trim is not None:
-                read = fmt.lazy_trim(read)
             record = (memoryview(line), read) if read is not None else (line, None)
         records.append(record)
     if not (plan.dropped or plan.replaced or edited):  # (an edit may name members a line does not hold)
