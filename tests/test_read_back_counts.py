@@ -43,11 +43,6 @@ GAPS = {
     # alone: a window of one reply is one sample, an anchor on it, not the model.
     ("pi-recorded-compacted.jsonl", "compact --slim"):
         "--slim leaves pi's compaction one reply before it: one sample, not the model",
-    # The session ends on pi's second compaction, nothing after it; prune counts its output with the
-    # fit on the responses before it (1,442 + chars × 0.455: 1,851), but its output reads back as
-    # characters and the overhead recorded before the compaction (2,112).
-    ("pi-recorded-compacted.jsonl", "prune"):
-        "a pi session that ends on its compaction reads back, pruned, with another model than prune's",
     # Nothing to compact (Codex compacted it itself, no response since): slim drops the history
     # before that compaction, which the count was carried from; slim writes no usage of its own.
     ("codex-cli-rollout-small.jsonl", "compact --slim"):

@@ -149,8 +149,20 @@ def restated_usage(out: list[Rewritten], source: SessionSource, ratio: float = T
 
 
 def _chars_before(records: list[Record], path: tuple[int, ...], version: int) -> dict[int, int]:
-    """For each assistant message pi sends after the active compaction (or with none), the
-    characters it sends before it."""
+    """For each assistant message on the path, the characters pi sent before it: after the
+    compaction that was active when it was sent (the newest before it), or with none. Those before
+    the active compaction are restated too: a session that ends on its compaction is counted with
+    the model of the part before it (`counter._carried`)."""
+    ends = [k for k, index in enumerate(path) if _entry_type(records[index][1]) == "compaction"]
+    out: dict[int, int] = {}
+    for end in (*ends, len(path)):
+        out.update(_sent_before(records, path[:end], version))
+    return out
+
+
+def _sent_before(records: list[Record], path: tuple[int, ...], version: int) -> dict[int, int]:
+    """For each assistant message pi sends after the active compaction of `path` (or with none),
+    the characters it sends before it."""
     order, compaction = active_entries(records, path, version)
     after = set(path[path.index(compaction) + 1:] if compaction is not None else path)
     out, sent = {}, 0
