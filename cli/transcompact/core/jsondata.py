@@ -628,12 +628,15 @@ def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
     """`value` with the members `edits` takes out gone and those it gives a value edited; a
     `PartialLine` stays one, with what it has seen (the members it never held stay so)."""
     kept = ((k, v) for k, v in value.items() if edits.get(k, b"") is not None)
-    edited = PartialLine(kept) if type(value) is PartialLine else dict(kept)
+    edited: dict
+    if type(value) is PartialLine:
+        edited = partial = PartialLine(kept)
+        partial.seen = value.seen
+    else:
+        edited = dict(kept)
     for key, new in edits.items():
         if new is not None and key in value:
             edited[key] = orjson.loads(new)
-    if type(value) is PartialLine and type(edited) is PartialLine:
-        edited.seen = value.seen
     return edited
 
 

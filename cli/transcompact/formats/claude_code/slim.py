@@ -64,6 +64,7 @@ _NAMES_A_TASK = re.compile(rb'"(?:%s)"\s*:|"async_launched"' % b"|".join(
     name.encode() for name in sorted({*TASK_FIELDS, "taskId", "forked"})))
 _SLUG = re.compile(rb'"slug"\s*:')
 _CRON = re.compile(rb'"CronCreate"')
+BELOW = frozenset({"system", "attachment"})  # the types of line that hang below the leaf and are resumed (`_below`)
 
 
 def slimming(transcript: Transcript) -> Slimming:
@@ -163,8 +164,8 @@ def _may_name(record: Record, answering: tuple[bytes, ...]) -> bool:
 
 def _may_hold(record: Record, marker: re.Pattern[bytes]) -> bool:
     """Whether a line may hold what `marker` finds: a line read whole does; one read in part where
-    its bytes do."""
-    return type(record[1]) is not PartialLine or marker.search(bytes(line_bytes(record))) is not None
+    its bytes do (searched where they are, not copied)."""
+    return type(record[1]) is not PartialLine or marker.search(line_bytes(record)) is not None
 
 
 def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str], slug_at: int | None,
@@ -209,9 +210,6 @@ def _below(leaf: int, values: list[Any]) -> set[int]:
                 found.add(child)
                 waiting.append(values[child].get("uuid"))
     return found
-
-
-BELOW = frozenset({"system", "attachment"})  # the types of line `_below` finds
 
 
 def _names_a_task(copy: Any) -> bool:

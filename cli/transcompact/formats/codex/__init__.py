@@ -17,8 +17,7 @@ class CodexFormat(Format):
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     write = lazy("writer")
     slimming = lazy("slim")
-    append_compaction, injected_context, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
-    views_before_compaction = lazy("rewrites")
+    append_compaction, injected_context, views_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 
 
 FORMAT = CodexFormat()

@@ -52,20 +52,11 @@ def _element_value(value: str) -> str:
     return ", ".join(_element_value(v) for _, v in items) if items else " ".join(value.split())
 
 
-def view_before_compaction(transcript: Transcript) -> Transcript | None:
-    """The rollout as Codex read it before its newest `compacted` line, None when it has none: its
-    recorded usage measured the instructions and tools, which the compaction did not change."""
-    source: RolloutSource = transcript.source
-    at = next((i for i in range(len(source.records) - 1, -1, -1)
-               if isinstance(v := source.records[i][1], dict) and v.get("type") == "compacted"), None)
-    if not at:
-        return None
-    return rollout(source.records[:at], transcript.name, source.bom, source.inherited)
-
-
 def views_before_compaction(transcript: Transcript) -> Iterator[Transcript | None]:
-    """`Format.views_before_compaction`: a view whose active items hold no response a usage line
-    counted records none, which its items say without its messages being made (None)."""
+    """`Format.views_before_compaction`: the rollout as Codex read it before each `compacted` line,
+    the newest first (its recorded usage measured the instructions and tools, which a compaction
+    does not change); a view whose active items hold no response a usage line counted records
+    none, which its items say without its messages being made (None)."""
     source: RolloutSource = transcript.source
     records = source.records
     for at in range(len(records) - 1, 0, -1):
