@@ -200,3 +200,27 @@ def test_the_copies_claude_code_reads_on_resume_stay_and_the_first_slug(written,
     copies = [line["message"]["content"][0]["tool_use_id"] for line in kept if "toolUseResult" in line]
     assert copies == ["toolu_01", "toolu_03"]
     assert [line["uuid"] for line in kept if "slug" in line] == [lines[4]["uuid"]]
+
+
+def test_a_log_ending_on_an_unanswered_call_slims_but_a_line_that_breaks_the_log_is_refused(transcompact, tmp_path):
+    """The post-condition of a rewrite that keeps every message (slim) checks the providers' rules
+    once, on the output: an error the log had (a call its last line leaves unanswered) is the
+    log's, not slim's; a log rule the output breaks (a uuid used twice) is still refused."""
+    from transcompact.core.errors import PostConditionError
+    from transcompact.ops.validity.postcondition import verified
+
+    lines = claude_log(rounds=3, size=2000).splitlines(keepends=True)[:-2]  # ends on a call and its result's copy
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"".join(lines[:-1]))  # ends on the call
+    slimmed = tmp_path / "slimmed.jsonl"
+    result = transcompact("slim", "-o", slimmed, log)
+    assert result.exit_code == 0, result.stderr
+    assert len(slimmed.read_bytes()) < len(log.read_bytes())
+    assert "A2 tool_use toolu_02 (Bash) has no tool_result" in transcompact("check", slimmed).stdout
+    transcript = loads(log.read_bytes(), log.name)
+    first = orjson.loads(lines[0])
+    twice = orjson.dumps({**first, "type": "system", "subtype": "informational", "content": "x",
+                          "uuid": "line-1", "parentUuid": None}) + b"\n" + log.read_bytes()
+    assert _messages(twice, log.name) == _messages(log.read_bytes(), log.name)  # the same messages, one for one
+    with pytest.raises(PostConditionError, match="slim would add C2"):
+        verified(transcript, transcript, twice, operation="slim")

@@ -15,7 +15,9 @@ Both checks take one walk over the containers of what was parsed, not over the b
 
 from __future__ import annotations
 
+import functools
 import gc
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -547,8 +549,10 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
     kept (`text` parsed in part); the new text then reads as that view, edited alike."""
     text = bytes(text)
     if value is None:
-        value = _object_in(text)
-    if value is not None and (found := _by_value(text, edits, value, view)) is not None:
+        value, written = _object_in(text)
+    else:
+        written = _written_members(value, text)
+    if value is not None and (found := _by_value(text, edits, value, view, written)) is not None:
         return found
     spans = members(text)
     order = sorted(spans.items(), key=lambda item: item[1].start)
@@ -574,39 +578,66 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
     return out, taken, read if view is None else _edited(view, edits)
 
 
-def _object_in(text: bytes) -> dict | None:
+def _object_in(text: bytes) -> tuple[dict | None, dict[str, tuple[int, int]] | None]:
+    """The object `text` holds, as `parse_value` reads it (None: no object), and where its
+    members are when `text` is that object as orjson writes it (`_written_members`)."""
     try:
-        value = parse_value(text, "<line>", 1)
-    except ParseError:
+        value = load_json(text)
+        written = _written_members(value, text) if type(value) is dict else None
+        if written is None:
+            value = _writable(value, text, "<line>", 1)
+    except (orjson.JSONDecodeError, ParseError):
+        return None, None
+    return (value, written) if type(value) is dict else (None, None)
+
+
+@functools.lru_cache(maxsize=1024)
+def _head(key: str) -> bytes:
+    return orjson.dumps(key) + b":"
+
+
+def _written_members(value: dict, text: bytes) -> dict[str, tuple[int, int]] | None:
+    """Where each member of `value` sits in `text` (where it starts, how long it is) when `text`
+    is `value` as orjson writes it, every number as written (`_writes_as_read`): found from each
+    member's written length, in one orjson write of the members; None when `text` is not that."""
+    try:
+        members = list(map(bytes.__add__, map(_head, value), map(orjson.dumps, value.values())))
+    except (orjson.JSONEncodeError, TypeError):  # too deep, an integer beyond 64 bits
         return None
-    return value if type(value) is dict else None
+    joined = b",".join(members)
+    if len(text) != len(joined) + 2 or text[:1] != b"{" or text[-1:] != b"}" or not text.startswith(joined, 1):
+        return None
+    sizes = list(map(len, members))
+    starts = itertools.accumulate(sizes, lambda at, size: at + size + 1, initial=1)  # after "{" and each ","
+    return dict(zip(value, zip(starts, sizes)))
 
 
-def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view: PartialLine | None
-              ) -> tuple[bytes, dict[str, int], Any] | None:
-    """`without_members` where each member edited is found as its key and its value's JSON in
-    `text`, and the result reads as `value` edited; None where not (a value written another way).
-    The first place a member's JSON is found may be in a nested object: the result then still
-    holds the member, or its old value, and does not read as `value` edited.
-    Where `text` is `value` as orjson writes it, and each edited key is written once, the member
-    found is the object's own (a string holds no unescaped quote, a member is written as its key
-    and its value's JSON): the result is `value` edited without reading it again."""
+def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view: PartialLine | None,
+              written: dict[str, tuple[int, int]] | None) -> tuple[bytes, dict[str, int], Any] | None:
+    """`without_members` where each member edited is found in `text`, and the result reads as
+    `value` edited; None where not (a value written another way).
+    Where `text` is `value` as orjson writes it, `written` says where each member is: the result
+    is `value` edited without reading it again. Elsewhere a member is found as its key and its
+    value's JSON; the first place that is found may be in a nested object: the result then still
+    holds the member, or its old value, and does not read as `value` edited (read to make sure)."""
     cuts: list[tuple[int, int, bytes, str]] = []
-    proven = _writes_as_read(value, text)
     for key, new in edits.items():
         if key not in value:
             if new is None:  # nothing to take out
                 continue
             return None
-        head = orjson.dumps(key) + b":"
-        proven = proven and text.count(head) == 1
-        needle = head + orjson.dumps(value[key])
-        at = text.find(needle)
-        if at < 1:
-            return None
-        end = at + len(needle)
+        if written is not None:
+            at, size = written[key]
+            start, end = at + len(_head(key)), at + size
+        else:
+            head = _head(key)
+            needle = head + orjson.dumps(value[key])
+            at = text.find(needle)
+            if at < 1:
+                return None
+            start, end = at + len(head), at + len(needle)
         if new is not None:
-            cuts.append((at + len(head), end, new, key))
+            cuts.append((start, end, new, key))
         elif text[at - 1] == 0x2C:  # ","
             cuts.append((at - 1, end, b"", key))
         elif text[at - 1] == 0x7B:  # "{": the first member, and its comma after it
@@ -614,7 +645,7 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view:
         else:
             return None
     out, taken = _cut(text, cuts)
-    if proven and len(taken) == len(cuts):  # (no two cuts over the same bytes: the first member's comma)
+    if written is not None and len(taken) == len(cuts):  # (no two cuts over the same bytes: the first member's comma)
         return out, taken, _edited(value if view is None else view, edits)
     try:
         read = orjson.loads(out)
@@ -627,15 +658,16 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view:
 def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
     """`value` with the members `edits` takes out gone and those it gives a value edited; a
     `PartialLine` stays one, with what it has seen (the members it never held stay so)."""
-    kept = ((k, v) for k, v in value.items() if edits.get(k, b"") is not None)
     edited: dict
     if type(value) is PartialLine:
-        edited = partial = PartialLine(kept)
+        edited = partial = PartialLine(value)
         partial.seen = value.seen
     else:
-        edited = dict(kept)
+        edited = dict(value)
     for key, new in edits.items():
-        if new is not None and key in value:
+        if new is None:
+            edited.pop(key, None)
+        elif key in value:  # given a new value where it is
             edited[key] = orjson.loads(new)
     return edited
 

@@ -604,17 +604,24 @@ def _openai(t: Transcript) -> list[Violation]:
     return sorted(out, key=lambda v: (v.index if v.index is not None else -1))
 
 
-def added_errors(before: Transcript, after: Transcript, *, same_messages: bool = True) -> list[Violation]:
+def added_errors(before: Transcript, after: Transcript, *, same_messages: bool = True,
+                 same_input: bool = False) -> list[Violation]:
     """The errors `after` has that `before` did not: the post-condition of every rewrite (docs/design.md §5).
 
     With `same_messages` (a rewrite that keeps every message in place, like prune) an error is
     new unless the same rule failed at the same message; otherwise (compact) unless the same
-    rule failed anywhere in the input.
+    rule failed anywhere in the input. `same_input`: `after` holds the messages, system prompt and
+    tools of `before`, one for one (`slim`, which rewrites only lines no message is read from):
+    the providers' rules find the same in both, and only the format's are checked again.
     """
     found = errors(check(after))
     if not found:
         return []
-    had = errors(check(before))
+    if same_input:
+        had = errors(adapter(before).check_log(before, None))
+        found = [v for v in found if v.rule not in PROVIDER_RULES]
+    else:
+        had = errors(check(before))
     if same_messages:
         old = {(v.rule, v.index) for v in had}
         return [v for v in found if (v.rule, v.index) not in old]
