@@ -362,7 +362,9 @@ def test_members_taken_out_leave_every_other_byte_and_read_as_the_edit(line):
     edits = {"toolUseResult": None, "cwd": None, "uuid": b'"u2"', "isSidechain": None, "userType": None}
     edits = {key: new for key, new in edits.items() if key in value}
     for known in (value, None):  # found by its JSON, and by scanning
-        out, taken, read = without_members(line, edits, known)
+        cut, taken, read = without_members(line, edits, known)
+        out = bytes(cut)
+        assert cut.source is line and len(cut) == len(out)  # the parts of the line kept, not a copy
         expected = {k: v for k, v in value.items() if edits.get(k, b"") is not None} | {
             k: orjson.loads(new) for k, new in edits.items() if new is not None}
         assert orjson.loads(out) == orjson.loads(dumps_value(expected, indent=False))
@@ -381,7 +383,7 @@ def test_a_line_read_in_part_reads_after_a_cut_as_its_part_edited():
     view = PartialLine(parentUuid="a0", uuid="a1")
     view.seen = ("sizes",)
     out, taken, read = without_members(line, {"cwd": None, "toolUseResult": None, "parentUuid": b'"root"'}, None, view)
-    assert out == b'{"parentUuid":"root","uuid":"a1","message":{"content":[{"text":"cwd"}]}}'
+    assert bytes(out) == b'{"parentUuid":"root","uuid":"a1","message":{"content":[{"text":"cwd"}]}}'
     assert type(read) is PartialLine and read == {"parentUuid": "root", "uuid": "a1"} and read.seen == ("sizes",)
     assert taken == {"cwd": len(b',"cwd":"/p"'), "toolUseResult": len(b',"toolUseResult":{"stdout":"ok"}'), "parentUuid": -2}
 
@@ -408,7 +410,9 @@ def test_a_cut_reads_as_its_edit_however_the_members_repeat_below(value, data, s
     view = PartialLine((k, v) for k, v in value.items() if k in ("uuid", "isSidechain"))
     view.seen = ("sizes",)
     for known, part in ((value, None), (None, None), (None, view)):
-        out, taken, read = without_members(line, edits, known, part)
+        cut, taken, read = without_members(line, edits, known, part)
+        out = bytes(cut)
+        assert len(cut) == len(out)
         expected = {k: v for k, v in value.items() if edits.get(k, b"") is not None} | {
             k: "new" for k, new in edits.items() if new is not None}
         assert orjson.loads(out) == expected

@@ -20,6 +20,7 @@ import gc
 import itertools
 import math
 import re
+from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -39,9 +40,35 @@ class PartialLine(dict):
     __slots__ = ("seen",)
     seen: Any
 
-# A line of JSON Lines and its value: the line's bytes (a view into the input, or bytes made
-# anew), or None for a line given by its value, whose bytes are made when it is written.
-Record = tuple["bytes | memoryview | None", Any]
+
+class CutLine:
+    """A line `without_members` made of another (an input line): the spans of that line it keeps
+    (start, end, …) and what goes between them (`inserts`; None: nothing), not a copy, so that a
+    large log's slimmed lines are not held a second time until they are written. It reads as the
+    value it is paired with (proven, or read to make sure): `parse_written` takes it as it is.
+    `bytes()` gives it, as `Lines` writes it."""
+
+    __slots__ = ("source", "spans", "inserts", "size")
+
+    def __init__(self, source: bytes | memoryview, spans: array, inserts: tuple[bytes, ...] | None, size: int) -> None:
+        self.source, self.spans, self.inserts, self.size = source, spans, inserts, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        source, spans, inserts = self.source, self.spans, self.inserts
+        if inserts is None:
+            return b"".join([source[spans[i]:spans[i + 1]] for i in range(0, len(spans), 2)])
+        parts = [source[spans[0]:spans[1]]]
+        for i in range(2, len(spans), 2):
+            parts += (inserts[i // 2 - 1], source[spans[i]:spans[i + 1]])
+        return b"".join(parts)
+
+
+# A line of JSON Lines and its value: the line's bytes (a view into the input, bytes made anew, or
+# a `CutLine`), or None for a line given by its value, whose bytes are made when it is written.
+Record = tuple["bytes | memoryview | CutLine | None", Any]
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 254  # the deepest nesting orjson.dumps writes
 
@@ -123,14 +150,15 @@ class Lines:
         for i, record in enumerate(self.records):
             if i:
                 yield b"\n"
-            yield line_bytes(record)
+            line = line_bytes(record)
+            yield bytes(line) if type(line) is CutLine else line
 
     def __reduce__(self):
         # A worker process hands its output over as the bytes (views into its input cannot travel).
         return bytes, (bytes(self),)
 
 
-def line_bytes(record: Record) -> bytes | memoryview:
+def line_bytes(record: Record) -> bytes | memoryview | CutLine:
     """A record's line as written: its bytes, or its value serialised when it is given by its value."""
     line, value = record
     return dumps(value, indent=False) if line is None else line
@@ -152,10 +180,10 @@ def parse_written(lines: Lines, name: str, bom: bool, trim: Callable[[Any], Any]
     records = []
     for number, record in enumerate(lines.records, start=1):
         line, value = record
-        if type(line) is memoryview or value is BLANK:  # an input line, and what was read from it
+        if type(line) is memoryview or type(line) is CutLine or value is BLANK:  # an input line, and what was read from it
             records.append(record)
             continue
-        whole = bytes(line_bytes(record))  # made anew: bytes already (a view is an input line)
+        whole = bytes(line_bytes(record))  # made anew: bytes already
         text = whole[len(BOM):] if number == 1 and bom else whole
         read = parse_value(text, name, number) if text.strip() else BLANK
         if trim is not None:
@@ -536,23 +564,23 @@ def members(text: bytes | memoryview) -> dict[str, Member]:
     return out
 
 
-def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None,
-                    view: PartialLine | None = None) -> tuple[bytes, dict[str, int], Any]:
-    """`text` (an object, as `members` reads it) with the members `edits` names taken out (None:
-    one it does not hold stays so) or given a new value (its JSON), every other byte as written;
-    the bytes each edit took out
-    (less what it put in); and the value the new text reads as (as `parse_value` reads it; None
-    where it does not read).
-    `value`, the object `text` holds (read from `text` when not given: a line parsed in part),
-    lets a member be found by its JSON, at C speed, where `text` holds it once (checked by reading
-    the result, or proven without: `_by_value`). `view`: the part of the line a format's lazy trim
-    kept (`text` parsed in part); the new text then reads as that view, edited alike."""
-    text = bytes(text)
+def without_members(line: bytes | memoryview, edits: Mapping[str, bytes | None], value: dict | None = None,
+                    view: PartialLine | None = None) -> tuple[CutLine | bytes, dict[str, int], Any]:
+    """`line` (an object, as `members` reads it) with the members `edits` names taken out (None:
+    one it does not hold stays so) or given a new value (its JSON), every other byte as written
+    (a `CutLine` of `line`; bytes where it does not read); the bytes each edit took out (less what
+    it put in); and the value the new text reads as (as `parse_value` reads it; None where it
+    does not read).
+    `value`, the object `line` holds (read from it when not given: a line parsed in part), lets a
+    member be found by its JSON, at C speed (checked by reading the result, or proven without:
+    `_by_value`). `view`: the part of the line a format's lazy trim kept (`line` parsed in part);
+    the new text then reads as that view, edited alike."""
+    text = bytes(line)
     if value is None:
         value, written = _object_in(text)
     else:
         written = _written_members(value, text)
-    if value is not None and (found := _by_value(text, edits, value, view, written)) is not None:
+    if value is not None and (found := _by_value(line, text, edits, value, view, written)) is not None:
         return found
     spans = members(text)
     order = sorted(spans.items(), key=lambda item: item[1].start)
@@ -570,11 +598,11 @@ def without_members(text: bytes | memoryview, edits: Mapping[str, bytes | None],
             cuts.append((order[place - 1][1].end, member.end, b"", key))
         else:  # `"key":value,` up to the next member
             cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b"", key))
-    out, taken = _cut(text, cuts)
+    out, taken = _cut(line, len(text), cuts)
     try:
-        read = parse_value(out, "<line>", 1)
+        read = parse_value(bytes(out), "<line>", 1)
     except ParseError:  # not an object Claude Code wrote: the post-condition says so, reading it again
-        return out, taken, None
+        return bytes(out), taken, None
     return out, taken, read if view is None else _edited(view, edits)
 
 
@@ -612,8 +640,8 @@ def _written_members(value: dict, text: bytes) -> dict[str, tuple[int, int]] | N
     return dict(zip(value, zip(starts, sizes)))
 
 
-def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view: PartialLine | None,
-              written: dict[str, tuple[int, int]] | None) -> tuple[bytes, dict[str, int], Any] | None:
+def _by_value(line: bytes | memoryview, text: bytes, edits: Mapping[str, bytes | None], value: dict, view: PartialLine | None,
+              written: dict[str, tuple[int, int]] | None) -> tuple[CutLine, dict[str, int], Any] | None:
     """`without_members` where each member edited is found in `text`, and the result reads as
     `value` edited; None where not (a value written another way).
     Where `text` is `value` as orjson writes it, `written` says where each member is: the result
@@ -644,11 +672,11 @@ def _by_value(text: bytes, edits: Mapping[str, bytes | None], value: dict, view:
             cuts.append((at, end + 1 if text[end:end + 1] == b"," else end, b"", key))
         else:
             return None
-    out, taken = _cut(text, cuts)
+    out, taken = _cut(line, len(text), cuts)
     if written is not None and len(taken) == len(cuts):  # (no two cuts over the same bytes: the first member's comma)
         return out, taken, _edited(value if view is None else view, edits)
     try:
-        read = orjson.loads(out)
+        read = orjson.loads(bytes(out))
     except orjson.JSONDecodeError:
         return None
     edited = _edited(value, edits)
@@ -672,13 +700,14 @@ def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
     return edited
 
 
-def _cut(text: bytes, cuts: list[tuple[int, int, bytes, str]]) -> tuple[bytes, dict[str, int]]:
-    out, at, taken = [], 0, {}
+def _cut(line: bytes | memoryview, size: int, cuts: list[tuple[int, int, bytes, str]]) -> tuple[CutLine, dict[str, int]]:
+    spans, inserts, at, taken = [], [], 0, {}
     for start, end, new, key in sorted(cuts):
         if start < at:  # two cuts over the same bytes (the first member's comma, and the member after it): left
             continue
-        out += [text[at:start], new]
+        spans += (at, start)
+        inserts.append(new)
         taken[key] = end - start - len(new)
         at = end
-    out.append(text[at:])
-    return b"".join(out), taken
+    spans += (at, size)
+    return CutLine(line, array("Q", spans), tuple(inserts) if any(inserts) else None, size - sum(taken.values())), taken

@@ -70,9 +70,9 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
             for key, size in taken.items():
                 what = plan.fields.get(key, key)
                 report.fields[what] = report.fields.get(what, 0) + size
-            # A view, as an input line is: its value was read from these very bytes (kept in part
-            # as the input line was: a large log's output is not held whole).
-            record = (memoryview(line), read) if read is not None else (line, None)
+            # A CutLine reads as `read` (kept in part as the input line was: a large log's output
+            # is not held whole); bytes that do not read are read again by the post-condition.
+            record = (line, read)
         records.append(record)
     if not (plan.dropped or plan.replaced or edited):  # (an edit may name members a line does not hold)
         report.bytes_after = len(data)
