@@ -46,7 +46,7 @@ class CutLine:
     (start, end, …) and what goes between them (`inserts`; None: nothing), not a copy, so that a
     large log's slimmed lines are not held a second time until they are written. It reads as the
     value it is paired with (proven, or read to make sure): `parse_written` takes it as it is.
-    `bytes()` gives it, as `Lines` writes it."""
+    `bytes()` (and `line_bytes`) gives it, as `Lines` writes it."""
 
     __slots__ = ("source", "spans", "inserts", "size")
 
@@ -143,25 +143,28 @@ class Lines:
         return b"".join(self.chunks())
 
     def __len__(self) -> int:
-        return sum(len(line_bytes(record)) for record in self.records) + max(len(self.records) - 1, 0)
+        return sum(len(line_bytes(record)) if record[0] is None else len(record[0]) for record in self.records) + max(
+            len(self.records) - 1, 0)
 
     def chunks(self) -> Iterator[bytes | memoryview]:
         """The file's bytes in order, a line or a newline at a time."""
         for i, record in enumerate(self.records):
             if i:
                 yield b"\n"
-            line = line_bytes(record)
-            yield bytes(line) if type(line) is CutLine else line
+            yield line_bytes(record)
 
     def __reduce__(self):
         # A worker process hands its output over as the bytes (views into its input cannot travel).
         return bytes, (bytes(self),)
 
 
-def line_bytes(record: Record) -> bytes | memoryview | CutLine:
-    """A record's line as written: its bytes, or its value serialised when it is given by its value."""
+def line_bytes(record: Record) -> bytes | memoryview:
+    """A record's line as written: its bytes, or its value serialised when it is given by its
+    value (a `CutLine` put together)."""
     line, value = record
-    return dumps(value, indent=False) if line is None else line
+    if line is None:
+        return dumps(value, indent=False)
+    return bytes(line) if isinstance(line, CutLine) else line
 
 
 def same_bytes(output: bytes | Lines, data: bytes) -> bool:
@@ -318,13 +321,15 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
                     f"malformed JSON: {whole.msg}", location=Location(name, whole.lineno, whole.colno)
                 ) from None
             raise _malformed_line(error, bytes(text), name, number) from None
-        if shares and type(value) is dict:
+        value = _writable(value, text, name, first_line=number)
+        if trim is not None:
+            value = trim(value)
+        if shares and isinstance(value, dict):  # (what the trim kept: what it dropped goes anyway)
             for key, item in value.items():
                 if type(item) is str and (same := previous.get(key)) == item:
                     value[key] = same
             previous = value
-        value = _writable(value, text, name, first_line=number)
-        records.append((line, value if trim is None else trim(value)))
+        records.append((line, value))
     return records
 
 
@@ -636,7 +641,7 @@ def _written_members(value: dict, text: bytes) -> dict[str, tuple[int, int]] | N
     if len(text) != len(joined) + 2 or text[:1] != b"{" or text[-1:] != b"}" or not text.startswith(joined, 1):
         return None
     sizes = list(map(len, members))
-    starts = itertools.accumulate(sizes, lambda at, size: at + size + 1, initial=1)  # after "{" and each ","
+    starts = itertools.accumulate(map((1).__add__, sizes), initial=1)  # after "{", then after each member and its ","
     return dict(zip(value, zip(starts, sizes)))
 
 
@@ -701,7 +706,9 @@ def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
 
 
 def _cut(line: bytes | memoryview, size: int, cuts: list[tuple[int, int, bytes, str]]) -> tuple[CutLine, dict[str, int]]:
-    spans, inserts, at, taken = [], [], 0, {}
+    spans: list[int] = []
+    inserts: list[bytes] = []
+    at, taken = 0, {}
     for start, end, new, key in sorted(cuts):
         if start < at:  # two cuts over the same bytes (the first member's comma, and the member after it): left
             continue

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from ..core.jsondata import compact_json
+from ..core.jsondata import CutLine, compact_json
 from ..core.media import IMAGE_UNKNOWN_TOKENS, image_tokens, pdf_tokens
 from ..core.model import Document, Image, RedactedThinking, Text, Thinking, ToolCall, ToolResult
 from ..dialects.openai import decode_arguments
@@ -70,7 +70,7 @@ def cost(block: Block, ratio: float) -> float:
 
 
 Line = TypeVar("Line")  # what a log is a sequence of: a line's (bytes, value), or a record
-Rewritten = tuple["bytes | memoryview | None", Any, "int | None"]  # a line written: bytes, value, the line it was read from (None: new)
+Rewritten = tuple["bytes | memoryview | CutLine | None", Any, "int | None"]  # a line written: bytes, value, the line it was read from (None: new)
 
 
 def written_back(lines: Sequence[Line], *, dropped: Collection[int] = (), changed: Mapping[int, Line] | None = None,

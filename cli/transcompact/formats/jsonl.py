@@ -101,7 +101,7 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
             continue
         try:
             if type(value) is UnreadLine:
-                assert line is not None  # an unread line is read from its bytes
+                assert isinstance(line, (bytes, memoryview))  # an unread line is read from its bytes
                 own = line[len(BOM):] if number == 1 and parsed.bom else line
                 viewed = value.viewed
                 if dialect == "anthropic" or viewed.string_content and viewed.role not in ("tool", "function"):
@@ -115,8 +115,8 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
             raise ShapeError(error.message, location=Location(parsed.name, number)) from None
         lines[number] = (*pending, number - 1)
         pending = []
-    # A line given by its value (what a rewrite made, read back) says nothing: it is written without \r only in a file without.
-    crlf = next((bytes(line[-1:]) == b"\r" for line, value in records if value is not BLANK and line is not None), False)
+    # A line a rewrite made (given by its value, or cut from another), read back, says nothing: it is written without \r only in a file without.
+    crlf = next((bytes(line[-1:]) == b"\r" for line, value in records if value is not BLANK and isinstance(line, (bytes, memoryview))), False)
     source = LinesSource(records, lines, tuple(pending), parsed.bom, crlf)
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 

@@ -59,12 +59,12 @@ def check_log(transcript: Transcript, path: str | None) -> list[Violation]:
             summary = next((records[i][1] for i in source.chain if records[i][1].get("type") == "user"), None)
             if summary is None or not summary.get("isCompactSummary"):
                 add(Violation("C5", ERROR, "the compact boundary is not followed by an isCompactSummary user message", line=source.root + 1))
-    lines: list[bytes] = []
+    lines: list[bytes | memoryview] = []
     size = 0
     for record in records:
         if size >= SIDECHAIN_SCAN_BYTES:
             break
-        lines.append(bytes(line_bytes(record)))  # a line a rewrite made is given by its value, or by its cuts
+        lines.append(line_bytes(record))  # a line a rewrite made is given by its value
         size += len(lines[-1]) + 1
     head = b"\n".join(lines)[:SIDECHAIN_SCAN_BYTES]
     if b'"isSidechain":true' in head or b'"teamName"' in head:

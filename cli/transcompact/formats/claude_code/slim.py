@@ -157,9 +157,14 @@ def _may_name(record: Record, answering: tuple[bytes, ...]) -> bool:
     `"toolUseResult":` on) or answer a call whose copy is read."""
     if type(record[1]) is not PartialLine:
         return True
-    text = bytes(line_bytes(record))
-    copy = _COPY.search(text)
-    return copy is not None and _NAMES_A_TASK.search(text, copy.end()) is not None or any(id in text for id in answering)
+    line = line_bytes(record)  # searched where it is; copied only to look for a call's id
+    copy = _COPY.search(line)
+    if copy is not None and _NAMES_A_TASK.search(line, copy.end()) is not None:
+        return True
+    if not answering:
+        return False
+    text = bytes(line)
+    return any(id in text for id in answering)
 
 
 def _may_hold(record: Record, marker: re.Pattern[bytes]) -> bool:
@@ -175,12 +180,19 @@ def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str]
             if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
     kept = list(shown)
     first, last = kept[0], kept[-1]
+    special = {first, last, leaf, slug_at}  # the lines that keep some of what every line repeats
     edits: dict[int, dict[str, bytes | None]] = {}
     same: dict[tuple, dict[str, bytes | None]] = {}  # most lines take out the same members: one edit, held once
+    usual: dict[_Members, dict[str, bytes | None]] = {}  # the edit of a line in none of those places, by its members
     for index, members in shown.items():
-        edit: dict[str, bytes | None] = {}
         parent = values[index].get("parentUuid")
-        if (new := surviving_parent(parent, skip)) != parent:
+        relinked = (new := surviving_parent(parent, skip)) != parent
+        if not relinked and index not in special and (edit := usual.get(members)) is not None:
+            if edit:
+                edits[index] = edit
+            continue
+        edit = {}
+        if relinked:
             edit["parentUuid"] = dumps(new, indent=False)
         if "toolUseResult" in members.keys and members.answers.isdisjoint(copied) and not members.names_a_task:
             edit["toolUseResult"] = None
@@ -190,8 +202,12 @@ def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str]
                 edit[key] = None
         if members.sidechain_false:
             edit["isSidechain"] = None
-        if edit:  # (a relinked line's is its own)
-            edits[index] = edit if "parentUuid" in edit else same.setdefault(tuple(edit.items()), edit)
+        if not relinked:  # (a relinked line's is its own)
+            edit = same.setdefault(tuple(edit.items()), edit)
+            if index not in special:
+                usual[members] = edit
+        if edit:
+            edits[index] = edit
     return edits
 
 

@@ -611,16 +611,16 @@ def added_errors(before: Transcript, after: Transcript, *, same_messages: bool =
     With `same_messages` (a rewrite that keeps every message in place, like prune) an error is
     new unless the same rule failed at the same message; otherwise (compact) unless the same
     rule failed anywhere in the input. `same_input`: `after` holds the messages, system prompt and
-    tools of `before`, one for one (`slim`, which rewrites only lines no message is read from):
-    the providers' rules find the same in both, and only the format's are checked again.
+    tools of `before`, one for one (`slim`, which rewrites only what no message is read from):
+    the providers' rules find the same in both, and only the format's rules are checked.
     """
-    found = errors(check(after))
-    if not found:
-        return []
-    if same_input:
-        had = errors(adapter(before).check_log(before, None))
-        found = [v for v in found if v.rule not in PROVIDER_RULES]
+    if same_input:  # what the providers' rules find in `after` they find in `before`
+        found = errors(adapter(after).check_log(after, None))
+        had = errors(adapter(before).check_log(before, None)) if found else []
     else:
+        found = errors(check(after))
+        if not found:
+            return []
         had = errors(check(before))
     if same_messages:
         old = {(v.rule, v.index) for v in had}
