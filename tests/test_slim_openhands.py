@@ -379,9 +379,11 @@ def test_a_conversation_directory_is_slimmed_into_another_and_not_in_place(trans
     target = tmp_path / "slim"
     assert resumed(target) == resumed(source) and (target / "TASKS.json").read_bytes() == b'{"tasks": []}'
     assert sum(1 for _ in (target / "events").iterdir()) < sum(1 for _ in (source / "events").iterdir())
-    in_place = transcompact("slim", "-i", "--no-archive", source)
-    assert in_place.exit_code == 5 and "is not renumbered in place; nothing written" in in_place.stderr
-    assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before
+    for archive in (["--no-archive"], []):  # nothing written: no archive of the original beside it either
+        in_place = transcompact("slim", "-i", *archive, source)
+        assert in_place.exit_code == 5 and "is not renumbered in place; nothing written" in in_place.stderr
+        assert {p: p.read_bytes() for p in source.rglob("*") if p.is_file()} == before
+        assert [p.name for p in source.parent.iterdir()] == [source.name]
     back = transcompact("expand", "--archive", tmp_path / "a.jsonl", "-o", tmp_path / "back", target)
     assert back.exit_code == 0, back.stderr
     assert {p.relative_to(tmp_path / "back"): p.read_bytes() for p in (tmp_path / "back").rglob("*") if p.is_file()} == \

@@ -425,19 +425,6 @@ def start_archive(archive: str | None, *, command: str, to: str | None, dry_run:
         create(archive)
 
 
-def archived(archive: str, records) -> list[str]:
-    """Add one file's records to the archive, before its output is written (a rewritten file never
-    lacks its originals); the warning to print when a torn last record was left out."""
-    from ..ops.pruning.archive import add
-
-    torn = add(archive, records)
-    return [] if torn is None else [torn_warning(archive, torn)]
-
-
-def torn_warning(archive: str, line: int) -> str:
-    return f"{archive}:{line}: warning: left out a last line that was cut short (an earlier write did not finish)"
-
-
 # --- counting -----------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 import orjson
 
@@ -102,11 +103,13 @@ def read_conversation(path: str) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def write_conversation(path: str | os.PathLike, data: bytes, read_from: str | os.PathLike | None = None) -> None:
+def write_conversation(path: str | os.PathLike, data: bytes, read_from: str | os.PathLike | None = None,
+                       before: Callable[[], None] | None = None) -> None:
     """Write a bundle into the conversation directory at `path` (made if new): the files of the
     conversation at `read_from` that the bundle does not hold, when that is another directory,
     then the event files that are new or changed, then `base_state.json` if it changed, so that
-    the state never names an event that is not on disk yet."""
+    the state never names an event that is not on disk yet. `before`: run once the bundle can be
+    written there, before anything is."""
     path = os.fspath(path)
     values = [(line, load_json(line)) for line in data.split(b"\n") if line.strip()]
     if not values or not isinstance(values[0][1], dict) or "kind" in values[0][1]:
@@ -129,6 +132,8 @@ def write_conversation(path: str | os.PathLike, data: bytes, read_from: str | os
             ours = f", not {names[index]}" if index < len(names) else f", past this conversation's {len(names)} events"
             raise OutputError(f"already holds event {index} as {', '.join(held)}{ours}; nothing written",
                               location=Location(directory))
+    if before is not None:
+        before()
     if read_from is not None and not os.path.samefile(read_from, path):
         _copy_the_rest(os.fspath(read_from), path)
     for name, (line, _) in zip(names, events):

@@ -44,6 +44,9 @@ class Result:
     value: Any = None  # estimate's count, for the table of every file
     events: tuple[dict, ...] = ()  # compact --events: what happened to the file, as events
     fallback: str | None = None  # why the file was done another way than asked (compact: no summary by the model)
+    # The archive and the original's records to add to it: added just before the output is
+    # written, once every check of the write has passed (an output refused archives nothing).
+    archive: tuple[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -183,8 +186,18 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
             result = task.work(name, data, task.settings)
         changed = result.output is not None and not same_bytes(result.output, data)
         written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
+        archive, warnings = result.archive, []
+
+        def archive_the_original() -> None:
+            if archive is not None:
+                warnings.extend(_archived(*archive))
+
+        to_a_file = result.output is not None and task.target is not None and not task.dry_run and (
+            changed or task.target != source.path)
+        if not to_a_file:  # (an output written to a file has its original archived once the write's checks pass)
+            archive_the_original()
         if result.output is not None and (task.target is not None or task.dry_run):
-            if task.target is not None and not task.dry_run and (changed or task.target != source.path):
+            if task.target is not None and to_a_file:
                 if task.makes_directories:
                     make_directory(os.path.dirname(task.target) or ".")
                 keeps = task.target == source.path or (task.keeps_compression and source.path != STDIN)
@@ -198,10 +211,12 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
                 # What an agent keeps beside its logs about the file's bytes (Codex's thread store):
                 # checked before the write, brought up to date after it.
                 with rewriting(task.target, result.output):
-                    write_output(task.target, output, source.path, durable=task.target == source.path, compression=None)
+                    write_output(task.target, output, source.path, durable=task.target == source.path, compression=None,
+                                 before=archive_the_original)
                 _busy = False  # a worker's file is done: its stop (`_stop_the_file`) no longer raises
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
+        result = dataclasses.replace(result, archive=None, stderr=(*warnings, *result.stderr))
         return Outcome(name, target, result.exit, result, changed, written)
     except TranscompactError as error:
         if task.traceback:
@@ -216,6 +231,15 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
             raise
         line, hint = InternalError(error).for_command_line()
         return Outcome(name, target, InternalError.exit_code, error=line, hint=hint)
+
+
+def _archived(archive: str, records: Any) -> list[str]:
+    """Add one file's records to the archive (a rewritten file never lacks its originals); the
+    warning to print when a torn last record was left out."""
+    from ..ops.pruning.archive import add, torn_warning
+
+    torn = add(archive, records)
+    return [] if torn is None else [torn_warning(archive, torn)]
 
 
 class _StopsHeld:

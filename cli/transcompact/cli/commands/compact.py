@@ -15,7 +15,6 @@ from ...core import settings
 from ...run.tasks import Reading, Result
 from ..options import (
     OptionGroup,
-    archived,
     batch_options,
     check_conversion_flags,
     command_batch,
@@ -212,10 +211,11 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
     lines = []
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:
         lines += run_pre_compact(how.pre_compact, name, transcript, report.cut)
+    archive = None
     if how.archive is not None and not same_bytes(written, data):
         from ...ops.pruning.archive import compaction_record
 
-        lines += archived(how.archive, compaction_record(data, bytes(written), name))
+        archive = (how.archive, compaction_record(data, bytes(written), name))
     reason = report.fallback_reason if report.strategy == "emergency" and not how.emergency else None
     if reason and not how.quiet:
         why = "" if reason.startswith(NEAR_THE_WINDOW) else "the summary failed, so "
@@ -236,7 +236,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
 
         changes = tuple(diff(transcript, compacted, how.options.counting))
     return Result(output=written, report=report.as_dict(), stderr=tuple(lines), events=events, changes=changes,
-                  fallback=f"the emergency mode ({reason})" if reason else None)
+                  fallback=f"the emergency mode ({reason})" if reason else None, archive=archive)
 
 
 def run_pre_compact(command: str, name: str, transcript: Transcript, cut: int) -> list[str]:

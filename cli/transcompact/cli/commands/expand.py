@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import click
 
 from ...run.tasks import Result
-from ..options import batch_options, command_batch, file_options, output_options, torn_warning, verbose_option
+from ..options import batch_options, command_batch, file_options, output_options, verbose_option
 
 
 @click.command()
@@ -34,6 +34,8 @@ def expand(files, patterns, outputs, running, archive, quiet, verbose):
     _read_archive.cache_clear()  # read anew by each run (a test runs many in one process)
     found = _read_archive(archive)
     if found.torn_line is not None and not quiet:
+        from ...ops.pruning.archive import torn_warning
+
         click.echo(torn_warning(archive, found.torn_line), err=True)
     batch = command_batch("expand", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="expanded",
                           ours=[archive], **outputs.shown())

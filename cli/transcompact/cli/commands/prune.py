@@ -11,7 +11,6 @@ import click
 from ...core.errors import UsageError
 from ...run.tasks import Reading, Result
 from ..options import (
-    archived,
     batch_options,
     check_conversion_flags,
     command_batch,
@@ -111,10 +110,11 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
 
         output = dumps(convert(pruned, how.to))
     lines = []
+    archive = None
     if how.archive is not None:
         from ...ops.pruning.archive import records
 
-        lines += archived(how.archive, records(data, bytes(output), transcript))
+        archive = (how.archive, records(data, bytes(output), transcript))
     if not how.quiet:
         lines.append(f"{name}: pruned {report.soft_trimmed} soft-trimmed, {report.cleared} cleared "
                      f"({report.protected} protected): {report.tokens_before:,} → {report.tokens_after:,} tokens")
@@ -123,7 +123,7 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
         from ...ops.diff import diff
 
         changes = tuple(diff(transcript, pruned))
-    return Result(output=output, report=report.as_dict(), stderr=tuple(lines), changes=changes)
+    return Result(output=output, report=report.as_dict(), stderr=tuple(lines), changes=changes, archive=archive)
 
 
 # --- --explain ---------------------------------------------------------------------------------

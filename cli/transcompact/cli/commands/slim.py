@@ -10,7 +10,6 @@ import click
 from ...core.errors import UsageError
 from ...run.tasks import Reading, Result
 from ..options import (
-    archived,
     batch_options,
     command_batch,
     input_options,
@@ -76,13 +75,10 @@ def slim_file(name: str, data: bytes, how: Slimming) -> Result:
 
     transcript = how.reading.load(data, name)
     output, report = slim_checked(transcript, data, messages_path=how.reading.messages_path)
-    lines = []
     archive = how.archive or (f"{name}{SIDECAR}" if how.beside and output is not data else None)
-    if archive is not None:
-        lines += archived(archive, slim_record(data, bytes(output), name))
-    if not how.quiet:
-        lines.append(_said(name, report, archive))
-    return Result(output=output, report=report.as_dict(), stderr=tuple(lines))
+    said = () if how.quiet else (_said(name, report, archive),)
+    return Result(output=output, report=report.as_dict(), stderr=said,
+                  archive=None if archive is None else (archive, slim_record(data, bytes(output), name)))
 
 
 def _said(name: str, report, archive: str | None) -> str:

@@ -477,3 +477,7 @@ def runs(found: Iterable[Record]) -> dict[Run, list[Record]]:
             previous = record.run
         grouped[record.run].append(record)
     return grouped
+
+
+def torn_warning(archive: str, line: int) -> str:
+    return f"{archive}:{line}: warning: left out a last line that was cut short (an earlier write did not finish)"
