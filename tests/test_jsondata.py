@@ -422,3 +422,20 @@ def test_a_cut_reads_as_its_edit_however_the_members_repeat_below(value, data, s
         else:
             assert type(read) is PartialLine and read.seen == ("sizes",)
             assert read == {k: v for k, v in expected.items() if k in ("uuid", "isSidechain")}
+
+
+def test_a_member_written_once_is_replaced_in_place_and_one_written_twice_is_not():
+    """A line as orjson writes it holds each member as its key and its value's JSON: a key written
+    once is the member, at any depth, and is replaced there, every other byte kept (not copied)."""
+    from transcompact.core.jsondata import with_member_replaced
+
+    value = {"type": "assistant", "message": {"id": "m1", "content": [{"type": "text", "text": 'a "usage": b'}],
+                                              "usage": {"input_tokens": 3, "cache_read_input_tokens": 900}}}
+    line = memoryview(orjson.dumps(value))
+    restated = {"input_tokens": 3, "cache_read_input_tokens": 650}
+    cut = with_member_replaced(line, "usage", value["message"]["usage"], restated)
+    assert cut is not None and cut.source is line
+    assert bytes(cut) == orjson.dumps({**value, "message": {**value["message"], "usage": restated}})
+    assert with_member_replaced(line, "usage", {"input_tokens": 4}, restated) is None  # not the value it holds
+    twice = {**value, "usage": value["message"]["usage"]}
+    assert with_member_replaced(orjson.dumps(twice), "usage", value["message"]["usage"], restated) is None

@@ -37,8 +37,11 @@ class PartialLine(dict):
     counts): the fields it names, and what the format saw of the rest on the way (`seen`). That
     format reads the rest from the line's bytes when it is asked for; no other reads such a line."""
 
-    __slots__ = ("seen",)
+    __slots__ = ("seen", "as_written")
     seen: Any
+    # Set (True) where its line is what orjson writes of the value read from it: each member of the
+    # line is then written as its key and its value's JSON (`with_member_replaced`). Unset: not known.
+    as_written: bool
 
 
 class CutLine:
@@ -321,9 +324,13 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
                     f"malformed JSON: {whole.msg}", location=Location(name, whole.lineno, whole.colno)
                 ) from None
             raise _malformed_line(error, bytes(text), name, number) from None
-        value = _writable(value, text, name, first_line=number)
+        as_written = _writes_as_read(value, text)
+        if not as_written:
+            value = _writable(value, text, name, first_line=number)
         if trim is not None:
             value = trim(value)
+            if as_written and type(value) is PartialLine:
+                value.as_written = True
         if shares and isinstance(value, dict):  # (what the trim kept: what it dropped goes anyway)
             for key, item in value.items():
                 if type(item) is str and (same := previous.get(key)) == item:
@@ -686,6 +693,23 @@ def _by_value(line: bytes | memoryview, text: bytes, edits: Mapping[str, bytes |
         return None
     edited = _edited(value, edits)
     return (out, taken, edited if view is None else _edited(view, edits)) if read == edited else None
+
+
+def with_member_replaced(line: bytes | memoryview, key: str, old: Any, new: Any) -> CutLine | None:
+    """`line` with its member `key` given `new` where it holds `old` (a `CutLine` of it), when the
+    line is what orjson writes of its value (`PartialLine.as_written`: each member is written as
+    its key and its value's JSON, and a key's JSON in a string would show its quotes escaped): the
+    key written once is then the member, at any depth. None where the key is written more than
+    once, or its value is not `old`'s JSON."""
+    text = bytes(line)
+    head = _head(key)
+    if text.count(head) != 1:
+        return None
+    start = text.find(head) + len(head)
+    was = orjson.dumps(old)
+    if not text.startswith(was, start):
+        return None
+    return _cut(line, len(text), [(start, start + len(was), dumps(new, indent=False), key)])[0]
 
 
 def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:

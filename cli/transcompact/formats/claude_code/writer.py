@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.errors import ShapeError
-from ...core.jsondata import Lines, PartialLine, Record, dumps
+from ...core.jsondata import Lines, PartialLine, Record, dumps, with_member_replaced
 from ...core.model import (
     ASSISTANT,
     USER,
@@ -103,6 +103,8 @@ def write_lines(transcript: Transcript) -> Lines:
     restated = restated_usage(source, taken)
 
     def rewritten(index: int) -> Record:
+        if index not in contents and index not in parents and (usage_only := _usage_restated(records[index], restated[index])):
+            return usage_only
         obj = dict(whole_value(index, records[index], transcript.name))
         if index in contents:
             obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
@@ -161,6 +163,27 @@ def _prompt(usage: dict) -> int:
     """The prompt a usage counts; 0 for a line Claude Code made itself (`<synthetic>`: an API error,
     "No response requested."), whose usage is zeros and which it does not judge by."""
     return sum(usage[part] for part in _PROMPT_PARTS if type(usage.get(part)) is int)
+
+
+def _usage_restated(record: Record, tokens: int) -> Record | None:
+    """A line read in part, as orjson writes it, whose only change is its usage: the parts of its
+    line but the usage's (`jsondata.with_member_replaced`), with what a reading in part keeps of it,
+    its message's usage restated (the rest held as the line read held it, its blocks' sizes too).
+    None where that does not hold: the line is then read whole and written anew."""
+    line, partial = record
+    if type(partial) is not PartialLine or not getattr(partial, "as_written", False) or not isinstance(line, (bytes, memoryview)):
+        return None
+    message = partial.get("message")
+    if not isinstance(message, dict) or type(usage := message.get("usage")) is not dict:
+        return None
+    restated = _usage_less(usage, tokens)
+    cut = with_member_replaced(line, "usage", usage, restated)
+    if cut is None:
+        return None
+    kept = PartialLine(partial)
+    kept.seen, kept.as_written = partial.seen, True
+    kept["message"] = {**message, "usage": restated}
+    return cut, kept
 
 
 def _usage_less(usage: dict, tokens: int) -> dict:
