@@ -1,4 +1,4 @@
-"""What the least a command could do costs: `python bench/floors.py estimate|prune FILE [SHAPE]`.
+"""What the least a command could do costs: `python bench/floors.py estimate|prune|slim FILE [SHAPE]`.
 
 Each is the design of a typed decode and a count, at its barest, with none of the product around it: click
 imported (every command's start-up pays it), the file read by typed msgspec decodes that build
@@ -8,7 +8,9 @@ reads what it wrote back once (the least a post-condition can be).
 
 SHAPE (`body` when left out): `body`, a request body; `list`, a bare list of messages; `jsonl`, JSON
 Lines of messages; `log`, an agent's JSON Lines log (Claude Code, Codex, pi: each line's message
-or payload decoded by one generic type); `gemini`, a Gemini CLI session document.
+or payload decoded by one generic type); `gemini`, a Gemini CLI session document. `slim` (of a
+Claude Code log, `log`) parses each line, walks the chain, cuts what slim cuts by its JSON, writes,
+and reads the output back once: no model of the messages, no check of them.
 
 What the floor leaves out and a command must do: its own modules' start-up, every check a
 reading makes (a value of another type, a field of another name, a thinking's signature, a
@@ -206,6 +208,36 @@ def prune_log(data: bytes) -> None:
     sys.stdout.buffer.write(output)
 
 
+# What every line of a Claude Code log repeats, and the UI's copy of a result: what `slim` cuts.
+_SLIMMED = ("cwd", "version", "gitBranch", "userType", "slug", "requestId", "entrypoint", "sessionId", "toolUseResult")
+
+
+def slim_log(data: bytes) -> None:
+    """A Claude Code log: each line parsed, the chain walked back from the newest message, its lines
+    but progress kept with what `slim` cuts found by its JSON and cut, written, read back once."""
+    lines = data.split(b"\n")
+    values = [orjson.loads(line) if line.strip() else None for line in lines]
+    by_uuid = {v["uuid"]: i for i, v in enumerate(values) if v and "uuid" in v}
+    at: int | None = max(i for i, v in enumerate(values) if v and v.get("type") in ("user", "assistant"))
+    chain = []
+    while at is not None:
+        chain.append(at)
+        parent = values[at].get("parentUuid")
+        at = by_uuid.get(parent) if parent else None
+    out = []
+    for i in reversed(chain):
+        value, line = values[i], lines[i]
+        if value.get("type") == "progress":
+            continue
+        for key in _SLIMMED:
+            if key in value and (found := line.find(b',"%s":%s' % (key.encode(), orjson.dumps(value[key])))) >= 0:
+                line = line[:found] + line[found + len(key) + 4 + len(orjson.dumps(value[key])):]
+        out.append(line)
+    output = b"\n".join(out)
+    [orjson.loads(line) for line in output.split(b"\n")]
+    sys.stdout.buffer.write(output)
+
+
 def estimate_gemini(data: bytes) -> None:
     session = msgspec.json.decode(data, type=_GeminiSession)
     print(sum(len(m.content) + len(m.toolCalls) for m in session.messages) // 4)
@@ -229,7 +261,7 @@ FLOORS = {
     "body": {"estimate": estimate, "prune": prune},
     "list": {"estimate": estimate_list, "prune": prune_list},
     "jsonl": {"estimate": estimate_jsonl, "prune": prune_jsonl},
-    "log": {"estimate": estimate_log, "prune": prune_log},
+    "log": {"estimate": estimate_log, "prune": prune_log, "slim": slim_log},
     "gemini": {"estimate": estimate_gemini, "prune": prune_gemini},
 }
 
