@@ -45,7 +45,7 @@ class PartialLine(dict):
 
 
 class CutLine:
-    """A line `without_members` made of another (an input line): the spans of that line it keeps
+    """A line made of another (an input line) by `without_members` or `with_member_replaced`: the spans of that line it keeps
     (start, end, …) and what goes between them (`inserts`; None: nothing), not a copy, so that a
     large log's slimmed lines are not held a second time until they are written. It reads as the
     value it is paired with (proven, or read to make sure): `parse_written` takes it as it is.
@@ -326,7 +326,7 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
             raise _malformed_line(error, bytes(text), name, number) from None
         as_written = _writes_as_read(value, text)
         if not as_written:
-            value = _writable(value, text, name, first_line=number)
+            value = _exactly(value, text, name, first_line=number)
         if trim is not None:
             value = trim(value)
             if as_written and type(value) is PartialLine:
@@ -360,6 +360,11 @@ def _writable(value: Any, text: bytes | memoryview, name: str, first_line: int) 
     """The value, read again with every number as written when it holds a float; refused when too deep."""
     if _writes_as_read(value, text):  # as an agent writes its log: nothing to keep, nothing too deep to write
         return value
+    return _exactly(value, text, name, first_line)
+
+
+def _exactly(value: Any, text: bytes | memoryview, name: str, first_line: int) -> Any:
+    """`_writable` of a value orjson does not write back as `text`: walked for its depth and floats."""
     too_deep, has_float = _scan(value)
     if too_deep:
         raise _too_deep(bytes(text), name, first_line)
@@ -623,12 +628,12 @@ def _object_in(text: bytes) -> tuple[dict | None, dict[str, tuple[int, int]] | N
     members are when `text` is that object as orjson writes it (`_written_members`)."""
     try:
         value = load_json(text)
-        written = _written_members(value, text) if type(value) is dict else None
-        if written is None:
-            value = _writable(value, text, "<line>", 1)
+        if type(value) is not dict:
+            return None, None
+        written = _written_members(value, text)  # (found where orjson writes `value` as `text`: else walked)
+        return (value if written is not None else _exactly(value, text, "<line>", 1)), written
     except (orjson.JSONDecodeError, ParseError):
         return None, None
-    return (value, written) if type(value) is dict else (None, None)
 
 
 @functools.lru_cache(maxsize=1024)
