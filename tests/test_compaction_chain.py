@@ -39,7 +39,7 @@ must accept the log, send one request, and send the summary and every fact the o
 
 The recorded sessions are short (24 to 34 messages, about 1,600 to 5,500 tokens), so the 4,000 →
 250 windows would mostly not cut: each starts at the window from which halving cuts most often
-(Claude Code's cuts five times, Codex's and Gemini's four, pi's three, before the window is one
+(Claude Code's cuts five times, Codex's, Gemini's and pi's four, before the window is one
 message). The corpus's Claude Code log starts at 4,000 tokens, pi's at 20,000 (its last message is
 big); both cut five times.
 """
@@ -117,13 +117,13 @@ def recorded(agent: str) -> Path:
 
 
 SESSIONS = [
-    Session("claude-code", "claude-code", recorded("claude-code"), 800),  # 1,000 and more only prune at first
-    Session("codex", "codex", recorded("codex"), 600),  # 4, then the window is one message (500 to 600 do)
-    Session("gemini", "gemini", recorded("gemini"), 1000),  # 1,500 and more only prune at first
-    Session("pi", "pi", recorded("pi"), 300),  # 3 (280 to 360; 380 cuts 4 times, 400 only prunes at first)
+    Session("claude-code", "claude-code", recorded("claude-code"), 1500),  # 5 (700 to 1,200: 4)
+    Session("codex", "codex", recorded("codex"), 1000),  # 4, then the window is one message (600 to 900: 3)
+    Session("gemini", "gemini", recorded("gemini"), 1800),  # 4 (900 to 1,500: 3; 2,000 to 3,000 only prune at first)
+    Session("pi", "pi", recorded("pi"), 700),  # 4 (700 to 1,000; 360 to 600 cut 3 times, 300 twice)
     # The same Codex session, its patches run through the shell (exec_command's `cmd`, shell_command's `command`).
-    Session("codex-patch-by-exec-command", "codex", recorded("codex"), 600, ("exec_command", "cmd")),
-    Session("codex-patch-by-shell-command", "codex", recorded("codex"), 600, ("shell_command", "command")),
+    Session("codex-patch-by-exec-command", "codex", recorded("codex"), 1000, ("exec_command", "cmd")),
+    Session("codex-patch-by-shell-command", "codex", recorded("codex"), 1000, ("shell_command", "command")),
     # 5 cuts each (pi's large session from 20,000: its last message is big, and from 4,000 the window is one message at step 3).
     Session("corpus-claude-code", "claude-code", CORPUS / "claude-code" / "spotter-session-258c7280-compacted-1863lines.jsonl", 4000),
     Session("corpus-pi", "pi", CORPUS / "trajectories" / "pi-coding-agent-large-session.jsonl", 20000),

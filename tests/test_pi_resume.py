@@ -430,15 +430,20 @@ def test_pi_goes_on_working_from_a_slimmed_session(name, original, pi, standin, 
 # --- the ground truth --------------------------------------------------------------------
 # The stand-in's count of the request pi really sends on resume (its system prompt, tools and
 # messages: loopback.py `count_tokens_of`, the count the recorded session's usage holds) against
-# `estimate` of the file pi resumed. A compacted session falls short (6 to 10 %): what it keeps
-# is mostly short messages, each sent with its JSON frame (role, type, call id) at 0.55 to 0.95
-# tokens a character of content, and the fit counts every character at the ratio of the original,
-# whose large tool results send 0.33 (1,399 + 0.366 a character: 732 tokens of content where pi
-# sends 918).
+# `estimate` of the file pi resumed. The model counts each block's frame (the fit finds about 22
+# tokens a block, role, type and call id), so the short messages a compaction keeps count as sent.
+# Two gaps stay, measured:
+# - a session stopped while its last calls ran: pi sends a result for each call left open ("No
+#   result provided", 58 tokens for the two), which the file does not hold: -6.4 % once compacted,
+#   -7.0 % with --slim, -9.3 % twice;
+# - compacted twice, the window is the summary and two short messages: -5.6 %.
 # The corpus session recorded the real API's counts of another pi and model: not what the stand-in
 # counts (estimate 177,657 where the stand-in counts 152,485, +16.5 %).
-SHORT = pytest.mark.xfail(strict=True, reason="the short messages a compaction keeps send more a character than the fit's ratio")
-AS_SENT_CASES = [pytest.param(name, how, id=f"{name}-{how or 'as-recorded'}", marks=[SHORT] if how and (name, how) != ("recorded", "twice") else [])
+OPEN_CALLS = pytest.mark.xfail(strict=True, reason="pi sends a result for each call left open, which the file does not hold")
+MOSTLY_SUMMARY = pytest.mark.xfail(strict=True, reason="compacted twice, the window is mostly the summary: -5.6 %")
+GAPS = {("unanswered", "once"): OPEN_CALLS, ("unanswered", "twice"): OPEN_CALLS, ("unanswered", "slim"): OPEN_CALLS,
+        ("recorded", "twice"): MOSTLY_SUMMARY}
+AS_SENT_CASES = [pytest.param(name, how, id=f"{name}-{how or 'as-recorded'}", marks=[GAPS[name, how]] if (name, how) in GAPS else [])
                  for name in ("recorded", "unanswered") for how in (None, *HOWS)]
 
 

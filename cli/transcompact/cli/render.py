@@ -167,7 +167,8 @@ def summary(e: Estimate) -> Section:
         c = e.calibration
         error = (f"error {100 * c.error:.1f}% on the later {c.error_samples} responses, fitted on the earlier ones"
                  if c.error is not None else "too few responses to measure its error")
-        rows.append(("calibration", f"ratio {c.ratio:.4f}, overhead {_n(round(c.overhead))}, {c.samples} responses; {error}"))
+        frame = f"frame {c.frame:.1f} a block, " if round(c.frame, 1) else ""
+        rows.append(("calibration", f"ratio {c.ratio:.4f}, {frame}overhead {_n(round(c.overhead))}, {c.samples} responses; {error}"))
     rows += [("note", note) for note in e.notes]
     return Section(f"{e.name}: {e.format}, {counted(e.messages, 'message')}", ("", ""), tuple(rows))
 

@@ -1,20 +1,23 @@
 """What the API really counted, read from the `usage` a transcript's responses recorded, and a
-fit of `tokens ≈ overhead + ratio × content` over it: the model every count of a log with enough
-usage is made with (docs/counting.md).
+fit of `tokens ≈ overhead + ratio × content + frame × blocks` over it: the model every count of a
+log with enough usage is made with (docs/counting.md).
 
 A response's usage counts the prompt that produced it: every message before it, plus what the
 log never shows (the system prompt, the tool schemas). So response i gives one sample: the
-characters of messages 0..i-1 against `input_tokens + cache_creation_input_tokens +
+characters and blocks of messages 0..i-1 against `input_tokens + cache_creation_input_tokens +
 cache_read_input_tokens` (Anthropic) or `prompt_tokens` (OpenAI). A compact boundary starts the
 prompt afresh; a Claude Code transcript already begins at the last one, so the samples are the
 responses after it.
 
-The overhead (the system prompt and tools, which do not change with the content) is fitted on
-characters, whatever the tokenizer, so that every tokenizer adds the same one; a tokenizer's
-ratio (tokens per unit of its own count) is then the one through the newest response with that
-overhead held. The line goes through the newest response, so that the model says of the prompt
-that response recorded what it recorded; an overhead below 0 (the content grew dearer per
-character as the log went on) is held at 0: a fixed part of a prompt is never negative.
+Each block is sent in a frame (its type, a call id, the JSON around it) that costs about the same
+whatever it holds: counted a character at a time, a log of short blocks (what a compaction keeps)
+would cost less than it is sent at. The overhead (the system prompt and tools, which do not change
+with the content) and the frame are fitted on characters, whatever the tokenizer, so that every
+tokenizer adds the same ones; a tokenizer's ratio (tokens per unit of its own count) is then the
+one through the newest response with those held. The fit goes through the newest response, so
+that the model says of the prompt that response recorded what it recorded; an overhead below 0
+(the content grew dearer per character as the log went on) is held at 0: a fixed part of a prompt
+is never negative.
 """
 
 from __future__ import annotations
@@ -23,6 +26,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.model import Message
+
+# A block's frame is fitted apart from its characters with FRAME_SAMPLES samples or more (a plane
+# through the newest and two more) whose blocks do not grow in step with their characters (the
+# square of their correlation at most IN_STEP); else the samples cannot tell the two apart, and the
+# ratio counts the frames with the characters. (A rewrite restates the usage it keeps on the plane
+# it counted with: a few kept responses must give it back.)
+FRAME_SAMPLES = 3
+IN_STEP = 0.99
 
 _ANTHROPIC_INPUT = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
@@ -46,6 +57,7 @@ class Recorded:
 class Calibration:
     ratio: float  # tokens per unit of the tokenizer's count (a character for the chars estimator)
     overhead: float  # tokens the transcript does not show (system prompt, tool schemas), the same for every tokenizer
+    frame: float  # tokens a block costs beyond its content (its type, call id, the JSON around it), the same for every tokenizer
     samples: int
     error: float | None  # median |estimate − real| / real on the later half, fitted on the earlier half
     error_samples: int  # how many responses that error was measured on
@@ -105,60 +117,97 @@ def recorded_usage(messages: Sequence[Message]) -> Recorded | None:
     return Recorded(tokens, output_tokens(messages[index]), index, len(found))
 
 
-def samples(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],
-            head_chars: int = 0, head_fixed: int = 0) -> list[tuple[int, int, int]]:
-    """(chars before the response, figures before it (images, documents), tokens it recorded)."""
+# A sample: (units of content before the response, its blocks, the figures before it (images,
+# documents), the tokens it recorded).
+Point = tuple[int, int, int, int]
+
+
+def samples(messages: Sequence[Message], units: Sequence[int], blocks: Sequence[int], fixed: Sequence[int],
+            head_units: int = 0, head_fixed: int = 0) -> list[Point]:
+    """One `Point` for each response that recorded usage."""
     out = []
-    before_chars, before_fixed = head_chars, head_fixed
-    for message, c, f in zip(messages, chars, fixed):
+    before_units, before_blocks, before_fixed = head_units, 0, head_fixed
+    for message, u, b, f in zip(messages, units, blocks, fixed):
         tokens = usage_tokens(message)
         if tokens:
-            out.append((before_chars, before_fixed, tokens))
-        before_chars += c
+            out.append((before_units, before_blocks, before_fixed, tokens))
+        before_units += u
+        before_blocks += b
         before_fixed += f
     return out
 
 
-def fit(points: Sequence[tuple[int, int, int]]) -> tuple[float, float] | None:
-    """(ratio, overhead) of tokens − figures ≈ overhead + ratio × chars: the line through the newest
-    sample (the count is about now, and the newest prompt measures the system prompt and tools as
-    they are now) whose ratio is the least squares one over the others. An overhead that would fall
-    below 0 is held at 0 (the line through the origin and the newest sample). None with fewer than
-    2 distinct sizes or a ratio that is not positive."""
+def fit(points: Sequence[Point]) -> tuple[float, float, float] | None:
+    """(ratio, frame, overhead) of tokens − figures ≈ overhead + ratio × chars + frame × blocks: the
+    plane through the newest sample (the count is about now, and the newest prompt measures the
+    system prompt and tools as they are now) whose ratio and frame are the least squares ones over
+    the others, where the samples tell the frame apart (`FRAME_SAMPLES`) and the ratio, frame and
+    overhead are positive; else the line (no frame: the ratio counts it with the characters), whose
+    overhead, where it would fall below 0, is held at 0 (the line through the origin and the newest
+    sample). None with fewer than 2 distinct sizes or a ratio that is not positive."""
     if len(points) < 2:
         return None
-    last_chars, last_fixed, last_tokens = points[-1]
+    last_chars, last_blocks, last_fixed, last_tokens = points[-1]
     last = last_tokens - last_fixed
-    squares = sum((c - last_chars) ** 2 for c, _, _ in points)
-    if not squares:  # every sample the same size
+    deltas = [(c - last_chars, b - last_blocks, t - f - last) for c, b, f, t in points]
+    cc = sum(c * c for c, _, _ in deltas)
+    if not cc:  # every sample the same size
         return None
-    ratio = sum((c - last_chars) * (t - f - last) for c, f, t in points) / squares
+    if len(points) >= FRAME_SAMPLES:
+        bb, cb = sum(b * b for _, b, _ in deltas), sum(c * b for c, b, _ in deltas)
+        ct, bt = sum(c * t for c, _, t in deltas), sum(b * t for _, b, t in deltas)
+        determinant = cc * bb - cb * cb
+        if determinant > 0:
+            ratio, frame = (ct * bb - bt * cb) / determinant, (cc * bt - cb * ct) / determinant
+            overhead = last - ratio * last_chars - frame * last_blocks
+            told_apart = determinant > (1 - IN_STEP) * cc * bb or (
+                len(points) > FRAME_SAMPLES and all(abs(t - ratio * c - frame * b) <= 1 for c, b, t in deltas))
+            if told_apart and ratio > 0 and frame >= 0 and overhead >= 0:
+                return ratio, frame, overhead
+    ratio = sum(c * t for c, _, t in deltas) / cc
     overhead = last - ratio * last_chars
     if overhead < 0:
         overhead, ratio = 0.0, last / last_chars if last_chars else 0.0
-    return (ratio, overhead) if ratio > 0 else None
+    return (ratio, 0.0, overhead) if ratio > 0 else None
 
 
-def ratio_with(points: Sequence[tuple[int, int, int]], overhead: float) -> float | None:
-    """The ratio of tokens − figures − overhead = ratio × units through the newest sample (the overhead held)."""
-    units, fixed, tokens = points[-1]
-    return (tokens - fixed - overhead) / units if units else None
+def ratio_with(points: Sequence[Point], overhead: float, frame: float) -> float | None:
+    """The ratio of tokens − figures − overhead − frames = ratio × units through the newest sample
+    (the overhead and the frame held)."""
+    units, blocks, fixed, tokens = points[-1]
+    return (tokens - fixed - overhead - frame * blocks) / units if units else None
 
 
-def model(points: Sequence[tuple[int, int, int]],
-          unit_points: Sequence[tuple[int, int, int]] | None) -> tuple[float, float, float | None] | None:
-    """(ratio, overhead, ratio on characters): the overhead fitted on characters; with another
-    tokenizer's units, its ratio through the newest sample with that overhead held (the ratio on
-    characters then third; None where the units are characters)."""
+def model(points: Sequence[Point], unit_points: Sequence[Point] | None) -> tuple[float, float, float, float | None] | None:
+    """(ratio, overhead, frame, ratio on characters): the overhead and the frame fitted on
+    characters; with another tokenizer's units, its ratio through the newest sample with those held
+    (the ratio on characters then last; None where the units are characters)."""
     fitted = fit(points)
-    if fitted is None or unit_points is None:
-        return None if fitted is None else (*fitted, None)
-    ratio = ratio_with(unit_points, fitted[1])
-    return (ratio, fitted[1], fitted[0]) if ratio is not None and ratio > 0 else None
+    if fitted is None:
+        return None
+    ratio, frame, overhead = fitted
+    if unit_points is None:
+        return ratio, overhead, frame, None
+    in_units = ratio_with(unit_points, overhead, frame)
+    return (in_units, overhead, frame, ratio) if in_units is not None and in_units > 0 else None
 
 
-def holdout_error(points: Sequence[tuple[int, int, int]],
-                  unit_points: Sequence[tuple[int, int, int]] | None = None) -> tuple[float | None, int]:
+def through(points: Sequence[Point], unit_points: Sequence[Point] | None,
+            shape: Calibration) -> tuple[float, float, float, float | None] | None:
+    """`model`'s (ratio, overhead, frame, ratio on characters) with the ratio and frame of `shape`
+    (a fit on more responses: the log before a compaction) and the overhead through the newest
+    sample; None where that overhead would fall below 0."""
+    units, blocks, fixed, tokens = points[-1]
+    overhead = tokens - fixed - shape.per_char * units - shape.frame * blocks
+    if overhead < 0:
+        return None
+    if unit_points is None:
+        return shape.per_char, overhead, shape.frame, None
+    in_units = ratio_with(unit_points, overhead, shape.frame)
+    return (in_units, overhead, shape.frame, shape.per_char) if in_units is not None and in_units > 0 else None
+
+
+def holdout_error(points: Sequence[Point], unit_points: Sequence[Point] | None = None) -> tuple[float | None, int]:
     """Fit on the earlier half, measure the median relative error on the later half."""
     from statistics import median
 
@@ -167,19 +216,23 @@ def holdout_error(points: Sequence[tuple[int, int, int]],
     later = (unit_points if unit_points is not None else points)[half:]
     if fitted is None or not later:
         return None, 0
-    ratio, overhead, _ = fitted
-    return median(abs(overhead + ratio * u + f - t) / t for u, f, t in later), len(later)
+    ratio, overhead, frame, _ = fitted
+    return median(abs(overhead + ratio * u + frame * b + f - t) / t for u, b, f, t in later), len(later)
 
 
-def calibrate(messages: Sequence[Message], chars: Sequence[int], fixed: Sequence[int],
+def calibrate(messages: Sequence[Message], chars: Sequence[int], blocks: Sequence[int], fixed: Sequence[int],
               head_chars: int = 0, head_fixed: int = 0, units: Sequence[int] | None = None,
-              head_units: int = 0) -> Calibration | None:
+              head_units: int = 0, shape: Calibration | None = None) -> Calibration | None:
     """The fit over every response with usage, and its honest error; None when it cannot be fitted.
-    `units`: each message's count by a tokenizer other than the chars estimator, whose ratio is fitted."""
-    points = samples(messages, chars, fixed, head_chars, head_fixed)
-    unit_points = samples(messages, units, fixed, head_units, head_fixed) if units is not None else None
-    fitted = model(points, unit_points)
+    `units`: each message's count by a tokenizer other than the chars estimator, whose ratio is fitted.
+    `shape`: a fit whose ratio and frame are kept (`through`), its error with them."""
+    points = samples(messages, chars, blocks, fixed, head_chars, head_fixed)
+    if not points:
+        return None
+    unit_points = samples(messages, units, blocks, fixed, head_units, head_fixed) if units is not None else None
+    fitted = model(points, unit_points) if shape is None else through(points, unit_points, shape)
     if fitted is None:
         return None
-    error, measured = holdout_error(points, unit_points)
-    return Calibration(fitted[0], fitted[1], len(points), error, measured, fitted[2])
+    error, measured = holdout_error(points, unit_points) if shape is None else (shape.error, shape.error_samples)
+    ratio, overhead, frame, chars_ratio = fitted
+    return Calibration(ratio, overhead, frame, len(points), error, measured, chars_ratio)

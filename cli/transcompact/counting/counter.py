@@ -9,7 +9,8 @@ Images and PDFs cost a fixed figure (see `core/media.py`) whatever the tokenizer
 A transcript does not hold everything the API is sent: a Claude Code log has no system prompt
 and no tool schemas. When at least 2 of its responses recorded usage, every count is one model
 fitted on them (`calibrate.py`): the content, by the tokenizer, times a fitted ratio, plus a
-fixed overhead fitted apart from it, the same for every tokenizer, up to the newest response
+fitted frame for each block, plus a fixed overhead fitted apart from them, the frame and the
+overhead the same for every tokenizer, up to the newest response
 that recorded usage; that response's recorded output and the estimate of what follows it after
 (`_by_fit`). The line goes through that response, so a log counts the context it recorded plus
 the estimate of what follows, whatever the rest of the fit (`sessions` reads it by its end). The
@@ -19,7 +20,8 @@ and tools) stays with a rewrite, whose writer restates the usage it keeps on the
 recorded plus the estimate of the messages after it, the difference (recorded − estimate)
 carried as a hidden overhead. A `Basis` holds the model or the overhead, so that a rewritten
 transcript is counted on its input's scale; a log compacted with no response since is counted
-with the model of the log before its compaction. An Anthropic request body is counted from its
+with the model of the log before its compaction, and one with few responses since with that
+model's ratio and frame through its newest. An Anthropic request body is counted from its
 last `compaction` block on: the API ignores everything before it.
 """
 
@@ -184,6 +186,7 @@ class _Tally:
     units: tuple[tuple[str, int], ...] = ()  # (kind, chars), or tokens for a tokenizer
     fixed: tuple[tuple[str, int], ...] = ()  # (kind, tokens) from images and documents
     results: tuple[tuple[str, int, int], ...] = ()  # (tool_call_id, units, fixed)
+    blocks: int = 0  # each sent in a frame the fit counts (`Calibration.frame`)
     scaled: tuple | None = None  # (ratio, ((kind, tokens), …), overhead, tokens): `_scaled`, kept for the next count
 
 
@@ -226,14 +229,16 @@ def _tally_of_view(view: MessageView) -> _Tally:
         units[kind] = units.get(kind, 0) + size.chars
         if size.type is ToolResult:
             results.append((size.call_id or "", size.chars, 0))
-    return _Tally(tuple(units.items()), (), tuple(results) if results else ())
+    return _Tally(tuple(units.items()), (), tuple(results) if results else (), len(view.blocks))
 
 
 def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
     units: dict[str, int] = {}
     fixed: dict[str, int] = {}
     results: list[tuple[str, int, int]] = []
+    count = 0
     for block in blocks:
+        count += 1
         # The two commonest blocks by the short path; everything else through `pieces`.
         if type(block) is Text:
             units["text"] = units.get("text", 0) + measure(block.text)
@@ -254,7 +259,7 @@ def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
                 result_units += counted
         if isinstance(block, ToolResult):
             results.append((block.tool_call_id, result_units, result_fixed))
-    return _Tally(tuple(units.items()), tuple(fixed.items()) if fixed else (), tuple(results) if results else ())
+    return _Tally(tuple(units.items()), tuple(fixed.items()) if fixed else (), tuple(results) if results else (), count)
 
 
 @dataclass
@@ -304,7 +309,8 @@ def _by_estimator(system: _Tally, tools: _Tally, tallies: list[_Tally | None], r
 def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Calibration, ratio: float | None,
             anchor: Recorded | None, left_out: frozenset[int]) -> _Counted:
     """The model of a log: the fitted overhead + ratio × the content before its newest response
-    with recorded usage (`anchor`), plus the figures of images and documents there; that response
+    with recorded usage (`anchor`) + the fitted frame × its blocks, plus the figures of images and
+    documents there (a message's frames are its `framing`: no block holds them); that response
     its recorded output, and what follows it (and what no usage counted: `left_out`) the estimator's
     count (`ratio`). The line goes through the newest response of the log it was fitted on, so
     that log counts the context that response recorded plus the estimate of what follows, as an
@@ -313,7 +319,7 @@ def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Ca
     scale = fit.ratio
     newest = anchor.message if anchor is not None else len(tallies)
     by_kind = Counter(system=int(_units(system) * scale) + _fixed(system), tool_schemas=int(_units(tools) * scale))
-    units, fixed = _units(system) + _units(tools), _fixed(system)
+    units, fixed, blocks = _units(system) + _units(tools), _fixed(system), 0
     outside = 0  # what the estimator counts: after the newest response, and what no usage counted
     messages, results, framing = [], [], []
     for index, tally in enumerate(tallies):
@@ -334,13 +340,16 @@ def _by_fit(system: _Tally, tools: _Tally, tallies: list[_Tally | None], fit: Ca
         kinds = Counter({k: int(u * scale) for k, u in tally.units})
         kinds.update(dict(tally.fixed))
         by_kind.update(kinds)
-        messages.append(sum(kinds.values()))
-        framing.append(0)
+        frames = int(fit.frame * tally.blocks)
+        messages.append(sum(kinds.values()) + frames)
+        framing.append(frames)
         results += [(index, call_id, int(u * scale) + f) for call_id, u, f in tally.results]
         if index < newest:
             units += _units(tally)
             fixed += _fixed(tally)
-    total = round(fit.overhead + scale * units) + fixed + outside + (anchor.output if anchor is not None else 0)
+            blocks += tally.blocks
+    total = (round(fit.overhead + scale * units + fit.frame * blocks) + fixed + outside
+             + (anchor.output if anchor is not None else 0))
     by_kind["overhead"] = total - sum(by_kind.values())  # the fitted overhead: what the log never shows
     return _Counted(by_kind, messages, results, total - sum(messages), framing)
 
@@ -351,6 +360,10 @@ def _units(tally: _Tally | None) -> int:
 
 def _fixed(tally: _Tally | None) -> int:
     return sum(f for _, f in tally.fixed) if tally is not None else 0
+
+
+def _blocks(tally: _Tally | None) -> int:
+    return tally.blocks if tally is not None else 0
 
 
 def _with_overhead(counted: _Counted, overhead: int, input_tokens: int) -> _Counted:
@@ -405,10 +418,19 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
     left_out = adapter(transcript).unrecorded_messages(transcript)
     found = recorded.responses if recorded is not None else 0  # the responses that recorded usage
     fit = _fitted(transcript, options, system, tools, tallies, left_out) if found >= 2 else None
-    if fit is not None and _sane(fit, options):
-        unit = "chars" if options.tokenizer in ("chars", "anthropic") else f"{options.tokenizer} tokens"
-        return Basis(f"fitted on {fit.samples} recorded responses: {fit.overhead:,.0f} + {unit} × {fit.ratio:.4f}",
-                     calibration=fit)
+    believed = fit is not None and _sane(fit, options)
+    if found and (not believed or found < SHAPE_SAMPLES):
+        # Few responses since a compaction (those a rewrite kept and restated, or the agent's first
+        # since): the ratio and frame of the log before it, fitted on more, through the newest.
+        before = _model_before(transcript, options)
+        if before is not None and before[0].samples > (found if believed else 0):
+            shape, passed = before
+            shaped = _fitted(transcript, options, system, tools, tallies, left_out, shape)
+            if shaped is not None and _sane(shaped, options):
+                return Basis(f"{_described(shaped, options)}, the ratio{' and frame' * bool(round(shaped.frame, 1))} of "
+                             f"{shape.samples} responses{' before the compaction' * (passed + 1)}", calibration=shaped)
+    if fit is not None and believed:
+        return Basis(_described(fit, options), calibration=fit)
     if options.calibrate and fit is not None:
         notes = (f"the fit on the recorded usage gives {fit.ratio:.4f} tokens per unit of the count, more than "
                  f"{SANE_FACTOR}× from the tokenizer's own: too few or too odd responses to fit; counted without it",)
@@ -431,26 +453,59 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
 SANE_FACTOR = 4
 
 
+# Fewer responses than this since a compaction: the model's ratio and frame are those of the log
+# before it, where it has more.
+SHAPE_SAMPLES = 6
+
+
+def _described(fit: Calibration, options: Options) -> str:
+    unit = "chars" if options.tokenizer in ("chars", "anthropic") else f"{options.tokenizer} tokens"
+    frame = f" + {fit.frame:.1f} a block" if round(fit.frame, 1) else ""
+    return (f"fitted on {fit.samples} recorded response{'s' * (fit.samples != 1)}: {fit.overhead:,.0f} + {unit} × {fit.ratio:.4f}"
+            f"{frame}")
+
+
 def _sane(fit: Calibration, options: Options) -> bool:
     own = options.ratio if options.tokenizer in ("chars", "anthropic") else 1.0
     return own / SANE_FACTOR <= fit.ratio <= own * SANE_FACTOR
 
 
 def _fitted(transcript: Transcript, options: Options, system: _Tally, tools: _Tally, tallies: list[_Tally | None],
-            left_out: frozenset[int]) -> Calibration | None:
-    """The model fitted on the transcript's recorded usage (`calibrate`, two responses that recorded
-    it at least), None where it cannot be."""
+            left_out: frozenset[int], shape: Calibration | None = None) -> Calibration | None:
+    """The model fitted on the transcript's recorded usage (`calibrate`: two responses that recorded
+    it at least; one, with the ratio and frame of `shape`), None where it cannot be."""
     def per_message(of: list[_Tally | None], measure: Callable[[_Tally | None], int]) -> list[int]:
         return [0 if i in left_out else measure(t) for i, t in enumerate(of)]
 
     if options.tokenizer in ("o200k", "cl100k"):  # the overhead is fitted on characters, the ratio on the tokenizer's units
         by_chars = TokenCounter(transcript, replace(options, tokenizer="chars", count="content", calibrate=False))
         chars_system, chars_tools, chars_of = by_chars.tallies(transcript)
-        return calibrate(transcript.messages, per_message(chars_of, _units), per_message(chars_of, _fixed),
-                         _units(chars_system) + _units(chars_tools), _fixed(chars_system),
-                         per_message(tallies, _units), _units(system) + _units(tools))
-    return calibrate(transcript.messages, per_message(tallies, _units), per_message(tallies, _fixed),
-                     _units(system) + _units(tools), _fixed(system))
+        return calibrate(transcript.messages, per_message(chars_of, _units), per_message(chars_of, _blocks),
+                         per_message(chars_of, _fixed), _units(chars_system) + _units(chars_tools), _fixed(chars_system),
+                         per_message(tallies, _units), _units(system) + _units(tools), shape)
+    return calibrate(transcript.messages, per_message(tallies, _units), per_message(tallies, _blocks),
+                     per_message(tallies, _fixed), _units(system) + _units(tools), _fixed(system), shape=shape)
+
+
+def _before(transcript: Transcript) -> tuple[Transcript, int] | None:
+    """The newest view before a compaction of the log that recorded usage, and how many views that
+    recorded none it passed (each carries what the one before it holds)."""
+    passed = 0
+    for previous in adapter(transcript).views_before_compaction(transcript):
+        if previous is not None and recorded_usage(previous.messages) is not None:
+            return previous, passed
+        passed += 1
+    return None
+
+
+def _model_before(transcript: Transcript, options: Options) -> tuple[Calibration, int] | None:
+    """The model of the log before its compaction (`_before`), with the views it passed."""
+    found = _before(transcript)
+    if found is None or options.tokenizer == "anthropic":
+        return None
+    previous, passed = found
+    calibration = TokenCounter(previous, replace(options, calibrate=False)).basis.calibration
+    return (calibration, passed) if calibration is not None else None
 
 
 def _carried(transcript: Transcript, options: Options, method: str, notes: tuple[str, ...]) -> Basis:
@@ -458,15 +513,10 @@ def _carried(transcript: Transcript, options: Options, method: str, notes: tuple
     it (or the overhead its last usage showed) still holds (the system prompt and tools the agent
     sends, which the log never shows, did not change), so that a log counts as much read back as
     `compact` reported."""
-    # A view that recorded no usage carries what the one before it holds: the newest that recorded
-    # some is counted (`passed`: the views between), not each view between.
-    passed = 0
-    for previous in adapter(transcript).views_before_compaction(transcript):
-        if previous is not None and recorded_usage(previous.messages) is not None:
-            break
-        passed += 1
-    else:
+    found = _before(transcript)
+    if found is None:
         return Basis(method, notes=notes)
+    previous, passed = found
     exact = options.tokenizer == "anthropic"  # (the fit is on characters: no request for the log before)
     basis = TokenCounter(previous, replace(options, calibrate=False, tokenizer="chars" if exact else options.tokenizer)).basis
     if basis.calibration is not None:  # the fit --calibrate shows: no note that there is none
@@ -548,25 +598,24 @@ class TokenCounter:
 
     def prompts(self, transcript: Transcript) -> list[int] | None:
         """The prompt each message of `transcript` is sent after, by this run's model: the fitted
-        overhead + ratio × the content before it, plus the figures there (what no usage counted,
-        by the estimator): what a rewrite restates the usage of a response it moved by, so that
-        the output's usage lies on the model it was counted with (`Format.append_compaction`).
-        None without a fit (an anchor, or `--tokenizer anthropic`): the rewrite restates none."""
+        overhead + ratio × the content before it + the frame × its blocks, plus the figures there:
+        what a rewrite restates the usage of a response it moved by, so that the output's usage
+        lies on the model it was counted with (`Format.append_compaction`). What no usage counted
+        (`unrecorded_messages`) is left out of it, as of the samples the model is fitted on: a
+        count adds it on top. None without a fit (an anchor, or `--tokenizer anthropic`): the
+        rewrite restates none."""
         fit = self.basis.calibration
         if fit is None or self.options.tokenizer == "anthropic":
             return None
         system, tools, tallies = self.tallies(transcript)
         left_out = adapter(transcript).unrecorded_messages(transcript)
-        units, fixed, outside = _units(system) + _units(tools), _fixed(system), 0
+        units, blocks, fixed = _units(system) + _units(tools), 0, _fixed(system)
         out = []
         for index, tally in enumerate(tallies):
-            out.append(round(fit.overhead + fit.ratio * units) + fixed + outside)
-            if tally is None:
-                continue
-            if index in left_out:
-                outside += _scaled(tally, self.ratio)[3]
-            else:
+            out.append(round(fit.overhead + fit.ratio * units + fit.frame * blocks) + fixed)
+            if tally is not None and index not in left_out:
                 units += _units(tally)
+                blocks += tally.blocks
                 fixed += _fixed(tally)
         return out
 

@@ -20,6 +20,7 @@ class GeminiFormat(Format):
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     write = lazy("writer")
     rewrites_lines, unrecorded_messages = lazy("writer"), staticmethod(reader.unrecorded_messages)
+    view_before_compaction = staticmethod(reader.view_before_compaction)
     append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")
     slimming = lazy("slim")
 

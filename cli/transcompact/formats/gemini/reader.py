@@ -450,6 +450,27 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     return Transcript(format=NAME, dialect="anthropic", messages=messages, name=parsed.name, source=source)
 
 
+def view_before_compaction(transcript: Transcript) -> Transcript | None:
+    """The chat as it was before its newest `$set` of the messages (a compaction's, or the whole
+    history a resume records), None when it has none: its recorded usage measured the system
+    prompt and tools, where the records the `$set` lists may carry little of it."""
+    records = transcript.source.records
+    if records is None:
+        return None
+    newest = next((line for line in range(len(records) - 1, 0, -1) if _sets_messages(records[line][1])), None)
+    before = Parsed(transcript.name, b"", records=records[:newest], bom=transcript.source.bom) if newest else None
+    if before is None or before.is_document:  # nothing before it but the metadata
+        return None
+    try:
+        return read(before)
+    except ShapeError:  # a record before it the agent no longer sends: no view, as check reads none of it
+        return None
+
+
+def _sets_messages(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("$set"), dict) and isinstance(value["$set"].get("messages"), list)
+
+
 def _check_call_ids(active: tuple[Entry, ...], name: str) -> None:
     """`toolCalls` is a list, and a call's or a response's `id` is a string when it is there: the API pairs them by it, and
     no reading of an object or a list as an id would send what the agent sends."""
