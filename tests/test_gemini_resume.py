@@ -448,22 +448,10 @@ def test_a_compacted_chat_resumes_from_our_summary(name, how, original, controls
 
 
 # Depending on the minutes its runs fall in (see `recorded`), "resumed" may hold after its last `$set`
-# only the last run's two responses with usage. Fitted on those two, the model puts the whole request
-# in the ratio (0 + chars × 0.50), and a compaction takes the system instruction and tools out with
-# the content it replaces: estimate 676 of a request the stand-in counts at 12,205 (in the other
-# shape, within 2.5 %).
-FEW_SAMPLES = pytest.mark.xfail(strict=False, reason="a fit on the two responses after a $set has no fixed overhead")
-# A legacy document keeps nothing of the chat before a compaction: the two responses it kept, restated
-# on a model with a frame a block, give back no frame, so the first compaction's output is counted
-# by an anchor, and the second compaction, without a model, writes no usage (-98 %).
-NO_HISTORY = pytest.mark.xfail(strict=True, reason="a legacy document keeps no history before a compaction to carry the model from")
-
-
-def as_sent_marks(name: str, how: str) -> list:
-    return [FEW_SAMPLES] if name == "resumed" else [NO_HISTORY] if (name, how) == ("legacy", "twice") else []
-
-
-@pytest.mark.parametrize(("name", "how"), [pytest.param(name, how, id=f"{name}-{how}", marks=as_sent_marks(name, how))
+# only the last run's two responses with usage: the count takes the ratio and frame of the chat
+# before the `$set`s (docs/counting.md), where a fit on those two alone put the whole request in
+# the ratio (0 + chars × 0.50: 676 of a request the stand-in counts at 12,205).
+@pytest.mark.parametrize(("name", "how"), [(name, how)
                                            for name in RECORDED for how in ("once", "twice", "drop") if how != "drop" or name in LINES])
 def test_estimate_counts_what_gemini_sends(name, how, original, gemini, standin, tmp_path):
     """The ground truth: `estimate` of a chat Gemini recorded, compacted, is within 5 % of what the

@@ -97,3 +97,26 @@ def test_a_rewritten_log_reads_back_as_its_command_reported(log, command, tmp_pa
         return  # the log is written as it was: nothing to read back
     reported = before if command == "repair" else printed["tokens_after"]
     assert counted(out)[0] == pytest.approx(reported, rel=TOLERANCE), (before, reported)
+
+
+def test_a_log_counted_by_an_anchor_compacted_twice_still_counts_what_it_did_not_show(tmp_path):
+    """One response recorded usage: the count is anchored on it (the system prompt and tools it
+    showed: a hidden overhead). compact restates the usage of the response it keeps as that anchor
+    counts it, so the output (with --slim, nothing before its compaction to carry a count from) is
+    anchored again, and compacted once more it still counts the overhead, as compact reported, not
+    the content alone."""
+    from .builders import claude_log
+
+    lines = [json.loads(line) for line in claude_log(rounds=6, size=2000).splitlines()]
+    last = max(i for i, line in enumerate(lines) if line["type"] == "assistant")  # what every window keeps
+    lines[last]["message"]["usage"] = {"input_tokens": 20_000, "output_tokens": 20}  # the content is about 3,000
+    log = tmp_path / "session.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    for step, keep in enumerate(("600", "100")):
+        out, report = tmp_path / f"out{step}.jsonl", tmp_path / f"report{step}.json"
+        done = run(*compact("--slim", "--keep-recent-tokens", keep), "--report", str(report), "-o", str(out), str(log))
+        assert done.exit_code == 0, done.stderr
+        printed = json.loads(report.read_text().splitlines()[0])
+        assert printed["status"] == "changed" and printed["tokens_after"] > 17_000, printed
+        assert counted(out)[0] == pytest.approx(printed["tokens_after"], rel=TOLERANCE)
+        log = out

@@ -421,14 +421,16 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
     believed = fit is not None and _sane(fit, options)
     if found and (not believed or found < SHAPE_SAMPLES):
         # Few responses since a compaction (those a rewrite kept and restated, or the agent's first
-        # since): the ratio and frame of the log before it, fitted on more, through the newest.
+        # since): the ratio and frame of the log before it, fitted on as many or more (the older
+        # of two alike: the further apart its samples, the surer), through the newest.
         before = _model_before(transcript, options)
-        if before is not None and before[0].samples > (found if believed else 0):
+        if before is not None and before[0].samples >= (found if believed else 1):
             shape, passed = before
             shaped = _fitted(transcript, options, system, tools, tallies, left_out, shape)
             if shaped is not None and _sane(shaped, options):
+                where = "the compaction" if not passed else f"{passed + 1} compactions"
                 return Basis(f"{_described(shaped, options)}, the ratio{' and frame' * bool(round(shaped.frame, 1))} of "
-                             f"{shape.samples} responses{' before the compaction' * (passed + 1)}", calibration=shaped)
+                             f"{shape.samples} responses before {where}", calibration=shaped)
     if fit is not None and believed:
         return Basis(_described(fit, options), calibration=fit)
     if options.calibrate and fit is not None:
@@ -602,13 +604,19 @@ class TokenCounter:
         what a rewrite restates the usage of a response it moved by, so that the output's usage
         lies on the model it was counted with (`Format.append_compaction`). What no usage counted
         (`unrecorded_messages`) is left out of it, as of the samples the model is fitted on: a
-        count adds it on top. None without a fit (an anchor, or `--tokenizer anthropic`): the
-        rewrite restates none."""
+        count adds it on top. Anchored (one response, or no fit believed), the anchor's count
+        (`_anchored_prompts`). None with neither, with an anchor that showed a negative overhead,
+        or with `--tokenizer anthropic`: the rewrite restates none."""
         fit = self.basis.calibration
-        if fit is None or self.options.tokenizer == "anthropic":
+        if self.options.tokenizer == "anthropic":
             return None
-        system, tools, tallies = self.tallies(transcript)
         left_out = adapter(transcript).unrecorded_messages(transcript)
+        if fit is None:
+            # (A negative overhead stood for old content the agent left out of what it sent, which
+            # the rewrite may have taken out too: not restated by.)
+            anchored = self.basis.anchor is not None and self.basis.overhead >= 0
+            return self._anchored_prompts(transcript, left_out) if anchored else None
+        system, tools, tallies = self.tallies(transcript)
         units, blocks, fixed = _units(system) + _units(tools), 0, _fixed(system)
         out = []
         for index, tally in enumerate(tallies):
@@ -617,6 +625,17 @@ class TokenCounter:
                 units += _units(tally)
                 blocks += tally.blocks
                 fixed += _fixed(tally)
+        return out
+
+    def _anchored_prompts(self, transcript: Transcript, left_out: frozenset[int]) -> list[int]:
+        """`prompts` by an anchor: the estimate of what comes before each message, with the hidden
+        overhead its recorded usage showed (what the anchor counts the prompt it covered by)."""
+        counted = self.counted(transcript)
+        out, running = [], counted.head
+        for index, tokens in enumerate(counted.messages):
+            out.append(running)
+            if index not in left_out:
+                running += tokens
         return out
 
     def _on_scale(self, counted: _Counted) -> _Counted:
