@@ -40,7 +40,7 @@ COMMANDS = {"prune": PRUNE, "compact": compact(), "compact --slim": compact("--s
 GAPS = {
     # pi reads a kept reply's usage as no usage of the compacted session: the session is counted
     # with the model of what comes before the compaction entry, which --slim leaves the window
-    # alone: a window of one reply is one sample, an anchor on it, not the model.
+    # alone: a window of one reply is one sample, an anchor on it, not the model (2.2 % below).
     ("pi-recorded-compacted.jsonl", "compact --slim"):
         "--slim leaves pi's compaction one reply before it: one sample, not the model",
     # Nothing to compact (Codex compacted it itself, no response since): slim drops the history

@@ -28,7 +28,7 @@ last `compaction` block on: the API ignores everything before it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -232,13 +232,11 @@ def _tally_of_view(view: MessageView) -> _Tally:
     return _Tally(tuple(units.items()), (), tuple(results) if results else (), len(view.blocks))
 
 
-def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
+def _tally(blocks: Sequence[Block], measure: Callable[[str], int]) -> _Tally:
     units: dict[str, int] = {}
     fixed: dict[str, int] = {}
     results: list[tuple[str, int, int]] = []
-    count = 0
     for block in blocks:
-        count += 1
         # The two commonest blocks by the short path; everything else through `pieces`.
         if type(block) is Text:
             units["text"] = units.get("text", 0) + measure(block.text)
@@ -259,7 +257,7 @@ def _tally(blocks, measure: Callable[[str], int]) -> _Tally:
                 result_units += counted
         if isinstance(block, ToolResult):
             results.append((block.tool_call_id, result_units, result_fixed))
-    return _Tally(tuple(units.items()), tuple(fixed.items()) if fixed else (), tuple(results) if results else (), count)
+    return _Tally(tuple(units.items()), tuple(fixed.items()) if fixed else (), tuple(results) if results else (), len(blocks))
 
 
 @dataclass
