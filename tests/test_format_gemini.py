@@ -9,6 +9,8 @@ from dataclasses import replace
 import orjson
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from transcompact import check, dumps, loads
 from transcompact.cli.main import cli
@@ -17,6 +19,7 @@ from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
 from transcompact.formats import adapter, rewrites_lines
+from transcompact.formats.gemini import writer as gemini_writer
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.summarize import SummaryOptions
 from transcompact.ops.compaction.summary_message import is_summary_message
@@ -587,3 +590,22 @@ def test_repair_of_a_legacy_chat_whose_call_and_result_ids_differ_answers_the_ca
     assert_every_call_answered(client_history(records))
     stand_in = records[1]["toolCalls"][0]["result"]
     assert [p["functionResponse"]["response"] for p in stand_in] == [{"error": "[No result recorded]"}]
+
+
+# --- where each message of a legacy document sits -------------------------------------------
+
+_JSON_TEXT = st.text(alphabet=st.sampled_from('ab "\\\n\t{}[],:é'), max_size=12)
+_VALUES = st.recursive(st.none() | st.integers() | _JSON_TEXT,
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_JSON_TEXT, inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(st.dictionaries(_JSON_TEXT, _VALUES, max_size=4) | _VALUES, max_size=5),
+       before=st.dictionaries(st.sampled_from(["sessionId", "projectHash", "messages2"]), _VALUES, max_size=2),
+       after=st.dictionaries(st.sampled_from(["lastUpdated", "kind"]), _VALUES, max_size=2),
+       indent=st.sampled_from([2, 4, "\t", None]))
+def test_the_messages_of_a_document_are_found_by_its_layout_as_by_reading_it_whole(messages, before, after, indent):
+    """The byte searches of an indented document (writer._indented_spans) find each message where
+    reading every string and bracket does, or leave it to that reading."""
+    data = json.dumps({**before, "messages": messages, **after}, indent=indent, ensure_ascii=False).encode()
+    assert gemini_writer.message_spans(data) == gemini_writer._scanned_spans(data)

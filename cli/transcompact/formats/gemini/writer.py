@@ -179,9 +179,54 @@ def write(transcript: Transcript) -> bytes:
 _STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
+# The first key of a document indented as JSON.stringify(…, null, n) lays it out: its indent.
+_FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\{\n([ \t]+)"')
+
+
 def message_spans(data: bytes) -> list[tuple[int, int]]:
     """The byte range of each object or array in the top-level `messages` array (a string or a
     number there has none: the caller compares the count with the array's)."""
+    indented = _indented_spans(data)
+    return indented if indented is not None else _scanned_spans(data)
+
+
+def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
+    """`message_spans` of a document laid out as the agent writes it (JSON.stringify with an
+    indent), by a few byte searches: a JSON string holds no raw line break, so a line that begins
+    with one indent and `"messages": [` is that key, one with two indents and `{` or `}` begins or
+    ends a message, one with one indent and `]` ends the array. None for a document laid out
+    otherwise, or whose array holds anything but objects (`_scanned_spans` reads it)."""
+    first = _FIRST_KEY.match(data)
+    if first is None:
+        return None
+    unit = first.group(1)
+    opening = b"\n" + unit + b'"messages": ['
+    at = data.find(opening)
+    if at < 0 or data.find(opening, at + 1) >= 0:
+        return None
+    start = at + len(opening)
+    if data[start:start + 1] != b"\n":
+        return [] if data[start:start + 1] == b"]" else None  # `[]`, or an array laid out otherwise
+    end = data.find(b"\n" + unit + b"]", start)
+    if end < 0:
+        return None
+    item_open, item_close = b"\n" + unit * 2 + b"{", b"\n" + unit * 2 + b"}"
+    spans = []
+    position = start
+    while (begins := data.find(item_open, position, end)) >= 0:
+        ends = data.find(item_close, begins, end)
+        if ends < 0:
+            return None
+        spans.append((begins + len(item_open) - 1, ends + len(item_close)))
+        position = ends + len(item_close)
+    # Every line at the messages' depth begins or ends one: else one is no object.
+    if data.count(b"\n" + unit * 2, start, end) - data.count(b"\n" + unit * 2 + unit[:1], start, end) != 2 * len(spans):
+        return None
+    return spans
+
+
+def _scanned_spans(data: bytes) -> list[tuple[int, int]]:
+    """`message_spans` of any document, by every string and bracket of it."""
     spans: list[tuple[int, int]] = []
     depth, key, inside, start = 0, None, False, 0
     for match in _STRING_OR_BRACKET.finditer(data):
