@@ -454,7 +454,7 @@ SANE_FACTOR = 4
 
 
 # Fewer responses than this since a compaction: the model's ratio and frame are those of the log
-# before it, where it has more.
+# before it, where that log has as many or more.
 SHAPE_SAMPLES = 6
 
 
