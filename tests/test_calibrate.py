@@ -17,6 +17,7 @@ from transcompact.counting.calibrate import (
     model,
     output_tokens,
     ratio_with,
+    recorded_prompts,
     recorded_usage,
     samples,
     through,
@@ -55,7 +56,7 @@ def test_the_last_recorded_usage_is_the_context_with_its_output():
 def test_each_response_samples_the_characters_before_it():
     messages = [Message("user", (Text("x"),)), response({"input_tokens": 100}), Message("user", (Text("y"),)),
                 response({"input_tokens": 180})]
-    assert samples(messages, [40, 10, 300, 5], [1, 1, 2, 1], [0, 0, 50, 0], head_units=7) == [(47, 1, 0, 100), (357, 4, 50, 180)]
+    assert samples(recorded_prompts(messages), [40, 10, 300, 5], [1, 1, 2, 1], [0, 0, 50, 0], head_units=7) == [(47, 1, 0, 100), (357, 4, 50, 180)]
 
 
 def at(chars: int, tokens: int, blocks: int = 0, figures: int = 0) -> tuple[int, int, int, int]:
@@ -110,7 +111,7 @@ def test_the_error_is_measured_on_responses_the_fit_did_not_see():
 
 def test_calibrate_needs_two_responses():
     messages = [Message("user", (Text("x"),)), response({"input_tokens": 100})]
-    assert calibrate(messages, [10, 2], [1, 1], [0, 0]) is None
+    assert calibrate(recorded_prompts(messages), [10, 2], [1, 1], [0, 0]) is None
 
 
 def test_the_output_of_a_response_is_read_in_either_dialect_and_zero_when_not_recorded():

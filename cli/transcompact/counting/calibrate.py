@@ -109,8 +109,15 @@ def output_tokens(message: Message) -> int:
     return value if isinstance(value, int) else 0
 
 
-def recorded_usage(messages: Sequence[Message]) -> Recorded | None:
-    found = [(i, tokens) for i, m in enumerate(messages) if (tokens := usage_tokens(m))]
+def recorded_prompts(messages: Sequence[Message]) -> list[int | None]:
+    """`usage_tokens` of each message, read once for `recorded_usage` and `samples` alike."""
+    return [usage_tokens(m) for m in messages]
+
+
+def recorded_usage(messages: Sequence[Message], prompts: Sequence[int | None] | None = None) -> Recorded | None:
+    """The last response's usage; `prompts`: `recorded_prompts(messages)`, when it is read already."""
+    prompts = recorded_prompts(messages) if prompts is None else prompts
+    found = [(i, tokens) for i, tokens in enumerate(prompts) if tokens]
     if not found:
         return None
     index, tokens = found[-1]
@@ -122,13 +129,12 @@ def recorded_usage(messages: Sequence[Message]) -> Recorded | None:
 Point = tuple[int, int, int, int]
 
 
-def samples(messages: Sequence[Message], units: Sequence[int], blocks: Sequence[int], fixed: Sequence[int],
+def samples(prompts: Sequence[int | None], units: Sequence[int], blocks: Sequence[int], fixed: Sequence[int],
             head_units: int = 0, head_fixed: int = 0) -> list[Point]:
-    """One `Point` for each response that recorded usage."""
+    """One `Point` for each response that recorded usage (`prompts`: `recorded_prompts`)."""
     out = []
     before_units, before_blocks, before_fixed = head_units, 0, head_fixed
-    for message, u, b, f in zip(messages, units, blocks, fixed):
-        tokens = usage_tokens(message)
+    for tokens, u, b, f in zip(prompts, units, blocks, fixed):
         if tokens:
             out.append((before_units, before_blocks, before_fixed, tokens))
         before_units += u
@@ -220,16 +226,16 @@ def holdout_error(points: Sequence[Point], unit_points: Sequence[Point] | None =
     return median(abs(overhead + ratio * u + frame * b + f - t) / t for u, b, f, t in later), len(later)
 
 
-def calibrate(messages: Sequence[Message], chars: Sequence[int], blocks: Sequence[int], fixed: Sequence[int],
+def calibrate(prompts: Sequence[int | None], chars: Sequence[int], blocks: Sequence[int], fixed: Sequence[int],
               head_chars: int = 0, head_fixed: int = 0, units: Sequence[int] | None = None,
               head_units: int = 0, shape: Calibration | None = None) -> Calibration | None:
-    """The fit over every response with usage, and its honest error; None when it cannot be fitted.
-    `units`: each message's count by a tokenizer other than the chars estimator, whose ratio is fitted.
+    """The fit over every response with usage (`prompts`: `recorded_prompts` of the messages), and
+    its honest error; None when it cannot be fitted. `units`: each message's count by a tokenizer other than the chars estimator, whose ratio is fitted.
     `shape`: a fit whose ratio and frame are kept (`through`), its error with them."""
-    points = samples(messages, chars, blocks, fixed, head_chars, head_fixed)
+    points = samples(prompts, chars, blocks, fixed, head_chars, head_fixed)
     if not points:
         return None
-    unit_points = samples(messages, units, blocks, fixed, head_units, head_fixed) if units is not None else None
+    unit_points = samples(prompts, units, blocks, fixed, head_units, head_fixed) if units is not None else None
     fitted = model(points, unit_points) if shape is None else through(points, unit_points, shape)
     if fitted is None:
         return None

@@ -53,7 +53,7 @@ from ..core.model import (
     Transcript,
 )
 from ..formats import adapter
-from .calibrate import Calibration, Recorded, calibrate, recorded_usage
+from .calibrate import Calibration, Recorded, calibrate, recorded_prompts, recorded_usage
 
 PER_MESSAGE = 4
 
@@ -407,7 +407,7 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
 
 
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
-           tallies: list[_Tally | None], counted: _Counted, recorded: Recorded | None) -> Basis:
+           tallies: list[_Tally | None], counted: _Counted, prompts: list[int | None], recorded: Recorded | None) -> Basis:
     notes: tuple[str, ...] = ()
     if options.count != "usage":
         return Basis(method)
@@ -415,7 +415,7 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
     # usage is fitted or anchored on, counted on top of it.
     left_out = adapter(transcript).unrecorded_messages(transcript)
     found = recorded.responses if recorded is not None else 0  # the responses that recorded usage
-    fit = _fitted(transcript, options, system, tools, tallies, left_out) if found >= 2 else None
+    fit = _fitted(transcript, options, prompts, system, tools, tallies, left_out) if found >= 2 else None
     believed = fit is not None and _sane(fit, options)
     if found and (not believed or found < SHAPE_SAMPLES):
         # Few responses since a compaction (those a rewrite kept and restated, or the agent's first
@@ -424,7 +424,7 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
         before = _model_before(transcript, options)
         if before is not None and before[0].samples >= (found if believed else 1):
             shape, passed = before
-            shaped = _fitted(transcript, options, system, tools, tallies, left_out, shape)
+            shaped = _fitted(transcript, options, prompts, system, tools, tallies, left_out, shape)
             if shaped is not None and _sane(shaped, options):
                 where = "the compaction" if not passed else f"{passed + 1} compactions"
                 return Basis(f"{_described(shaped, options)}, the ratio{' and frame' * bool(round(shaped.frame, 1))} of "
@@ -470,8 +470,8 @@ def _sane(fit: Calibration, options: Options) -> bool:
     return own / SANE_FACTOR <= fit.ratio <= own * SANE_FACTOR
 
 
-def _fitted(transcript: Transcript, options: Options, system: _Tally, tools: _Tally, tallies: list[_Tally | None],
-            left_out: frozenset[int], shape: Calibration | None = None) -> Calibration | None:
+def _fitted(transcript: Transcript, options: Options, prompts: list[int | None], system: _Tally, tools: _Tally,
+            tallies: list[_Tally | None], left_out: frozenset[int], shape: Calibration | None = None) -> Calibration | None:
     """The model fitted on the transcript's recorded usage (`calibrate`: two responses that recorded
     it at least; one, with the ratio and frame of `shape`), None where it cannot be."""
     def per_message(of: list[_Tally | None], measure: Callable[[_Tally | None], int]) -> list[int]:
@@ -480,10 +480,10 @@ def _fitted(transcript: Transcript, options: Options, system: _Tally, tools: _Ta
     if options.tokenizer in ("o200k", "cl100k"):  # the overhead is fitted on characters, the ratio on the tokenizer's units
         by_chars = TokenCounter(transcript, replace(options, tokenizer="chars", count="content", calibrate=False))
         chars_system, chars_tools, chars_of = by_chars.tallies(transcript)
-        return calibrate(transcript.messages, per_message(chars_of, _units), per_message(chars_of, _blocks),
+        return calibrate(prompts, per_message(chars_of, _units), per_message(chars_of, _blocks),
                          per_message(chars_of, _fixed), _units(chars_system) + _units(chars_tools), _fixed(chars_system),
                          per_message(tallies, _units), _units(system) + _units(tools), shape)
-    return calibrate(transcript.messages, per_message(tallies, _units), per_message(tallies, _blocks),
+    return calibrate(prompts, per_message(tallies, _units), per_message(tallies, _blocks),
                      per_message(tallies, _fixed), _units(system) + _units(tools), _fixed(system), shape=shape)
 
 
@@ -556,7 +556,9 @@ class TokenCounter:
         self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
-        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, self.recorded(transcript))
+        prompts = recorded_prompts(transcript.messages)
+        self._recorded[id(transcript)] = (transcript, recorded_usage(transcript.messages, prompts))
+        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, prompts, self.recorded(transcript))
         self._input_tokens = sum(counted.by_kind.values()) + self.basis.overhead  # what the API read of the input (`_with_overhead`)
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
