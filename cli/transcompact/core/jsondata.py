@@ -708,9 +708,10 @@ def with_member_replaced(line: bytes | memoryview, key: str, old: Any, new: Any)
     once, or its value is not `old`'s JSON."""
     text = bytes(line)
     head = _head(key)
-    if text.count(head) != 1:
+    found = text.find(head)
+    if found < 0 or text.find(head, found + len(head)) >= 0:
         return None
-    start = text.find(head) + len(head)
+    start = found + len(head)
     was = orjson.dumps(old)
     if not text.startswith(was, start):
         return None

@@ -192,10 +192,7 @@ def model(points: Sequence[Point], unit_points: Sequence[Point] | None) -> tuple
     if fitted is None:
         return None
     ratio, frame, overhead = fitted
-    if unit_points is None:
-        return ratio, overhead, frame, None
-    in_units = ratio_with(unit_points, overhead, frame)
-    return (in_units, overhead, frame, ratio) if in_units is not None and in_units > 0 else None
+    return _in_units(unit_points, ratio, overhead, frame)
 
 
 def through(points: Sequence[Point], unit_points: Sequence[Point] | None,
@@ -205,12 +202,18 @@ def through(points: Sequence[Point], unit_points: Sequence[Point] | None,
     sample; None where that overhead would fall below 0."""
     units, blocks, fixed, tokens = points[-1]
     overhead = tokens - fixed - shape.per_char * units - shape.frame * blocks
-    if overhead < 0:
-        return None
+    return _in_units(unit_points, shape.per_char, overhead, shape.frame) if overhead >= 0 else None
+
+
+def _in_units(unit_points: Sequence[Point] | None, per_char: float, overhead: float,
+              frame: float) -> tuple[float, float, float, float | None] | None:
+    """(ratio, overhead, frame, ratio on characters) of a model made on characters: with another
+    tokenizer's units, its ratio through the newest of `unit_points` with the overhead and the
+    frame held; None where that ratio is not positive."""
     if unit_points is None:
-        return shape.per_char, overhead, shape.frame, None
-    in_units = ratio_with(unit_points, overhead, shape.frame)
-    return (in_units, overhead, shape.frame, shape.per_char) if in_units is not None and in_units > 0 else None
+        return per_char, overhead, frame, None
+    ratio = ratio_with(unit_points, overhead, frame)
+    return (ratio, overhead, frame, per_char) if ratio is not None and ratio > 0 else None
 
 
 def holdout_error(points: Sequence[Point], unit_points: Sequence[Point] | None = None) -> tuple[float | None, int]:

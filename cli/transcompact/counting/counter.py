@@ -556,9 +556,9 @@ class TokenCounter:
         self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
-        prompts = recorded_prompts(transcript.messages)
-        self._recorded[id(transcript)] = (transcript, recorded_usage(transcript.messages, prompts))
-        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, prompts, self.recorded(transcript))
+        prompts = recorded_prompts(transcript.messages)  # read once, for the last usage and the fit alike
+        recorded = _once(self._recorded, transcript, lambda t: recorded_usage(t.messages, prompts))
+        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, prompts, recorded)
         self._input_tokens = sum(counted.by_kind.values()) + self.basis.overhead  # what the API read of the input (`_with_overhead`)
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
