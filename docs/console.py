@@ -28,6 +28,7 @@ output only there is left as it is.
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import os
 import re
@@ -35,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -115,6 +117,26 @@ def missing(commands: list[str]) -> list[str]:
             and any(re.search(rf"(^|[|;&(]\s*){program}\b", command) for command in commands)]
 
 
+_launcher_lock = threading.Lock()
+_launcher_dirs: list[Path] = []
+
+
+def launcher() -> Path:
+    """The directory holding `transcompact`, this checkout's, run by this Python (the venv's, as
+    `make docs` runs it): written once a process, before any block forks. A script written while
+    another thread forks stays open for writing in that child until it execs, and bash running the
+    script then fails with "Text file busy"."""
+    with _launcher_lock:
+        if not _launcher_dirs:
+            tools = Path(tempfile.mkdtemp(prefix="transcompact-docs-bin-")).resolve()
+            atexit.register(shutil.rmtree, tools, ignore_errors=True)
+            (tools / "transcompact").write_text(f"#!{sys.executable}\nimport sys\nfrom transcompact.cli.main import main\n"
+                                              "sys.exit(main())\n")
+            (tools / "transcompact").chmod(0o755)
+            _launcher_dirs.append(tools)
+        return _launcher_dirs[0]
+
+
 def run(commands: list[str], setup: str = "") -> str:
     """The console block of `commands`, each followed by what it prints."""
     if str(ROOT) not in sys.path:
@@ -129,18 +151,14 @@ def run(commands: list[str], setup: str = "") -> str:
         raise SystemExit(f"a console example runs {', '.join(missing(commands))}, which is not installed here")
     separator = f"@@transcompact-docs-{uuid.uuid4().hex}@@"  # printed after each command, which keeps its $?
     script = "".join(f"{command}\n__status=$?; printf %s {separator}; (exit $__status)\n" for command in commands)
+    tools = launcher()
     stand_in, stop = serve()
     try:
         extra = SETUPS[setup](stand_in) if setup else {}
         with tempfile.TemporaryDirectory(prefix="transcompact-docs-") as name:
             top = Path(name).resolve()
-            work, home, tools = top / "work", top / "home", top / "bin"
+            work, home = top / "work", top / "home"
             scratch(work, home)
-            tools.mkdir()
-            # `transcompact` is this checkout's, run by this Python (the venv's, as `make docs` runs it)
-            (tools / "transcompact").write_text(f"#!{sys.executable}\nimport sys\nfrom transcompact.cli.main import main\n"
-                                              "sys.exit(main())\n")
-            (tools / "transcompact").chmod(0o755)
             done = subprocess.run(["bash", "-c", script], cwd=work, env={**environment(home, tools, stand_in.url), **extra},
                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=TIMEOUT)
     finally:
@@ -152,7 +170,7 @@ def run(commands: list[str], setup: str = "") -> str:
     lines = []
     for command, printed in zip(commands, outputs):
         trouble = [line for line in printed.splitlines() if line.startswith(("$ ", "hint: run again with --traceback"))
-                   or "command not found" in line or str(top) in line or stand_in.url in line]
+                   or "command not found" in line or str(top) in line or str(tools) in line or stand_in.url in line]
         if trouble:
             raise SystemExit(f"`{command}` prints what a console example cannot show (a line that reads as a command, "
                              f"an internal error, a missing program, a temporary path or the stand-in's address):\n{printed}")
@@ -172,5 +190,6 @@ def run_all(parts: list[tuple[list[str], str]]) -> list[str]:
     """Each part's block (its commands and setup), the parts side by side."""
     if not parts:
         return []
+    launcher()
     with ThreadPoolExecutor(max_workers=min(len(parts), 2 * (os.cpu_count() or 1))) as pool:
         return list(pool.map(lambda part: run(*part), parts))
