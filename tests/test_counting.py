@@ -4,10 +4,13 @@ and what an Anthropic server-side compaction leaves the API to read."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from transcompact import dumps
+from transcompact.cli.main import cli
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import Options, TokenCounter
 from transcompact.formats import loads
@@ -130,6 +133,21 @@ def test_a_log_pruned_of_what_its_agent_had_cleared_counts_its_content_not_zero(
         assert report["tokens_before"] == before and 0 < report["tokens_after"] == content < before
     # Read back, the compacted log counts what compact reported (the negative overhead is not carried).
     assert json.loads(run("estimate", "--json", str(out)).stdout)["files"][0]["tokens"] == report["tokens_after"]
+
+
+def test_a_log_compacted_twice_says_how_many_compactions_back_its_model_was_fitted():
+    """Compacted twice with no response since, pi's session is counted with the model fitted on the
+    log before both compactions, and the method says so once ("before the compaction" was written
+    once per compaction passed: ", before the compaction, before the compaction")."""
+    log = next((Path(__file__).parent / "recorded" / "pi").glob("*.jsonl")).read_bytes()
+    methods = []
+    for keep in ("600", "300"):  # each compacts: the summary is no larger than what it replaced
+        done = CliRunner().invoke(cli, ["compact", "--emergency", "--force", "-q", "--keep-recent-tokens", keep], input=log)
+        assert done.exit_code == 0, done.stderr
+        log = done.stdout_bytes
+        methods.append(estimate(loads(log, "session.jsonl")).method)
+    assert methods[0].startswith("fitted on ") and methods[0].endswith(", before the compaction")
+    assert methods[1] == methods[0].removesuffix(", before the compaction") + ", before 2 compactions"
 
 
 # --- one basis for a transcript and its rewrites --------------------------------------------

@@ -397,6 +397,21 @@ def test_slim_keeps_the_session_lines_and_the_compaction():
     assert errors(check(loads(out, "x"))) == []
 
 
+def test_slim_keeps_the_token_count_codex_restores_wherever_it_is():
+    """Codex restores its context's size from the newest token count that has its `info`, before
+    the compaction too (`last_token_info_from_rollout`): slim keeps that one, and drops one without
+    `info` after it, which Codex passes over."""
+    values = lines(COMPACTED.read_bytes())
+    compaction = next(i for i, v in enumerate(values) if v["type"] == "compacted")
+    values = [v for i, v in enumerate(values) if i < compaction or v["payload"].get("type") != "token_count"]
+    restored = next(v for v in reversed(values) if v["payload"].get("type") == "token_count")
+    values.append({**restored, "payload": {"type": "token_count", "info": None}})
+    result = CliRunner().invoke(cli, ["slim", "-q"], input=ndjson(values))
+    assert result.exit_code == 0, result.stderr
+    counts = [v for v in lines(result.stdout_bytes) if v["payload"].get("type") == "token_count"]
+    assert counts == [restored]
+
+
 # --- paginated rollouts: ordinals ------------------------------------------------------------
 
 

@@ -18,7 +18,7 @@ from transcompact import PruneOptions, check, compact, convert, dumps, estimate,
 from transcompact.cli.main import cli
 from transcompact.core.errors import PostConditionError, ShapeError
 from transcompact.core.jsondata import parse
-from transcompact.core.model import RedactedThinking, Text, ToolCall, ToolResult
+from transcompact.core.model import RedactedThinking, Text, ToolCall, ToolResult, result_text
 from transcompact.core.summary_text import SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage, usage_tokens
 from transcompact.counting.counter import Options as EstimateOptions
@@ -612,6 +612,33 @@ def pi_context(data: bytes) -> list[dict]:
             sent.append(m)
     answer_pending()
     return sent
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name[:30])
+def test_a_count_counts_what_pi_sends_where_the_reading_differs(path):
+    """Our reading words pi's compaction summary as ours and holds no result for a call left open;
+    pi sends the summary in its wrapper with the file lists, and "No result provided" for each open
+    call. The count counts what pi sends (`blocks_as_sent`), for the session and for it stopped
+    while its last calls ran."""
+    from transcompact.counting.counter import TokenCounter
+    from transcompact.formats import adapter
+
+    data = path.read_bytes()
+    lines = data.splitlines(keepends=True)
+    last_call = max((k for k, line in enumerate(lines) if b'"type":"toolCall"' in line), default=None)
+    for session in (data, b"".join(lines[:last_call + 1]) if last_call is not None else data):
+        transcript, sent = loads(session, "s.jsonl"), pi_context(session)
+        as_sent = adapter(transcript).blocks_as_sent(transcript)
+        if b'"type":"compaction"' in session:
+            assert as_sent[0] == (Text(sent[0]["content"][0]["text"]),)
+        made = {b.tool_call_id for blocks in as_sent.values() for b in blocks
+                if isinstance(b, ToolResult) and b.content == pi.NO_RESULT and b.is_error}
+        assert made == {m["toolCallId"] for m in sent if m["role"] == "toolResult" and m["content"] == NO_RESULT
+                        and "timestamp" not in m}
+        counter = TokenCounter(transcript, EstimateOptions(count="content"))
+        counted = sum(dict(t.units).get("tool_results", 0) for t in counter.tallies(transcript)[2] if t is not None)
+        in_file = sum(len(result_text(r)) for m in transcript.messages for r in m.tool_results)
+        assert counted == in_file + len(pi.NO_RESULT) * len(made)
 
 
 def assert_pi_sends_what_we_read(data: bytes) -> list[dict]:

@@ -431,22 +431,14 @@ def test_pi_goes_on_working_from_a_slimmed_session(name, original, pi, standin, 
 # The stand-in's count of the request pi really sends on resume (its system prompt, tools and
 # messages: loopback.py `count_tokens_of`, the count the recorded session's usage holds) against
 # `estimate` of the file pi resumed. The model counts each block's frame (the fit finds about 22
-# tokens a block, role, type and call id), so the short messages a compaction keeps count as sent.
-# Two gaps stay, measured:
-# - a session stopped while its last calls ran: pi sends a result for each call left open ("No
-#   result provided", 58 tokens for the two), which the file does not hold: -6.4 % once compacted,
-#   -7.0 % with --slim, -9.3 % twice;
-# - compacted twice, the window is the summary and two short messages: -5.6 %. pi sends the summary
-#   inside its own wrapper (`COMPACTION_SUMMARY_PREFIX`, `_SUFFIX`: about 30 tokens the file does
-#   not hold), and every request here ends with the resume's prompt (23 tokens), which no file
-#   holds either: 3 % of a request of 1,750 tokens.
+# tokens a block, role, type and call id), so the short messages a compaction keeps count as sent;
+# and what pi sends where our reading differs (`blocks_as_sent`): the summary in pi's wrapper with
+# its file lists, a "No result provided" result for each call left open (without them, -5.6 %
+# compacted twice, -6.4 % to -9.3 % stopped while calls ran). Every request here ends with the
+# resume's prompt (23 tokens), which no file holds.
 # The corpus session recorded the real API's counts of another pi and model: not what the stand-in
 # counts (estimate 177,657 where the stand-in counts 152,485, +16.5 %).
-OPEN_CALLS = pytest.mark.xfail(strict=True, reason="pi sends a result for each call left open, which the file does not hold")
-MOSTLY_SUMMARY = pytest.mark.xfail(strict=True, reason="compacted twice, the window is mostly the summary, which pi sends wrapped: -5.6 %")
-GAPS = {("unanswered", "once"): OPEN_CALLS, ("unanswered", "twice"): OPEN_CALLS, ("unanswered", "slim"): OPEN_CALLS,
-        ("recorded", "twice"): MOSTLY_SUMMARY}
-AS_SENT_CASES = [pytest.param(name, how, id=f"{name}-{how or 'as-recorded'}", marks=[GAPS[name, how]] if (name, how) in GAPS else [])
+AS_SENT_CASES = [pytest.param(name, how, id=f"{name}-{how or 'as-recorded'}")
                  for name in ("recorded", "unanswered") for how in (None, *HOWS)]
 
 

@@ -98,6 +98,7 @@ class Basis:
     anchor: int | None = None  # the message whose recorded usage gives `overhead`
     calibration: Calibration | None = None  # the fit, which replaces the estimator's ratio and adds its overhead
     notes: tuple[str, ...] = field(default=())
+    behind: int = 0  # the compactions the fit was carried past (`_carried`)
 
 
 def pieces(block: Block) -> Iterator[tuple[str, str | int]]:
@@ -520,7 +521,9 @@ def _carried(transcript: Transcript, options: Options, method: str, notes: tuple
     exact = options.tokenizer == "anthropic"  # (the fit is on characters: no request for the log before)
     basis = TokenCounter(previous, replace(options, calibrate=False, tokenizer="chars" if exact else options.tokenizer)).basis
     if basis.calibration is not None:  # the fit --calibrate shows: no note that there is none
-        return Basis(f"{basis.method}{', before the compaction' * (passed + 1)}", calibration=basis.calibration)
+        behind = basis.behind + passed + 1
+        fitted = basis.method.removesuffix(_behind(basis.behind))
+        return Basis(fitted + _behind(behind), calibration=basis.calibration, behind=behind)
     if exact:
         return Basis(method, notes=notes)
     # A negative overhead is not carried: it stood for old content the agent left out of what it
@@ -529,6 +532,11 @@ def _carried(transcript: Transcript, options: Options, method: str, notes: tuple
         return Basis(method, notes=notes)
     return Basis(f"{method} + the overhead the usage recorded before the compaction showed ({basis.overhead:,})",
                  overhead=basis.overhead, notes=notes)
+
+
+def _behind(compactions: int) -> str:
+    """How far back a carried fit was made, in words."""
+    return "" if not compactions else ", before the compaction" if compactions == 1 else f", before {compactions} compactions"
 
 
 def _once(known: dict[int, tuple[Any, Any]], value: Any, compute: Callable[[Any], Any]) -> Any:
@@ -554,6 +562,7 @@ class TokenCounter:
         self._counted: dict[int, tuple[Transcript, _Counted]] = {}
         self._exact: dict[int, tuple[Transcript, Any]] = {}
         self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
+        self._as_sent: dict[int, tuple[Transcript, Any]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
         prompts = recorded_prompts(transcript.messages)  # read once, for the last usage and the fit alike
@@ -573,10 +582,15 @@ class TokenCounter:
         messages = transcript.messages
         start = server_compaction(messages)
         if start is None:
-            return system, tools, [self._message(m) for m in messages]
-        index, position = start
-        return system, tools, ([None] * index + [_tally(messages[index].blocks[position:], self.measure)]
-                               + [self._message(m) for m in messages[index + 1:]])
+            tallies: list[_Tally | None] = [self._message(m) for m in messages]
+        else:
+            index, position = start
+            tallies = ([None] * index + [_tally(messages[index].blocks[position:], self.measure)]
+                       + [self._message(m) for m in messages[index + 1:]])
+        for index, blocks in _once(self._as_sent, transcript, adapter(transcript).blocks_as_sent).items():
+            if tallies[index] is not None:
+                tallies[index] = _tally(blocks, self.measure)
+        return system, tools, tallies
 
     def _message(self, message: Message) -> _Tally:
         return _once(self._tallied, message, self._tally)

@@ -15,7 +15,7 @@ from ..core.summary_text import SummaryText, compose
 
 if TYPE_CHECKING:
     from ..core.jsondata import Lines, Parsed
-    from ..core.model import Message, Transcript
+    from ..core.model import Block, Message, Transcript
     from ..core.violation import Violation
     from ._log import Prompts, Slimming
 
@@ -160,6 +160,12 @@ class Format(ABC):
         """The messages (indices) that no recorded usage counted, though the agent sends them now
         (estimate's anchor counts them on top)."""
         return frozenset()
+
+    def blocks_as_sent(self, transcript: Transcript) -> Mapping[int, tuple[Block, ...]]:
+        """The blocks the agent sends for the messages (indices) whose reading is not what it
+        sends: a summary it wraps in words of its own, a result it makes up for a call left open.
+        A count counts these in their place; a rewrite works on the reading."""
+        return {}
 
     def slimming(self, transcript: Transcript) -> Slimming | None:
         """What of the log its agent never sends, which `slim` drops (None: the format has no such

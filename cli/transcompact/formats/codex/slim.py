@@ -8,8 +8,10 @@ window number or resume metadata), after which Codex scans back to the start for
 the turn before (the last `turn_context`, the turns' markers, the user's messages). After it,
 every response item is sent, but ghost snapshots. Kept besides: the first line (`session_meta`),
 the turns' markers (started, complete, aborted, rolled back, the user's message), the last of each
-record Codex restores state from (turn context, token counts, the thread's name and goal), the
-world state from its last full record, every line of a type transcompact does not know. Dropped:
+record Codex restores state from (turn context, token counts, the thread's name and goal; the
+token count wherever it is, before the compaction too: Codex restores its context's size from the
+newest that has its `info`, `last_token_info_from_rollout`), the world state from its last full
+record, every line of a type transcompact does not know. Dropped:
 the history before the compaction, the `event_msg` copies of the items (what the UI replays), ghost
 snapshots, copies of the session record, and settings and counts a later line replaced. A
 paginated rollout's ordinals are numbered again in order (Codex's index of it by byte offset is
@@ -25,7 +27,9 @@ from .._log import Slimming
 from .reader import RolloutSource
 
 TURN_EVENTS = frozenset({"task_started", "task_complete", "turn_aborted", "thread_rolled_back", "user_message"})
-LAST_EVENTS = frozenset({"thread_name_updated", "thread_goal_updated", "token_count"})  # state restored: the last is read
+# State restored from the last of each, wherever it is: a token count's only with its `info`
+# (`last_token_info_from_rollout` passes over one without).
+LAST_EVENTS = frozenset({"thread_name_updated", "thread_goal_updated", "token_count"})
 HISTORY = "the history before the last compaction (scroll-back)"
 COPIES = "event copies of the items (what the UI replays)"
 REPLACED = "settings and counts a later line replaced"
@@ -44,7 +48,7 @@ def slimming(transcript: Transcript) -> Slimming:
     last: dict[str, int] = {}
     for index, value in enumerate(values):
         kind, payload, event = _kind(value), _payload(value), _event(value)
-        if event in LAST_EVENTS:
+        if event in LAST_EVENTS and (event != "token_count" or isinstance(payload.get("info"), dict)):
             last[f"event:{event}"] = index
         elif kind in ("token_usage_record", "turn_context"):
             last[kind] = index
@@ -61,7 +65,7 @@ def slimming(transcript: Transcript) -> Slimming:
 def _dropped(index: int, value: Any, last: dict[str, int], start: int, older_kind: bool) -> str | None:
     """Why line `index` goes, or None: it stays."""
     kind, payload, event = _kind(value), _payload(value), _event(value)
-    if event in ("thread_name_updated", "thread_goal_updated"):  # restored, wherever it is
+    if event in LAST_EVENTS:  # restored, wherever it is
         return None if last.get(f"event:{event}") == index else REPLACED
     if index < start:
         if older_kind and (kind == "turn_context" and last.get(kind) == index or event in TURN_EVENTS
@@ -75,8 +79,6 @@ def _dropped(index: int, value: Any, last: dict[str, int], start: int, older_kin
     if kind == "event_msg":
         if event in TURN_EVENTS or event == "item_completed" and _kind(payload.get("item")) == "UserMessage":
             return None
-        if event in LAST_EVENTS:
-            return None if last.get(f"event:{event}") == index else REPLACED
         return COPIES
     if kind in ("token_usage_record", "turn_context"):
         return None if last.get(kind) == index else REPLACED

@@ -16,7 +16,7 @@ class PiFormat(Format):
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     write, slimming = lazy("writer"), lazy("slim")
     answers_each_message = True
-    reload = staticmethod(reader.reload)
+    reload, blocks_as_sent = staticmethod(reader.reload), staticmethod(reader.blocks_as_sent)
     check_log, repair_log = lazy("rules"), lazy("rules")
     append_compaction, summary_wording, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 

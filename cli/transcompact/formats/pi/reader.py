@@ -11,7 +11,8 @@ last entry) to the root; after the newest `compaction` on it, its summary, the e
 after it. `bashExecution`, `custom` and branch summaries are sent as user text; an assistant
 message that ended in `error` or `aborted` is not sent (pi-ai `transformMessages`), and neither
 is a `bashExecution` excluded from the context. A call with no result reads as it is (check's
-A2), where pi sends it with an error result "No result provided". Every line is kept verbatim and
+A2), where pi sends it with an error result "No result provided" (which a count counts:
+`blocks_as_sent`). Every line is kept verbatim and
 in place; a write re-serialises only the entries whose content changed, drops an entry left with
 no message (its children hang from its parent) and threads new entries into the path.
 
@@ -28,7 +29,7 @@ A compaction's summary is read as transcompact's summary message (`[Previous con
 summary]` + the summary, its split turn's part as the opening request's section, without the
 file lists pi appends: compact writes them again from `details`), so that compacting again
 merges it instead of quoting it; pi wraps it in its own `<summary>` text and sends the file
-lists too, a few tokens more.
+lists too, which a count counts as pi sends them (`blocks_as_sent`).
 
 Recorded usage: an assistant message's `usage` (`input + cacheRead + cacheWrite` is its prompt;
 calibrate.usage_tokens reads those names). An assistant message kept from before the active
@@ -68,6 +69,7 @@ BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conver
 BRANCH_SUMMARY_SUFFIX = "</summary>"
 COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 COMPACTION_SUMMARY_SUFFIX = "\n</summary>"
+NO_RESULT = "No result provided"  # the error result pi-ai sends for a call left open (transform-messages.ts)
 # How pi words the parts of its own compaction summary (compaction.ts `compact`): a split turn's
 # part after the history's, then the files the summarized part read and changed (utils.ts
 # `formatFileOperations`).
@@ -349,6 +351,43 @@ def read(parsed: Parsed, messages_path: str | None = None, listed: frozenset[tup
             messages.append(message)
     source = SessionSource(records, version, path, compaction, frozenset(m.origin.record for m in messages), parsed.bom)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def blocks_as_sent(transcript: Transcript) -> dict[int, tuple[Block, ...]]:
+    """What pi sends where the reading differs (`Format.blocks_as_sent`): the active compaction's
+    summary in pi's wrapper with its file lists (`convertToLlm`), and after a reply's calls that no
+    result answers before the next reply or request, an error result "No result provided" for each
+    (pi-ai `transformMessages`), counted with that reply."""
+    source: SessionSource = transcript.source
+    messages = transcript.messages
+    sent: dict[int, tuple[Block, ...]] = {}
+    summary = None if source.compaction is None else source.records[source.compaction][1].get("summary")
+    calls: list[ToolCall] = []
+    calling, answered = -1, set[str]()  # the reply whose calls are open, its calls, the results seen
+    for index, message in enumerate(messages):
+        blocks = message.blocks
+        if message.role == USER:
+            # A toolResult reads as a user message of one result (`_read_entry`).
+            if len(blocks) == 1 and type(blocks[0]) is ToolResult:
+                answered.add(blocks[0].tool_call_id)
+                continue
+            origin = message.origin
+            if isinstance(summary, str) and isinstance(origin, _Origin) and origin.record == source.compaction:
+                sent[index] = (Text(COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX),)
+        if calls:
+            _made_results(sent, messages, calling, calls, answered)
+        calls = [b for b in blocks if type(b) is ToolCall] if message.role == ASSISTANT else []
+        calling, answered = index, set() if calls else answered
+    _made_results(sent, messages, calling, calls, answered)
+    return sent
+
+
+def _made_results(sent: dict[int, tuple[Block, ...]], messages: tuple[Message, ...], calling: int, calls: list[ToolCall],
+                  answered: set[str]) -> None:
+    """The reply `calling` as pi sends it, with a result made for each of its calls not `answered`."""
+    made = tuple(ToolResult(call.id, NO_RESULT, True) for call in calls if call.id not in answered)
+    if made:
+        sent[calling] = messages[calling].blocks + made
 
 
 def reload(parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
