@@ -23,7 +23,7 @@ from transcompact.core.media import image_tokens, pdf_tokens
 from transcompact.core.model import Opaque, Text, ToolResult, Transcript
 from transcompact.dialects import anthropic as anthropic_wire
 from transcompact.dialects import openai as openai_wire
-from transcompact.formats import dumps, loads
+from transcompact.formats import adapter, dumps, loads
 from transcompact.ops.pruning.prune import PruneOptions, prune
 from transcompact.ops.validity.check import check, errors
 
@@ -173,7 +173,7 @@ def compact_json(value) -> str:
 def formula(transcript, ratio: float = 0.25, count=None) -> int:
     """max(1, int(chars × ratio)) + 4 per message, system and each tool schema once, from the last
     compaction block on; with `count` (a tokenizer), the sum of its counts of the same texts + 4 per message.
-    This is what the transcript holds: `--count content`."""
+    This is what the transcript holds, as its agent sends it (`Format.blocks_as_sent`): `--count content`."""
 
     def cost(texts: list[str]) -> int:
         if count is not None:
@@ -192,9 +192,10 @@ def formula(transcript, ratio: float = 0.25, count=None) -> int:
                 last_compaction = (index, 0)
 
     total = 0
+    sent = adapter(transcript).blocks_as_sent(transcript)
     for index, m in enumerate(transcript.messages):
         if transcript.dialect == "anthropic":
-            wire = anthropic_wire.write_content(m.blocks, False)
+            wire = anthropic_wire.write_content(sent.get(index, m.blocks), False)
             if index < last_compaction[0]:
                 continue  # the API ignores everything before the last compaction block
             if index == last_compaction[0]:
