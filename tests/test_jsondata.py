@@ -278,6 +278,16 @@ def test_a_line_with_floats_keeps_each_number_as_written(line):
     assert orjson.dumps(value) == line.replace(b" ", b"")
 
 
+@pytest.mark.parametrize("cost", [b"0.5", b"0.000009", b"9e-06"])
+def test_a_document_indented_as_javascript_writes_it_keeps_each_number_as_written(cost):
+    """JSON.stringify(value, null, 2), as Gemini CLI writes its chats: the document is told to be
+    as orjson writes it indented by one C pass (not a walk of it); a number written otherwise
+    (0.000009, where orjson writes 9e-06) is still kept as written."""
+    document = b'{\n  "messages": [\n    {\n      "cost": ' + cost + b',\n      "n": 2\n    }\n  ]\n}\n'
+    value = parse(document, "chat.json").document
+    assert orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n" == document
+
+
 def test_kind_of_names_each_json_type_as_errors_say_it():
     assert [kind_of(v) for v in ({}, [], "", True, None, 1, 1.5)] == [
         "an object", "an array", "a string", "a boolean", "null", "a number", "a number"]
