@@ -36,6 +36,7 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
     results only, which goes into the calls it answers (as the agent records results).
     """
     turns: dict[int, dict[str, tuple[Block, ...]]] = {}
+    as_read: dict[int, set[str]] = {}  # the turns of each record a message holds as they were read
     added: dict[int, list[Message]] = {}  # new messages, by the entry of the message before them
     folded: dict[int, list[ToolResult]] = {}
     last = -1
@@ -45,7 +46,9 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
         if isinstance(origin, _Origin):
             blocks = message.blocks
             rest: tuple[Block, ...] = ()
-            if origin.turn == "results":
+            if blocks == origin.blocks:
+                as_read.setdefault(origin.entry, set()).add(origin.turn)
+            elif origin.turn == "results":
                 # The calls hold the results the turn opens with; what follows them (a placeholder repair
                 # left, a text an operation added) is a user record of its own right after the record.
                 head = next((k for k, b in enumerate(blocks) if not isinstance(b, ToolResult)), len(blocks))
@@ -61,10 +64,21 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
     records = [entry.record for entry in source.active]
     unread_kept = () if not keep_unread else frozenset(range(len(records))) - source.read_entries
     dropped = {index for index in range(len(records)) if index not in turns and index not in unread_kept}
-    changed = {index: _rebuilt(records[index], held, folded.get(index, [])) for index, held in turns.items()}
+    changed = {index: _rebuilt(records[index], held, folded.get(index, [])) for index, held in turns.items()
+               if not _left_as_read(records[index], held, as_read.get(index), index in folded)}
     inserted = {index: [_new_record(m, records[index] if index >= 0 else None, n) for n, m in enumerate(new)]
                 for index, new in added.items()}
     return [record for record, _ in written_back(records, dropped=dropped, changed=changed, inserted=inserted)]
+
+
+def _left_as_read(record: dict, turns: dict[str, tuple[Block, ...]], as_read: set[str] | None, folded: bool) -> bool:
+    """Whether a record's messages hold each of its turns as it was read (`_rebuilt` would give the
+    record itself), told without reading the record again: no result folded into it, and each
+    turn it has a message of as read; a model record whose results no message holds, only when it
+    has none."""
+    if folded or as_read is None or len(as_read) != len(turns):
+        return False
+    return record.get("type") != "gemini" or "results" in as_read or not result_turn(record)
 
 
 def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[ToolResult]) -> dict:
