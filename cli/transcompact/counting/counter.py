@@ -28,7 +28,7 @@ last `compaction` block on: the API ignores everything before it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -562,7 +562,7 @@ class TokenCounter:
         self._counted: dict[int, tuple[Transcript, _Counted]] = {}
         self._exact: dict[int, tuple[Transcript, Any]] = {}
         self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
-        self._as_sent: dict[int, tuple[Transcript, Any]] = {}
+        self._as_sent: dict[int, tuple[Transcript, Mapping[int, tuple[Block, ...]]]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
         prompts = recorded_prompts(transcript.messages)  # read once, for the last usage and the fit alike
@@ -576,7 +576,8 @@ class TokenCounter:
             self._counted[id(transcript)] = (transcript, self._on_scale(counted))
 
     def tallies(self, transcript: Transcript) -> tuple[_Tally, _Tally, list[_Tally | None]]:
-        """(system prompt, tool schemas, each message); None for a message the API ignores."""
+        """(system prompt, tool schemas, each message as its agent sends it: `blocks_as_sent`); None
+        for a message the API ignores."""
         system = _tally(transcript.system, self.measure)
         tools = _Tally(units=(("tool_schemas", sum(self.measure(tool_schema_text(t)) for t in transcript.tools)),))
         messages = transcript.messages

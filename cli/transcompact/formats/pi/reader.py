@@ -12,9 +12,9 @@ after it. `bashExecution`, `custom` and branch summaries are sent as user text; 
 message that ended in `error` or `aborted` is not sent (pi-ai `transformMessages`), and neither
 is a `bashExecution` excluded from the context. A call with no result reads as it is (check's
 A2), where pi sends it with an error result "No result provided" (which a count counts:
-`blocks_as_sent`). Every line is kept verbatim and
-in place; a write re-serialises only the entries whose content changed, drops an entry left with
-no message (its children hang from its parent) and threads new entries into the path.
+`blocks_as_sent`). Every line is kept verbatim and in place; a write re-serialises only the
+entries whose content changed, drops an entry left with no message (its children hang from its
+parent) and threads new entries into the path.
 
 Dialect: Anthropic. pi's blocks are Anthropic's (thinking with its signature, a redacted one
 holding the API's `data` as its signature with `redacted: true`, which pi-ai sends as
