@@ -440,6 +440,24 @@ def test_a_line_added_inside_a_paginated_rollout_moves_the_ordinals_after_it():
         re.sub(rb'"ordinal":\d+', b"", line) for line in data[added:]]
 
 
+def test_an_event_copy_held_in_part_is_written_whole_when_its_ordinal_moves():
+    """The events nothing reads into (a command's output again, for the UI) are held by their type
+    as they are parsed; one that is not in Codex's layout, whose ordinal a repair moves, is written
+    anew from its bytes, with everything it held."""
+    values = lines(TOOL_LOOP.read_bytes())
+    del values[17]  # the output of call_local_04: repair adds a result there, the lines after it move
+    event = {"timestamp": values[20]["timestamp"], "type": "event_msg",
+             "payload": {"type": "exec_command_end", "call_id": "call_local_05", "aggregated_output": "ok\n" * 200,
+                         "exit_code": 0}}
+    values.insert(20, event)
+    data = paginated(ndjson(values)).split(b"\n")
+    data[20] = json.dumps(json.loads(data[20])).encode()  # spaced: not the layout the ordinal is moved in
+    out = lines(dumps(repair(loads(b"\n".join(data), "rollout.jsonl"))[0]))
+    copy = next(v for v in out if v["payload"].get("type") == "exec_command_end")
+    assert copy == {**event, "ordinal": 21, "timestamp": event["timestamp"]} and copy["payload"] == event["payload"]
+    assert [v["ordinal"] for v in out] == list(range(len(out)))
+
+
 def test_a_line_dropped_inside_a_paginated_rollout_moves_the_ordinals_after_it_down():
     data = paginated(TOOL_LOOP.read_bytes())
     values = lines(data)

@@ -45,7 +45,7 @@ FORMATS = (
         reads="Claude Code session logs (`.jsonl`)",
         compaction="a `compact_boundary` line and a summary line, where Claude Code resumes the session"),
     Registration(
-        "codex", ".codex",
+        "codex", ".codex", trims=True,
         what="Codex CLI rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`)",
         detected_by='lines that are all `{"timestamp", "type", "payload"}`, with `session_meta`, `response_item`, '
                     "`compacted`, `turn_context` or `event_msg` types",

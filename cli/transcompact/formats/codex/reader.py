@@ -67,10 +67,7 @@ from ...core.summary_text import SUMMARY_PREFIX
 from ...dialects.openai import decode_arguments
 from ...io import urls
 from .._log import LineOrigin, string_or_empty
-
-NAME = "codex"
-DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
-LINES = True  # a line is what a rewrite changes, keeps or removes
+from .parsing import NAME
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg"})
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})

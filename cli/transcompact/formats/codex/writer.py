@@ -14,6 +14,7 @@ from ...core.errors import Location, ShapeError
 from ...core.jsondata import BLANK, BOM, Lines, Record, dumps
 from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import TOKENS_PER_CHAR, arguments, restating_ratio, string_or_empty, written_back
+from .parsing import whole_value
 from .reader import (
     CALL_TYPES,
     OUTPUT_TYPES,
@@ -160,7 +161,8 @@ def renumbered(line: bytes | memoryview | None, value: dict, ordinal: int) -> tu
     if line is None:  # a line given by its value
         return dumps(new, indent=False), new
     found = _ORDINAL_HEAD.match(bytes(line[:300]))
-    if found is None:
+    if found is None:  # written anew, whole (the trim may have kept part of it)
+        new = {**whole_value((line, value)), "ordinal": ordinal}
         return dumps(new, indent=False), new
     return found[1] + str(ordinal).encode() + bytes(line[found.end():]), new
 

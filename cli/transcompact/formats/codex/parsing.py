@@ -1,0 +1,49 @@
+"""What every reading of JSON Lines knows of a Codex rollout before its format is: the format's
+names, and what is kept of each line as it is parsed (`copies_trimmed`). Imported for any JSON
+Lines input (`formats.TRIMMED`): it imports nothing the reader alone needs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.jsondata import BOM, Record, line_bytes, parse_value
+
+NAME = "codex"
+DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
+LINES = True  # a line is what a rewrite changes, keeps or removes
+
+# The events whose fields are read (the rest only by their type, and an `item_completed` by its
+# item's: slim's). Of every other event, a copy of an item the UI replays (a command's output
+# again, a message again), only those types are kept as the line is parsed (`copies_trimmed`).
+READ_EVENTS = frozenset({"token_count", "thread_rolled_back", "thread_name_updated", "thread_goal_updated"})
+LINE_KEYS = frozenset({"timestamp", "ordinal", "type", "payload"})
+
+
+def copies_trimmed(value: Any) -> Any:
+    """The trim (`Format.trim`, as the line is parsed): an `event_msg` line of an event no reading
+    looks into (not `READ_EVENTS`) keeps its type, and an item's type, of its payload: a long
+    session's command outputs and messages are not held a second time. Its bytes stay what is
+    written; a rewrite that writes such a line anew reads it again from them (`whole_value`)."""
+    if type(value) is not dict or value.get("type") != "event_msg" or not value.keys() <= LINE_KEYS:
+        return value
+    payload = value.get("payload")
+    if type(payload) is not dict or type(event := payload.get("type")) is not str or event in READ_EVENTS:
+        return value
+    kept: dict[str, Any] = {"type": event}
+    item = payload.get("item")
+    if type(item) is dict and "type" in item:
+        kept["item"] = {"type": item["type"]}
+    if kept == payload:
+        return value  # nothing to leave out (a dict of another size differs at once)
+    return {key: kept if key == "payload" else field for key, field in value.items()}
+
+
+def whole_value(record: Record, name: str = "<line>", index: int = 0) -> Any:
+    """The value of line `index` with everything in it: read again from its bytes where the trim
+    may have kept part of it (`copies_trimmed`), else the value itself."""
+    line, value = record
+    if line is None or not (type(value) is dict and value.get("type") == "event_msg"
+                            and type(payload := value.get("payload")) is dict and payload.get("type") not in READ_EVENTS):
+        return value
+    text = bytes(line_bytes(record))
+    return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
