@@ -349,6 +349,13 @@ def parse_value(text: bytes, name: str, line: int) -> Any:
     return _writable(value, text, name, first_line=line)
 
 
+def read_again(record: Record, name: str, index: int) -> Any:
+    """The value of line `index` read again from its bytes, as `parse` reads it (a byte-order mark
+    it begins with left out): for a line a format's trim kept only part of."""
+    text = bytes(line_bytes(record))
+    return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
+
+
 def _malformed_line(error: orjson.JSONDecodeError, text: bytes, name: str, line: int) -> ParseError:
     if error.msg.startswith("depth limit"):
         return _too_deep(text, name, first_line=line)

@@ -427,9 +427,8 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
             shape, passed = before
             shaped = _fitted(transcript, options, prompts, system, tools, tallies, left_out, shape)
             if shaped is not None and _sane(shaped, options):
-                where = "the compaction" if not passed else f"{passed + 1} compactions"
                 return Basis(f"{_described(shaped, options)}, the ratio{' and frame' * bool(round(shaped.frame, 1))} of "
-                             f"{shape.samples} responses before {where}", calibration=shaped)
+                             f"{shape.samples} responses before {_compactions(passed + 1)}", calibration=shaped)
     if fit is not None and believed:
         return Basis(_described(fit, options), calibration=fit)
     if options.calibrate and fit is not None:
@@ -536,7 +535,11 @@ def _carried(transcript: Transcript, options: Options, method: str, notes: tuple
 
 def _behind(compactions: int) -> str:
     """How far back a carried fit was made, in words."""
-    return "" if not compactions else ", before the compaction" if compactions == 1 else f", before {compactions} compactions"
+    return f", before {_compactions(compactions)}" if compactions else ""
+
+
+def _compactions(count: int) -> str:
+    return "the compaction" if count == 1 else f"{count} compactions"
 
 
 def _once(known: dict[int, tuple[Any, Any]], value: Any, compute: Callable[[Any], Any]) -> Any:

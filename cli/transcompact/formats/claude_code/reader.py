@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BOM, Parsed, PartialLine, Record, kind_of, parse_value
+from ...core.jsondata import Parsed, PartialLine, Record, kind_of, read_again
 from ...core.model import (
     ASSISTANT,
     Block,
@@ -383,8 +383,7 @@ def whole_value(index: int, record: Record, name: str) -> Any:
     partial = type(value) is PartialLine or (type(value) is dict and line_type(value) in LINKING_ONLY)
     if line is None or not partial:  # None: a line made whole
         return value
-    text = bytes(line)
-    return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
+    return read_again(record, name, index)
 
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.jsondata import BOM, Record, line_bytes, parse_value
+from ...core.jsondata import Record, read_again
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
@@ -24,11 +24,12 @@ def copies_trimmed(value: Any) -> Any:
     looks into (not `READ_EVENTS`) keeps its type, and an item's type, of its payload: a long
     session's command outputs and messages are not held a second time. Its bytes stay what is
     written; a rewrite that writes such a line anew reads it again from them (`whole_value`)."""
-    if type(value) is not dict or value.get("type") != "event_msg" or not value.keys() <= LINE_KEYS:
+    if type(value) is not dict or value.get("type") != "event_msg":  # (every line of every input: at once)
         return value
-    payload = value.get("payload")
-    if type(payload) is not dict or type(event := payload.get("type")) is not str or event in READ_EVENTS:
+    event = _copied_event(value)
+    if event is None or not value.keys() <= LINE_KEYS:
         return value
+    payload = value["payload"]
     kept: dict[str, Any] = {"type": event}
     item = payload.get("item")
     if type(item) is dict and "type" in item:
@@ -42,8 +43,13 @@ def whole_value(record: Record, name: str = "<line>", index: int = 0) -> Any:
     """The value of line `index` with everything in it: read again from its bytes where the trim
     may have kept part of it (`copies_trimmed`), else the value itself."""
     line, value = record
-    if line is None or not (type(value) is dict and value.get("type") == "event_msg"
-                            and type(payload := value.get("payload")) is dict and payload.get("type") not in READ_EVENTS):
-        return value
-    text = bytes(line_bytes(record))
-    return parse_value(text[len(BOM):] if text.startswith(BOM) else text, name, index + 1)
+    return value if line is None or _copied_event(value) is None else read_again(record, name, index)
+
+
+def _copied_event(value: Any) -> str | None:
+    """The event of an `event_msg` line no reading looks into (not `READ_EVENTS`), else None."""
+    if type(value) is not dict or value.get("type") != "event_msg":
+        return None
+    payload = value.get("payload")
+    event = payload.get("type") if type(payload) is dict else None
+    return event if type(event) is str and event not in READ_EVENTS else None
