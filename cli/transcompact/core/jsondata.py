@@ -384,14 +384,13 @@ def _writes_as_read(value: Any, text: bytes | memoryview) -> bool:
     compact by its agent, its floats as their shortest form, as pi's costs are), and the value is
     no deeper than orjson writes (it refuses to). One C pass, where walking the value is Python's."""
     try:
+        if type(text) is bytes and text[1:4] == b"\n  ":  # laid out indented: never orjson's compact writing
+            return _indented_as_read(value, text)
         written = orjson.dumps(value)
     except orjson.JSONEncodeError:  # too deep, or an integer beyond 64 bits: the walk says which
         return False
     # (a memoryview compares byte by byte, as Python objects: a copy compares at C speed)
-    if len(written) == len(text) and written == (text if type(text) is bytes else bytes(text)):
-        return True
-    del written
-    return type(text) is bytes and text[1:4] == b"\n  " and _indented_as_read(value, text)
+    return len(written) == len(text) and written == (text if type(text) is bytes else bytes(text))
 
 
 def _indented_as_read(value: Any, text: bytes) -> bool:

@@ -330,13 +330,26 @@ def is_ignored_user(record: dict) -> bool:
 def model_turn(record: dict) -> tuple[Block, ...]:
     """A gemini record's model turn: its content alone when that holds calls or thoughts (a
     newer session), else its content then one call per `toolCalls` entry."""
-    content = tuple(read_part(p) for p in parts(record.get("content") or None))  # "" sends no part
-    if _holds_turn(record):
-        return content
+    content = content_turn(record)
+    return content if holds_turn(content) else content + listed_calls(record)
+
+
+def content_turn(record: dict) -> tuple[Block, ...]:
+    """A gemini record's `content`, read: the whole model turn when it `holds_turn`."""
+    return tuple(read_part(p) for p in parts(record.get("content") or None))  # "" sends no part
+
+
+def holds_turn(content: tuple[Block, ...]) -> bool:
+    """Whether a gemini record's content (`content_turn`) is its whole model turn, calls and
+    thoughts included (a newer session): then its `toolCalls` are not sent as calls besides."""
+    return any(isinstance(b, ToolCall) or (isinstance(b, Opaque) and b.type == "thought") for b in content)
+
+
+def listed_calls(record: dict) -> tuple[ToolCall, ...]:
+    """The calls of a gemini record's `toolCalls`, one for each entry."""
     calls = record.get("toolCalls")
-    return content + tuple(
-        ToolCall(string_or_empty(c.get("id")), string_or_empty(c.get("name")), c.get("args", {}), raw=c)
-        for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict))
+    return tuple(ToolCall(string_or_empty(c.get("id")), string_or_empty(c.get("name")), c.get("args", {}), raw=c)
+                 for c in (calls if isinstance(calls, list) else ()) if isinstance(c, dict))
 
 
 def result_turn(record: dict) -> tuple[Block, ...]:
@@ -490,11 +503,3 @@ def _check_call_ids(active: tuple[Entry, ...], name: str) -> None:
                 raise ShapeError(f"{where}a tool call's `id` must be a string, not {kind_of(call['id'])}",
                                  location=Location(name, line))
 
-
-# --- write --------------------------------------------------------------------------------------
-
-
-def _holds_turn(record: dict) -> bool:
-    """Whether a gemini record's content is its whole model turn (calls and thoughts included)."""
-    return any(isinstance(b, ToolCall) or (isinstance(b, Opaque) and b.type == "thought")
-               for b in map(read_part, parts(record.get("content"))))

@@ -14,10 +14,11 @@ from .._log import cost, restating_ratio, written_back
 from .reader import (
     ChatSource,
     Entry,
-    _holds_turn,
     _Origin,
     call_results,
-    model_turn,
+    content_turn,
+    holds_turn,
+    listed_calls,
     parts,
     read_part,
     result_turn,
@@ -83,14 +84,18 @@ def _left_as_read(record: dict, turns: dict[str, tuple[Block, ...]], as_read: se
 
 def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[ToolResult]) -> dict:
     model = record.get("type") == "gemini"
-    read_content = model_turn(record) if model else tuple(read_part(p) for p in parts(record.get("content")))
+    if model:
+        own = content_turn(record)
+        in_content = holds_turn(own)  # else the calls live in `toolCalls` only
+        read_content = own if in_content else own + listed_calls(record)  # `model_turn`
+    else:
+        read_content, in_content = tuple(read_part(p) for p in parts(record.get("content"))), True
     content = turns.get("content", ())
     # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
     results = cast("tuple[ToolResult, ...]", turns.get("results", ())) + tuple(folded)
     if content == read_content and results == result_turn(record):
         return record
     new = dict(record)
-    in_content = not model or _holds_turn(record)  # else the calls live in `toolCalls` only
     content_blocks = [b for b in content if in_content or not isinstance(b, ToolCall)]
     if content_blocks != [b for b in read_content if in_content or not isinstance(b, ToolCall)]:
         written = [write_part(b) for b in content_blocks]
