@@ -278,6 +278,27 @@ def test_a_line_with_floats_keeps_each_number_as_written(line):
     assert orjson.dumps(value) == line.replace(b" ", b"")
 
 
+SPELLINGS = ("{!r}", "{:.6f}", "{:e}", "{:E}", "{:.3g}", "{:.2f}0")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(SPELLINGS), st.booleans()),
+                min_size=1, max_size=6),
+       st.booleans())
+def test_a_float_is_kept_as_written_however_it_is_spelled_and_wherever_it_is(numbers, quoted):
+    """A float as a member, or in an array, in any spelling, beside a string that holds the same
+    value spelled otherwise after a colon: each is written back as it was written."""
+    members = []
+    for n, (number, spelling, in_an_array) in enumerate(numbers):
+        token = spelling.format(number)
+        members.append(f'"n{n}":' + (f"[{token},1]" if in_an_array else token))
+        if quoted:
+            members.append(f'"s{n}":"x:{number!r}"')
+    line = ("{" + ",".join(members) + "}").encode()
+    (_, value), _ = parse(line + b"\n" + line, "session.jsonl").records
+    assert orjson.dumps(value) == line
+
+
 @pytest.mark.parametrize("cost", [b"0.5", b"0.000009", b"9e-06"])
 def test_a_document_indented_as_javascript_writes_it_keeps_each_number_as_written(cost):
     """JSON.stringify(value, null, 2), as Gemini CLI writes its chats: the document is told to be

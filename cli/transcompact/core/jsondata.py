@@ -4,9 +4,10 @@ What is read must be writable again exactly, which orjson alone does not promise
 - a UTF-8 byte-order mark is skipped for parsing and kept: the first line's bytes still hold it,
   `Parsed.bom` tells writers, and `Layout.dumps` puts it back;
 - orjson reads an integer beyond 64 bits as a float, and writes floats in its own spelling
-  (`1e5` → `100000.0`): a value that holds a float is read again by the standard library, which
-  hands over each number's text, and a number orjson would spell differently is kept as an
-  `orjson.Fragment` of that text (a value no operation looks into, written back as it was);
+  (`1e5` → `100000.0`): in a value that holds a float, a number orjson would spell differently is
+  kept as an `orjson.Fragment` of its text (a value no operation looks into, written back as it
+  was), the text found by the float's value among the members' numbers, or, where that is not
+  certain, by the standard library's reading, which hands over each number's text;
 - orjson refuses a number beyond a double (`1e400`, an integer of 309 digits), which is JSON:
   such a value is read by the standard library too, each such number kept as written;
 - orjson reads 1024 levels of nesting but writes only 254: deeper input is refused on read.
@@ -375,7 +376,7 @@ def _exactly(value: Any, text: bytes | memoryview, name: str, first_line: int) -
     too_deep, has_float = _scan(value)
     if too_deep:
         raise _too_deep(bytes(text), name, first_line)
-    return _exact_loads(bytes(text)) if has_float else value
+    return _floats_as_written(value, text) if has_float else value
 
 
 def _writes_as_read(value: Any, text: bytes | memoryview) -> bool:
@@ -410,7 +411,7 @@ def nested_value(text: bytes, depth: int) -> Any:
     too_deep, has_float = _scan(value, depth)
     if too_deep:
         raise ValueError("nested too deep")
-    return _exact_loads(text) if has_float else value
+    return _floats_as_written(value, text) if has_float else value
 
 
 def _scan(value: Any, depth: int = 1) -> tuple[bool, bool]:
@@ -461,6 +462,47 @@ def _zero_if_beyond_a_double(match: re.Match[bytes]) -> bytes:
     if token[:1] == b'"' or not math.isinf(float(token)):
         return token
     return b"0".ljust(len(token))  # as long as the number: orjson's positions stay the input's
+
+
+# A number as an object's member, which orjson may read as a float: a fraction, an exponent, twenty
+# digits or more (an integer beyond 64 bits). One in a string is found too, which only adds a spelling.
+_MEMBER_FLOAT = re.compile(rb':[ \t\r\n]*(-?\d+(?:\.\d+)?[eE][+-]?\d+|-?\d+\.\d+|-?\d{20,})')
+
+
+def _floats_as_written(value: Any, text: bytes | memoryview) -> Any:
+    """`value`, orjson's fresh reading of `text`, with each float orjson would spell otherwise made
+    a Fragment of its text in place (JavaScript writes 9e-6 as `0.000009`: pi's costs). A float's
+    text is found by its value among the members of `text`; the standard library reads it all when
+    that does not say it for certain: a float in an array, one value spelled two ways (`-0.0` and
+    `0.0`, or a string's text), an integer that may be beyond 64 bits."""
+    if type(value) is not dict and type(value) is not list:
+        return _exact_loads(bytes(text))  # a number alone
+    spelled: dict[float, bytes] = {}
+    for token in _MEMBER_FLOAT.findall(text):
+        if (len(token) >= 20 and token.lstrip(b"-").isdigit()) or spelled.setdefault(float(token), token) != token:
+            return _exact_loads(bytes(text))
+    kept = {number: orjson.Fragment(token) for number, token in spelled.items() if orjson.dumps(number) != token}
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            for item in node:
+                kind = type(item)
+                if kind is float:
+                    return _exact_loads(bytes(text))
+                if kind is dict or kind is list:
+                    stack.append(item)
+            continue
+        for key, item in node.items():
+            kind = type(item)
+            if kind is float:
+                if item not in spelled:
+                    return _exact_loads(bytes(text))
+                if item in kept:
+                    node[key] = kept[item]
+            elif kind is dict or kind is list:
+                stack.append(item)
+    return value
 
 
 def _exact_loads(text: bytes) -> Any:
