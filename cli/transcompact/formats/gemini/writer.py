@@ -93,7 +93,9 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
     content = turns.get("content", ())
     # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
     results = cast("tuple[ToolResult, ...]", turns.get("results", ())) + tuple(folded)
-    if content == read_content and results == result_turn(record):
+    calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
+    answers = {id(c): call_results(c) for c in calls if isinstance(c, dict)}  # each call's results, read once
+    if content == read_content and results == tuple(r for c in calls if isinstance(c, dict) for r in answers[id(c)]):
         return record
     new = dict(record)
     content_blocks = [b for b in content if in_content or not isinstance(b, ToolCall)]
@@ -102,16 +104,17 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
         only = content_blocks[0] if len(content_blocks) == 1 else None
         new["content"] = only.text if isinstance(only, Text) and isinstance(record.get("content"), str) else written
     if model:
-        calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
         new_calls = _calls(calls, [b for b in content if isinstance(b, ToolCall)],
-                           [b for b in read_content if isinstance(b, ToolCall)], results)
+                           [b for b in read_content if isinstance(b, ToolCall)], results, answers)
         if new_calls != calls:
             new["toolCalls"] = new_calls
     return new
 
 
-def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: tuple[ToolResult, ...]) -> list:
-    """The `toolCalls` entries for the model turn's calls, each holding its results.
+def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall], results: tuple[ToolResult, ...],
+           answers: dict[int, tuple[ToolResult, ...]]) -> list:
+    """The `toolCalls` entries for the model turn's calls, each holding its results (`answers`: the
+    results each entry of `calls` holds, by its id()).
 
     A call is found by its place while the turn keeps as many calls as its record has (repair
     renames ids), else by its id; one that no entry holds gets a new entry. The results go back
@@ -122,7 +125,7 @@ def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall]
     aligned = len(call_blocks) == len(calls) == len(read_blocks)
     entries = [calls[place] if aligned and isinstance(calls[place], dict) else by_id.get(block.id)
                for place, block in enumerate(call_blocks)]
-    held = [(place, r) for place, entry in enumerate(entries) if entry is not None for r in call_results(entry)]
+    held = [(place, r) for place, entry in enumerate(entries) if entry is not None for r in answers[id(entry)]]
     owned: list[list[ToolResult]] = [[] for _ in call_blocks]
     if [r.tool_call_id for _, r in held] == [r.tool_call_id for r in results]:
         for (place, _), result in zip(held, results):
@@ -141,7 +144,7 @@ def _calls(calls: list, call_blocks: list[ToolCall], read_blocks: list[ToolCall]
         new = dict(call)
         if not (aligned and block == read_blocks[place]):
             new.update(id=block.id, name=block.name, args=block.input)
-        mine, before = owned[place], list(call_results(call))
+        mine, before = owned[place], list(answers.get(id(call), ()))
         if not mine:
             if before:
                 new["result"] = None
@@ -162,7 +165,7 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
     record.update(type="user" if message.role == USER else "gemini", content=content)
     calls = [b for b in message.blocks if isinstance(b, ToolCall)]
     if calls and message.role == ASSISTANT:
-        record["toolCalls"] = _calls([], calls, [], ())
+        record["toolCalls"] = _calls([], calls, [], (), {})
     return record
 
 
