@@ -50,11 +50,15 @@ def test_a_message_is_frozen():
         del message.line
 
 
-def test_a_changed_message_keeps_what_it_was_read_from_but_not_its_bytes():
+def test_a_changed_message_keeps_what_it_was_read_from_but_not_its_content_nor_its_bytes():
+    """Its other fields in their place; the content it was read with is written from its blocks."""
     message = unread([])
+    same = message.with_blocks(message.blocks)
+    assert same.raw is message.raw and same.origin is message.origin
     changed = message.with_blocks(message.blocks[:1])
-    assert changed.raw is message.raw and changed.origin is message.origin and changed.line == 3
-    assert changed.data is None and changed.view is None and changed.is_read
+    assert changed.raw == {**message.raw, "content": None} and list(changed.raw) == list(message.raw)
+    assert changed.line == 3 and changed.data is None and changed.view is None and changed.is_read
+    assert anthropic.write_message(changed) == {"role": "assistant", "content": [{"type": "text", "text": "Reading."}]}
     assert message.replaced("user", ()).role == "user"
 
 

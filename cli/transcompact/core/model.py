@@ -262,7 +262,13 @@ class Message:
         return tuple(b.tool_call_id for b in self.blocks if isinstance(b, ToolResult))
 
     def with_blocks(self, blocks: tuple[Block, ...]) -> Message:
-        return Message(self.role, tuple(blocks), self.raw, self.line, self.origin)
+        """Other blocks; what it was read from stays, less what the adapter's origin lets go of
+        once the blocks are others (`origin.rewritten(raw)`, where it has one: the content its
+        writer writes from the blocks, not held for a pruned result of a large transcript)."""
+        blocks, raw, origin = tuple(blocks), self.raw, self.origin
+        if blocks != self.blocks and (rewritten := getattr(origin, "rewritten", None)) is not None:
+            raw, origin = rewritten(raw)
+        return Message(self.role, blocks, raw, self.line, origin)
 
     def replaced(self, role: str, blocks: tuple[Block, ...]) -> Message:
         """Another role and other blocks; what it was read from stays."""

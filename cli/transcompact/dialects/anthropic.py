@@ -47,10 +47,18 @@ class _Origin:
 
     __slots__ = ("role", "blocks", "string_content")
 
-    def __init__(self, role: str, blocks: tuple[Block, ...], string_content: bool):
+    def __init__(self, role: str, blocks: tuple[Block, ...] | None, string_content: bool):
         self.role = role
-        self.blocks = blocks
+        self.blocks = blocks  # None: rewritten
         self.string_content = string_content
+
+    def rewritten(self, raw: Any) -> tuple[Any, _Origin]:
+        """What a message keeps of its reading once an operation gave it other blocks
+        (`Message.with_blocks`): its other fields in their order, and its content's shape; not the
+        content it was read with, which `write_message` writes from the blocks."""
+        if isinstance(raw, dict) and "content" in raw:
+            raw = {**raw, "content": None}
+        return raw, _Origin(self.role, None, self.string_content)
 
 
 def read_block(obj: Any, line: int | None = None, where: str = "content") -> Block:
