@@ -277,23 +277,14 @@ def test_several_inputs_need_in_place_or_an_output_dir(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tool-calls.json", "tool-loop.json"]
 
 
-def _tool_loop(turns: int, output: str) -> list[dict]:
-    """`turns` calls, each answered by `output`, as Anthropic messages."""
-    messages: list[dict] = [{"role": "user", "content": "Run the tests until they pass."}]
-    for n in range(turns):
-        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}", "name": "bash", "input": {"command": "make"}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": output}]}]
-    messages[2]["id"] = 0  # a field beside the content (a message that has one is read at once)
-    return messages + [{"role": "assistant", "content": "All green."}]
-
-
 @pytest.mark.parametrize("name, shape", [("body.json", "body"), ("list.json", "list"), ("chat.jsonl", "lines")])
 def test_a_pruned_transcript_does_not_hold_the_outputs_it_cleared(name, shape):
     """What pruning cleared is not held by what it made (a message's content as read, the blocks
     it was read as), nor written back: a large transcript read lazily (as views of its bytes)
     holds its input once while it is pruned. The fields beside the content are written back in
     their place."""
-    messages = _tool_loop(40, "ok\n" * 40_000)  # 40 outputs of 120 KB: 4.8 MB
+    messages = json.loads(session(rounds=40, size=120_000))["messages"]  # 40 outputs of 120 KB: 4.8 MB
+    messages[2]["id"] = 0  # a field beside the content (a message that has one is read at once)
     data = {"body": lambda: orjson.dumps({"model": "m", "messages": messages}),
             "list": lambda: orjson.dumps(messages),
             "lines": lambda: b"".join(orjson.dumps(m) + b"\n" for m in messages)}[shape]()
