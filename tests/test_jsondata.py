@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transcompact.core.errors import ExitCode, ParseError
-from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, parse, parse_value
+from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, nested_value, parse, parse_value
 from transcompact.core.jsondata import dumps as dumps_value
 from transcompact.formats import dumps, loads
 
@@ -272,10 +272,13 @@ def test_parse_value_reads_one_line_as_parse_reads_a_record():
     b'{"cost":{"input":0.5,"output":0.002865},"n":2}',  # as orjson writes it: read once
     b'{"cost":{"input":0.000009,"output":0.002865},"n":2}',  # as JavaScript writes it (orjson: 9e-6)
     b'{"cost": 0.000009, "n": 2}',  # spaced: read again too
+    b'{"n":-0,"a":[-0,1],"s":"x-0"}',  # an integer -0 (orjson: 0)
+    b'{"cost":0.000009,"n":-0}',  # beside a float
 ])
 def test_a_line_with_floats_keeps_each_number_as_written(line):
     (_, value), _ = parse(line + b"\n" + line, "session.jsonl").records
     assert orjson.dumps(value) == line.replace(b" ", b"")
+    assert orjson.dumps(nested_value(line, 2)) == line.replace(b" ", b"")  # a value inside a document: the same
 
 
 SPELLINGS = ("{!r}", "{:.6f}", "{:e}", "{:E}", "{:.3g}", "{:.2f}0")

@@ -376,6 +376,19 @@ def _exactly(value: Any, text: bytes | memoryview, name: str, first_line: int) -
     too_deep, has_float = _scan(value)
     if too_deep:
         raise _too_deep(bytes(text), name, first_line)
+    return _numbers_as_written(value, text, has_float)
+
+
+# An integer written `-0`, which orjson reads as 0 and writes so (after what may come before a
+# number; one in a string is found too, which only takes the slower reading).
+_NEGATIVE_ZERO = re.compile(rb'[:\[,][ \t\r\n]*-0(?![.\deE])')
+
+
+def _numbers_as_written(value: Any, text: bytes | memoryview, has_float: bool) -> Any:
+    """`value`, orjson's fresh reading of `text`, with every number as written: its floats
+    (`_floats_as_written`), and a `-0` by the standard library's reading."""
+    if _NEGATIVE_ZERO.search(text):
+        return _exact_loads(bytes(text))
     return _floats_as_written(value, text) if has_float else value
 
 
@@ -411,7 +424,7 @@ def nested_value(text: bytes, depth: int) -> Any:
     too_deep, has_float = _scan(value, depth)
     if too_deep:
         raise ValueError("nested too deep")
-    return _floats_as_written(value, text) if has_float else value
+    return _numbers_as_written(value, text, has_float)
 
 
 def _scan(value: Any, depth: int = 1) -> tuple[bool, bool]:
@@ -513,7 +526,7 @@ def _exact_loads(text: bytes) -> Any:
 
 
 def _exact_int(text: str) -> Any:
-    if len(text) > 20:  # beyond 64 bits (`-9223372036854775808`); not converted: Python refuses 4300 digits
+    if len(text) > 20 or text == "-0":  # beyond 64 bits (`-9223372036854775808`; not converted: Python refuses 4300 digits), or -0
         return orjson.Fragment(text)
     value = int(text)
     return value if -(2**63) <= value < 2**64 else orjson.Fragment(text)  # what orjson writes as an integer
