@@ -272,6 +272,13 @@ def claude_code_logs() -> list:
     return [pytest.param(p, id=p.name) for p in paths]
 
 
+def pi_logs() -> list:
+    """pi sessions: the fixtures, those recorded from pi itself, and the corpus's (when it is there)."""
+    recorded = sorted((ROOT / "tests" / "recorded").glob("**/pi/*.jsonl"))
+    paths = sorted(FIXTURES.glob("pi/*.jsonl")) + recorded + (sorted(CORPUS.glob("*/pi-*.jsonl")) if CORPUS.is_dir() else [])
+    return [pytest.param(p, id=p.name) for p in paths]
+
+
 SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 
 

@@ -376,24 +376,29 @@ def broken_sessions() -> dict[str, bytes]:
         compaction = {"type": "compaction", "id": "c0ffee00", "parentId": entry["id"], "timestamp": "2026-02-01T09:00:00.000Z",
                       "summary": "s", "firstKeptEntryId": first_kept, "tokensBefore": 10}
         after = [{**lines[at], "parentId": "c0ffee00"}, *lines[at + 1:]] if rest else []
-        return b"".join(json.dumps(e).encode() + b"\n" for e in [*lines[:at], compaction, *after])
+        return b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in [*lines[:at], compaction, *after])
 
     return {"P1": compacted_after(result, result["id"]), "P2": compacted_after(call, call["id"]),
             "unanswered": compacted_after(call, call["id"], rest=False),
             "P3": data.replace(b'"parentId":null', b'"parentId":"gone0000"')}
 
 
-def test_check_finds_a_compaction_that_keeps_a_tool_result_or_splits_a_call():
+@pytest.mark.parametrize("lazily", [False, True], ids=["read whole", "read lazily"])
+def test_check_finds_a_compaction_that_keeps_a_tool_result_or_splits_a_call(lazily):
     broken = broken_sessions()
     for rule in ("P1", "P2", "P3"):
-        assert rule in {v.rule for v in errors(check(loads(broken[rule], "s.jsonl")))}
+        transcript = loads(broken[rule], "s.jsonl", lazily=lazily)
+        assert rule in {v.rule for v in errors(check(transcript))}
+        assert lazily is any(not m.is_read for m in transcript.messages)  # lazily: its entries' views
 
 
+@pytest.mark.parametrize("lazily", [False, True], ids=["read whole", "read lazily"])
 @pytest.mark.parametrize("case", ["P1", "P2", "unanswered", "P3"])
-def test_repair_mends_the_tree_and_the_compaction_as_pi_reads_them(case):
+def test_repair_mends_the_tree_and_the_compaction_as_pi_reads_them(case, lazily):
     data = broken_sessions()[case]
-    repaired, report = repair(loads(data, "s.jsonl"))
+    repaired, report = repair(loads(data, "s.jsonl", lazily=lazily))
     out = dumps(repaired)
+    assert out == dumps(repair(loads(data, "s.jsonl"))[0])
     assert errors(check(loads(out, "s.jsonl"))) == []
     assert {fix.rule for fix in report.fixes} == {"A2" if case == "unanswered" else case}
     entries = [json.loads(line) for line in out.splitlines()]

@@ -4,6 +4,7 @@ it counts the same without building the messages, and it writes back the bytes i
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 import orjson
@@ -18,6 +19,7 @@ from transcompact.dialects.views import _chars
 from transcompact.formats import BY_NAME, adapter, detect, dumps, loads, trim, written
 from transcompact.formats._document import read_quickly
 from transcompact.formats.claude_code.reader import MESSAGE_LINE_FIELDS
+from transcompact.formats.pi.parsing import ViewedEntry
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.cut import find_cut_point
 from transcompact.ops.compaction.summarize import SummaryOptions
@@ -27,7 +29,7 @@ from transcompact.ops.validity.check import check
 from transcompact.ops.validity.postcondition import comparable, verified
 from transcompact.ops.validity.repair import repair
 
-from .builders import claude_code_logs
+from .builders import claude_code_logs, pi_logs
 from .conftest import CORPUS
 from .strategies import (
     anthropic_messages,
@@ -126,6 +128,14 @@ def test_a_message_with_a_field_no_view_names_is_read_at_once():
     assert same_messages(transcript.messages, slowly(orjson.dumps(body)).messages)
 
 
+def written_or_refused(transcript) -> Any:
+    """What a write of `transcript` gives: the values of its output, or the error that refused it."""
+    try:
+        return values(dumps(transcript))
+    except TranscompactError as error:
+        return str(error)
+
+
 def same_reading(data: bytes) -> None:
     """What `loads(lazily=True)` reads (a request body read quickly, a Claude Code log's lines kept
     in part) is what the whole reading reads, counts the same unread, and rewrites the same."""
@@ -150,7 +160,7 @@ def same_reading(data: bytes) -> None:
     assert bytes(dumps(quick)) == bytes(dumps(whole)) == data
     if not unread:
         return  # read whole: nothing more to compare
-    assert values(dumps(quick.with_messages(quick.messages[1:]))) == values(dumps(whole.with_messages(whole.messages[1:])))
+    assert written_or_refused(quick.with_messages(quick.messages[1:])) == written_or_refused(whole.with_messages(whole.messages[1:]))
     # A rewrite of what was read lazily: the same output, and it passes the post-condition every command runs.
     # (Pruning reads only the messages whose results it may change: the defaults keep the most unread.)
     options = PruneOptions(keep_last=0, hard_clear_after=1, soft_trim_chars=10, head=2, tail=2)
@@ -163,7 +173,7 @@ def same_reading(data: bytes) -> None:
         verified(quick, quick_pruned, written(quick_pruned), operation="prune")
     # What pruning changed it read apart: the input is not held read (a large log's memory).
     assert not any(m.is_read for m in still_unread)
-    if quick.format == "claude-code":  # its own rewrites read a line kept in part again from its bytes
+    if quick.format in ("claude-code", "pi"):  # its own rewrites read a line kept in part again from its bytes
         for rewrite in (lambda t: adapter(t).replace_ui_copies(prune(t, options)[0]), lambda t: repair(t)[0],
                         lambda t: compact(t, EMERGENCY)[0]):
             assert values(dumps(rewrite(loads(data, "t.json", lazily=True)))) == values(dumps(rewrite(whole)))
@@ -262,6 +272,18 @@ def test_the_lazy_reading_is_the_whole_reading_of_real_claude_code_logs(path):
     same_reading(data)
     transcript = loads(data, "t.json", lazily=True)
     assert any(not m.is_read for m in transcript.messages)  # most of a real log is counted unread
+
+
+@pytest.mark.parametrize("path", pi_logs())
+def test_the_lazy_reading_is_the_whole_reading_of_real_pi_logs(path):
+    """A pi session read for counting: each message entry its typed view can count is left unread
+    (its line not parsed), and everything reads, counts, checks and rewrites as the whole reading."""
+    data = path.read_bytes()
+    same_reading(data)
+    transcript = loads(data, "t.json", lazily=True)
+    records = transcript.source.records
+    assert any(not m.is_read for m in transcript.messages)
+    assert all(type(records[m.line - 1][1]) is ViewedEntry for m in transcript.messages if not m.is_read)
 
 
 # The same messages as a bare list and as JSON Lines, spelled as other writers spell them: escapes,

@@ -26,7 +26,7 @@ def test_each_adapter_agrees_with_its_registration(registration):
     assert fmt.name == registration.name
     assert fmt.writes is registration.writes
     assert isinstance(fmt, ReadOnlyFormat) is not registration.writes  # a format only read writes as read
-    assert (fmt.trim is not None) is registration.trims
+    assert (fmt.trim is not None or fmt.lazy_trim is not None or fmt.line_view is not None) is registration.trims
     assert all(isinstance(rule, str) and rule and isinstance(text, str) and text for rule, text in fmt.rule_texts.items())
     # What the documentation says of it: a compaction for a format transcompact writes, none for one it only reads.
     assert registration.what and registration.detected_by and registration.reads

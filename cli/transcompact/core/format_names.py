@@ -29,8 +29,9 @@ class Registration(NamedTuple):
     reads: str  # the README: what transcompact reads of it
     compaction: str = ""  # the README: a compaction as the format records it (a format transcompact writes)
     writes: bool = True  # False: transcompact reads it, and a command that would write it stops (`Format.writes`)
-    # Its adapter has a trim (`Format.trim`, `lazy_trim`), which parsing runs before the format is
-    # known: only such formats are imported to read a file of JSON Lines.
+    # Its adapter has a trim (`Format.trim`, `lazy_trim`) or a line view (`line_view`), which
+    # parsing runs before the format is known: only such formats are imported to read a file of
+    # JSON Lines.
     trims: bool = False
     # Its agent writes a summary of what came before into the log (`Format.is_earlier_summary`),
     # which compact looks for in a message alone, before the format is known.
@@ -60,7 +61,7 @@ FORMATS = (
         reads="Gemini CLI chats (`.jsonl`, legacy `.json`)",
         compaction="a `$set` of the messages (the legacy `.json`: its `messages` rewritten)"),
     Registration(
-        "pi", ".pi",
+        "pi", ".pi", trims=True,
         what="pi coding-agent session (`~/.pi/agent/sessions/--<cwd>--/<time>_<uuid>.jsonl`, versions 1–3)",
         detected_by='a first line `{"type": "session", "id": "…"}`, then objects that all have a `type`',
         reads="pi sessions, versions 1–3",

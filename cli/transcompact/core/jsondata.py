@@ -206,17 +206,19 @@ def is_blank(data: bytes) -> bool:
 
 
 def parse(data: bytes, name: str, known: Sequence[Record] = (),
-          trim: Callable[[Any], Any] | None = None) -> Parsed:
+          trim: Callable[[Any], Any] | None = None, view: Callable[[memoryview], Any] | None = None) -> Parsed:
     """`known`: lines read before (a rewrite's input) whose values are taken again for the same
     bytes instead of being parsed and held twice (values are never changed in place). `trim`:
     what is kept of each line of JSON Lines, given its value, as it is parsed (before the next
-    line is), for the lines whose bytes say all a rewrite needs of them."""
+    line is), for the lines whose bytes say all a rewrite needs of them. `view`: what a format's
+    typed decoder keeps of a line of JSON Lines (a `PartialLine`) instead of parsing it, or None
+    (`Format.line_view`)."""
     bom = data.startswith(BOM)
     text = data[len(BOM):] if bom else data
     if is_blank(data):
         raise ParseError("the input is empty", location=Location(name))
     if first_line_is_a_value(text):  # JSON Lines: never parsed (and copied to a str) whole
-        return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim), bom=bom)
+        return Parsed(name, data, records=_parse_lines(data, name, None, bom, known, trim, view), bom=bom)
     whole: _Failure | None = None
     try:
         document = load_json(text)
@@ -265,14 +267,14 @@ def _could_be_a_record(value: dict) -> bool:
     return "role" in value or "type" in value or "uuid" in value
 
 
-def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                 known: Sequence[Record] = (), trim: Callable[[Any], Any] | None = None) -> list[Record]:
+def _parse_lines(data: bytes, name: str, whole: _Failure | None, bom: bool, known: Sequence[Record] = (),
+                 trim: Callable[[Any], Any] | None = None, view: Callable[[memoryview], Any] | None = None) -> list[Record]:
     # The collector would walk every dict made so far again and again as they pile up (quadratic
     # in effect on a large log); what is parsed here lives until the command ends anyway.
     collecting = gc.isenabled()  # a batch's file work has it off already: it stays off
     gc.disable()
     try:
-        return _parse_each_line(data, name, whole, bom, known, trim)
+        return _parse_each_line(data, name, whole, bom, known, trim, view)
     finally:
         if collecting:
             gc.enable()
@@ -299,8 +301,8 @@ def line_views(data: bytes, bom: bool) -> Iterator[tuple[int, memoryview, memory
 SHARED_ENVELOPES = 1 << 20
 
 
-def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
-                     known: Sequence[Record], trim: Callable[[Any], Any] | None) -> list[Record]:
+def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool, known: Sequence[Record],
+                     trim: Callable[[Any], Any] | None, view: Callable[[memoryview], Any] | None) -> list[Record]:
     records: list[Record] = []
     seen: dict[Any, Any] = {line: value for line, value in known if value is not BLANK}
     shares = len(data) >= SHARED_ENVELOPES
@@ -309,6 +311,9 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool,
         # Only a rewrite's read-back knows lines: a lookup hashes the whole line (a megabyte-long
         # one too), which a first reading has no use for.
         if seen and (value := seen.get(line, BLANK)) is not BLANK:
+            records.append((line, value))
+            continue
+        if view is not None and (value := view(text)) is not None:
             records.append((line, value))
             continue
         try:

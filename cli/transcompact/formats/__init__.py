@@ -40,8 +40,9 @@ from .adapter import Format
 # until one takes the input), so that a command pays only for the formats it meets.
 MODULES = {registration.name: registration.module for registration in FORMATS}
 NAMES = FORMAT_NAMES
-# The formats with a trim (`Format.trim`, `lazy_trim`), which `parse` runs before the format is
-# known: only these are imported to read a file of JSON Lines, the others when detection asks.
+# The formats with a trim (`Format.trim`, `lazy_trim`) or a line view (`line_view`), which `parse`
+# runs before the format is known: only these are imported to read a file of JSON Lines, the
+# others when detection asks.
 TRIMMED = tuple(registration.name for registration in FORMATS if registration.trims)
 # The formats whose agent writes a summary of its own into the log (`Format.is_earlier_summary`),
 # which compact looks for in a message alone: `earlier_summary`.
@@ -77,7 +78,7 @@ def _agrees(found: Format, registration: Registration) -> None:
     name = registration.name
     if found.name != name:
         raise ImportError(f"the adapter of {registration.module} is named {found.name!r}, its registration {name!r}")
-    if (found.trim is not None or found.lazy_trim is not None) != registration.trims:
+    if (found.trim is not None or found.lazy_trim is not None or found.line_view is not None) != registration.trims:
         raise ImportError(f"the {name} format {'lacks' if registration.trims else 'has'} a trim: "
                           f"make its registration say trims={not registration.trims}")
     if (type(found).is_earlier_summary is not Format.is_earlier_summary) != registration.own_summaries:
@@ -110,6 +111,22 @@ def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
         return value
 
     return each_trim
+
+
+@cache
+def line_view() -> Callable[[memoryview], Any] | None:
+    """The formats' line views (`Format.line_view`), the first that reads a line, for `parse`."""
+    views = [f.line_view for f in (BY_NAME[name] for name in TRIMMED) if f.line_view is not None]
+    if len(views) <= 1:
+        return views[0] if views else None
+
+    def first_view(text: memoryview) -> Any:
+        for one in views:
+            if (viewed := one(text)) is not None:
+                return viewed
+        return None
+
+    return first_view
 
 
 def earlier_summary(record: Any) -> Format | None:
@@ -179,14 +196,15 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         lines = read_lines_quickly(data, name)
         if lines is not None and (format == "jsonl" or detect(lines) == "jsonl"):
             return BY_NAME["jsonl"].read(lines)
-    parsed = parse(data, name, trim=trim(bool(lazily)))
+    # A line view only for work that counts: a rewrite would read again most of what it viewed.
+    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view() if lazily is True else None)
     named = format
     if format is None:
         format = detect(parsed, messages_path)
     elif format not in BY_NAME:
         raise UsageError(f"unknown format {format!r} (choose from {', '.join(NAMES)})")
-    if lazily and BY_NAME[format].lazy_trim is None and _kept_in_part(parsed.records):
-        # Lines a lazy trim kept in part, in the input of a format that reads them whole: all again.
+    if lazily and _kept_in_part(parsed.records, BY_NAME[format].partial_line):
+        # Lines kept in part for another format, in the input of a format that reads them whole: all again.
         return loads(data, name, format=named, messages_path=messages_path)
     if named is not None and not BY_NAME[format].readable(parsed, messages_path):
         raise UnknownFormat(
@@ -209,9 +227,10 @@ def _begins_with_a_message(data: bytes) -> bool:
     return isinstance(first, dict) and isinstance(first.get("role"), str)
 
 
-def _kept_in_part(records: list[Record] | None) -> bool:
-    """Whether a lazy trim kept any of these lines in part."""
-    return any(type(value) is PartialLine for _, value in records or ())
+def _kept_in_part(records: list[Record] | None, taken: type | None = None) -> bool:
+    """Whether a lazy trim or a line view kept any of these lines in part, as another kind of
+    `PartialLine` than `taken` (the kind a format's reader takes)."""
+    return any(isinstance(value, PartialLine) and type(value) is not taken for _, value in records or ())
 
 
 def reload(data: bytes | Lines, written: Transcript, messages_path: str | None = None) -> Transcript:

@@ -66,6 +66,13 @@ class Format(ABC):
     # The trim of work that mostly counts (`loads(lazily=True)`): it may keep less of a line of this
     # format (a `PartialLine`, whose rest this format reads from the line's bytes when asked).
     lazy_trim: Callable[[Any], Any] | None = None
+    # What a typed decoder reads of a line of this format instead of parsing it, for the same work
+    # (`jsondata.parse`'s view): a `PartialLine` of this format's own kind, or None (the line is
+    # parsed). It runs before detection too, and must give None for every other format's line.
+    line_view: Callable[[memoryview], Any] | None = None
+    # The kind of `PartialLine` this format's reader takes (by its lazy trim or its line view): an
+    # input read lazily whose lines were kept in part for another format is read whole again.
+    partial_line: type | None = None
 
     @property
     def writes(self) -> bool:

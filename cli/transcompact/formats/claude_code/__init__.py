@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...core.jsondata import PartialLine
 from ..adapter import Format, lazy
 from . import reader
 
@@ -21,6 +22,7 @@ class ClaudeCodeFormat(Format):
     detect, read, reload = staticmethod(reader.detect), staticmethod(reader.read), staticmethod(reader.reload)
     write, write_lines = lazy("writer"), lazy("writer")
     trim, lazy_trim = staticmethod(reader.linking_fields), staticmethod(reader.viewed_lines)
+    partial_line = PartialLine  # what `viewed_lines` keeps
     # What `claude --resume` needs of a log (docs/design.md §5.4), checked by rules.py.
     rule_texts = {
         "C1": "the file is named <session uuid>.jsonl",

@@ -1,22 +1,25 @@
-"""pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): `reader` (the session read into
-messages), `writer` (the messages written back into its entries), `rules` (the session's own rules:
-check, repair), `rewrites` (compaction), and `slim` (what pi never sends when it resumes).
+"""pi's sessions (`~/.pi/agent/sessions/**/*.jsonl`): `parsing` (the format's names, and what a
+count reads of a line before the format is known), `reader` (the session read into messages),
+`views` (what a count needs of a message entry, read without parsing it), `writer` (the messages
+written back into its entries), `rules` (the session's own rules: check, repair), `rewrites`
+(compaction), and `slim` (what pi never sends when it resumes).
 """
 
 from __future__ import annotations
 
 from ..adapter import Format, lazy
-from . import reader
+from . import parsing
 
 
 class PiFormat(Format):
-    """The adapter: the session's rules and rewrites are imported when an operation first asks for them."""
+    """The adapter: the session's reader, rules and rewrites are imported when an operation first
+    asks for them (every JSON Lines input read for counting asks its line view: `parsing`)."""
 
-    name, description, lines = reader.NAME, reader.DESCRIPTION, reader.LINES
-    detect, read = staticmethod(reader.detect), staticmethod(reader.read)
+    name, description, lines = parsing.NAME, parsing.DESCRIPTION, parsing.LINES
+    detect, read, reload, blocks_as_sent = lazy("reader"), lazy("reader"), lazy("reader"), lazy("reader")
+    line_view, partial_line = staticmethod(parsing.line_view), parsing.ViewedEntry
     write, slimming = lazy("writer"), lazy("slim")
     answers_each_message = True
-    reload, blocks_as_sent = staticmethod(reader.reload), staticmethod(reader.blocks_as_sent)
     check_log, repair_log = lazy("rules"), lazy("rules")
     append_compaction, summary_wording, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 

@@ -49,18 +49,29 @@ log never shows (the system prompt and tools).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BLANK, Parsed, Record, kind_of
-from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, RedactedThinking, Text, Thinking, ToolCall, ToolResult, Transcript
+from ...core.jsondata import BLANK, Parsed, Record, kind_of, read_again
+from ...core.model import (
+    ASSISTANT,
+    USER,
+    Block,
+    Image,
+    Message,
+    MessageView,
+    Opaque,
+    RedactedThinking,
+    Text,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, USER_WORDS_HEADING
 from .._log import LineOrigin
-
-NAME = "pi"
-DESCRIPTION = "pi coding-agent session (JSON Lines: a `session` header, then entries with id / parentId)"
-LINES = True  # a line is what a rewrite changes, keeps or removes
+from .parsing import NAME, ViewedEntry
 
 UNSENT_STOP_REASONS = ("error", "aborted")  # a tuple: `in` compares, so a `stopReason` of any JSON type may be asked
 REDACTED_THINKING = "[Reasoning redacted]"  # the text pi stores for a redacted_thinking block (pi-ai anthropic.ts)
@@ -102,6 +113,16 @@ class _Origin(LineOrigin):
 
 
 is_unchanged = _Origin.unchanged  # a message read from the log as it is
+
+
+def record_of(message: Message) -> int | None:
+    """The record a message was read from (None: an operation made it), an unread one's without
+    reading it (its line is its entry's)."""
+    if not message.is_read:
+        assert message.line is not None  # (a message left unread is one of a session's entries)
+        return message.line - 1
+    origin = message.origin
+    return origin.record if isinstance(origin, _Origin) else None
 
 
 def _entry_type(value: Any) -> str | None:
@@ -339,18 +360,68 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str,
 
 
 def read(parsed: Parsed, messages_path: str | None = None, listed: frozenset[tuple[str, str]] = frozenset()) -> Transcript:
-    """`listed`: the (call id, text) of results that read as one text block, not as a string."""
+    """`listed`: the (call id, text) of results that read as one text block, not as a string. An
+    entry its view read (`parsing.ViewedEntry`) is a message left unread: it is read from the line's
+    bytes when first asked for."""
     records = parsed.records or []
     version = version_of(records)
     path = find_path(records, version)
     order, compaction = active_entries(records, path, version)
-    messages = []
+    messages, message_records = [], []
     for index in order:
-        message = _read_entry(index, records[index][1], compaction, parsed.name, listed)
+        value = records[index][1]
+        if type(value) is ViewedEntry:
+            message = _unread_entry(records, index, value, compaction, parsed.name)
+        else:
+            message = _read_entry(index, value, compaction, parsed.name, listed)
         if message is not None:
             messages.append(message)
-    source = SessionSource(records, version, path, compaction, frozenset(m.origin.record for m in messages), parsed.bom)
+            message_records.append(index)
+    source = SessionSource(records, version, path, compaction, frozenset(message_records), parsed.bom)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
+
+
+def _unread_entry(records: list[Record], index: int, value: ViewedEntry, compaction: int | None, name: str) -> Message | None:
+    """The message of a viewed entry, as `_read_entry` reads it, left unread: its view counts it."""
+    message = value["message"]
+    role = message["role"]
+    if role == "assistant" and isinstance(message.get("stopReason"), str) and message["stopReason"] in UNSENT_STOP_REASONS:
+        return None
+    if role == "assistant":
+        stale = compaction is not None and index < compaction
+        record = {k: v for k, v in message.items() if k != "usage"} if stale else judged_usage(message)
+    else:
+        record = message
+    return Message.unread(ASSISTANT if role == "assistant" else USER, MessageView(value.seen, record), None,
+                          _ReadLater(records, index, compaction, name), line=index + 1)
+
+
+class _ReadLater:
+    """The message of entry `index`, read from its line when first asked for: one per unread
+    message of a session, so small (slots)."""
+
+    __slots__ = ("records", "index", "compaction", "name")
+
+    def __init__(self, records: list[Record], index: int, compaction: int | None, name: str) -> None:
+        self.records, self.index, self.compaction, self.name = records, index, compaction, name
+
+    def __call__(self) -> Message:
+        value = read_again(self.records[self.index], self.name, self.index)
+        message = _read_entry(self.index, value, self.compaction, self.name)
+        assert message is not None  # its view read the same entry: a message pi sends
+        return message
+
+
+def whole(transcript: Transcript) -> Transcript:
+    """`transcript` with the entries its views read (`parsing.ViewedEntry`) read whole again, for a
+    write, which makes new entries of them; itself when it has none."""
+    source: SessionSource = transcript.source
+    records = source.records
+    if not any(type(value) is ViewedEntry for _, value in records):
+        return transcript
+    records = [(line, read_again((line, value), transcript.name, index)) if type(value) is ViewedEntry else (line, value)
+               for index, (line, value) in enumerate(records)]
+    return replace(transcript, source=replace(source, records=records))
 
 
 def blocks_as_sent(transcript: Transcript) -> dict[int, tuple[Block, ...]]:
@@ -362,38 +433,46 @@ def blocks_as_sent(transcript: Transcript) -> dict[int, tuple[Block, ...]]:
     messages = transcript.messages
     sent: dict[int, tuple[Block, ...]] = {}
     summary = None if source.compaction is None else source.records[source.compaction][1].get("summary")
-    calls: list[ToolCall] = []
+    calls: list[str] = []  # the ids of the calls of the reply `calling`
     calling, answered = -1, set[str]()  # the reply whose calls are open, its calls, the results seen
     for index, message in enumerate(messages):
-        blocks = message.blocks
         if message.role == USER:
             # A toolResult reads as a user message of one result (`_read_entry`).
-            if len(blocks) == 1 and type(blocks[0]) is ToolResult:
-                answered.add(blocks[0].tool_call_id)
+            if (answering := _answered_alone(message)) is not None:
+                answered.add(answering)
                 continue
-            origin = message.origin
-            if isinstance(summary, str) and isinstance(origin, _Origin) and origin.record == source.compaction:
+            if isinstance(summary, str) and record_of(message) == source.compaction:
                 sent[index] = (Text(COMPACTION_SUMMARY_PREFIX + summary + COMPACTION_SUMMARY_SUFFIX),)
         if calls:
             _made_results(sent, messages, calling, calls, answered)
-        calls = [b for b in blocks if type(b) is ToolCall] if message.role == ASSISTANT else []
+        calls = list(message.call_ids) if message.role == ASSISTANT else []
         calling, answered = index, set() if calls else answered
     _made_results(sent, messages, calling, calls, answered)
     return sent
 
 
-def _made_results(sent: dict[int, tuple[Block, ...]], messages: tuple[Message, ...], calling: int, calls: list[ToolCall],
+def _answered_alone(message: Message) -> str | None:
+    """The call id a user message answers when it holds one tool result alone (a toolResult entry)."""
+    if (view := message.view) is not None:
+        sizes = view.blocks
+        return sizes[0].call_id if len(sizes) == 1 and sizes[0].type is ToolResult else None
+    blocks = message.blocks
+    return blocks[0].tool_call_id if len(blocks) == 1 and type(blocks[0]) is ToolResult else None
+
+
+def _made_results(sent: dict[int, tuple[Block, ...]], messages: tuple[Message, ...], calling: int, calls: list[str],
                   answered: set[str]) -> None:
     """The reply `calling` as pi sends it, with a result made for each of its calls not `answered`."""
-    made = tuple(ToolResult(call.id, NO_RESULT, True) for call in calls if call.id not in answered)
+    made = tuple(ToolResult(call_id, NO_RESULT, True) for call_id in calls if call_id not in answered)
     if made:
         sent[calling] = messages[calling].blocks + made
 
 
 def reload(parsed: Parsed, written: Transcript, messages_path: str | None = None) -> Transcript:
     """The post-condition's reading of what a rewrite wrote of `written`: a result it made one text
-    block (prune keeps the shape of a result of several blocks) reads as that block, not a string."""
-    listed = frozenset((b.tool_call_id, b.content[0].text) for m in written.messages for b in m.tool_results
+    block (prune keeps the shape of a result of several blocks) reads as that block, not a string.
+    (A message it left unread is its line's again.)"""
+    listed = frozenset((b.tool_call_id, b.content[0].text) for m in written.messages if m.is_read for b in m.tool_results
                        if not isinstance(b.content, str) and len(b.content) == 1 and type(b.content[0]) is Text)
     return read(parsed, messages_path, listed)
 

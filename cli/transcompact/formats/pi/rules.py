@@ -28,8 +28,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
-from ...core.model import Transcript
+from ...core.model import ToolCall, Transcript
 from ...core.violation import ERROR, Violation
+from .parsing import ViewedEntry
 from .reader import SessionSource, _entry_type, active_entries, entry_records, find_path, first_kept, read, version_of
 from .writer import entry_ids, new_entry_id, rewritten_records
 
@@ -84,11 +85,14 @@ def _split_calls(records, path: tuple[int, ...], start: int, at: int) -> list[st
     comes after it (P2)."""
     pending: dict[str, None] = {}
     for index in path[start:at]:
-        message = _message(records[index][1])
-        if message.get("role") == "assistant" and message.get("stopReason") not in ("error", "aborted") \
-                and isinstance(message.get("content"), list):
-            pending.update((b["id"], None) for b in message["content"]
-                           if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str))
+        value = records[index][1]
+        message = _message(value)
+        if message.get("role") == "assistant" and message.get("stopReason") not in ("error", "aborted"):
+            if type(value) is ViewedEntry:  # its calls are in the sizes its view kept
+                pending.update((size.call_id, None) for size in value.seen if size.type is ToolCall)
+            elif isinstance(message.get("content"), list):
+                pending.update((b["id"], None) for b in message["content"]
+                               if isinstance(b, dict) and b.get("type") == "toolCall" and isinstance(b.get("id"), str))
         elif message.get("role") == "toolResult" and isinstance(message.get("toolCallId"), str):
             pending.pop(message["toolCallId"], None)
     answered_later = {_message(records[index][1]).get("toolCallId") for index in path[at + 1:]}
@@ -106,7 +110,8 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
     """
     if not any(v.severity == ERROR for v in check_log(transcript, None)):
         return transcript, []
-    # The lines as the transcript now has them: what the repair's earlier fixes changed stays.
+    # The lines as the transcript now has them: what the repair's earlier fixes changed stays (whole:
+    # a fix makes new entries of them).
     records: list[Record] = [(line, value) for line, value, _ in rewritten_records(transcript)]
     version = version_of(records)
     fixes: list[tuple[str, str, int]] = []

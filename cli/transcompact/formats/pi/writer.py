@@ -9,7 +9,7 @@ from typing import Any
 
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import BOM, Lines, Record, dumps
-from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript
+from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript, tool_names
 from .._log import TOKENS_PER_CHAR, Rewritten, restating_ratio, string_or_empty, surviving_parent, written_back
 from .reader import (
     UNSENT_STOP_REASONS,
@@ -21,6 +21,8 @@ from .reader import (
     find_path,
     first_kept,
     is_unchanged,
+    record_of,
+    whole,
 )
 
 
@@ -87,10 +89,12 @@ def _new_entry(blocks: tuple[Block, ...], role: str, anchor: dict, names: dict[s
 
 def write(transcript: Transcript) -> bytes:
     source: SessionSource = transcript.source
-    origins = [m.origin for m in transcript.messages if isinstance(m.origin, _Origin)]
-    if (len(origins) == len(transcript.messages) and {o.record for o in origins} == source.message_records
-            and all(is_unchanged(m) for m in transcript.messages)):
+    records = [record_of(m) for m in transcript.messages]
+    if (None not in records and set(records) == source.message_records and len(records) == len(source.message_records)
+            and all(not m.is_read or is_unchanged(m) for m in transcript.messages)):
         return bytes(Lines(source.records))  # the first line holds the byte-order mark, if any
+    transcript = whole(transcript)
+    source = transcript.source
     restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript))
     written = bytes(Lines([(line, value) for line, value, _ in restated]))
     return BOM + written if source.bom and not written.startswith(BOM) else written
@@ -194,10 +198,12 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
 
     A changed message goes back into its entry; what it gained that one pi entry cannot hold
     (another tool result, text beside a result) becomes entries of its own, before or after it.
+    Entries a view read are read whole first (`whole`): a rewrite makes new entries of them.
     """
+    transcript = whole(transcript)
     source: SessionSource = transcript.source
     records = source.records
-    names = {b.id: b.name for m in transcript.messages for b in m.tool_calls}
+    names = tool_names(transcript.messages)
     contents: dict[int, dict] = {}
     inserted: dict[int, list[dict]] = {}
     claimed: set[int] = set()
@@ -211,6 +217,11 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         inserted.setdefault(anchor, []).extend(_new_entry(part, role, records[anchor][1], names) for part in parts)
 
     for message in transcript.messages:
+        if not message.is_read:  # left unread: as it was read, in its entry (its line's)
+            assert message.line is not None
+            last_record = message.line - 1
+            claimed.add(last_record)
+            continue
         origin = message.origin
         if not isinstance(origin, _Origin):
             insert_after(last_record, pieces(message.blocks), message.role)
