@@ -3,6 +3,7 @@ it counts the same without building the messages, and it writes back the bytes i
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -30,7 +31,7 @@ from transcompact.ops.validity.postcondition import comparable, verified
 from transcompact.ops.validity.repair import repair
 
 from .builders import claude_code_logs, pi_logs
-from .conftest import CORPUS
+from .conftest import CORPUS, FIXTURES
 from .strategies import (
     anthropic_messages,
     claude_code_log,
@@ -284,6 +285,33 @@ def test_the_lazy_reading_is_the_whole_reading_of_real_pi_logs(path):
     records = transcript.source.records
     assert any(not m.is_read for m in transcript.messages)
     assert all(type(records[m.line - 1][1]) is ViewedEntry for m in transcript.messages if not m.is_read)
+
+
+PI_SESSION = FIXTURES / "pi" / "2026-01-10T09-00-00-000Z_4f1c2a9e-6b1d-4c0e-9a51-0c3f5e2b7d11.jsonl"
+
+
+@pytest.mark.parametrize(("line", "old", "new"), [
+    (6, b'"isError":false', b'"isError":false,"note":"a field pi does not write"'),
+    (6, b'[{"type":"text",', b'[{"type":"image","data":"iVBORw0KGgo=","mimeType":"image/png"},{"type":"text",'),
+    (6, b'"isError":false', b'"isError":false,"details":' + b"[" * 300 + b"]" * 300),  # too deep to write
+    (6, b'"toolCallId":"toolu_01ReadCalc"', b'"toolCallId":5'),  # the reader refuses it, and says where
+    (5, b'"thinkingSignature":"EqQBCkYIBxgCKkB0c2lnbmF0dXJl"', b'"thinkingSignature":"EqQB","redacted":true'),
+    (5, b'"arguments":{"path":"calc.py"}', b'"arguments":{"path":"calc.py","size":-0,"ratio":0.000009}'),  # as written
+    (5, b'"totalTokens":2160', b'"totalTokens":"2160"'),  # a figure of another type
+], ids=["another field", "an image", "too deep", "a call id not a string", "a redacted thinking", "numbers as written",
+        "a figure not a number"])
+def test_a_pi_entry_no_view_can_count_is_read_as_the_whole_reading_reads_it(line, old, new):
+    """An entry whose line holds what a view does not name, or names otherwise, is parsed whole (its
+    message read at once); the session reads, counts, checks and rewrites as the whole reading."""
+    lines = PI_SESSION.read_bytes().split(b"\n")
+    assert old in lines[line - 1]
+    lines[line - 1] = lines[line - 1].replace(old, new, 1)
+    data = b"\n".join(lines)
+    same_reading(data)
+    with contextlib.suppress(TranscompactError):  # (the call id: refused as the whole reading refuses it)
+        transcript = loads(data, "t.jsonl", lazily=True)
+        viewed = type(transcript.source.records[line - 1][1]) is ViewedEntry
+        assert viewed is (new.startswith(b'"arguments"'))  # only a call's numbers are read as written by the view
 
 
 # The same messages as a bare list and as JSON Lines, spelled as other writers spell them: escapes,

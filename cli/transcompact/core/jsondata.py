@@ -606,9 +606,10 @@ def kind_of(value: Any) -> str:
     )
 
 
-def too_deep(value: Any) -> bool:
-    """Whether orjson could not write the value back (nested deeper than MAX_DEPTH)."""
-    return _scan(value)[0]
+def too_deep(value: Any, depth: int = 1) -> bool:
+    """Whether orjson could not write the value back (nested deeper than MAX_DEPTH), where it sits
+    `depth` levels deep in its document (1: the document itself)."""
+    return _scan(value, depth)[0]
 
 
 _MEMBER_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')

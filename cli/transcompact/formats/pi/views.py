@@ -1,12 +1,12 @@
 """What a count and `check` need of a pi message entry, read by a typed decoder from the line's
 bytes without building it (`parsing.line_view`, for work that mostly counts: `loads(lazily=True)`):
 the fields that place the entry, of its message the role and what the reader and a count look at
-(`stopReason`, `toolCallId`, `usage`), and the sizes of its blocks (`parsing.ViewedEntry`). The reader
-leaves such a message unread; its blocks are read from the line's bytes when first asked for, and a
-write reads the line whole again (`reader.whole`).
+(`stopReason`, `toolCallId`, `usage`), and the sizes of its blocks (`parsing.ViewedEntry`). The
+reader leaves such a message unread; its blocks are read from the line's bytes when first asked
+for, and a write reads the line whole again (`reader.whole`).
 
-An entry is viewed only when everything it holds is a field named here: the decoder then has
-checked all of it (UTF-8, escapes, nesting) as the full reading would, and the blocks read later
+An entry is viewed only when everything it holds is a field named here, of the type pi writes it:
+the decoder then has checked all of it (UTF-8, escapes, nesting) as the full reading would, and the blocks read later
 from the same bytes are the ones the sizes describe. Anything else (another field, a block of
 another type, an image, a redacted thinking) has no view, and the line is parsed whole.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from ...core.jsondata import _scan, compact_json, nested_value
+from ...core.jsondata import compact_json, nested_value, too_deep
 from ...core.model import LISTED, NOT_AN_OBJECT, UNSIGNED, BlockSize, Text, Thinking, ToolCall, ToolResult, text_flags
 
 
@@ -93,8 +93,8 @@ def entry_view(text: memoryview, kind: type[dict]) -> tuple[dict[str, Any], tupl
     if entry.type != "message" or message.role not in _ROLES or message.content is UNSET and message.role == "user":
         return None  # no message the reader makes alike (a missing content is the full reading's error)
     details = message.details
-    # (3 deep, its message's field: a value nested too deep to write is left to the full reading, which says where.)
-    if (type(details) is dict or type(details) is list) and _scan(details, 3)[0]:
+    # (A message's field, 3 deep: one nested too deep to write is left to the full reading, which says where.)
+    if (type(details) is dict or type(details) is list) and too_deep(details, 3):
         return None
     try:
         sizes = _sizes(message)
