@@ -378,10 +378,10 @@ def _writable(value: Any, text: bytes | memoryview, name: str, first_line: int) 
 
 def _exactly(value: Any, text: bytes | memoryview, name: str, first_line: int) -> Any:
     """`_writable` of a value orjson does not write back as `text`: walked for its depth and floats."""
-    too_deep, has_float = _scan(value)
+    too_deep, has_float, has_zero = _scan(value)
     if too_deep:
         raise _too_deep(bytes(text), name, first_line)
-    return _numbers_as_written(value, text, has_float)
+    return _numbers_as_written(value, text, has_float, has_zero)
 
 
 # An integer written `-0`, which orjson reads as 0 and writes so (after what may come before a
@@ -389,10 +389,10 @@ def _exactly(value: Any, text: bytes | memoryview, name: str, first_line: int) -
 _NEGATIVE_ZERO = re.compile(rb'[:\[,][ \t\r\n]*-0(?![.\deE])')
 
 
-def _numbers_as_written(value: Any, text: bytes | memoryview, has_float: bool) -> Any:
+def _numbers_as_written(value: Any, text: bytes | memoryview, has_float: bool, has_zero: bool) -> Any:
     """`value`, orjson's fresh reading of `text`, with every number as written: its floats
-    (`_floats_as_written`), and a `-0` by the standard library's reading."""
-    if _NEGATIVE_ZERO.search(text):
+    (`_floats_as_written`), and where it holds a 0 written `-0`, all by the standard library's reading."""
+    if has_zero and _NEGATIVE_ZERO.search(text):
         return _exact_loads(bytes(text))
     return _floats_as_written(value, text) if has_float else value
 
@@ -426,32 +426,34 @@ def nested_value(text: bytes, depth: int) -> Any:
     `parse` reads it; ValueError when it is not JSON or would make the document too deep to
     write (the caller reads the whole input again, which says where)."""
     value = load_json(text)
-    too_deep, has_float = _scan(value, depth)
+    too_deep, has_float, has_zero = _scan(value, depth)
     if too_deep:
         raise ValueError("nested too deep")
-    return _numbers_as_written(value, text, has_float)
+    return _numbers_as_written(value, text, has_float, has_zero)
 
 
-def _scan(value: Any, depth: int = 1) -> tuple[bool, bool]:
-    """(nested deeper than MAX_DEPTH, holds a float): one pass over the containers, no recursion.
-    `depth`: how deep the value itself sits."""
+def _scan(value: Any, depth: int = 1) -> tuple[bool, bool, bool]:
+    """(nested deeper than MAX_DEPTH, holds a float, holds an integer 0, which may have been written
+    `-0`): one pass over the containers, no recursion. `depth`: how deep the value itself sits."""
     kind = type(value)
     if kind is not dict and kind is not list:
-        return depth > MAX_DEPTH, kind is float
-    has_float = False
+        return depth > MAX_DEPTH, kind is float, kind is int and value == 0
+    has_float = has_zero = False
     stack = [(value, depth)]
     pop, push = stack.pop, stack.append
     while stack:
         node, depth = pop()
         if depth > MAX_DEPTH:
-            return True, has_float
+            return True, has_float, has_zero
         for item in node.values() if type(node) is dict else node:
             kind = type(item)
             if kind is dict or kind is list:
                 push((item, depth + 1))
             elif kind is float:
                 has_float = True
-    return False, has_float
+            elif kind is int and item == 0:
+                has_zero = True
+    return False, has_float, has_zero
 
 
 _BEYOND_A_DOUBLE = "number is infinity when parsed as double"  # orjson's refusal of `1e400`
