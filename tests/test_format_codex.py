@@ -21,6 +21,7 @@ from transcompact.core.model import Opaque, Text, ToolCall
 from transcompact.core.summary_text import SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage, usage_tokens
 from transcompact.formats import detect
+from transcompact.formats.codex.parsing import whole_value
 from transcompact.formats.codex.reader import CODEX_SUMMARY_PREFIX
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.summarize import SummaryOptions
@@ -515,6 +516,19 @@ def test_the_world_state_the_history_stands_on_follows_the_compaction():
     new = appended(ndjson(values), compacted(loads(ndjson(values), "state.jsonl"), keep=600))
     assert [line["type"] for line in new[:4]] == ["compacted", "event_msg", "world_state", "turn_context"]
     assert new[2]["payload"] == {"full": True, "state": {"environments": {"cwd": "/home/dev/shop/api", "shell": "bash"}}}
+
+
+def test_a_turn_context_and_a_world_state_are_held_in_part_until_a_compaction_carries_them():
+    """Their many small values are not held once the line is parsed (a world state keeps whether it
+    is whole); what a compaction carries over is read again from the line's bytes."""
+    values = lines(with_turns(TOOL_LOOP))
+    state = {"full": True, "state": {"environments": {"cwd": "/home/dev/shop", "shell": "bash"}}}
+    values[3:3] = [{"timestamp": values[2]["timestamp"], "type": "world_state", "payload": state}]
+    records = loads(ndjson(values), "state.jsonl").source.records
+    settings = [(record, value) for record, value in zip(records, values) if value["type"] in ("turn_context", "world_state")]
+    assert {value["type"] for _, value in settings} == {"turn_context", "world_state"}
+    assert all(record[1]["payload"] == ({"full": True} if value["type"] == "world_state" else {}) for record, value in settings)
+    assert [whole_value(record) for record, _ in settings] == [value for _, value in settings]
 
 
 # --- forked rollouts -----------------------------------------------------------------------------

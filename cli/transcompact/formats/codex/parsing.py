@@ -17,23 +17,34 @@ LINES = True  # a line is what a rewrite changes, keeps or removes
 # again, a message again), only those types are kept as the line is parsed (`copies_trimmed`).
 READ_EVENTS = frozenset({"token_count", "thread_rolled_back", "thread_name_updated", "thread_goal_updated"})
 LINE_KEYS = frozenset({"timestamp", "ordinal", "type", "payload"})
+# The lines of a turn's settings, read only by a compaction, which carries the last of them over
+# (the turn's context, the world state it rebuilds): of their payload only whether a world state
+# is whole (`full`: slim's) is kept as the line is parsed. Each holds many small values (the
+# sandbox, the instructions, the environments), several times its bytes once parsed.
+SETTING_LINES = frozenset({"turn_context", "world_state"})
 
 
 def copies_trimmed(value: Any) -> Any:
     """The trim (`Format.trim`, as the line is parsed): an `event_msg` line of an event no reading
     looks into (not `READ_EVENTS`) keeps its type, and an item's type, of its payload: a long
-    session's command outputs and messages are not held a second time. Its bytes stay what is
-    written; a rewrite that writes such a line anew reads it again from them (`whole_value`)."""
-    if type(value) is not dict or value.get("type") != "event_msg":  # (every line of every input: at once)
+    session's command outputs and messages are not held a second time; a setting line
+    (`SETTING_LINES`) keeps only a world state's `full`. Its bytes stay what is written; a
+    rewrite that writes such a line anew, or carries it over, reads it again from them
+    (`whole_value`)."""
+    kind = value.get("type") if type(value) is dict else None  # (every line of every input: at once)
+    if kind == "event_msg":
+        event = _copied_event(value)
+        if event is None or not value.keys() <= LINE_KEYS:
+            return value
+        payload = value["payload"]
+        kept: dict[str, Any] = {"type": event}
+        item = payload.get("item")
+        if type(item) is dict and "type" in item:
+            kept["item"] = {"type": item["type"]}
+    elif type(kind) is str and kind in SETTING_LINES and value.keys() <= LINE_KEYS and type(payload := value.get("payload")) is dict:
+        kept = {"full": payload["full"]} if "full" in payload else {}
+    else:
         return value
-    event = _copied_event(value)
-    if event is None or not value.keys() <= LINE_KEYS:
-        return value
-    payload = value["payload"]
-    kept: dict[str, Any] = {"type": event}
-    item = payload.get("item")
-    if type(item) is dict and "type" in item:
-        kept["item"] = {"type": item["type"]}
     if kept == payload:
         return value  # nothing to leave out (a dict of another size differs at once)
     return {key: kept if key == "payload" else field for key, field in value.items()}
@@ -43,7 +54,10 @@ def whole_value(record: Record, name: str = "<line>", index: int = 0) -> Any:
     """The value of line `index` with everything in it: read again from its bytes where the trim
     may have kept part of it (`copies_trimmed`), else the value itself."""
     line, value = record
-    return value if line is None or _copied_event(value) is None else read_again(record, name, index)
+    kind = value.get("type") if type(value) is dict else None
+    if line is None or not (type(kind) is str and kind in SETTING_LINES or _copied_event(value) is not None):
+        return value
+    return read_again(record, name, index)
 
 
 def _copied_event(value: Any) -> str | None:

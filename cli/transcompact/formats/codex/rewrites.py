@@ -14,6 +14,7 @@ from ...core.jsondata import BLANK, Record, dumps
 from ...core.model import USER, Message, Text, Transcript
 from ...core.summary_text import SUMMARY_PREFIX, SummaryText, compose, parse
 from .._log import Prompts
+from .parsing import whole_value
 from .reader import (
     CODEX_SUMMARY_PREFIX,
     CONTEXT_PREFIXES,
@@ -125,7 +126,8 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     state = _world_state(every)
     if state is not None:
         new.append({"type": "world_state", "payload": {"full": True, "state": state}})
-    context = next((v["payload"] for _, v in reversed(every) if isinstance(v, dict) and v.get("type") == "turn_context"), None)
+    context = next((whole_value(r)["payload"] for r in reversed(every) if isinstance(r[1], dict) and r[1].get("type") == "turn_context"),
+                   None)
     if context is not None:
         new.append({"type": "turn_context", "payload": context})
     new += [{key: value for key, value in line.items() if key not in ("timestamp", "ordinal")} for line in window]
@@ -228,8 +230,11 @@ def _world_state(records: list[Record]) -> dict | None:
     """The world state the rollout ends in, as Codex rebuilds it (rollout_reconstruction.rs): from
     the newest full snapshot since the last compaction, each patch after it merged in (RFC 7386)."""
     state = None
-    for _, value in records:
+    for record in records:
+        value = record[1]
         kind = value.get("type") if isinstance(value, dict) else None
+        if kind == "world_state":
+            value = whole_value(record)  # (its payload as the trim kept it: whether it is full)
         payload = value.get("payload") if kind else None
         if kind == "compacted":
             state = None
