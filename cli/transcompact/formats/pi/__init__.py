@@ -18,7 +18,7 @@ class PiFormat(Format):
     name, description, lines = parsing.NAME, parsing.DESCRIPTION, parsing.LINES
     detect, read, reload, blocks_as_sent = lazy("reader"), lazy("reader"), lazy("reader"), lazy("reader")
     line_view, partial_line = staticmethod(parsing.line_view), parsing.ViewedEntry
-    write, slimming = lazy("writer"), lazy("slim")
+    write, write_lines, slimming = lazy("writer"), lazy("writer"), lazy("slim")
     answers_each_message = True
     check_log, repair_log = lazy("rules"), lazy("rules")
     append_compaction, summary_wording, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")

@@ -8,7 +8,7 @@ import uuid as uuidlib
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BOM, Lines, Record, dumps
+from ...core.jsondata import Lines, Record, dumps
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript, tool_names
 from .._log import TOKENS_PER_CHAR, Rewritten, restating_ratio, string_or_empty, surviving_parent, written_back
 from .reader import (
@@ -88,16 +88,22 @@ def _new_entry(blocks: tuple[Block, ...], role: str, anchor: dict, names: dict[s
 
 
 def write(transcript: Transcript) -> bytes:
+    return bytes(write_lines(transcript))
+
+
+def write_lines(transcript: Transcript) -> Lines:
+    """The session's lines after a rewrite (`Format.write_lines`): the post-condition reads back
+    only the lines it made, and keeps the values it made them from (a large session's restated
+    replies are not parsed and held a second time)."""
     source: SessionSource = transcript.source
     records = [record_of(m) for m in transcript.messages]
     if (None not in records and set(records) == source.message_records and len(records) == len(source.message_records)
             and all(not m.is_read or is_unchanged(m) for m in transcript.messages)):
-        return bytes(Lines(source.records))  # the first line holds the byte-order mark, if any
+        return Lines(list(source.records))  # the first line holds the byte-order mark, if any
     transcript = whole(transcript)
     source = transcript.source
     restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript))
-    written = bytes(Lines([(line, value) for line, value, _ in restated]))
-    return BOM + written if source.bom and not written.startswith(BOM) else written
+    return Lines.of([(line, value) for line, value, _ in restated], bom=source.bom)
 
 
 def entry_chars(value: Any) -> int:
