@@ -115,18 +115,10 @@ def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
 
 @cache
 def line_view() -> Callable[[memoryview], Any] | None:
-    """The formats' line views (`Format.line_view`), the first that reads a line, for `parse`."""
+    """The format's line view (`Format.line_view`), for `parse`: pi's is the only one."""
     views = [f.line_view for f in (BY_NAME[name] for name in TRIMMED) if f.line_view is not None]
-    if len(views) <= 1:
-        return views[0] if views else None
-
-    def first_view(text: memoryview) -> Any:
-        for one in views:
-            if (viewed := one(text)) is not None:
-                return viewed
-        return None
-
-    return first_view
+    assert len(views) <= 1, "a second line view: parse asks one (the first that reads a line would do)"
+    return views[0] if views else None
 
 
 def earlier_summary(record: Any) -> Format | None:

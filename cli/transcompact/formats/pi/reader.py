@@ -324,12 +324,10 @@ def _read_entry(index: int, value: dict, compaction: int | None, name: str,
     role = message.get("role")
     try:
         if role == "assistant":
-            if isinstance(message.get("stopReason"), str) and message["stopReason"] in UNSENT_STOP_REASONS:
+            raw = _sent_reply(message, index, compaction)
+            if raw is None:
                 return None
             blocks, items, string = _content(message.get("content", []), where)
-            # Usage kept from before the active compaction counted a context that no longer exists.
-            stale = compaction is not None and index < compaction
-            raw = {k: v for k, v in message.items() if k != "usage"} if stale else judged_usage(message)
             return Message(ASSISTANT, blocks, raw=raw, line=index + 1, origin=_Origin(index, blocks, items, string, True))
         if role in ("user", "custom", "hookMessage"):  # hookMessage: version 2's name for custom
             blocks, items, string = _content(message.get("content"), where)
@@ -384,16 +382,23 @@ def read(parsed: Parsed, messages_path: str | None = None, listed: frozenset[tup
 def _unread_entry(records: list[Record], index: int, value: ViewedEntry, compaction: int | None, name: str) -> Message | None:
     """The message of a viewed entry, as `_read_entry` reads it, left unread: its view counts it."""
     message = value["message"]
-    role = message["role"]
-    if role == "assistant" and isinstance(message.get("stopReason"), str) and message["stopReason"] in UNSENT_STOP_REASONS:
+    replying = message["role"] == "assistant"
+    record = _sent_reply(message, index, compaction) if replying else message
+    if record is None:
         return None
-    if role == "assistant":
-        stale = compaction is not None and index < compaction
-        record = {k: v for k, v in message.items() if k != "usage"} if stale else judged_usage(message)
-    else:
-        record = message
-    return Message.unread(ASSISTANT if role == "assistant" else USER, MessageView(value.seen, record), None,
+    return Message.unread(ASSISTANT if replying else USER, MessageView(value.seen, record), None,
                           _ReadLater(records, index, compaction, name), line=index + 1)
+
+
+def _sent_reply(message: dict, index: int, compaction: int | None) -> dict | None:
+    """The assistant message of entry `index` as a count reads it, None when pi does not send it
+    (it ended in `error` or `aborted`): its usage judged (`judged_usage`), none where it was kept
+    from before the active compaction (it counted a context that no longer exists)."""
+    if isinstance(message.get("stopReason"), str) and message["stopReason"] in UNSENT_STOP_REASONS:
+        return None
+    if compaction is not None and index < compaction:
+        return {k: v for k, v in message.items() if k != "usage"}
+    return judged_usage(message)
 
 
 class _ReadLater:

@@ -223,18 +223,14 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         inserted.setdefault(anchor, []).extend(_new_entry(part, role, records[anchor][1], names) for part in parts)
 
     for message in transcript.messages:
-        if not message.is_read:  # left unread: as it was read, in its entry (its line's)
-            assert message.line is not None
-            last_record = message.line - 1
+        if not message.is_read or is_unchanged(message):  # as it was read, in its entry (an unread one without reading it)
+            last_record = record_of(message)
+            assert last_record is not None  # (a message read from an entry)
             claimed.add(last_record)
             continue
         origin = message.origin
         if not isinstance(origin, _Origin):
             insert_after(last_record, pieces(message.blocks), message.role)
-            continue
-        if is_unchanged(message):
-            claimed.add(origin.record)
-            last_record = origin.record
             continue
         # A reply left with no block (the last one may be) keeps its entry, holding none.
         parts = pieces(message.blocks) or ([()] if message.role == ASSISTANT else [])
