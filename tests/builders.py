@@ -279,6 +279,12 @@ def pi_logs() -> list:
     return [pytest.param(p, id=p.name) for p in paths]
 
 
+def gemini_documents() -> list:
+    """Gemini CLI's legacy chats (one JSON document): the fixtures' and the corpus's (when it is there)."""
+    paths = sorted(FIXTURES.glob("gemini/*.json")) + (sorted(CORPUS.glob("*/*gemini*.json")) if CORPUS.is_dir() else [])
+    return [pytest.param(p, id=p.name) for p in paths]
+
+
 SESSION = "3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10"
 
 

@@ -30,7 +30,7 @@ from transcompact.ops.validity.check import check
 from transcompact.ops.validity.postcondition import comparable, verified
 from transcompact.ops.validity.repair import repair
 
-from .builders import claude_code_logs, pi_logs
+from .builders import claude_code_logs, gemini_documents, pi_logs
 from .conftest import CORPUS, FIXTURES
 from .strategies import (
     anthropic_messages,
@@ -174,7 +174,7 @@ def same_reading(data: bytes) -> None:
         verified(quick, quick_pruned, written(quick_pruned), operation="prune")
     # What pruning changed it read apart: the input is not held read (a large log's memory).
     assert not any(m.is_read for m in still_unread)
-    if quick.format in ("claude-code", "pi"):  # its own rewrites read a line kept in part again from its bytes
+    if quick.format in ("claude-code", "pi", "gemini"):  # its own rewrites read what was kept in part again from its bytes
         for rewrite in (lambda t: adapter(t).replace_ui_copies(prune(t, options)[0]), lambda t: repair(t)[0],
                         lambda t: compact(t, EMERGENCY)[0]):
             assert values(dumps(rewrite(loads(data, "t.json", lazily=True)))) == values(dumps(rewrite(whole)))
@@ -312,6 +312,71 @@ def test_a_pi_entry_no_view_can_count_is_read_as_the_whole_reading_reads_it(line
         transcript = loads(data, "t.jsonl", lazily=True)
         viewed = type(transcript.source.records[line - 1][1]) is ViewedEntry
         assert viewed is (new.startswith(b'"arguments"'))  # only a call's numbers are read as written by the view
+
+
+@pytest.mark.parametrize("path", gemini_documents())
+def test_the_quick_reading_is_the_whole_reading_of_real_gemini_chats(path):
+    """A legacy Gemini CLI chat read for counting: each record of the agent's shape gives messages
+    left unread (the record's bytes not parsed), and everything reads, counts, checks and rewrites
+    as the whole reading."""
+    data = path.read_bytes()
+    same_reading(data)
+    transcript = loads(data, "t.json", lazily=True)
+    # Read quickly when it begins as the agent writes one (some writers put `kind` first: read whole).
+    quickly = data.lstrip().startswith(b'{\n  "sessionId"')
+    assert (transcript.source.document is None) is quickly
+    assert any(not m.is_read for m in transcript.messages) is quickly
+
+
+GEMINI_CHAT = FIXTURES / "gemini" / "session-2025-12-16T23-47-b4f17607.json"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (b'"displayName"', b'"note": "a field the agent does not write", "displayName"'),
+    (b'"content": "', b'"content": [{"text": "a part "}], "displayContent": "'),
+    (b'"output": "', b'"error": "it failed", "output2": "'),
+    (b'"args": {', b'"args": {"deep": ' + b"[" * 300 + b"]" * 300 + b', '),  # too deep to write
+    (b'"args": {', b'"args": {"size": -0, "ratio": 0.000009, '),  # numbers as written
+    (b'"id": "', b'"id": 5, "id2": "'),  # an id not a string: refused, and where
+    (b'"projectHash"', b'"projectHash2"'),  # not the agent's own document: detected by the whole reading
+    (b'"sessionId"', b'"meta": {"x": 1}, "sessionId"'),  # another first key
+    (b'"output": "', b'"output": 7, "x": "'),  # a response the whole reading writes as JSON
+], ids=["another field", "content as parts", "an error response", "too deep", "numbers as written", "an id not a string",
+        "no project hash", "another first key", "an output not a string"])
+def test_a_gemini_record_no_view_can_count_is_read_as_the_whole_reading_reads_it(old, new):
+    """A record that holds what a view does not name, or names otherwise, is read whole, and a
+    document of another shape is left to the whole reading: the chat reads, counts, checks and
+    rewrites as the whole reading."""
+    data = GEMINI_CHAT.read_bytes()
+    assert old in data
+    same_reading(data.replace(old, new, 1))
+
+
+def test_a_gemini_chat_with_every_shape_a_view_counts_is_read_unread_and_the_same():
+    """A string result, a call without arguments, an error response, a response naming another
+    call, a user's ignored input, an empty model turn: all counted unread, the same as whole."""
+    def call(call_id, result, **more):
+        return {"id": call_id, "name": "run_shell_command", "status": "success", "timestamp": "2026-01-01T00:00:00Z",
+                "result": result, **more}
+    records = [
+        {"id": "u1", "type": "user", "timestamp": "2026-01-01T00:00:00Z", "content": "Fix the t\u00e9sts."},
+        {"id": "u2", "type": "user", "content": "/help"},
+        {"id": "g1", "type": "gemini", "content": "", "model": "gemini-2.5-pro", "thoughts": [{"subject": "s", "description": "d"}],
+         "tokens": {"input": 900, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 920},
+         "toolCalls": [call("c1", "ok", args={"command": "ls", "n": 1.50}), call("c2", "plain text"),
+                       call("c3", [{"functionResponse": {"id": "c3", "name": "run", "response": {"error": "E  boom"}}}]),
+                       call("c4", [{"functionResponse": {"id": "c5", "name": "run", "response": {"output": "other's"}}}],
+                            resultDisplay=None, renderOutputAsMarkdown=True)]},
+        {"id": "g2", "type": "gemini", "content": ""},
+        {"id": "i1", "type": "info", "content": "Request cancelled."},
+        {"id": "g3", "type": "gemini", "content": "Done.", "tokens": {"input": 1200, "output": 5}},
+    ]
+    data = json.dumps({"sessionId": "s1", "projectHash": "p" * 64, "startTime": "2026-01-01T00:00:00Z",
+                       "messages": records}, indent=2).encode() + b"\n"
+    transcript = loads(data, "t.json", lazily=True)
+    assert [m.role for m in transcript.messages] == ["user", "assistant", "user", "assistant"]
+    assert not any(m.is_read for m in transcript.messages)
+    same_reading(data)
 
 
 # The same messages as a bare list and as JSON Lines, spelled as other writers spell them: escapes,

@@ -36,6 +36,9 @@ class Registration(NamedTuple):
     # Its agent writes a summary of what came before into the log (`Format.is_earlier_summary`),
     # which compact looks for in a message alone, before the format is known.
     own_summaries: bool = False
+    # The first key of the documents its agent writes, where its adapter reads one quickly
+    # (`Format.read_quickly`): a document read for counting that begins with it is offered to it.
+    document_first_key: str = ""
 
 
 FORMATS = (
@@ -53,7 +56,7 @@ FORMATS = (
         reads="Codex CLI rollouts",
         compaction="a `compacted` line with the `replacement_history`, and a `context_compacted` event"),
     Registration(
-        "gemini", ".gemini",
+        "gemini", ".gemini", document_first_key="sessionId",
         what="Gemini CLI chat (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, legacy `.json`)",
         detected_by="a first record (or the whole file) with string `sessionId` and `projectHash` (a whole file needs "
                     "only `sessionId` when every message is a record with `id` and `type`), then records with `id`, "

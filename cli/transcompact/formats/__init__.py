@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any, Literal
@@ -44,6 +45,10 @@ NAMES = FORMAT_NAMES
 # runs before the format is known: only these are imported to read a file of JSON Lines, the
 # others when detection asks.
 TRIMMED = tuple(registration.name for registration in FORMATS if registration.trims)
+# The formats that read a document of their own for counting (`Format.read_quickly`), by the
+# first key of their agent's documents.
+DOCUMENT_FIRST_KEYS = {registration.document_first_key: registration.name
+                       for registration in FORMATS if registration.document_first_key}
 # The formats whose agent writes a summary of its own into the log (`Format.is_earlier_summary`),
 # which compact looks for in a message alone: `earlier_summary`.
 OWN_SUMMARIES = tuple(registration.name for registration in FORMATS if registration.own_summaries)
@@ -84,6 +89,9 @@ def _agrees(found: Format, registration: Registration) -> None:
     if (type(found).is_earlier_summary is not Format.is_earlier_summary) != registration.own_summaries:
         raise ImportError(f"the {name} format {'lacks' if registration.own_summaries else 'has'} an is_earlier_summary: "
                           f"make its registration say own_summaries={not registration.own_summaries}")
+    if (found.read_quickly is not None) != bool(registration.document_first_key):
+        raise ImportError(f"the {name} format {'lacks' if registration.document_first_key else 'has'} a read_quickly: "
+                          "its registration's document_first_key says whether it has one")
     if found.writes != registration.writes:
         raise ImportError(f"the {name} format's adapter sets writes={found.writes}: its registration says whether it writes")
 
@@ -172,12 +180,19 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
     `lazily`: for work that mostly counts or checks (estimate, cut-point, check, repair), each
-    message of a request body, a bare list, JSON Lines of messages or a Claude Code log whose view
-    can count and check it is left unread (`Message.unread`), its blocks read when first asked for.
+    message of a request body, a bare list, JSON Lines of messages, a Claude Code log, a pi session
+    or a legacy Gemini CLI chat whose view can count and check it is left unread (`Message.unread`),
+    its blocks read when first asked for.
     `"logs"`: the same, for work that changes what it reads (prune, compact): what it changes is
     read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes and
     spacing as they were (a document's messages split off at once: most are written back).
     """
+    if lazily is True and messages_path is None and (offered := _document_offered(data, format)) is not None:
+        read_document = BY_NAME[offered].read_quickly
+        assert read_document is not None  # its registration names a first key: `_agrees` checked it has one
+        quickly = read_document(data, name)
+        if quickly is not None:
+            return quickly
     if lazily and messages_path is None and format in (None, "anthropic", "openai"):
         quickly = read_quickly(data, name, format, split=lazily == "logs")
         if quickly is not None:
@@ -205,6 +220,17 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
             hint=_hint(parsed),
         )
     return BY_NAME[format].read(parsed, messages_path)
+
+
+_FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\s*\{\s*"([^"\\]*)"\s*:')
+
+
+def _document_offered(data: bytes, format: str | None) -> str | None:
+    """The format whose documents begin with the first key of `data` (`DOCUMENT_FIRST_KEYS`), when
+    it is the one named or none is, else None: it reads the document quickly first."""
+    first = _FIRST_KEY.match(data)
+    offered = DOCUMENT_FIRST_KEYS.get(first.group(1).decode("utf-8", "replace")) if first is not None else None
+    return offered if offered is not None and format in (None, offered) else None
 
 
 def _begins_with_a_message(data: bytes) -> bool:

@@ -70,6 +70,11 @@ class Format(ABC):
     # (`jsondata.parse`'s view): a `PartialLine` of this format's own kind, or None (the line is
     # parsed). It runs before detection too, and must give None for every other format's line.
     line_view: Callable[[memoryview], Any] | None = None
+    # A document of this format read for work that mostly counts (`loads(lazily=True)`), its
+    # messages left unread where a typed view can count and check them: the transcript `read`
+    # gives, or None (the full reading decides). `loads` offers it a document whose first key is
+    # the one its registration names (`document_first_key`), before the format is known.
+    read_quickly: Callable[[bytes, str], Any] | None = None
     # The kind of `PartialLine` this format's reader takes (by its lazy trim or its line view): an
     # input read lazily whose lines were kept in part for another format is read whole again.
     partial_line: type | None = None

@@ -33,12 +33,13 @@ the whole new list as a `$set` the way the agent records a rewritten history
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of
+from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of, parse
 from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
 from .._log import LineOrigin, string_or_empty
 
@@ -297,28 +298,38 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
     counted_at = timeline.usage.get(messages[anchor].origin.entry) if timeline is not None and anchor is not None else None
     out = []
     for index, message in enumerate(messages):
-        origin = message.origin
-        if not isinstance(origin, _Origin):
-            continue
-        sent = timeline.sent.get((origin.entry, origin.turn)) if timeline is not None else None
-        if counted_at is not None and sent is not None:
-            if anchor is not None and index < anchor and sent > counted_at:
-                out.append(index)
-            continue
-        if origin.turn != "results":
-            continue
-        repeated = set()
+        if not message.is_read:  # left unread by the legacy document's quick reading (views.py), which has no timeline
+            if message.record is not RESULTS_TURN:
+                continue
+        else:
+            origin = message.origin
+            if not isinstance(origin, _Origin):
+                continue
+            sent = timeline.sent.get((origin.entry, origin.turn)) if timeline is not None else None
+            if counted_at is not None and sent is not None:
+                if anchor is not None and index < anchor and sent > counted_at:
+                    out.append(index)
+                continue
+            if origin.turn != "results":
+                continue
+        repeated: set[str] = set()
         later = index + 1
         while later < len(messages) and messages[later].role == USER:  # (not a slice: a copy of the rest each time)
-            repeated |= {b.tool_call_id for b in messages[later].tool_results}
+            repeated.update(messages[later].answered_ids)
             later += 1
-        if {b.tool_call_id for b in message.tool_results} <= repeated:
+        if set(message.answered_ids) <= repeated:
             out.append(index)
     return frozenset(out)
 
 
+# What the view of a results turn left unread keeps of its record (`MessageView.record`, views.py):
+# no usage (the record's `tokens` belong to its model turn), and the turn it is.
+RESULTS_TURN = ("results",)
+
+
 def _has_usage(message: Message) -> bool:
-    tokens = message.raw.get("tokens") if isinstance(message.raw, dict) else None
+    record = message.record
+    tokens = record.get("tokens") if isinstance(record, dict) else None
     return isinstance(tokens, dict) and isinstance(tokens.get("input"), int) and tokens["input"] > 0
 
 
@@ -425,26 +436,30 @@ class Timeline:
 
 
 def messages_of(active: tuple[Entry, ...], stale: frozenset[int] = frozenset()) -> list[Message]:
-    out: list[Message] = []
-    for index, entry in enumerate(active):
-        record = entry.record
-        line = entry.line + 1 if entry.line is not None else None
-        kind = record.get("type")
-        if kind == "user" and not is_ignored_user(record):
-            blocks = tuple(read_part(p) for p in parts(record.get("content")))
-            out.append(Message(USER, blocks, raw=record, line=line, origin=_Origin(index, "content", blocks)))
-        elif kind == "gemini":
-            blocks = model_turn(record)
-            if not blocks:
-                continue  # the agent sends nothing for it, not even its results
-            # A usage that counted another history is no usage of this one (the record keeps it).
-            raw = {k: v for k, v in record.items() if k != "tokens"} if index in stale else record
-            out.append(Message(ASSISTANT, blocks, raw=raw, line=line, origin=_Origin(index, "content", blocks)))
-            results = result_turn(record)
-            if results:
-                # Its raw is the calls holding the results: the record's `tokens` belong to the model turn.
-                out.append(Message(USER, results, raw=record["toolCalls"], line=line, origin=_Origin(index, "results", results)))
-    return out
+    return [message for index, entry in enumerate(active) for message in entry_messages(index, entry.record, entry.line, stale)]
+
+
+def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[int] = frozenset()) -> tuple[Message, ...]:
+    """The messages the agent sends of the `index`th active record (none, one, or a model turn and
+    its results), on `line` of a JSON Lines log (None in the legacy document)."""
+    line = line + 1 if line is not None else None
+    kind = record.get("type")
+    if kind == "user" and not is_ignored_user(record):
+        blocks = tuple(read_part(p) for p in parts(record.get("content")))
+        return (Message(USER, blocks, raw=record, line=line, origin=_Origin(index, "content", blocks)),)
+    if kind != "gemini":
+        return ()
+    blocks = model_turn(record)
+    if not blocks:
+        return ()  # the agent sends nothing for it, not even its results
+    # A usage that counted another history is no usage of this one (the record keeps it).
+    raw = {k: v for k, v in record.items() if k != "tokens"} if index in stale else record
+    turn = Message(ASSISTANT, blocks, raw=raw, line=line, origin=_Origin(index, "content", blocks))
+    results = result_turn(record)
+    if not results:
+        return (turn,)
+    # Its raw is the calls holding the results: the record's `tokens` belong to the model turn.
+    return turn, Message(USER, results, raw=record["toolCalls"], line=line, origin=_Origin(index, "results", results))
 
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
@@ -461,6 +476,17 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     source = ChatSource(records, document, layout, parsed.data, active,
                         frozenset(m.origin.entry for m in messages), parsed.bom, timeline)
     return Transcript(format=NAME, dialect="anthropic", messages=messages, name=parsed.name, source=source)
+
+
+def whole(transcript: Transcript) -> Transcript:
+    """`transcript` with the source the full reading gives, where the document was read quickly
+    (views.py: its records kept in part): for a rewrite, which makes new records of them. The
+    entries are the same, in the same order, so that each message's origin names its own."""
+    source: ChatSource = transcript.source
+    if source.records is not None or source.document is not None:
+        return transcript
+    full = read(parse(source.data, transcript.name))
+    return dataclasses.replace(transcript, source=full.source)
 
 
 def view_before_compaction(transcript: Transcript) -> Transcript | None:

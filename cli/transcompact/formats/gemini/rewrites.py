@@ -13,7 +13,7 @@ from ...core.jsondata import Lines, Parsed
 from ...core.model import Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from .._log import Prompts
-from .reader import ChatSource, _Origin, read
+from .reader import ChatSource, _Origin, read, whole
 from .writer import _tokens_less, append_line, rebuilt_records
 
 
@@ -21,6 +21,7 @@ def replace_ui_copies(transcript: Transcript) -> Transcript:
     """Give each changed result's call a `resultDisplay` (the text the agent's UI shows) equal to
     the result's new text, so that a pruned chat is pruned for the UI too. A display that is not
     text (a file diff) is left as it is."""
+    transcript = whole(transcript)
     source: ChatSource = transcript.source
     active = list(source.active)
     for message in transcript.messages:
@@ -52,6 +53,7 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     legacy document has no lines to append to: its `messages` array becomes the new list (the
     agent moves such a file to JSON Lines when it resumes it anyway).
     """
+    transcript = whole(transcript)
     source: ChatSource = transcript.source
     if any(not isinstance(m.origin, _Origin) for m in recent):
         raise ShapeError("compact can only carry over messages read from this chat")

@@ -23,6 +23,7 @@ from .reader import (
     read_part,
     result_turn,
     unrecorded_messages,
+    whole,
     write_part,
     write_results,
 )
@@ -170,6 +171,7 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
 
 
 def write(transcript: Transcript) -> bytes:
+    transcript = whole(transcript)
     source: ChatSource = transcript.source
     new = rebuilt_records(source, transcript.messages)
     old = [e.record for e in source.active]
