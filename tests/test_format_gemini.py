@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transcompact import check, dumps, loads
+from transcompact import check, dumps, formats, loads
 from transcompact.cli.main import cli
 from transcompact.core.model import Message, Text, ToolCall, ToolResult, result_text
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
@@ -237,6 +237,21 @@ def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
     taken = round((len(result_text(read(LEGACY).messages[2].tool_results[0])) - len("[gone]")) / 4)
     was = json.loads(data)["messages"][3]["tokens"]
     assert document["messages"][3]["tokens"] == {**was, "input": was["input"] - taken, "total": was["total"] - taken}
+
+
+def test_a_legacy_document_a_rewrite_spliced_reads_back_without_parsing_what_it_kept(monkeypatch):
+    """The post-condition reads a spliced legacy document back from the messages it changed: the
+    rest is the input's values, and it is the transcript the whole reading gives."""
+    pruned = cleared(read(LEGACY), "[gone]")
+    out = dumps(pruned)
+    whole = loads(out, LEGACY.name)
+    kept = pruned.source.document["messages"]
+    monkeypatch.setattr(formats, "parse", lambda *args, **kwargs: pytest.fail("parsed whole"))
+    back = formats.reload(out, pruned)
+    assert [(m.role, m.blocks) for m in back.messages] == [(m.role, m.blocks) for m in whole.messages]
+    assert back.source.document == whole.source.document
+    same = [a is b for a, b in zip(back.source.document["messages"], kept)]
+    assert any(same) and not all(same)  # those it kept are the input's own values
 
 
 def test_the_ui_copy_of_a_pruned_result_is_pruned_too():
@@ -609,3 +624,25 @@ def test_the_messages_of_a_document_are_found_by_its_layout_as_by_reading_it_who
     reading every string and bracket does, or leave it to that reading."""
     data = json.dumps({**before, "messages": messages, **after}, indent=indent, ensure_ascii=False).encode()
     assert gemini_writer.message_spans(data) == gemini_writer._scanned_spans(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(st.dictionaries(_JSON_TEXT, _VALUES, max_size=4), min_size=1, max_size=5), data=st.data())
+def test_the_messages_a_write_spliced_onto_a_line_are_found_as_by_reading_it_whole(messages, data):
+    """A legacy document whose changed messages a write put on a line of their own (`_spliced`),
+    or laid out any other way around them: its layout finds each message where reading every
+    string and bracket does, or leaves it to that reading."""
+    document = json.dumps({"sessionId": "s", "messages": messages}, indent=2, ensure_ascii=False).encode()
+    spans = gemini_writer._scanned_spans(document)
+    spliced = data.draw(st.sets(st.sampled_from(range(len(spans)))))
+    odd = data.draw(st.sampled_from(["", "\n        ", "\n    ", " "]))  # a break or a space inside one of them
+    out, end = [], 0
+    for k, (start, stop) in enumerate(spans):
+        if k in spliced:
+            one_line = json.dumps(messages[k], ensure_ascii=False).encode()
+            if odd and len(one_line) > 2:
+                one_line = one_line[:-1] + odd.encode() + one_line[-1:]
+            out += [document[end:start], one_line]
+            end = stop
+    written = b"".join([*out, document[end:]])
+    assert gemini_writer.message_spans(written) == gemini_writer._scanned_spans(written)

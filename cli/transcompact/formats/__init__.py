@@ -8,7 +8,7 @@ Each format declares one adapter, `FORMAT` in its package or module: a `Format` 
 its name, description and `lines`; `detect`, `read` and `write` (a log format adds `write_lines`,
 which a rewrite writes without joining; a format transcompact only reads is registered with
 `writes=False`, and a command that would write it stops: `ensure_writable`); what --format and a
-rewrite's read-back take of it (`readable`, `reload`); and the hooks through which the operations
+rewrite's read-back take of it (`readable`, `reload`, `read_back`); and the hooks through which the operations
 reach the format's own part of them (its log's rules, a compaction written as its agent writes one,
 ...), each with a default for a format that has none, so that no operation asks which format it has:
 `adapter(transcript).check_log(transcript, path)`.
@@ -264,6 +264,9 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
         quickly = read_quickly(data, written.name, written.dialect)
         if quickly is not None:
             return quickly
+    # A document that kept most of its bytes reads back without parsing them again (`Format.read_back`).
+    if isinstance(data, bytes) and messages_path is None and (kept := adapter(written).read_back(data, written)) is not None:
+        return kept
     # A log's lines that the rewrite kept are not parsed and held a second time.
     if isinstance(data, Lines):
         # The lines a rewrite made of a log read in part are read back in part too.

@@ -110,6 +110,11 @@ class Format(ABC):
         written transcript says besides (its dialect, its messages)."""
         return self.read(parsed, messages_path)
 
+    def read_back(self, data: bytes, written: Transcript) -> Transcript | None:
+        """`reload` of a document whose output keeps most of its input's bytes, without parsing
+        those again: the transcript, or None (it is parsed whole)."""
+        return None
+
     def hint(self, parsed: Parsed) -> str | None:
         """What to tell the user of an input this format recognises but does not read as it is."""
         return None

@@ -20,7 +20,7 @@ class GeminiFormat(Format):
     answers_each_message = True  # a record holds its calls' results: they follow its model turn
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     read_quickly = lazy("views")  # the legacy document, for counting
-    write = lazy("writer")
+    write, read_back = lazy("writer"), lazy("writer")
     rewrites_lines, unrecorded_messages = lazy("writer"), staticmethod(reader.unrecorded_messages)
     view_before_compaction = staticmethod(reader.view_before_compaction)
     append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")

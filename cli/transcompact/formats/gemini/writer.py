@@ -8,7 +8,7 @@ import re
 import uuid as uuidlib
 from typing import Any, cast
 
-from ...core.jsondata import BLANK, BOM, Lines, Record, dumps, line_bytes
+from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, line_bytes, nested_value
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import cost, restating_ratio, written_back
 from .reader import (
@@ -20,6 +20,7 @@ from .reader import (
     holds_turn,
     listed_calls,
     parts,
+    read,
     read_part,
     result_turn,
     unrecorded_messages,
@@ -218,8 +219,9 @@ def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
     """`message_spans` of a document laid out as the agent writes it (JSON.stringify with an
     indent), by one scan of its lines: a JSON string holds no raw line break, so a line that begins
     with one indent and `"messages": [` is that key, one with two indents and `{` or `}` begins or
-    ends a message, one with one indent and `]` ends the array. None for a document laid out
-    otherwise, or whose array holds anything but objects (`_scanned_spans` reads it)."""
+    ends a message (or is one, on a line of its own), one with one indent and `]` ends the array.
+    None for a document laid out otherwise, or whose array holds anything but objects
+    (`_scanned_spans` reads it)."""
     first = _FIRST_KEY.match(data)
     if first is None:
         return None
@@ -243,11 +245,35 @@ def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
     if end < 0 or data[end:end + 1] != b"]" or data.find(opening, end) >= 0:
         return None  # no end, or a second `messages`
     opens, closes = firsts[0::2], firsts[1::2]
-    # A message's first and last lines, one after the other, or one is no object (or laid out otherwise).
-    if len(opens) != len(closes) or bytes(data[i] for i in opens) != b"{" * len(opens) \
-            or bytes(data[i] for i in closes) != b"}" * len(closes):
+    if len(opens) == len(closes) and bytes(data[i] for i in opens) == b"{" * len(opens) \
+            and bytes(data[i] for i in closes) == b"}" * len(closes):
+        return [(opening, closing + 1) for opening, closing in zip(opens, closes)]  # as the agent lays them out
+    # A message's first and last lines, one after the other, or a message on a line of its own
+    # (`_spliced` writes a changed one so); else one is no object, or is laid out otherwise.
+    spans, begins = [], -1
+    for at in firsts:
+        if begins >= 0:
+            if data[at] != 0x7D:  # "}"
+                return None
+            spans.append((begins, at + 1))
+            begins = -1
+        elif data[at] != 0x7B:  # "{"
+            return None
+        elif data[at + 1] == 0x0A:  # "{" alone on its line: the message's first line
+            begins = at
+        else:
+            whole = data[at:data.find(b"\n", at, end)].rstrip()
+            whole = whole[:-1] if whole.endswith(b",") else whole
+            if not whole.endswith(b"}"):
+                return None
+            spans.append((at, at + len(whole)))
+    # Between two messages a comma alone, and nothing before the first or after the last: else a
+    # line taken for a whole message was not one.
+    gaps = zip([start, *(stop for _, stop in spans)], [*(opens for opens, _ in spans), end])
+    if begins >= 0 or any(data[after:before].strip() != (b"," if 0 < k < len(spans) else b"")
+                          for k, (after, before) in enumerate(gaps)):
         return None
-    return [(begins, ends + 1) for begins, ends in zip(opens, closes)]
+    return spans
 
 
 def _scanned_spans(data: bytes) -> list[tuple[int, int]]:
@@ -286,6 +312,28 @@ def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) 
             out += [data[end:start], dumps(record, indent=False)]
             end = stop
     return b"".join(out + [data[end:]])
+
+
+def read_back(data: bytes, written: Transcript) -> Transcript | None:
+    """A legacy document a rewrite spliced (`_spliced`), read back without parsing what it kept:
+    where its layout (`message_spans`: messages with commas between them) finds as many messages
+    as the input's, between the same bytes before and after them, a message of the same bytes as
+    the input's is the value read from them; the others are parsed. None for anything else (a JSON Lines log, a document
+    written again whole): it is parsed whole."""
+    source: ChatSource = written.source
+    document = source.document
+    if source.records is not None or document is None:
+        return None
+    old, new = message_spans(source.data), message_spans(data)
+    if not new or len(new) != len(old) or len(old) != len(document["messages"]) \
+            or data[:new[0][0]] != source.data[:old[0][0]] or data[new[-1][1]:] != source.data[old[-1][1]:]:
+        return None
+    try:
+        messages = [value if data[start:end] == source.data[was_start:was_end] else nested_value(data[start:end], 3)
+                    for (start, end), (was_start, was_end), value in zip(new, old, document["messages"])]
+    except ValueError:  # not JSON: the whole reading says where
+        return None
+    return read(Parsed(written.name, data, document={**document, "messages": messages}, bom=source.bom))
 
 
 def restated_usage(new: list[dict], old: list[dict], transcript: Transcript) -> list[dict]:
