@@ -188,15 +188,12 @@ class _Tally:
     fixed: tuple[tuple[str, int], ...] = ()  # (kind, tokens) from images and documents
     results: tuple[tuple[str, int, int], ...] = ()  # (tool_call_id, units, fixed)
     blocks: int = 0  # each sent in a frame the fit counts (`Calibration.frame`)
-    scaled: tuple | None = None  # (ratio, ((kind, tokens), …), overhead, tokens): `_scaled`, kept for the next count
 
 
 def _scaled(tally: _Tally, ratio: float | None) -> tuple:
-    """A message's tokens per kind, its overhead (the 4, and what rounding adds) and its total,
-    made once per ratio: a rewrite's count shares the tallies of the messages it kept."""
-    scaled = tally.scaled
-    if scaled is not None and scaled[0] == ratio:
-        return scaled
+    """(ratio, a message's tokens per kind, its overhead (the 4, and what rounding adds), its
+    total), made again by each count: a few multiplications, where keeping them with each tally
+    made a large log's tallies half as heavy again."""
     scale = 1 if ratio is None else ratio
     # Loops, not generators: this runs once per message of every transcript counted.
     kinds = []
@@ -211,9 +208,7 @@ def _scaled(tally: _Tally, ratio: float | None) -> tuple:
         kinds.append((kind, tokens))
         body += tokens
         split += tokens
-    scaled = (ratio, tuple(kinds), body - split + PER_MESSAGE, body + PER_MESSAGE)
-    tally.scaled = scaled
-    return scaled
+    return ratio, kinds, body - split + PER_MESSAGE, body + PER_MESSAGE
 
 
 # The kind each type of block a view holds is counted as (as `pieces` counts the block).
