@@ -38,11 +38,11 @@ def write(tmp_path, data: bytes, name="session.json"):
 
 
 def test_the_request_is_the_checkpoint_prompt_over_what_the_summarizer_sees(api, tmp_path):
-    result = run("--all", "--model", "claude-opus-4-5", str(FIXTURES / "anthropic/every-block.json"))
+    result = run("--all", "--model", "claude-opus-4-8", str(FIXTURES / "anthropic/every-block.json"))
     assert result.exit_code == 0, result.stderr
     (request,) = api.requests
     assert request.path == "/v1/messages"
-    assert request.body["model"] == "claude-opus-4-5"
+    assert request.body["model"] == "claude-opus-4-8"
     assert request.body["system"] == CHECKPOINT_SYSTEM_PROMPT
     prompt = request.prompt
     assert prompt.startswith("**User:** Here is the design mock")
