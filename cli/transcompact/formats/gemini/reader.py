@@ -334,8 +334,13 @@ def _has_usage(message: Message) -> bool:
 
 
 def is_ignored_user(record: dict) -> bool:
-    text = part_text(record.get("content")).strip()
-    return not text or text.startswith(IGNORED_USER_PREFIXES)
+    return is_ignored_input(part_text(record.get("content")))
+
+
+def is_ignored_input(text: str) -> bool:
+    """User input the agent does not send: empty, or a command (`/…`, `?`) or context it adds."""
+    said = text.strip()
+    return not said or said.startswith(IGNORED_USER_PREFIXES)
 
 
 def model_turn(record: dict) -> tuple[Block, ...]:

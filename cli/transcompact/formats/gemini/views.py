@@ -33,9 +33,8 @@ from ...core.model import (
     Transcript,
     text_flags,
 )
-from .reader import IGNORED_USER_PREFIXES, NAME, RESULTS_TURN, ChatSource, Entry, _check_call_ids, entry_messages
-
-ABSENT = Raw()  # the default of a Raw field: the field is not there
+from ...dialects.views import ABSENT
+from .reader import NAME, RESULTS_TURN, ChatSource, Entry, _check_call_ids, entry_messages, is_ignored_input
 
 # A document that begins as Gemini CLI writes one, its first key `sessionId`: only such is tried.
 BEGINS = re.compile(rb'\s*\{\s*"sessionId"\s*:')
@@ -158,8 +157,7 @@ def _viewed(raw: Raw, index: int) -> tuple[dict[str, Any], tuple[Message, ...]] 
         usage = {"tokens": record.tokens}  # what a count reads of the record (`calibrate`)
     content = record.content if isinstance(record.content, str) else ""
     if record.type == "user":
-        said = content.strip()
-        if not said or said.startswith(IGNORED_USER_PREFIXES):
+        if is_ignored_input(content):
             return kept, ()
         said_sizes = (BlockSize(Text, len(content), flags=text_flags(content)),)
         return kept, (Message.unread(USER, MessageView(said_sizes, usage), None, _ReadLater(raw, index, 0)),)

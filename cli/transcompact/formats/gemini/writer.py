@@ -262,14 +262,14 @@ def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
         elif data[at + 1] == 0x0A:  # "{" alone on its line: the message's first line
             begins = at
         else:
-            whole = data[at:data.find(b"\n", at, end)].rstrip()
-            whole = whole[:-1] if whole.endswith(b",") else whole
-            if not whole.endswith(b"}"):
+            alone = data[at:data.find(b"\n", at, end)].rstrip()
+            alone = alone[:-1] if alone.endswith(b",") else alone
+            if not alone.endswith(b"}"):
                 return None
-            spans.append((at, at + len(whole)))
+            spans.append((at, at + len(alone)))
     # Between two messages a comma alone, and nothing before the first or after the last: else a
     # line taken for a whole message was not one.
-    gaps = zip([start, *(stop for _, stop in spans)], [*(opens for opens, _ in spans), end])
+    gaps = zip([start, *(stop for _, stop in spans)], [*(begun for begun, _ in spans), end])
     if begins >= 0 or any(data[after:before].strip() != (b"," if 0 < k < len(spans) else b"")
                           for k, (after, before) in enumerate(gaps)):
         return None
@@ -318,8 +318,8 @@ def read_back(data: bytes, written: Transcript) -> Transcript | None:
     """A legacy document a rewrite spliced (`_spliced`), read back without parsing what it kept:
     where its layout (`message_spans`: messages with commas between them) finds as many messages
     as the input's, between the same bytes before and after them, a message of the same bytes as
-    the input's is the value read from them; the others are parsed. None for anything else (a JSON Lines log, a document
-    written again whole): it is parsed whole."""
+    the input's is the value read from them; the others are parsed. None for anything else (a JSON
+    Lines log, a document written again whole): it is parsed whole."""
     source: ChatSource = written.source
     document = source.document
     if source.records is not None or document is None:
