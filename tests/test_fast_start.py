@@ -104,6 +104,22 @@ def test_a_log_read_lazily_imports_its_own_format_and_no_decoder_of_request_bodi
     assert {m for m in formats if m.startswith("transcompact.formats.pi.")} == {"transcompact.formats.pi.parsing"}
 
 
+def test_an_adapter_s_class_imports_none_of_its_lazy_hooks():
+    """Making an adapter's class looks its hooks up on the class (ABCMeta, for each inherited
+    abstract method): a lazy hook imports its module only when an instance asks for it. Else a
+    Claude Code log's estimate imported Codex's reader and writer, as the hash order of the
+    abstract methods happened to fall."""
+    from transcompact.formats.adapter import Format, lazy
+
+    class Unwritten(Format):
+        name, description, lines = "unwritten", "a format whose modules do not exist", True
+        detect, read, write = lazy("no_such_reader"), lazy("no_such_reader"), lazy("no_such_writer")
+
+    assert Unwritten.write is Unwritten.__dict__["write"]  # the hook itself, not its function
+    with pytest.raises(ModuleNotFoundError):
+        Unwritten().write  # noqa: B018 (asked for by an instance: imported)
+
+
 def test_the_registry_imports_no_format_rules_or_rewrites():
     """A format's rules and rewrites are imported when an operation first calls one of its hooks."""
     done = subprocess.run([sys.executable, "-c", "import sys, transcompact.formats; "

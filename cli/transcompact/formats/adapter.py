@@ -33,6 +33,10 @@ class _Lazy:
         self.name, self.path = name, f"{owner.__module__}.{self.module}"
 
     def __get__(self, instance: object, owner: type | None = None) -> Any:
+        if instance is None:
+            # Looked up on the class (ABCMeta does, for each inherited abstract method, as the
+            # adapter's class is made): nothing is imported.
+            return self
         return getattr(importlib.import_module(self.path), self.name)
 
 
