@@ -180,7 +180,11 @@ def test_an_interrupted_batch_leaves_the_report_lines_of_the_files_it_did(tmp_pa
     assert command.returncode == 130, stderr[-2000:]
     lines = [json.loads(line) for line in report.read_bytes().splitlines()]  # every line whole
     assert 3 <= len(lines) < 400
-    assert [line["file"] for line in lines] == [str(logs / f"s{i:03}.json") for i in range(len(lines))]
+    # In input order; with two workers a file done before an earlier one that the stop cut short
+    # is reported without it (docs/input-output.md), so they need not be the first ones.
+    reported = [line["file"] for line in lines]
+    assert reported == sorted(reported) and len(set(reported)) == len(reported)
+    assert set(reported) <= {str(logs / f"s{i:03}.json") for i in range(400)}
     assert all((line["status"], line["written"]) == ("changed", True) for line in lines)
     assert all(Path(line["file"]).read_bytes() != original for line in lines)
 
