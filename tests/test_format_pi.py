@@ -149,6 +149,27 @@ def test_a_changed_result_rewrites_its_line_and_the_context_size_of_the_replies_
         assert new == {**old, "totalTokens": old["totalTokens"] - 6}
 
 
+def test_a_restated_reply_read_for_a_rewrite_keeps_every_byte_of_its_line_but_the_figure():
+    """A session read as prune reads it (each message entry's line viewed, not parsed): a reply
+    whose context the change shrank keeps its line as pi wrote it (an escaped slash, a cost as
+    JavaScript writes it) but for its usage's `totalTokens`; a reply of an older pi, which wrote
+    none, has it added last to its usage."""
+    lines = TOOLS.read_bytes().split(b"\n")
+    replies = [k for k, line in enumerate(lines) if b'"role":"assistant"' in line]
+    spelled, without = replies[1], replies[2]
+    lines[spelled] = lines[spelled].replace(b'"cacheRead":0,"cacheWrite":0,"total":0}', b'"cacheRead":0.000009,"cacheWrite":0,"total":0.000009}')
+    lines[spelled] = lines[spelled].replace(b'"text":"', b'"text":"a\\/b ', 1)
+    lines[without] = lines[without].replace(b'"totalTokens":2300,', b"")
+    data = b"\n".join(lines)
+    transcript = loads(data, TOOLS.name, lazily="logs")
+    assert not next(m for m in transcript.messages if m.line == spelled + 1).is_read  # its line viewed
+    index = next(i for i, m in enumerate(transcript.messages) if m.is_tool_result_message)
+    shorter = transcript.messages[index].with_blocks((ToolResult("toolu_01ReadCalc", "[cleared]", False),))
+    after = dumps(transcript.with_messages([*transcript.messages[:index], shorter, *transcript.messages[index + 1:]])).split(b"\n")
+    assert after[spelled] == lines[spelled].replace(b'"totalTokens":2220', b'"totalTokens":2214')
+    assert after[without] == lines[without].replace(b'"total":0}}', b'"total":0},"totalTokens":2294}')
+
+
 def test_an_added_result_is_threaded_into_the_tree():
     lines = TOOLS.read_bytes().splitlines()
     # The last call's result and the answer after it are gone: the session ends on the call.

@@ -458,6 +458,34 @@ def test_a_cut_reads_as_its_edit_however_the_members_repeat_below(value, data, s
             assert read == {k: v for k, v in expected.items() if k in ("uuid", "isSidechain")}
 
 
+_FIGURES = st.dictionaries(st.text(max_size=4), st.integers(-9, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+                           | st.text(alphabet='ab"\\{}[],: é', max_size=5), max_size=4)
+
+
+@given(_FIGURES, st.dictionaries(st.text(max_size=4), _FIGURES, max_size=2), st.booleans(), st.integers(0, 10**6))
+def test_a_member_is_added_last_to_an_object_written_once_in_place(figures, nested, spaced, new):
+    """pi's usage, which an older pi wrote without `totalTokens`: the member goes last into the
+    object its key names, every other byte as written (not copied), however the line is spaced and
+    whatever its strings hold; an object holding an array, or nested deeper, is left alone."""
+    from transcompact.core.jsondata import with_member_added
+
+    usage = {**figures, **nested}
+    usage.pop("total", None)
+    value = {"type": "message", "message": {"role": "assistant", "content": [{"type": "text", "text": 'a "usage" {'}],
+                                            "usage": usage}}
+    line = memoryview((json.dumps(value, separators=(", ", ": ")) if spaced else orjson.dumps(value).decode()).encode())
+    cut = with_member_added(line, "usage", "total", new)
+    assert cut is not None and cut.source is line
+    out = bytes(cut)
+    assert json.loads(out) == {**value, "message": {**value["message"], "usage": {**usage, "total": new}}}
+    member = (b"," if usage else b"") + b'"total":' + str(new).encode()  # the usage is the line's last member
+    assert out == bytes(line)[:-3] + member + bytes(line)[-3:]
+    for deeper in ({"cost": [1]}, {"cost": {"by": {"input": 1}}}):
+        held = orjson.dumps({**value, "message": {**value["message"], "usage": deeper}})
+        assert with_member_added(held, "usage", "total", new) is None
+    assert with_member_added(orjson.dumps({**value, "usage": usage}), "usage", "total", new) is None  # written twice
+
+
 def test_a_member_written_once_is_replaced_in_place_and_one_written_twice_is_not():
     """A line as orjson writes it holds each member as its key and its value's JSON: a key written
     once is the member, at any depth, and is replaced there, every other byte kept (not copied)."""

@@ -169,7 +169,7 @@ def same_reading(data: bytes) -> None:
     for pruning in (options, PruneOptions(), PruneOptions(keep_last=1, hard_clear_after=2, archive=True)):
         (quick_pruned, quick_report), (whole_pruned, whole_report) = prune(quick, pruning), prune(whole, pruning)
         assert quick_report == whole_report and values(dumps(quick_pruned)) == values(dumps(whole_pruned))
-        if quick.format == "claude-code":  # a log's lines: byte for byte
+        if quick.format in ("claude-code", "pi"):  # a log's lines: byte for byte
             assert bytes(written(quick_pruned)) == bytes(written(whole_pruned))
         verified(quick, quick_pruned, written(quick_pruned), operation="prune")
     # What pruning changed it read apart: the input is not held read (a large log's memory).
@@ -298,8 +298,9 @@ PI_SESSION = FIXTURES / "pi" / "2026-01-10T09-00-00-000Z_4f1c2a9e-6b1d-4c0e-9a51
     (5, b'"thinkingSignature":"EqQBCkYIBxgCKkB0c2lnbmF0dXJl"', b'"thinkingSignature":"EqQB","redacted":true'),
     (5, b'"arguments":{"path":"calc.py"}', b'"arguments":{"path":"calc.py","size":-0,"ratio":0.000009}'),  # as written
     (5, b'"totalTokens":2160', b'"totalTokens":"2160"'),  # a figure of another type
+    (5, b'"arguments":{"path":"calc.py"}', '"arguments":{"path":"café/计算.py"}'.encode()),  # counted in characters
 ], ids=["another field", "an image", "too deep", "a call id not a string", "a redacted thinking", "numbers as written",
-        "a figure not a number"])
+        "a figure not a number", "non-ASCII arguments"])
 def test_a_pi_entry_no_view_can_count_is_read_as_the_whole_reading_reads_it(line, old, new):
     """An entry whose line holds what a view does not name, or names otherwise, is parsed whole (its
     message read at once); the session reads, counts, checks and rewrites as the whole reading."""

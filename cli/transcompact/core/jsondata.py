@@ -799,12 +799,38 @@ def with_member_replaced(line: bytes | memoryview, key: str, old: Any, new: Any)
     return _cut(line, len(text), [(start, start + len(was), dumps(new, indent=False), key)])[0]
 
 
+def with_member_added(line: bytes | memoryview, parent: str, key: str, new: Any) -> CutLine | None:
+    """`line` with the member `key` (which it does not hold) added last to the object that the
+    member `parent` holds, given `new` (a `CutLine` of it), when `parent`'s key is written once
+    (the member, at any depth: a key's JSON in a string shows its quotes escaped) and its value is
+    an object holding objects no deeper than one level (a usage's cost); else None. The caller
+    proves the result (reads it)."""
+    text = bytes(line)
+    head = _head(parent)
+    found = text.find(head)
+    if found < 0 or text.find(head, found + len(head)) >= 0:
+        return None
+    after = _NOT_SPACE.search(text, found + len(head))  # the value, past any white space
+    value = _SHALLOW_OBJECT.match(text, after.start()) if after is not None else None
+    if value is None:
+        return None
+    end = value.end() - 1  # its "}"
+    member = (b"," if _NOT_SPACE.search(text, value.start() + 1, end) else b"") + _head(key) + dumps(new, indent=False)
+    return _cut(line, len(text), [(end, end, member, key)])[0]
+
+
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+# An object whose members hold no array, nor an object holding one or an object (one character or
+# string at a time: each alternative begins otherwise, so nothing is tried twice).
+_SHALLOW_OBJECT = re.compile(rb"\{(?:[^{}\[\]\"]|" + _STRING + rb"|\{(?:[^{}\[\]\"]|" + _STRING + rb")*\})*\}")
+
+
 def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
     """`value` with the members `edits` takes out gone and those it gives a value edited; a
     `PartialLine` stays one, with what it has seen (the members it never held stay so)."""
     edited: dict
-    if type(value) is PartialLine:
-        edited = partial = PartialLine(value)
+    if isinstance(value, PartialLine):  # (a format's own kind of it too: pi's `ViewedEntry`)
+        edited = partial = type(value)(value)
         partial.seen = value.seen
     else:
         edited = dict(value)

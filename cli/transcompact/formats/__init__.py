@@ -36,6 +36,9 @@ from ..core.model import Transcript
 from ._document import read_quickly
 from .adapter import Format
 
+# How `loads` reads for the work at hand: at once (False), or leaving what a view can count unread
+# (True: counting and checking; "logs", "rereads": rewriting; `loads` says which reads what).
+Laziness = bool | Literal["logs", "rereads"]
 # Each format's module, in the order detection tries them: a module is imported when its format is
 # first asked for (a request body read quickly needs its own; detection imports them one by one
 # until one takes the input), so that a command pays only for the formats it meets.
@@ -176,16 +179,19 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
 
 
 def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None,
-          lazily: bool | Literal["logs"] = False) -> Transcript:
+          lazily: Laziness = False) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
     `lazily`: for work that mostly counts or checks (estimate, cut-point, check, repair), each
     message of a request body, a bare list, JSON Lines of messages, a Claude Code log, a pi session
     or a legacy Gemini CLI chat whose view can count and check it is left unread (`Message.unread`),
     its blocks read when first asked for.
-    `"logs"`: the same, for work that changes what it reads (prune, compact): what it changes is
+    `"logs"`: the same, for work that changes what it reads (prune, slim): what it changes is
     read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes and
     spacing as they were (a document's messages split off at once: most are written back).
+    `"rereads"`: the same, for work that reads the part it changes several times over (compact:
+    its prune, its facts, its file lists), but for the lines a format's line view would leave
+    unread (a pi session's), which it reads whole: each reading apart parses a line again.
     """
     if lazily is True and messages_path is None and (offered := _document_offered(data, format)) is not None:
         read_document = BY_NAME[offered].read_quickly
@@ -194,7 +200,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         if quickly is not None:
             return quickly
     if lazily and messages_path is None and format in (None, "anthropic", "openai"):
-        quickly = read_quickly(data, name, format, split=lazily == "logs")
+        quickly = read_quickly(data, name, format, split=lazily in ("logs", "rereads"))
         if quickly is not None:
             return quickly
     if lazily and messages_path is None and format in (None, "jsonl") and _begins_with_a_message(data):
@@ -203,8 +209,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         lines = read_lines_quickly(data, name)
         if lines is not None and (format == "jsonl" or detect(lines) == "jsonl"):
             return BY_NAME["jsonl"].read(lines)
-    # A line view only for work that counts: a rewrite would read again most of what it viewed.
-    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view() if lazily is True else None)
+    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view() if lazily in (True, "logs") else None)
     named = format
     if format is None:
         format = detect(parsed, messages_path)
@@ -293,7 +298,7 @@ def written(transcript: Transcript) -> bytes | Lines:
 
 
 def load(path: str | os.PathLike, *, format: str | None = None, messages_path: str | None = None,
-         lazily: bool | Literal["logs"] = False) -> Transcript:
+         lazily: Laziness = False) -> Transcript:
     """Read a transcript from a file (`-`: standard input); `lazily` as `loads` says."""
     from ..io.inputs import read_input
 

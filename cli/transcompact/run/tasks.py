@@ -15,7 +15,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core import settings
 from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, shown_name, variable_of
@@ -27,6 +27,7 @@ from ..io.outputs import write_output
 
 if TYPE_CHECKING:  # types only: a worker loads the formats when it reads its first file
     from ..core.model import Transcript
+    from ..formats import Laziness
 
 STDIN_NAME = "<stdin>"  # stdin, as reports and messages name it
 
@@ -58,8 +59,8 @@ class Reading:
     encoding_errors: str = settings.ENCODING_ERRORS  # "replace": invalid UTF-8 becomes U+FFFD (the bytes change)
     writes_back: bool = False  # the command writes the transcript in its own format: one only read is refused
     # The command counts or checks (True: messages a view can count and check stay unread), or
-    # rewrites ("logs": a log's lines it leaves as they are are not held parsed); formats.loads.
-    lazily: bool | Literal["logs"] = False
+    # rewrites ("logs", "rereads": a log's lines it leaves as they are are not held parsed); formats.loads.
+    lazily: Laziness = False
 
     def load(self, data: bytes, name: str) -> Transcript:
         from ..formats import ensure_writable, loads

@@ -129,7 +129,7 @@ def compact(files, patterns, reading, outputs, to, running, options, previous_su
     options = replace(options, summary=replace(options.summary, previous_summary=given_summary(previous_summary)))
     batch = command_batch("compact", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="compacted",
                           events_file=events_file, ours=[path for path in (archive, state_file) if path], **outputs.shown())
-    work = Compacting(replace(reading, writes_back=to is None, lazily="logs"), options, asking.resolved, timeout=asking.timeout,
+    work = Compacting(replace(reading, writes_back=to is None, lazily="rereads"), options, asking.resolved, timeout=asking.timeout,
                       retries=asking.retries, emergency=options.emergency, quiet=quiet, verbose=verbose,
                       chunks_shown=not batch.several and progress_printer(quiet) is not None, diff=outputs.diff, to=to,
                       events=events_file is not None, ci_lines=log_format == "ci", pre_compact=pre_compact,

@@ -49,7 +49,7 @@ log never shows (the system prompt and tools).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import Location, ShapeError
@@ -110,6 +110,23 @@ class _Origin(LineOrigin):
     items: tuple[Any, ...]  # the pi JSON of each block
     string_content: bool  # `content` was a string
     writable: bool  # a message entry whose content a write can change (not a summary, a bashExecution …)
+    released: bool = False  # its blocks and their JSON let go of (`rewritten`): a write reads the entry again
+
+    def rewritten(self, raw: Any) -> tuple[Any, _Origin]:
+        """What a message of an entry keeps of its reading once an operation gave it other blocks
+        (`Message.with_blocks`): the entry it was read from, not the content it was read with,
+        which a write reads again from the entry's line (`writer.rewritten_records`): a large
+        session's pruned outputs are not held until it is written."""
+        if not self.writable:
+            return raw, self
+        if isinstance(raw, dict) and "content" in raw:
+            raw = {**raw, "content": None}
+        return raw, _Origin(self.record, (), (), self.string_content, True, released=True)
+
+    @classmethod
+    def unchanged(cls, message: Message) -> bool:
+        origin = message.origin
+        return isinstance(origin, cls) and not origin.released and message.blocks == origin.blocks
 
 
 is_unchanged = _Origin.unchanged  # a message read from the log as it is
@@ -417,16 +434,10 @@ class _ReadLater:
         return message
 
 
-def whole(transcript: Transcript) -> Transcript:
-    """`transcript` with the entries its views read (`parsing.ViewedEntry`) read whole again, for a
-    write, which makes new entries of them; itself when it has none."""
-    source: SessionSource = transcript.source
-    records = source.records
-    if not any(type(value) is ViewedEntry for _, value in records):
-        return transcript
-    records = [(line, read_again((line, value), transcript.name, index)) if type(value) is ViewedEntry else (line, value)
-               for index, (line, value) in enumerate(records)]
-    return replace(transcript, source=replace(source, records=records))
+def whole_value(record: Record, name: str, index: int) -> Any:
+    """The value of line `index` with everything in it: an entry its view read
+    (`parsing.ViewedEntry`) read again from its bytes, for a write that makes a new entry of it."""
+    return read_again(record, name, index) if type(record[1]) is ViewedEntry else record[1]
 
 
 def blocks_as_sent(transcript: Transcript) -> dict[int, tuple[Block, ...]]:

@@ -12,7 +12,7 @@ from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Message, ToolCall, Transcript, named_paths
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
 from .._log import Prompts
-from .reader import SPLIT_TURN, SessionSource, _entry_type, _Origin, entry_records, find_path, read
+from .reader import SPLIT_TURN, SessionSource, _entry_type, _Origin, entry_records, find_path, read, record_of, whole_value
 from .writer import entry_ids, new_entry_id, rewritten_records
 
 MODIFYING_TOOLS = frozenset({"write", "edit"})  # pi's own tools that change a file (compaction/utils.ts)
@@ -73,7 +73,8 @@ def worded_file_lists(details: dict[str, list[str]]) -> str:
 def file_lists(old: Sequence[Message], previous: Any) -> dict[str, list[str]]:
     """`details` as pi keeps it: the files the summarized part only read, and those it changed
     (by pi's `write` and `edit`), from the paths its tool calls name, joined to the previous compaction's."""
-    calls = [b for m in old for b in m.blocks if isinstance(b, ToolCall)]
+    # (A message left unread is read apart, and only one that makes calls: the old part is most of a large session.)
+    calls = [b for m in old if m.call_ids for b in m.read_apart().blocks if isinstance(b, ToolCall)]
     touched = {path for call in calls for path in named_paths(call.input)}
     modified = {path for call in calls if call.name in MODIFYING_TOOLS for path in named_paths(call.input)}
     earlier = previous if isinstance(previous, dict) else {}
@@ -113,10 +114,10 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     records = [(line, value) for line, value, _ in rewritten]
     kept_at = next((k for k, (_, _, read_from) in enumerate(rewritten) if read_from == kept), None)
     if drop_history:
-        records, kept_at = _without_history(records, kept_at, source.version)
+        records, kept_at = _without_history(records, kept_at, source.version, transcript.name)
         if prompts is not None:
             records = _restated(Parsed(transcript.name, b"", records=records, bom=source.bom), prompts)
-    old = [m for m in messages[:first] if not (isinstance(m.origin, _Origin) and m.origin.record == source.compaction)]
+    old = [m for m in messages[:first] if source.compaction is None or record_of(m) != source.compaction]
     previous = source.records[source.compaction][1].get("details") if source.compaction is not None else None
     entries = entry_records(records)
     leaf = records[entries[-1]][1] if entries else {}
@@ -159,8 +160,7 @@ def _restated(parsed: Parsed, prompts: Prompts) -> list[Record]:
         recorded = message.raw.get("usage") if isinstance(message.raw, dict) else None
         if message.role != "assistant" or not isinstance(origin, _Origin) or not isinstance(recorded, dict):
             continue
-        value = records[origin.record][1]
-        new = _with_prompt(value, prompt)
+        new = _with_prompt(whole_value(records[origin.record], parsed.name, origin.record), prompt)
         if new is not None:
             records[origin.record] = (dumps(new, indent=False), new)
     return records
@@ -181,8 +181,8 @@ def _with_prompt(value: dict, prompt: int) -> dict | None:
     return {**value, "message": {**message, "usage": new}}
 
 
-def _without_history(records: list[Record], kept_at: int | None,
-                     version: int) -> tuple[list[Record], int | None]:
+def _without_history(records: list[Record], kept_at: int | None, version: int,
+                     name: str) -> tuple[list[Record], int | None]:
     """The session as pi would resume it after the compaction, less what it no longer reads: the
     header, the settings entries on the path before the window, the window and what follows it on
     the path but for earlier compactions, each the child of the one before (other branches go
@@ -196,7 +196,7 @@ def _without_history(records: list[Record], kept_at: int | None,
     for index in kept:
         line, value = records[index]
         if version >= 2 and value.get("parentId") != parent:
-            value = {**value, "parentId": parent}
+            value = {**whole_value(records[index], name, index), "parentId": parent}
             line = dumps(value, indent=False)
         if index == kept_at:
             new_kept_at = len(out)

@@ -31,7 +31,7 @@ from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import ToolCall, Transcript
 from ...core.violation import ERROR, Violation
 from .parsing import ViewedEntry
-from .reader import SessionSource, _entry_type, active_entries, entry_records, find_path, first_kept, read, version_of
+from .reader import SessionSource, _entry_type, active_entries, entry_records, find_path, first_kept, read, version_of, whole_value
 from .writer import entry_ids, new_entry_id, rewritten_records
 
 
@@ -112,7 +112,8 @@ def repair_log(transcript: Transcript) -> tuple[Transcript, list[tuple[str, str,
         return transcript, []
     # The lines as the transcript now has them: what the repair's earlier fixes changed stays (whole:
     # a fix makes new entries of them).
-    records: list[Record] = [(line, value) for line, value, _ in rewritten_records(transcript)]
+    records: list[Record] = [(line, whole_value((line, value), transcript.name, index))
+                             for index, (line, value, _) in enumerate(rewritten_records(transcript))]
     version = version_of(records)
     fixes: list[tuple[str, str, int]] = []
     _thread_as_migrated(records, version, fixes)

@@ -1,9 +1,10 @@
-"""What a count and `check` need of a pi message entry, read by a typed decoder from the line's
-bytes without building it (`parsing.line_view`, for work that mostly counts: `loads(lazily=True)`):
-the fields that place the entry, of its message the role and what the reader and a count look at
-(`stopReason`, `toolCallId`, `usage`), and the sizes of its blocks (`parsing.ViewedEntry`). The
-reader leaves such a message unread; its blocks are read from the line's bytes when first asked
-for, and a write reads the line whole again (`reader.whole`).
+"""What a count, `check` and a rewrite need of a pi message entry, read by a typed decoder from
+the line's bytes without building it (`parsing.line_view`, for `loads(lazily=True)` and
+`lazily="logs"`): the fields that place the entry, of its message the role and what the reader
+and a count look at (`stopReason`, `toolCallId`, `usage`), and the sizes of its blocks
+(`parsing.ViewedEntry`). The reader leaves such a message unread; its blocks are read from the
+line's bytes when first asked for, and a write reads the line whole again where it makes a new
+entry of it (`reader.whole_value`); a restated usage is read alone (`usage_figures`).
 
 An entry is viewed only when everything it holds is a field named here, of the type pi writes it:
 the decoder then has checked all of it (UTF-8, escapes, nesting) as the full reading would, and the blocks read later
@@ -77,7 +78,18 @@ class _Entry(Struct, forbid_unknown_fields=True):
     timestamp: str | UnsetType = UNSET
 
 
+class _UsageOf(Struct):
+    usage: _Usage | UnsetType = UNSET
+
+
+class _UsageEntry(Struct):
+    """An entry read for its message's usage alone (the rest skipped, but checked as JSON)."""
+
+    message: _UsageOf
+
+
 _DECODER = msgspec.json.Decoder(_Entry)
+_USAGE_DECODER = msgspec.json.Decoder(_UsageEntry)
 _ROLES = ("user", "assistant", "toolResult")  # the messages a view reads as the full reading does
 _A_USER = {"role": "user"}  # a user message's fields, held once (values are never changed in place)
 
@@ -107,6 +119,8 @@ def entry_view(text: memoryview, kind: type[dict]) -> tuple[dict[str, Any], tupl
         kept["id"] = entry.id
     if entry.parentId is not UNSET:
         kept["parentId"] = entry.parentId
+    if entry.timestamp is not UNSET:  # what compact's new entry is timed after
+        kept["timestamp"] = entry.timestamp
     kept["message"] = _fields(message)
     return kept, sizes
 
@@ -128,6 +142,18 @@ def _fields(message: _Message) -> dict[str, Any]:
 
 
 _USAGE_FIGURES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")  # what a count reads of `usage`
+
+
+def usage_figures(text: bytes) -> dict[str, int] | None:
+    """The figures of the usage of a line's message as its view keeps them (`_fields`), read alone
+    from its bytes; None where the line holds none, or not as a view reads it."""
+    try:
+        usage = _USAGE_DECODER.decode(text).message.usage
+    except (msgspec.MsgspecError, RecursionError, ValueError):
+        return None
+    if isinstance(usage, UnsetType):
+        return None
+    return {key: value for key in _USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
 
 
 def _sizes(message: _Message) -> tuple[BlockSize, ...] | None:

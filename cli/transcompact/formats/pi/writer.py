@@ -8,22 +8,25 @@ import uuid as uuidlib
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import Lines, Record, dumps
-from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolResult, Transcript, tool_names
-from .._log import TOKENS_PER_CHAR, Rewritten, restating_ratio, string_or_empty, surviving_parent, written_back
+from ...core.jsondata import Lines, Record, compact_json, dumps, with_member_added, with_member_replaced
+from ...core.model import ASSISTANT, USER, Block, Text, ToolResult, Transcript, tool_names
+from .._log import Rewritten, restating_ratio, string_or_empty, surviving_parent, written_back
+from .parsing import ViewedEntry
 from .reader import (
     UNSENT_STOP_REASONS,
     SessionSource,
     _entry_type,
     _items,
     _Origin,
+    _read_entry,
     active_entries,
     find_path,
     first_kept,
     is_unchanged,
     record_of,
-    whole,
+    whole_value,
 )
+from .views import usage_figures
 
 
 def pieces(blocks: tuple[Block, ...]) -> list[tuple[Block, ...]]:
@@ -37,9 +40,8 @@ def pieces(blocks: tuple[Block, ...]) -> list[tuple[Block, ...]]:
     return out
 
 
-def _own_piece(message: Message, parts: list[tuple[Block, ...]]) -> int | None:
-    """Which piece of a changed message goes back into the entry it was read from."""
-    origin: _Origin = message.origin
+def _own_piece(origin: _Origin, parts: list[tuple[Block, ...]]) -> int | None:
+    """Which piece of a changed message (read as `origin`) goes back into the entry it was read from."""
     read_as = origin.blocks[0] if len(origin.blocks) == 1 and isinstance(origin.blocks[0], ToolResult) else None
     for k, part in enumerate(parts):
         first = part[0] if part else None
@@ -100,15 +102,16 @@ def write_lines(transcript: Transcript) -> Lines:
     if (None not in records and set(records) == source.message_records and len(records) == len(source.message_records)
             and all(not m.is_read or is_unchanged(m) for m in transcript.messages)):
         return Lines(list(source.records))  # the first line holds the byte-order mark, if any
-    transcript = whole(transcript)
-    source = transcript.source
-    restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript))
+    restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript), transcript.name)
     return Lines.of([(line, value) for line, value, _ in restated], bom=source.bom)
 
 
 def entry_chars(value: Any) -> int:
     """The characters of what pi sends of an entry: text, thinking, a call's name and arguments, a
-    command run, a summary (what compaction.ts `estimateTokens` counts, images aside)."""
+    command run, a summary (what compaction.ts `estimateTokens` counts, images aside); of an entry
+    its view read, the sizes it saw of those blocks (the same characters)."""
+    if type(value) is ViewedEntry:
+        return 0 if value["message"].get("stopReason") in UNSENT_STOP_REASONS else sum(size.chars for size in value.seen)
     kind = _entry_type(value)
     if kind in ("compaction", "branch_summary"):
         return len(value["summary"]) if isinstance(value.get("summary"), str) else 0
@@ -135,11 +138,11 @@ def _content_chars(content: Any) -> int:
         if kind in ("text", "thinking") and isinstance(block.get(kind), str):
             total += len(block[kind])
         elif kind == "toolCall":
-            total += len(string_or_empty(block.get("name"))) + len(dumps(block.get("arguments", {}), indent=False))
+            total += len(string_or_empty(block.get("name"))) + len(compact_json(block.get("arguments", {})))
     return total
 
 
-def restated_usage(out: list[Rewritten], source: SessionSource, ratio: float = TOKENS_PER_CHAR) -> list[Rewritten]:
+def restated_usage(out: list[Rewritten], source: SessionSource, ratio: float, name: str) -> list[Rewritten]:
     """`out` with the `usage` of each assistant message sent a prompt the rewrite changed restated:
     `totalTokens`, which pi judges the size of its context by (compaction.ts `calculateContextTokens`,
     before it sends and in its footer), less what the change took out before it, `ratio` tokens a
@@ -150,11 +153,11 @@ def restated_usage(out: list[Rewritten], source: SessionSource, ratio: float = T
     lines = [(line, value) for line, value, _ in out]
     now = _chars_before(lines, find_path(lines, source.version), source.version)
     restated = list(out)
-    for k, (_, value, read_from) in enumerate(out):
+    for k, (line, value, read_from) in enumerate(out):
         if k in now and read_from in before:
             tokens = round((before[read_from] - now[k]) * ratio)
-            if tokens and (new := _usage_less(value, tokens)) is not None:
-                restated[k] = (dumps(new, indent=False), new, read_from)
+            if tokens and (new := _usage_less((line, value), tokens, name, read_from)) is not None:
+                restated[k] = (*new, read_from)
     return restated
 
 
@@ -184,8 +187,12 @@ def _sent_before(records: list[Record], path: tuple[int, ...], version: int) -> 
     return out
 
 
-def _usage_less(value: dict, tokens: int) -> dict | None:
-    """An assistant entry whose `usage.totalTokens` counts a prompt `tokens` smaller (None: no usage to restate)."""
+def _usage_less(record: Record, tokens: int, name: str, index: int) -> Record | None:
+    """An assistant entry (line `index` of the input) whose `usage.totalTokens` counts a prompt
+    `tokens` smaller (None: no usage to restate). An entry its view read (`parsing.ViewedEntry`,
+    whose usage holds the figures) keeps its line's bytes but the figure, and is viewed again from
+    them (so proven); one whose line does not allow that is read whole and written anew."""
+    value = record[1]
     message = value.get("message")
     if not isinstance(message, dict):  # what `_chars_before` found: an assistant message's entry
         return None
@@ -196,7 +203,33 @@ def _usage_less(value: dict, tokens: int) -> dict | None:
     total = usage["totalTokens"] if type(usage.get("totalTokens")) is int and usage["totalTokens"] > 0 else sum(parts)
     output = usage["output"] if type(usage.get("output")) is int else 0
     new = max(output, total - tokens)
-    return {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}} if new != total else None
+    if new == total:
+        return None
+    if type(value) is ViewedEntry:
+        if (restated := _restated_in_place(record, usage, new)) is not None:
+            return restated
+        return _usage_less((record[0], whole_value(record, name, index)), tokens, name, index)
+    value = {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}}
+    return dumps(value, indent=False), value
+
+
+def _restated_in_place(record: Record, usage: dict, new: int) -> Record | None:
+    """The line of a viewed entry with its usage's `totalTokens` made `new` (a `CutLine` of it: the
+    figure replaced, or added last), and what its view keeps of it; None where the line does not
+    hold the figure (or the usage) once. Proven by reading the new line's usage: one place of the
+    line changed, and its message's usage holds the new figure, so that place was the figure's."""
+    line, value = record
+    if not isinstance(line, (bytes, memoryview)):  # (a line made anew, or cut from another)
+        return None
+    recorded = usage.get("totalTokens")
+    cut = (with_member_replaced(line, "totalTokens", recorded, new) if type(recorded) is int
+           else with_member_added(line, "usage", "totalTokens", new))  # a session of an older pi records none
+    restated = {**usage, "totalTokens": new}
+    if cut is None or usage_figures(bytes(cut)) != restated:
+        return None
+    kept = ViewedEntry(value)
+    kept.seen, kept["message"] = value.seen, {**value["message"], "usage": restated}
+    return cut, kept
 
 
 def rewritten_records(transcript: Transcript) -> list[Rewritten]:
@@ -204,11 +237,15 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
 
     A changed message goes back into its entry; what it gained that one pi entry cannot hold
     (another tool result, text beside a result) becomes entries of its own, before or after it.
-    Entries a view read are read whole first (`whole`): a rewrite makes new entries of them.
+    An entry its view read (`parsing.ViewedEntry`) is read whole again only where a new entry is
+    made of it.
     """
-    transcript = whole(transcript)
     source: SessionSource = transcript.source
     records = source.records
+
+    def value_of(index: int) -> Any:
+        return whole_value(records[index], transcript.name, index)
+
     names = tool_names(transcript.messages)
     contents: dict[int, dict] = {}
     inserted: dict[int, list[dict]] = {}
@@ -220,7 +257,8 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
             return
         if anchor is None:
             raise ShapeError("cannot add a message to a pi session that holds no entry")
-        inserted.setdefault(anchor, []).extend(_new_entry(part, role, records[anchor][1], names) for part in parts)
+        anchor_value = value_of(anchor)
+        inserted.setdefault(anchor, []).extend(_new_entry(part, role, anchor_value, names) for part in parts)
 
     for message in transcript.messages:
         if not message.is_read or is_unchanged(message):  # as it was read, in its entry (an unread one without reading it)
@@ -232,9 +270,13 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         if not isinstance(origin, _Origin):
             insert_after(last_record, pieces(message.blocks), message.role)
             continue
+        if origin.released:  # its content let go of: read again, as it was read
+            read_again = _read_entry(origin.record, value_of(origin.record), source.compaction, transcript.name)
+            assert read_again is not None  # (the message it was read as)
+            origin = read_again.origin
         # A reply left with no block (the last one may be) keeps its entry, holding none.
         parts = pieces(message.blocks) or ([()] if message.role == ASSISTANT else [])
-        own = _own_piece(message, parts)
+        own = _own_piece(origin, parts)
         kept_as_read = own is not None and parts[own] == origin.blocks
         if not origin.writable and not kept_as_read:
             raise ShapeError(f"line {origin.record + 1}: pi makes this {message.role} message from its entry; it cannot be rewritten")
@@ -244,7 +286,7 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         insert_after(last_record, parts[:own], message.role)
         claimed.add(origin.record)
         if not kept_as_read:
-            contents[origin.record] = _written_entry(parts[own], records[origin.record][1], origin)
+            contents[origin.record] = _written_entry(parts[own], value_of(origin.record), origin)
         insert_after(origin.record, parts[own + 1:], message.role)
         last_record = origin.record
     dropped = set(source.message_records - claimed)
@@ -256,7 +298,7 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
     kept_from = _kept_from_the_next(source, dropped)
 
     def rewritten(index: int) -> Record:
-        value = contents[index] if index in contents else records[index][1]
+        value = contents[index] if index in contents else value_of(index)
         if index in parents:
             value = {**value, "parentId": parents[index]}
         if index in kept_from:

@@ -64,7 +64,7 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
         edit = plan.edits.get(index)
         if edit:
             value = record[1] if type(record[1]) is dict else None  # else read again from its line
-            view = record[1] if type(record[1]) is PartialLine else None
+            view = record[1] if isinstance(record[1], PartialLine) else None
             line, taken, read = without_members(line_bytes(record), edit, value, view)
             edited = edited or bool(taken)
             for key, size in taken.items():
