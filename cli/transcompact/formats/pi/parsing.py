@@ -17,8 +17,8 @@ MESSAGE_LINE = b'{"type":"message"'  # how pi begins a message entry's line: onl
 
 class ViewedEntry(PartialLine):
     """A message entry as its view keeps it (`views.entry_view`): `type`, `id` and `parentId` (the
-    tree), `timestamp`, and a `message` of what the reader and a count look at; `seen`: the sizes
-    of the message's blocks (those of a result's content make one result's). Read whole from its
+    tree), and a `message` of what the reader and a count look at; `seen`: the sizes of the
+    message's blocks (those of a result's content make one result's). Read whole from its
     line's bytes when a message is read from it, and by a write of the entry (`reader.whole_value`)."""
 
     __slots__ = ()

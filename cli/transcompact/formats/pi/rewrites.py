@@ -12,7 +12,9 @@ from ...core.jsondata import BLANK, Parsed, Record, dumps, line_bytes
 from ...core.model import Message, ToolCall, Transcript, named_paths
 from ...core.summary_text import OPENING_HEADING, SUMMARY_PREFIX, SummaryText, compose
 from .._log import Prompts
+from .parsing import ViewedEntry
 from .reader import SPLIT_TURN, SessionSource, _entry_type, _Origin, entry_records, find_path, read, record_of, whole_value
+from .views import entry_timestamp
 from .writer import entry_ids, new_entry_id, rewritten_records
 
 MODIFYING_TOOLS = frozenset({"write", "edit"})  # pi's own tools that change a file (compaction/utils.ts)
@@ -32,13 +34,20 @@ def _moment(value: Any) -> datetime | None:
         return None
 
 
-def _after_every_entry(records) -> str:
+def _after_every_entry(records: list[Record]) -> str:
     """An ISO timestamp as pi writes them, 1 ms after the newest entry's (or the epoch)."""
-    latest = max((m for _, v in records if isinstance(v, dict) and (m := _moment(v.get("timestamp"))) is not None),
+    latest = max((m for record in records if (m := _moment(_timestamp(record))) is not None),
                  default=datetime(1970, 1, 1, tzinfo=timezone.utc))
     if latest.year < 9999:
         latest += MILLISECOND
     return latest.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _timestamp(record: Record) -> Any:
+    line, value = record
+    if type(value) is ViewedEntry:  # (its view keeps none)
+        return entry_timestamp(bytes(line_bytes(record)))
+    return value.get("timestamp") if isinstance(value, dict) else None
 
 
 def view_before_compaction(transcript: Transcript) -> Transcript | None:

@@ -4,7 +4,8 @@ the line's bytes without building it (`parsing.line_view`, for `loads(lazily=Tru
 and a count look at (`stopReason`, `toolCallId`, `usage`), and the sizes of its blocks
 (`parsing.ViewedEntry`). The reader leaves such a message unread; its blocks are read from the
 line's bytes when first asked for, and a write reads the line whole again where it makes a new
-entry of it (`reader.whole_value`); a restated usage is read alone (`usage_figures`).
+entry of it (`reader.whole_value`); a restated usage and a timestamp are read alone
+(`usage_figures`, `entry_timestamp`).
 
 An entry is viewed only when everything it holds is a field named here, of the type pi writes it:
 the decoder then has checked all of it (UTF-8, escapes, nesting) as the full reading would, and the blocks read later
@@ -88,8 +89,15 @@ class _UsageEntry(Struct):
     message: _UsageOf
 
 
+class _Stamped(Struct):
+    """An entry read for its `timestamp` alone."""
+
+    timestamp: str | UnsetType = UNSET
+
+
 _DECODER = msgspec.json.Decoder(_Entry)
 _USAGE_DECODER = msgspec.json.Decoder(_UsageEntry)
+_STAMPED = msgspec.json.Decoder(_Stamped)
 _ROLES = ("user", "assistant", "toolResult")  # the messages a view reads as the full reading does
 _A_USER = {"role": "user"}  # a user message's fields, held once (values are never changed in place)
 
@@ -119,8 +127,6 @@ def entry_view(text: memoryview, kind: type[dict]) -> tuple[dict[str, Any], tupl
         kept["id"] = entry.id
     if entry.parentId is not UNSET:
         kept["parentId"] = entry.parentId
-    if entry.timestamp is not UNSET:  # what compact's new entry is timed after
-        kept["timestamp"] = entry.timestamp
     kept["message"] = _fields(message)
     return kept, sizes
 
@@ -142,6 +148,12 @@ def _fields(message: _Message) -> dict[str, Any]:
 
 
 _USAGE_FIGURES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")  # what a count reads of `usage`
+
+
+def entry_timestamp(text: bytes) -> str | None:
+    """The `timestamp` of a viewed entry's line (which its view does not keep), read alone."""
+    stamped = _STAMPED.decode(text)  # (its view read the line: JSON, and the field a string)
+    return None if isinstance(stamped.timestamp, UnsetType) else stamped.timestamp
 
 
 def usage_figures(text: bytes) -> dict[str, int] | None:
