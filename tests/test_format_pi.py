@@ -149,8 +149,9 @@ def test_a_changed_result_rewrites_its_line_and_the_context_size_of_the_replies_
         assert new == {**old, "totalTokens": old["totalTokens"] - 6}
 
 
-def test_a_restated_reply_read_for_a_rewrite_keeps_every_byte_of_its_line_but_the_figure():
-    """A session read as prune reads it (each message entry's line viewed, not parsed): a reply
+@pytest.mark.parametrize("lazily", ["logs", False], ids=["viewed", "read whole"])
+def test_a_restated_reply_keeps_every_byte_of_its_line_but_the_figure(lazily):
+    """Read as prune reads it (each message entry's line viewed, not parsed) or whole: a reply
     whose context the change shrank keeps its line as pi wrote it (an escaped slash, a cost as
     JavaScript writes it) but for its usage's `totalTokens`; a reply of an older pi, which wrote
     none, has it added last to its usage."""
@@ -161,8 +162,8 @@ def test_a_restated_reply_read_for_a_rewrite_keeps_every_byte_of_its_line_but_th
     lines[spelled] = lines[spelled].replace(b'"text":"', b'"text":"a\\/b ', 1)
     lines[without] = lines[without].replace(b'"totalTokens":2300,', b"")
     data = b"\n".join(lines)
-    transcript = loads(data, TOOLS.name, lazily="logs")
-    assert not next(m for m in transcript.messages if m.line == spelled + 1).is_read  # its line viewed
+    transcript = loads(data, TOOLS.name, lazily=lazily)
+    assert next(m for m in transcript.messages if m.line == spelled + 1).is_read is not bool(lazily)  # its line viewed
     index = next(i for i, m in enumerate(transcript.messages) if m.is_tool_result_message)
     shorter = transcript.messages[index].with_blocks((ToolResult("toolu_01ReadCalc", "[cleared]", False),))
     after = dumps(transcript.with_messages([*transcript.messages[:index], shorter, *transcript.messages[index + 1:]])).split(b"\n")

@@ -143,11 +143,11 @@ def _fields(message: _Message) -> dict[str, Any]:
     if not isinstance(call_id, UnsetType):
         fields["toolCallId"] = call_id
     if not isinstance(usage, UnsetType):
-        fields["usage"] = {key: value for key in _USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
+        fields["usage"] = {key: value for key in USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
     return fields
 
 
-_USAGE_FIGURES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")  # what a count reads of `usage`
+USAGE_FIGURES = ("input", "output", "cacheRead", "cacheWrite", "totalTokens")  # what a count reads of `usage`
 
 
 def entry_timestamp(text: bytes) -> str | None:
@@ -165,7 +165,7 @@ def usage_figures(text: bytes) -> dict[str, int] | None:
         return None
     if isinstance(usage, UnsetType):
         return None
-    return {key: value for key in _USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
+    return {key: value for key in USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
 
 
 def _sizes(message: _Message) -> tuple[BlockSize, ...] | None:

@@ -26,7 +26,7 @@ from .reader import (
     record_of,
     whole_value,
 )
-from .views import usage_figures
+from .views import USAGE_FIGURES, usage_figures
 
 
 def pieces(blocks: tuple[Block, ...]) -> list[tuple[Block, ...]]:
@@ -189,9 +189,9 @@ def _sent_before(records: list[Record], path: tuple[int, ...], version: int) -> 
 
 def _usage_less(record: Record, tokens: int, name: str, index: int) -> Record | None:
     """An assistant entry (line `index` of the input) whose `usage.totalTokens` counts a prompt
-    `tokens` smaller (None: no usage to restate). An entry its view read (`parsing.ViewedEntry`,
-    whose usage holds the figures) keeps its line's bytes but the figure, and is viewed again from
-    them (so proven); one whose line does not allow that is read whole and written anew."""
+    `tokens` smaller (None: no usage to restate): its line's bytes but the figure
+    (`_restated_in_place`), or where its line does not allow that, the entry written anew (read
+    whole first where its view read it)."""
     value = record[1]
     message = value.get("message")
     if not isinstance(message, dict):  # what `_chars_before` found: an assistant message's entry
@@ -205,28 +205,34 @@ def _usage_less(record: Record, tokens: int, name: str, index: int) -> Record | 
     new = max(output, total - tokens)
     if new == total:
         return None
+    if (in_place := _restated_in_place(record, usage, new)) is not None:
+        return in_place
     if type(value) is ViewedEntry:
-        if (restated := _restated_in_place(record, usage, new)) is not None:
-            return restated
         return _usage_less((record[0], whole_value(record, name, index)), tokens, name, index)
     value = {**value, "message": {**message, "usage": {**usage, "totalTokens": new}}}
     return dumps(value, indent=False), value
 
 
 def _restated_in_place(record: Record, usage: dict, new: int) -> Record | None:
-    """The line of a viewed entry with its usage's `totalTokens` made `new` (a `CutLine` of it: the
-    figure replaced, or added last), and what its view keeps of it; None where the line does not
-    hold the figure (or the usage) once. Proven by reading the new line's usage: one place of the
-    line changed, and its message's usage holds the new figure, so that place was the figure's."""
+    """An input line with its usage's `totalTokens` made `new` (a `CutLine` of it: the figure
+    replaced, or added last), every other byte as the agent wrote it, and its value so (a view
+    what its view keeps); None where the line does not hold the figure (or the usage) once, or
+    its usage holds what a view does not read. Proven by reading the new line's usage alone: one
+    place of the line changed, and its message's usage holds the new figure, so that place was
+    the figure's."""
     line, value = record
     if not isinstance(line, (bytes, memoryview)):  # (a line made anew, or cut from another)
         return None
     recorded = usage.get("totalTokens")
-    cut = (with_member_replaced(line, "totalTokens", recorded, new) if type(recorded) is int
-           else with_member_added(line, "usage", "totalTokens", new))  # a session of an older pi records none
+    if type(recorded) is int:
+        cut = with_member_replaced(line, "totalTokens", recorded, new)
+    else:  # a session of an older pi records none
+        cut = with_member_added(line, "usage", "totalTokens", new) if recorded is None and "totalTokens" not in usage else None
     restated = {**usage, "totalTokens": new}
-    if cut is None or usage_figures(bytes(cut)) != restated:
+    if cut is None or usage_figures(bytes(cut)) != {key: restated[key] for key in USAGE_FIGURES if key in restated}:
         return None
+    if type(value) is not ViewedEntry:
+        return cut, {**value, "message": {**value["message"], "usage": restated}}
     kept = ViewedEntry(value)
     kept.seen, kept["message"] = value.seen, {**value["message"], "usage": restated}
     return cut, kept
