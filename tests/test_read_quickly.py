@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transcompact.core.errors import TranscompactError
-from transcompact.core.jsondata import BOM, PartialLine, parse
+from transcompact.core.jsondata import BOM, CutLine, PartialLine, line_bytes, parse
 from transcompact.counting.counter import TokenCounter
 from transcompact.dialects.views import _chars
 from transcompact.formats import BY_NAME, adapter, detect, dumps, loads, trim, written
@@ -30,7 +30,7 @@ from transcompact.ops.validity.check import check
 from transcompact.ops.validity.postcondition import comparable, verified
 from transcompact.ops.validity.repair import repair
 
-from .builders import claude_code_logs, gemini_documents, pi_logs
+from .builders import claude_code_logs, claude_log, gemini_documents, pi_logs
 from .conftest import CORPUS, FIXTURES
 from .strategies import (
     anthropic_messages,
@@ -273,6 +273,28 @@ def test_the_lazy_reading_is_the_whole_reading_of_real_claude_code_logs(path):
     same_reading(data)
     transcript = loads(data, "t.json", lazily=True)
     assert any(not m.is_read for m in transcript.messages)  # most of a real log is counted unread
+
+
+def test_a_pruned_claude_code_log_is_its_input_lines_but_what_changed():
+    """Read as prune reads a log (lines kept in part): a cleared result's line holds its new
+    message and, as the input's own bytes, the rest (the UI's copy of the output, not made again
+    for a large log's every cleared result); each line of a response after it holds its restated
+    usage and the rest as its bytes, the restated fields held once for the response. Byte for
+    byte the output of the whole reading."""
+    lines = [orjson.loads(line) for line in claude_log(rounds=6, size=3000).splitlines()]
+    for line in lines:
+        if line["type"] == "assistant":
+            line["message"]["usage"] = {"input_tokens": 10, "cache_read_input_tokens": 9000, "output_tokens": 20}
+    data = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    options = PruneOptions(keep_last=1, hard_clear_after=1)
+    out = written(prune(loads(data, "s.jsonl", lazily="logs"), options)[0])
+    assert bytes(out) == bytes(written(prune(loads(data, "s.jsonl"), options)[0]))
+    changed = [k for k, (line, _) in enumerate(out.records) if bytes(line_bytes(out.records[k])) != data.split(b"\n")[k]]
+    cleared = [k for k in changed if lines[k]["type"] == "user"]
+    assert len(cleared) == 5 and all(type(out.records[k][0]) is CutLine for k in changed)
+    assert all(json.loads(line_bytes(out.records[k]))["toolUseResult"] == lines[k]["toolUseResult"] for k in cleared)
+    thinking, call = next((k, k + 1) for k in changed if lines[k]["type"] == "assistant" and k + 1 in changed)
+    assert out.records[thinking][1]["message"] is out.records[call][1]["message"]
 
 
 @pytest.mark.parametrize("path", pi_logs())

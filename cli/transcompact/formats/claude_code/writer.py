@@ -24,6 +24,7 @@ from .reader import (
     LogSource,
     _Origin,
     is_unchanged,
+    viewed_lines,
     whole_value,
 )
 
@@ -102,10 +103,13 @@ def write_lines(transcript: Transcript) -> Lines:
     parents = _relink(source, dropped, inserted)
     restated = restated_usage(source, taken)
 
+    shared: list = []  # the message fields of the response last restated, its tokens, and the fields restated
+
     def rewritten(index: int) -> Record:
-        if index not in contents and index not in parents and (usage_only := _usage_restated(records[index], restated[index])):
+        if index not in contents and index not in parents and (usage_only := _usage_restated(records[index], restated[index], shared)):
             return usage_only
-        obj = dict(whole_value(index, records[index], transcript.name))
+        read = whole_value(index, records[index], transcript.name)
+        obj = dict(read)
         if index in contents:
             obj["message"] = {**obj["message"], "content": _file_content(contents[index], index in string_records, cleared)}
         if index in restated:
@@ -113,11 +117,12 @@ def write_lines(transcript: Transcript) -> Lines:
         if index in parents:
             obj["parentUuid"] = parents[index]
         if type(records[index][1]) is PartialLine:
-            # Read in part: held as its bytes only, made now (the post-condition reads them back in part).
-            return dumps(obj, indent=False), None
+            # Read in part: its message replaced in its line (a cleared result's line is mostly its
+            # UI copy), else held as its bytes only, made now (the post-condition reads them back in part).
+            return _message_replaced(records[index], read, obj) or (dumps(obj, indent=False), None)
         return None, obj  # serialised as it is written: a large rewrite's new lines are not held as bytes too
 
-    changed = {index: rewritten(index) for index in contents.keys() | parents.keys() | restated.keys() if index not in dropped}
+    changed = {index: rewritten(index) for index in sorted(contents.keys() | parents.keys() | restated.keys()) if index not in dropped}
     out = written_back(records, dropped=dropped, changed=changed,
                        inserted={index: [(None, new) for new in lines] for index, lines in inserted.items()})
     return Lines.of([line for line, _ in out], bom=source.bom)
@@ -165,7 +170,7 @@ def _prompt(usage: dict) -> int:
     return sum(usage[part] for part in _PROMPT_PARTS if type(usage.get(part)) is int)
 
 
-def _usage_restated(record: Record, tokens: int) -> Record | None:
+def _usage_restated(record: Record, tokens: int, shared: list) -> Record | None:
     """A line read in part, as orjson writes it, whose only change is its usage: the parts of its
     line but the usage's (`jsondata.with_member_replaced`), with what a reading in part keeps of it,
     its message's usage restated (the rest held as the line read held it, its blocks' sizes too).
@@ -176,13 +181,36 @@ def _usage_restated(record: Record, tokens: int) -> Record | None:
     message = partial.get("message")
     if not isinstance(message, dict) or type(usage := message.get("usage")) is not dict:
         return None
-    restated = _usage_less(usage, tokens)
-    cut = with_member_replaced(line, "usage", usage, restated)
+    # The lines of one response hold the same message fields (`reader._message_fields`), restated alike: held once.
+    if shared[:2] != [message, tokens]:
+        restated = _usage_less(usage, tokens)
+        shared[:] = [message, tokens, {**message, "usage": restated}]
+    restated_message = shared[2]
+    cut = with_member_replaced(line, "usage", usage, restated_message["usage"])
     if cut is None:
         return None
     kept = PartialLine(partial)
     kept.seen, kept.as_written = partial.seen, True
-    kept["message"] = {**message, "usage": restated}
+    kept["message"] = restated_message
+    return cut, kept
+
+
+def _message_replaced(record: Record, old: dict, new: dict) -> Record | None:
+    """A line read in part (its value `old` read again whole), as orjson writes it, whose message
+    alone changed (`new`): the parts of its line but the message's
+    (`jsondata.with_member_replaced`), with what a reading in part keeps of it
+    (`reader.viewed_lines` of the new value, as `parse_written` would trim it). None where that
+    does not hold: the line is written anew."""
+    line, partial = record
+    if not getattr(partial, "as_written", False) or not isinstance(line, (bytes, memoryview)) \
+            or {**old, "message": new["message"]} != new:
+        return None
+    cut = with_member_replaced(line, "message", old["message"], new["message"])
+    if cut is None:
+        return None
+    kept = viewed_lines(new)
+    if type(kept) is PartialLine:
+        kept.as_written = True  # the line is still what orjson writes of its value
     return cut, kept
 
 
