@@ -237,6 +237,15 @@ def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
     taken = round((len(result_text(read(LEGACY).messages[2].tool_results[0])) - len("[gone]")) / 4)
     was = json.loads(data)["messages"][3]["tokens"]
     assert document["messages"][3]["tokens"] == {**was, "input": was["input"] - taken, "total": was["total"] - taken}
+    # Its tokens alone restated: its own bytes, laid out as the agent wrote them, but the two figures.
+    (start, end), (new_start, new_end) = gemini_writer.message_spans(data)[3], gemini_writer.message_spans(out)[3]
+    figures = {b'"input": %d' % was["input"]: b'"input": %d' % (was["input"] - taken),
+               b'"total": %d' % was["total"]: b'"total": %d' % (was["total"] - taken)}
+    assert all(data[start:end].count(figure) == 1 for figure in figures)
+    expected = data[start:end]
+    for figure, restated in figures.items():
+        expected = expected.replace(figure, restated)
+    assert out[new_start:new_end] == expected
 
 
 def test_a_legacy_document_a_rewrite_spliced_reads_back_without_parsing_what_it_kept(monkeypatch):

@@ -8,6 +8,8 @@ import re
 import uuid as uuidlib
 from typing import Any, cast
 
+import orjson
+
 from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, line_bytes, nested_value
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import cost, restating_ratio, written_back
@@ -301,17 +303,49 @@ def _scanned_spans(data: bytes) -> list[tuple[int, int]]:
 
 
 def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) -> bytes:
-    """The legacy document with each changed message written on one line where it was: the rest
-    keeps its bytes, and the file never gains a line (prune's archive pairs the lines)."""
+    """The legacy document with each changed message written on one line where it was (one whose
+    `tokens` alone were restated keeps its own bytes but the figures: `_tokens_restated`): the
+    rest keeps its bytes, and the file never gains a line."""
     data = source.data
     out, end = [], 0
     for entry, record in zip(source.active, new):
         if record is not entry.record:
             assert entry.position is not None  # every entry of the legacy document has its place
             start, stop = spans[entry.position]
-            out += [data[end:start], dumps(record, indent=False)]
+            out += [data[end:start], _tokens_restated(data[start:stop], entry.record, record) or dumps(record, indent=False)]
             end = stop
     return b"".join(out + [data[end:]])
+
+
+# A record's `tokens` as the agent writes them: an object of numbers (its key written once in the
+# record: a key in a string shows its quotes escaped), and one figure of it.
+_TOKENS = re.compile(rb'"tokens":(\s*)\{[^{}\[\]"]*(?:"[^"\\]*"[^{}\[\]"]*)*\}')
+_FIGURE = re.compile(rb'"(input|total)":(\s*)(-?\d+)')
+
+
+def _tokens_restated(text: bytes, old: dict, new: dict) -> bytes | None:
+    """A record's own bytes with its `tokens` restated (`restated_usage`: `input` and `total`),
+    every other byte as the agent laid it out, where that is all that changed; proven by reading
+    the new `tokens` back. None else: the record is written anew."""
+    if new.keys() != old.keys() or any(new[key] is not old[key] for key in old if key != "tokens"):
+        return None
+    found = list(_TOKENS.finditer(text))
+    if len(found) != 1 or text.count(b'"tokens":') != 1:
+        return None
+    tokens = found[0]
+    figures = [(match.group(1).decode(), match) for match in _FIGURE.finditer(text, tokens.start(), tokens.end())]
+    if len({name for name, _ in figures}) != len(figures):
+        return None
+    restated = text[tokens.start():tokens.end()]
+    for name, match in reversed(figures):  # (from the end: the places before stay where they are)
+        at, end = match.start(3) - tokens.start(), match.end(3) - tokens.start()
+        restated = restated[:at] + str(new["tokens"].get(name)).encode() + restated[end:]
+    try:
+        if orjson.loads(restated[len(b'"tokens":'):]) != new["tokens"]:
+            return None
+    except orjson.JSONDecodeError:
+        return None
+    return text[:tokens.start()] + restated + text[tokens.end():]
 
 
 def read_back(data: bytes, written: Transcript) -> Transcript | None:
