@@ -319,8 +319,8 @@ def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) 
 
 # A record's `tokens` as the agent writes them: an object of numbers (its key written once in the
 # record: a key in a string shows its quotes escaped), and one figure of it.
-_TOKENS = re.compile(rb'"tokens":(\s*)\{[^{}\[\]"]*(?:"[^"\\]*"[^{}\[\]"]*)*\}')
-_FIGURE = re.compile(rb'"(input|total)":(\s*)(-?\d+)')
+_TOKENS = re.compile(rb'"tokens":\s*\{[^{}\[\]"]*(?:"[^"\\]*"[^{}\[\]"]*)*\}')
+_FIGURE = re.compile(rb'"(input|total)":\s*(-?\d+)')
 
 
 def _tokens_restated(text: bytes, old: dict, new: dict) -> bytes | None:
@@ -334,12 +334,12 @@ def _tokens_restated(text: bytes, old: dict, new: dict) -> bytes | None:
         return None
     tokens = found[0]
     figures = [(match.group(1).decode(), match) for match in _FIGURE.finditer(text, tokens.start(), tokens.end())]
-    if len({name for name, _ in figures}) != len(figures):
+    if len({name for name, _ in figures}) != len(figures) or any(type(new["tokens"].get(name)) is not int for name, _ in figures):
         return None
     restated = text[tokens.start():tokens.end()]
     for name, match in reversed(figures):  # (from the end: the places before stay where they are)
-        at, end = match.start(3) - tokens.start(), match.end(3) - tokens.start()
-        restated = restated[:at] + str(new["tokens"].get(name)).encode() + restated[end:]
+        at, end = match.start(2) - tokens.start(), match.end(2) - tokens.start()
+        restated = restated[:at] + str(new["tokens"][name]).encode() + restated[end:]
     try:
         if orjson.loads(restated[len(b'"tokens":'):]) != new["tokens"]:
             return None

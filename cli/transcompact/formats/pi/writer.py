@@ -215,11 +215,11 @@ def _usage_less(record: Record, tokens: int, name: str, index: int) -> Record | 
 
 def _restated_in_place(record: Record, usage: dict, new: int) -> Record | None:
     """An input line with its usage's `totalTokens` made `new` (a `CutLine` of it: the figure
-    replaced, or added last), every other byte as the agent wrote it, and its value so (a view
-    what its view keeps); None where the line does not hold the figure (or the usage) once, or
-    its usage holds what a view does not read. Proven by reading the new line's usage alone: one
-    place of the line changed, and its message's usage holds the new figure, so that place was
-    the figure's."""
+    replaced, or added last), every other byte as the agent wrote it, and the value it reads as
+    (of a viewed entry, what its view keeps); None where the line does not hold the figure (or
+    the usage) once, or its usage holds what a view does not read. Proven by reading the new
+    line's usage alone: one place of the line changed, and its message's usage holds the new
+    figure, so that place was the figure's."""
     line, value = record
     if not isinstance(line, (bytes, memoryview)):  # (a line made anew, or cut from another)
         return None
@@ -276,10 +276,12 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         if not isinstance(origin, _Origin):
             insert_after(last_record, pieces(message.blocks), message.role)
             continue
+        entry = None  # its entry whole, where read already
         if origin.released:  # its content let go of: read again, as it was read
-            read_again = _read_entry(origin.record, value_of(origin.record), source.compaction, transcript.name)
-            assert read_again is not None  # (the message it was read as)
-            origin = read_again.origin
+            entry = value_of(origin.record)
+            as_read = _read_entry(origin.record, entry, source.compaction, transcript.name)
+            assert as_read is not None  # (the message it was read as)
+            origin = as_read.origin
         # A reply left with no block (the last one may be) keeps its entry, holding none.
         parts = pieces(message.blocks) or ([()] if message.role == ASSISTANT else [])
         own = _own_piece(origin, parts)
@@ -292,7 +294,7 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         insert_after(last_record, parts[:own], message.role)
         claimed.add(origin.record)
         if not kept_as_read:
-            contents[origin.record] = _written_entry(parts[own], value_of(origin.record), origin)
+            contents[origin.record] = _written_entry(parts[own], entry if entry is not None else value_of(origin.record), origin)
         insert_after(origin.record, parts[own + 1:], message.role)
         last_record = origin.record
     dropped = set(source.message_records - claimed)
