@@ -261,6 +261,10 @@ def test_a_legacy_document_a_rewrite_spliced_reads_back_without_parsing_what_it_
     assert back.source.document == whole.source.document
     same = [a is b for a, b in zip(back.source.document["messages"], kept)]
     assert any(same) and not all(same)  # those it kept are the input's own values
+    # Of one it changed, what it kept (its thoughts, a call's arguments) is the input's own too.
+    changed = next(k for k, a in enumerate(same) if not a and kept[k].get("toolCalls"))
+    back_call, kept_call = back.source.document["messages"][changed]["toolCalls"][0], kept[changed]["toolCalls"][0]
+    assert back_call is not kept_call and back_call["args"] is kept_call["args"]
 
 
 def test_the_ui_copy_of_a_pruned_result_is_pruned_too():

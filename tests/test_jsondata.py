@@ -458,6 +458,23 @@ def test_a_cut_reads_as_its_edit_however_the_members_repeat_below(value, data, s
             assert read == {k: v for k, v in expected.items() if k in ("uuid", "isSidechain")}
 
 
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False) | st.text("ab", max_size=2),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text("ab", max_size=2), inner, max_size=3),
+                     max_leaves=12)
+
+
+@given(_JSON, _JSON)
+def test_a_value_read_again_shares_with_the_input_what_is_equal_and_nothing_else(value, was):
+    """What a rewrite's read-back holds of a changed message: the same value, each part equal to the
+    input's at the same place (same type, same bits) the input's own object, so not held twice."""
+    from transcompact.core.jsondata import shared_with
+
+    shared = shared_with(value, was)
+    assert orjson.dumps(shared) == orjson.dumps(value)  # -0.0 stays -0.0, 1 stays 1 where 1.0 was
+    if type(value) is type(was) and orjson.dumps(value) == orjson.dumps(was):
+        assert shared is was
+
+
 _FIGURES = st.dictionaries(st.text(max_size=4), st.integers(-9, 10**6) | st.floats(allow_nan=False, allow_infinity=False)
                            | st.text(alphabet='ab"\\{}[],: é', max_size=5), max_size=4)
 

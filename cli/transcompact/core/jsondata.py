@@ -20,6 +20,7 @@ import functools
 import gc
 import itertools
 import math
+import operator
 import re
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -599,6 +600,25 @@ def compact_json(value: Any) -> str:
     if isinstance(value, str):
         return value
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def shared_with(value: Any, was: Any) -> Any:
+    """`value` (read again from a rewrite's output) with each part equal to the part of `was` (what
+    the input held there) at the same place made `was`'s own object: what a rewrite kept of a
+    changed message (a call's arguments, the UI's copy of its output) is not held twice. Parts
+    compare as values; containers are new where anything in them changed."""
+    if type(value) is not type(was) or value is was:
+        return value
+    if type(value) is dict:
+        parts = {key: shared_with(item, was[key]) if key in was else item for key, item in value.items()}
+        same = list(parts) == list(was) and all(item is was[key] for key, item in parts.items())  # (in the same order)
+        return was if same else parts
+    if type(value) is list:
+        items = [shared_with(item, before) for item, before in zip(value, was)] + value[len(was):]
+        return was if len(items) == len(was) and all(map(operator.is_, items, was)) else items
+    if type(value) is float:  # (-0.0 == 0.0: compared by their bits)
+        return was if value.hex() == was.hex() else value
+    return was if value == was else value
 
 
 def kind_of(value: Any) -> str:

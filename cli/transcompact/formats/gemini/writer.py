@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import orjson
 
-from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, line_bytes, nested_value
+from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, line_bytes, nested_value, shared_with
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import cost, restating_ratio, written_back
 from .reader import (
@@ -363,7 +363,7 @@ def read_back(data: bytes, written: Transcript) -> Transcript | None:
             or data[:new[0][0]] != source.data[:old[0][0]] or data[new[-1][1]:] != source.data[old[-1][1]:]:
         return None
     try:
-        messages = [value if data[start:end] == source.data[was_start:was_end] else nested_value(data[start:end], 3)
+        messages = [value if data[start:end] == source.data[was_start:was_end] else shared_with(nested_value(data[start:end], 3), value)
                     for (start, end), (was_start, was_end), value in zip(new, old, document["messages"])]
     except ValueError:  # not JSON: the whole reading says where
         return None
