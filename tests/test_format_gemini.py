@@ -19,7 +19,7 @@ from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
 from transcompact.formats import adapter, rewrites_lines
-from transcompact.formats.gemini import writer as gemini_writer
+from transcompact.formats.gemini import reader as gemini_reader
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.summarize import SummaryOptions
 from transcompact.ops.compaction.summary_message import is_summary_message
@@ -238,7 +238,7 @@ def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
     was = json.loads(data)["messages"][3]["tokens"]
     assert document["messages"][3]["tokens"] == {**was, "input": was["input"] - taken, "total": was["total"] - taken}
     # Its tokens alone restated: its own bytes, laid out as the agent wrote them, but the two figures.
-    (start, end), (new_start, new_end) = gemini_writer.message_spans(data)[3], gemini_writer.message_spans(out)[3]
+    (start, end), (new_start, new_end) = gemini_reader.message_spans(data)[3], gemini_reader.message_spans(out)[3]
     figures = {b'"input": %d' % was["input"]: b'"input": %d' % (was["input"] - taken),
                b'"total": %d' % was["total"]: b'"total": %d' % (was["total"] - taken)}
     assert all(data[start:end].count(figure) == 1 for figure in figures)
@@ -633,10 +633,10 @@ _VALUES = st.recursive(st.none() | st.integers() | _JSON_TEXT,
        after=st.dictionaries(st.sampled_from(["lastUpdated", "kind"]), _VALUES, max_size=2),
        indent=st.sampled_from([2, 4, "\t", None]))
 def test_the_messages_of_a_document_are_found_by_its_layout_as_by_reading_it_whole(messages, before, after, indent):
-    """The byte searches of an indented document (writer._indented_spans) find each message where
+    """The byte searches of an indented document (reader._indented_spans) find each message where
     reading every string and bracket does, or leave it to that reading."""
     data = json.dumps({**before, "messages": messages, **after}, indent=indent, ensure_ascii=False).encode()
-    assert gemini_writer.message_spans(data) == gemini_writer._scanned_spans(data)
+    assert gemini_reader.message_spans(data) == gemini_reader._scanned_spans(data)
 
 
 @settings(max_examples=300, deadline=None)
@@ -646,7 +646,7 @@ def test_the_messages_a_write_spliced_onto_a_line_are_found_as_by_reading_it_who
     or laid out any other way around them: its layout finds each message where reading every
     string and bracket does, or leaves it to that reading."""
     document = json.dumps({"sessionId": "s", "messages": messages}, indent=2, ensure_ascii=False).encode()
-    spans = gemini_writer._scanned_spans(document)
+    spans = gemini_reader._scanned_spans(document)
     spliced = data.draw(st.sets(st.sampled_from(range(len(spans)))))
     odd = data.draw(st.sampled_from(["", "\n        ", "\n    ", " "]))  # a break or a space inside one of them
     out, end = [], 0
@@ -658,4 +658,4 @@ def test_the_messages_a_write_spliced_onto_a_line_are_found_as_by_reading_it_who
             out += [document[end:start], one_line]
             end = stop
     written = b"".join([*out, document[end:]])
-    assert gemini_writer.message_spans(written) == gemini_writer._scanned_spans(written)
+    assert gemini_reader.message_spans(written) == gemini_reader._scanned_spans(written)

@@ -76,6 +76,7 @@ class CutLine:
 Record = tuple["bytes | memoryview | CutLine | None", Any]
 BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 254  # the deepest nesting orjson.dumps writes
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, its escapes and all (what the scans below skip whole)
 
 
 @dataclass
@@ -459,7 +460,7 @@ def _scan(value: Any, depth: int = 1) -> tuple[bool, bool, bool]:
 
 _BEYOND_A_DOUBLE = "number is infinity when parsed as double"  # orjson's refusal of `1e400`
 # A JSON string (skipped whole) or a number: enough to find the numbers of a document.
-_STRING_OR_NUMBER = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
+_STRING_OR_NUMBER = re.compile(_STRING + rb'|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?')
 
 
 def load_json(text: bytes | memoryview) -> Any:
@@ -546,7 +547,7 @@ def _exact_float(text: str) -> Any:
 
 
 # A JSON string (skipped whole) or a bracket: enough to find how deep a position is nested.
-_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_STRING_OR_BRACKET = re.compile(_STRING + rb'|[\[\]{}]')
 
 
 def _too_deep(text: bytes, name: str, first_line: int) -> ParseError:
@@ -634,7 +635,7 @@ def too_deep(value: Any, depth: int = 1) -> bool:
     return _scan(value, depth)[0]
 
 
-_MEMBER_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},:]')
+_MEMBER_TOKEN = re.compile(_STRING + rb'|[\[\]{},:]')
 _SPACE = b" \t\r\n"
 
 
@@ -808,15 +809,23 @@ def with_member_replaced(line: bytes | memoryview, key: str, old: Any, new: Any)
     key written once is then the member, at any depth. None where the key is written more than
     once, or its value is not `old`'s JSON."""
     text = bytes(line)
-    head = _head(key)
-    found = text.find(head)
-    if found < 0 or text.find(head, found + len(head)) >= 0:
+    start = _written_once(text, key)
+    if start is None:
         return None
-    start = found + len(head)
     was = orjson.dumps(old)
     if not text.startswith(was, start):
         return None
     return _cut(line, len(text), [(start, start + len(was), dumps(new, indent=False), key)])[0]
+
+
+def _written_once(text: bytes, key: str) -> int | None:
+    """Where the value of the member `key` begins in `text`, when its key is written there once
+    (at any depth: a key's JSON in a string shows its quotes escaped), else None."""
+    head = _head(key)
+    found = text.find(head)
+    if found < 0 or text.find(head, found + len(head)) >= 0:
+        return None
+    return found + len(head)
 
 
 def with_member_added(line: bytes | memoryview, parent: str, key: str, new: Any) -> CutLine | None:
@@ -826,11 +835,8 @@ def with_member_added(line: bytes | memoryview, parent: str, key: str, new: Any)
     an object holding objects no deeper than one level (a usage's cost); else None. The caller
     proves the result (reads it)."""
     text = bytes(line)
-    head = _head(parent)
-    found = text.find(head)
-    if found < 0 or text.find(head, found + len(head)) >= 0:
-        return None
-    after = _NOT_SPACE.search(text, found + len(head))  # the value, past any white space
+    start = _written_once(text, parent)
+    after = _NOT_SPACE.search(text, start) if start is not None else None  # the value, past any white space
     value = _SHALLOW_OBJECT.match(text, after.start()) if after is not None else None
     if value is None:
         return None
@@ -839,7 +845,6 @@ def with_member_added(line: bytes | memoryview, parent: str, key: str, new: Any)
     return _cut(line, len(text), [(end, end, member, key)])[0]
 
 
-_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
 # An object whose members hold no array, nor an object holding one or an object (one character or
 # string at a time: each alternative begins otherwise, so nothing is tried twice).
 _SHALLOW_OBJECT = re.compile(rb"\{(?:[^{}\[\]\"]|" + _STRING + rb"|\{(?:[^{}\[\]\"]|" + _STRING + rb")*\})*\}")

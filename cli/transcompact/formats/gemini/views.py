@@ -13,7 +13,6 @@ the blocks read later from the same bytes are the ones the sizes describe.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
@@ -35,9 +34,6 @@ from ...core.model import (
 )
 from ...dialects.views import ABSENT
 from .reader import NAME, RESULTS_TURN, ChatSource, Entry, _check_call_ids, entry_messages, is_ignored_input
-
-# A document that begins as Gemini CLI writes one, its first key `sessionId`: only such is tried.
-BEGINS = re.compile(rb'\s*\{\s*"sessionId"\s*:')
 
 
 class _Output(Struct, forbid_unknown_fields=True):
@@ -104,10 +100,11 @@ _ARGUMENTS_DEPTH = 6  # the document, `messages`, a record, `toolCalls`, a call,
 
 def read_quickly(data: bytes, name: str) -> Transcript | None:
     """The legacy document as `reader.read` reads it, the messages of each record of the agent's
-    shape left unread; None for any other input (the full reading decides, and says where)."""
+    shape left unread; None for any other input (the full reading decides, and says where).
+    `loads` offers it only a document whose first key is `sessionId` (the registration's)."""
     bom = data.startswith(BOM)
     text = data[len(BOM):] if bom else data
-    if not BEGINS.match(text) or first_line_is_a_value(text):
+    if first_line_is_a_value(text):
         return None  # not a legacy document (the JSON Lines log begins with its metadata line)
     try:
         document = _DOCUMENT.decode(text)

@@ -21,6 +21,7 @@ from .reader import (
     content_turn,
     holds_turn,
     listed_calls,
+    message_spans,
     parts,
     read,
     read_part,
@@ -185,7 +186,7 @@ def write(transcript: Transcript) -> bytes:
     if source.records is None:
         document, layout = source.document, source.layout
         assert document is not None and layout is not None  # the legacy document: read sets both
-        spans = message_spans(source.data) if same_ids else []
+        spans = source.spans if same_ids else []
         if len(spans) != len(document["messages"]) or not same_ids:
             if same_ids:  # what is no message (a null) stays where it was: the agent skips it
                 rewritten = iter(new)
@@ -200,106 +201,6 @@ def write(transcript: Transcript) -> bytes:
     else:
         records = append_line(records, {"$set": {"messages": new}})
     return bytes(Lines(records))  # the lines joined by newlines
-
-
-# A JSON string (skipped whole) or a bracket: enough to find where each message of a document sits.
-_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-
-
-# The first key of a document indented as JSON.stringify(…, null, n) lays it out: its indent.
-_FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\{\n([ \t]+)"')
-
-
-def message_spans(data: bytes) -> list[tuple[int, int]]:
-    """The byte range of each object or array in the top-level `messages` array (a string or a
-    number there has none: the caller compares the count with the array's)."""
-    indented = _indented_spans(data)
-    return indented if indented is not None else _scanned_spans(data)
-
-
-def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
-    """`message_spans` of a document laid out as the agent writes it (JSON.stringify with an
-    indent), by one scan of its lines: a JSON string holds no raw line break, so a line that begins
-    with one indent and `"messages": [` is that key, one with two indents and `{` or `}` begins or
-    ends a message (or is one, on a line of its own), one with one indent and `]` ends the array.
-    None for a document laid out otherwise, or whose array holds anything but objects
-    (`_scanned_spans` reads it)."""
-    first = _FIRST_KEY.match(data)
-    if first is None:
-        return None
-    unit = first.group(1)
-    opening = b"\n" + unit + b'"messages": ['
-    at = data.find(opening)
-    if at < 0:
-        return None
-    start = at + len(opening)
-    if data[start:start + 1] != b"\n":
-        return [] if data[start:start + 1] == b"]" else None  # `[]`, or an array laid out otherwise
-    # Where each line at the messages' depth begins, past its indent, up to the first line one
-    # level out (the array's end): a search per message is several times slower.
-    lines = re.compile(re.escape(b"\n" + unit) + b"(" + re.escape(unit) + b")?[^" + re.escape(unit[:1]) + b"]")
-    firsts, end = [], -1
-    for line in lines.finditer(data, start):
-        if line[1] is None:
-            end = line.end() - 1
-            break
-        firsts.append(line.end() - 1)
-    if end < 0 or data[end:end + 1] != b"]" or data.find(opening, end) >= 0:
-        return None  # no end, or a second `messages`
-    opens, closes = firsts[0::2], firsts[1::2]
-    if len(opens) == len(closes) and bytes(data[i] for i in opens) == b"{" * len(opens) \
-            and bytes(data[i] for i in closes) == b"}" * len(closes):
-        return [(opening, closing + 1) for opening, closing in zip(opens, closes)]  # as the agent lays them out
-    # A message's first and last lines, one after the other, or a message on a line of its own
-    # (`_spliced` writes a changed one so); else one is no object, or is laid out otherwise.
-    spans, begins = [], -1
-    for at in firsts:
-        if begins >= 0:
-            if data[at] != 0x7D:  # "}"
-                return None
-            spans.append((begins, at + 1))
-            begins = -1
-        elif data[at] != 0x7B:  # "{"
-            return None
-        elif data[at + 1] == 0x0A:  # "{" alone on its line: the message's first line
-            begins = at
-        else:
-            alone = data[at:data.find(b"\n", at, end)].rstrip()
-            alone = alone[:-1] if alone.endswith(b",") else alone
-            if not alone.endswith(b"}"):
-                return None
-            spans.append((at, at + len(alone)))
-    # Between two messages a comma alone, and nothing before the first or after the last: else a
-    # line taken for a whole message was not one.
-    gaps = zip([start, *(stop for _, stop in spans)], [*(begun for begun, _ in spans), end])
-    if begins >= 0 or any(data[after:before].strip() != (b"," if 0 < k < len(spans) else b"")
-                          for k, (after, before) in enumerate(gaps)):
-        return None
-    return spans
-
-
-def _scanned_spans(data: bytes) -> list[tuple[int, int]]:
-    """`message_spans` of any document, by every string and bracket of it."""
-    spans: list[tuple[int, int]] = []
-    depth, key, inside, start = 0, None, False, 0
-    for match in _STRING_OR_BRACKET.finditer(data):
-        token = match.group()
-        if token[:1] == b'"':
-            key = token if depth == 1 else key  # at the top level, the last string before `[` is its key
-            continue
-        if token in (b"[", b"{"):
-            depth += 1
-            if depth == 2 and token == b"[" and key == b'"messages"':
-                inside = True
-            elif inside and depth == 3:
-                start = match.start()
-        else:
-            if inside and depth == 3:
-                spans.append((start, match.end()))
-            elif inside and depth == 2:
-                inside = False
-            depth -= 1
-    return spans
 
 
 def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) -> bytes:
@@ -358,7 +259,7 @@ def read_back(data: bytes, written: Transcript) -> Transcript | None:
     document = source.document
     if source.records is not None or document is None:
         return None
-    old, new = message_spans(source.data), message_spans(data)
+    old, new = source.spans, message_spans(data)
     if not new or len(new) != len(old) or len(old) != len(document["messages"]) \
             or data[:new[0][0]] != source.data[:old[0][0]] or data[new[-1][1]:] != source.data[old[-1][1]:]:
         return None

@@ -143,7 +143,7 @@ def _fields(message: _Message) -> dict[str, Any]:
     if not isinstance(call_id, UnsetType):
         fields["toolCallId"] = call_id
     if not isinstance(usage, UnsetType):
-        fields["usage"] = {key: value for key in USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
+        fields["usage"] = _figures(usage)
     return fields
 
 
@@ -163,8 +163,10 @@ def usage_figures(text: bytes) -> dict[str, int] | None:
         usage = _USAGE_DECODER.decode(text).message.usage
     except (msgspec.MsgspecError, RecursionError, ValueError):
         return None
-    if isinstance(usage, UnsetType):
-        return None
+    return None if isinstance(usage, UnsetType) else _figures(usage)
+
+
+def _figures(usage: _Usage) -> dict[str, int]:
     return {key: value for key in USAGE_FIGURES if not isinstance(value := getattr(usage, key), UnsetType)}
 
 
