@@ -20,6 +20,7 @@ from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
 from transcompact.formats import adapter, rewrites_lines
 from transcompact.formats.gemini import reader as gemini_reader
+from transcompact.formats.gemini import writer as gemini_writer
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.summarize import SummaryOptions
 from transcompact.ops.compaction.summary_message import is_summary_message
@@ -246,6 +247,49 @@ def test_a_changed_result_in_the_legacy_document_is_written_where_it_was():
     for figure, restated in figures.items():
         expected = expected.replace(figure, restated)
     assert out[new_start:new_end] == expected
+
+
+def test_a_legacy_chat_read_as_views_is_pruned_as_the_whole_reading_prunes_it_reading_only_what_changed(monkeypatch):
+    """prune reads a legacy chat by its views: the records whose results it clears are read whole
+    from their bytes, each once; the others keep their bytes unread, and a record whose view kept
+    only its usage, when its restated figures cannot be written in its own bytes (a call's
+    arguments hold a key `tokens`), is read whole and written anew with every field it had."""
+    document = json.loads(LEGACY.read_bytes())
+    call = document["messages"][1]["toolCalls"][0]
+    document["messages"][3]["toolCalls"] = [{**call, "id": "count-1", "args": {"tokens": 3}, "result": "3 tokens"}]
+    data = json.dumps(document, indent=2).encode()
+    lazily = loads(data, "t.json", lazily="logs")
+    assert lazily.source.viewed is not None and not any(m.is_read for m in lazily.messages)
+    read_whole, whole_record = [], gemini_writer._whole_record
+    monkeypatch.setattr(gemini_writer, "_whole_record", lambda source, entry: read_whole.append(entry.position) or whole_record(source, entry))
+    pruned = cleared(lazily, "[gone]")
+    unread = [m for m in pruned.messages if not m.is_read]
+    out = dumps(pruned)
+    assert unread and not any(m.is_read for m in unread)  # written as their bytes
+    assert out == dumps(cleared(loads(data, "t.json"), "[gone]"))
+    assert read_whole == [1, 3]  # the record of the cleared result, and the one restated that could not keep its bytes
+    written = json.loads(out)["messages"]
+    assert written[3] == {**document["messages"][3], "tokens": written[3]["tokens"]} and written[3]["tokens"] != document["messages"][3]["tokens"]
+
+
+def test_the_ui_copy_of_a_result_left_as_it_was_stays_beside_one_pruned_in_the_same_record():
+    """A pruned results turn lets go of the results it was read with (`_Origin.rewritten`): the UI
+    copy of each result it changed is replaced, that of a result it left is not."""
+    document = json.loads(LEGACY.read_bytes())
+    call = document["messages"][1]["toolCalls"][0]
+    other = {**call, "id": "read_file-2", "resultDisplay": "the second copy",
+             "result": [{"functionResponse": {**call["result"][0]["functionResponse"], "id": "read_file-2"}}]}
+    document["messages"][1]["toolCalls"] = [{**call, "resultDisplay": "the first copy"}, other]
+    data = json.dumps(document, indent=2).encode()
+    for transcript in (loads(data, "t.json", lazily="logs"), loads(data, "t.json")):
+        messages = list(transcript.messages)
+        index = next(i for i, m in enumerate(messages) if m.tool_results)
+        first, second = messages[index].blocks
+        messages[index] = messages[index].with_blocks((replace(first, content="[gone]"), second))
+        pruned = transcript.with_messages(messages)
+        assert messages[index].origin.blocks == ()  # let go of
+        calls = json.loads(dumps(adapter(pruned).replace_ui_copies(pruned)))["messages"][1]["toolCalls"]
+        assert [c["resultDisplay"] for c in calls] == ["[gone]", "the second copy"]
 
 
 def test_a_legacy_document_a_rewrite_spliced_reads_back_without_parsing_what_it_kept(monkeypatch):

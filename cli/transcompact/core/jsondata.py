@@ -386,15 +386,27 @@ def _exactly(value: Any, text: bytes | memoryview, name: str, first_line: int) -
     return _numbers_as_written(value, text, has_float, has_zero)
 
 
-# An integer written `-0`, which orjson reads as 0 and writes so (after what may come before a
-# number; one in a string is found too, which only takes the slower reading).
-_NEGATIVE_ZERO = re.compile(rb'[:\[,][ \t\r\n]*-0(?![.\deE])')
+# An integer written `-0`, which orjson reads as 0 and writes so: `_holds_negative_zero`.
+_MINUS_ZERO = re.compile(rb'-0(?![.\deE])')
+
+
+def _holds_negative_zero(text: bytes | memoryview) -> bool:
+    """Whether `text` holds `-0` after what may come before a number (one in a string is found
+    too, which only takes the slower reading). The pattern begins with its text, which the search
+    looks for quickly; what comes before each is looked at by hand (a few, where any)."""
+    for found in _MINUS_ZERO.finditer(text):
+        at = found.start() - 1
+        while at >= 0 and text[at] in b" \t\r\n":
+            at -= 1
+        if at >= 0 and text[at] in b":[,":
+            return True
+    return False
 
 
 def _numbers_as_written(value: Any, text: bytes | memoryview, has_float: bool, has_zero: bool) -> Any:
     """`value`, orjson's fresh reading of `text`, with every number as written: its floats
     (`_floats_as_written`), and where it holds a 0 written `-0`, all by the standard library's reading."""
-    if has_zero and _NEGATIVE_ZERO.search(text):
+    if has_zero and _holds_negative_zero(text):
         return _exact_loads(bytes(text))
     return _floats_as_written(value, text) if has_float else value
 

@@ -189,6 +189,13 @@ class Message:
         """Whether its blocks are in memory (an unread message's are still only its bytes)."""
         return self._read is None
 
+    @property
+    def reading(self) -> Callable[[], Message] | None:
+        """What reads an unread message (the adapter's own, which may say where in its source the
+        message sits: a writer keeps an unread message as it was without reading it); None once
+        it is read."""
+        return self._read
+
     def read_apart(self) -> Message:
         """The message read, without keeping the reading: an unread one stays unread (and small),
         for a rewrite that reads each message once to make another of it."""

@@ -48,7 +48,7 @@ NAMES = FORMAT_NAMES
 # runs before the format is known: only these are imported to read a file of JSON Lines, the
 # others when detection asks.
 TRIMMED = tuple(registration.name for registration in FORMATS if registration.trims)
-# The formats that read a document of their own for counting (`Format.read_quickly`), by the
+# The formats that read a document of their own for counting and pruning (`Format.read_quickly`), by the
 # first key of their agent's documents.
 DOCUMENT_FIRST_KEYS = {registration.document_first_key: registration.name
                        for registration in FORMATS if registration.document_first_key}
@@ -193,7 +193,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     its prune, its facts, its file lists), but for the lines a format's line view would leave
     unread (a pi session's), which it reads whole: each reading apart parses a line again.
     """
-    if lazily is True and messages_path is None and (offered := _document_offered(data, format)) is not None:
+    if lazily in (True, "logs") and messages_path is None and (offered := _document_offered(data, format)) is not None:
         read_document = BY_NAME[offered].read_quickly
         assert read_document is not None  # its registration names a first key: `_agrees` checked it has one
         quickly = read_document(data, name)

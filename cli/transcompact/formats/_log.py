@@ -50,23 +50,34 @@ Prompts = Callable[["Transcript"], "list[int] | None"]
 def cost(block: Block, ratio: float) -> float:
     """A block's tokens by the run's model, as `counting.counter.pieces` measures it: its characters
     (a text, a call's name and input as compact JSON, a thinking, a result's content) times `ratio`,
-    an image's or a document's figure."""
+    an image's or a document's figure (`priced`)."""
+    characters, tokens = priced(block)
+    return characters * ratio + tokens
+
+
+def priced(block: Block) -> tuple[int, int]:
+    """What a block costs, as `cost` counts it: its characters (each `ratio` tokens) and the
+    tokens it costs besides (an image's, a document's figure); all a write needs of blocks an
+    operation replaced, where their content is let go of."""
     if isinstance(block, Text):
-        return len(block.text) * ratio
+        return len(block.text), 0
     if isinstance(block, ToolResult):
         content = block.content
-        return len(content) * ratio if isinstance(content, str) else sum(cost(b, ratio) for b in content)
+        if isinstance(content, str):
+            return len(content), 0
+        parts = [priced(b) for b in content]
+        return sum(characters for characters, _ in parts), sum(tokens for _, tokens in parts)
     if isinstance(block, ToolCall):
-        return len(block.name + compact_json(block.input)) * ratio
+        return len(block.name + compact_json(block.input)), 0
     if isinstance(block, Thinking):
-        return len(block.thinking) * ratio
+        return len(block.thinking), 0
     if isinstance(block, RedactedThinking):
-        return len(block.data) * ratio
+        return len(block.data), 0
     if isinstance(block, Image):
-        return image_tokens(block.data) if block.data else IMAGE_UNKNOWN_TOKENS
+        return 0, image_tokens(block.data) if block.data else IMAGE_UNKNOWN_TOKENS
     if isinstance(block, Document):
-        return pdf_tokens(block.data) if block.data and not (block.media_type or "").startswith("text/") else len(block.data or "") * ratio
-    return len(compact_json(block.raw)) * ratio if block.raw is not None else 0
+        return (0, pdf_tokens(block.data)) if block.data and not (block.media_type or "").startswith("text/") else (len(block.data or ""), 0)
+    return len(compact_json(block.raw)) if block.raw is not None else 0, 0
 
 
 Line = TypeVar("Line")  # what a log is a sequence of: a line's (bytes, value), or a record

@@ -74,8 +74,9 @@ class Format(ABC):
     # (`jsondata.parse`'s view): a `PartialLine` of this format's own kind, or None (the line is
     # parsed). It runs before detection too, and must give None for every other format's line.
     line_view: Callable[[memoryview], Any] | None = None
-    # A document of this format read for work that mostly counts (`loads(lazily=True)`), its
-    # messages left unread where a typed view can count and check them: the transcript `read`
+    # A document of this format read for work that mostly counts, or changes what it reads
+    # (`loads(lazily=True)`, `"logs"`), its messages left unread where a typed view can count and
+    # check them (its writer writes those as their bytes): the transcript `read`
     # gives, or None (the full reading decides). `loads` offers it a document whose first key is
     # the one its registration names (`document_first_key`), before the format is known.
     read_quickly: Callable[[bytes, str], Any] | None = None

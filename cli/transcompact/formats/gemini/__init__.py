@@ -1,5 +1,5 @@
 """Gemini CLI's chat recordings (`~/.gemini/tmp/*/chats/*.json[l]`): `reader` (the chat read
-into messages), `views` (a legacy chat read for counting, its records' messages left unread),
+into messages), `views` (a legacy chat read for counting and pruning, its records' messages left unread),
 `writer` (the messages written back into its records), `rewrites` (compaction, UI copies), and
 `slim` (what Gemini never sends when it resumes).
 """
@@ -19,7 +19,7 @@ class GeminiFormat(Format):
     results_twice = True
     answers_each_message = True  # a record holds its calls' results: they follow its model turn
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
-    read_quickly = lazy("views")  # the legacy document, for counting
+    read_quickly = lazy("views")  # the legacy document, for counting and pruning
     write, read_back = lazy("writer"), lazy("writer")
     rewrites_lines, unrecorded_messages = lazy("writer"), staticmethod(reader.unrecorded_messages)
     view_before_compaction = staticmethod(reader.view_before_compaction)

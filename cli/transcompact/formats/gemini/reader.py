@@ -25,8 +25,9 @@ its call.
 
 A write gives back the bytes read when nothing changed, re-serialises the records that changed
 where they are (the line of the copy the agent reads, or the record's place in the legacy
-document, the rest keeping its bytes), clears the recorded `tokens` of the records after the
-first change (they counted the old content), and, when messages were added or removed, appends
+document, the rest keeping its bytes), restates the recorded `tokens` of the records after the
+first change less what it took out before them (they counted the old content; cleared where
+records were added or removed: `writer.restated_usage`), and, when messages were added or removed, appends
 the whole new list as a `$set` the way the agent records a rewritten history
 (`updateMessagesFromHistory`; for the legacy document, its `messages` array is rewritten).
 """
@@ -43,7 +44,7 @@ from typing import Any
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of, parse
 from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
-from .._log import LineOrigin, string_or_empty
+from .._log import LineOrigin, cost, priced, string_or_empty
 
 NAME = "gemini"
 DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
@@ -63,9 +64,17 @@ class Entry:
     position: int | None
 
 
+class ViewedRecord(dict):
+    """What the view of a legacy document's record kept of it (views.py): its `id`, `type` and
+    `tokens`, the rest left in its bytes (a write reads the record whole where it changes more)."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True)
 class ChatSource:
     records: list[Record] | None  # the lines of a JSON Lines log; None for the legacy document
+    # The legacy document; read by its views (views.py), its `messages` only, each as its bytes (a msgspec.Raw).
     document: dict | None
     layout: Layout | None
     data: bytes
@@ -73,6 +82,10 @@ class ChatSource:
     read_entries: frozenset[int]  # the entries a message was read from
     bom: bool = False
     timeline: Timeline | None = None  # when each turn was first sent, each usage recorded (JSON Lines only)
+    # The legacy document read by its views: how many messages they read (None: read whole). Each
+    # entry's record is then what its view kept of it (`ViewedRecord`) or, for a record of another
+    # shape, the record read whole.
+    viewed: int | None = None
 
     # Where the legacy document holds its messages (prune's archive keeps them by their place there).
     path = ("messages",)
@@ -89,7 +102,35 @@ class ChatSource:
 class _Origin(LineOrigin):
     entry: int  # index into ChatSource.active
     turn: str  # "content" (a user record or a model turn) or "results" (the turn of a gemini record's results)
-    blocks: tuple[Block, ...]
+    blocks: tuple[Block, ...]  # () once let go of (`rewritten`)
+    # Once a results turn was given other blocks: what its blocks as read cost (`_log.priced`), all
+    # a write needs of them (it reads the results as read from the record where it needs them).
+    released: tuple[int, int] | None = None
+
+    def rewritten(self, raw: Any) -> tuple[Any, _Origin]:
+        """What a results turn keeps of its reading once an operation gave it other blocks
+        (`Message.with_blocks`): neither its blocks nor its calls (the record's `toolCalls`, its
+        `raw`), which hold the old results: a large chat's pruned outputs are not held until it
+        is written. A model turn keeps both (its `raw` is the record, whose usage a count reads)."""
+        if self.turn != "results" or self.released is not None:
+            return raw, self
+        parts = [priced(block) for block in self.blocks]
+        return None, _Origin(self.entry, self.turn, (), (sum(c for c, _ in parts), sum(t for _, t in parts)))
+
+    def cost(self, ratio: float) -> float:
+        """The tokens of its blocks as read, by `ratio` (`_log.cost`)."""
+        if self.released is not None:
+            characters, tokens = self.released
+            return characters * ratio + tokens
+        return sum(cost(block, ratio) for block in self.blocks)
+
+    @classmethod
+    def unchanged(cls, message: Message) -> bool:
+        origin = message.origin
+        return isinstance(origin, cls) and origin.released is None and message.blocks == origin.blocks
+
+
+is_unchanged = _Origin.unchanged  # a message read from the chat as it is
 
 
 # --- detection ----------------------------------------------------------------------------------
@@ -252,7 +293,7 @@ def call_results(call: dict) -> tuple[ToolResult, ...]:
         return ()
     call_id = string_or_empty(call.get("id"))
     if isinstance(result, str):
-        return (ToolResult(call_id, result, raw=call),)
+        return (ToolResult(call_id, result),)
     groups: list[tuple[dict | None, list[Block]]] = []
     leading: list[Block] = []
     for part in parts(result):
@@ -270,7 +311,7 @@ def call_results(call: dict) -> tuple[ToolResult, ...]:
         text, is_error = response_text(response.get("response")) if response is not None else ("", None)
         content: str | tuple[Block, ...] = text if not others else (Text(text), *others) if text else tuple(others)
         answers = string_or_empty(response.get("id")) if response is not None else ""
-        out.append(ToolResult(answers or call_id, content, is_error, raw=call))
+        out.append(ToolResult(answers or call_id, content, is_error))
     return tuple(out)
 
 
@@ -496,7 +537,7 @@ def whole(transcript: Transcript) -> Transcript:
     (views.py: its records kept in part): for a rewrite, which makes new records of them. The
     entries are the same, in the same order, so that each message's origin names its own."""
     source: ChatSource = transcript.source
-    if source.records is not None or source.document is not None:
+    if source.viewed is None:
         return transcript
     full = read(parse(source.data, transcript.name))
     return dataclasses.replace(transcript, source=full.source)

@@ -13,7 +13,7 @@ from ...core.jsondata import Lines, Parsed
 from ...core.model import Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from .._log import Prompts
-from .reader import ChatSource, _Origin, read, whole
+from .reader import ChatSource, _Origin, is_unchanged, read, result_turn, whole
 from .writer import _tokens_less, append_line, rebuilt_records
 
 
@@ -26,10 +26,11 @@ def replace_ui_copies(transcript: Transcript) -> Transcript:
     active = list(source.active)
     for message in transcript.messages:
         origin = message.origin
-        if not isinstance(origin, _Origin) or origin.turn != "results" or message.blocks == origin.blocks:
+        if not isinstance(origin, _Origin) or origin.turn != "results" or is_unchanged(message):
             continue
-        changed = {b.tool_call_id: b for b in message.blocks if isinstance(b, ToolResult) and b not in origin.blocks}
         record = active[origin.entry].record
+        as_read = origin.blocks if origin.released is None else result_turn(record)  # (its reading let go of: read again)
+        changed = {b.tool_call_id: b for b in message.blocks if isinstance(b, ToolResult) and b not in as_read}
         calls = [{**c, "resultDisplay": result_text(changed[c["id"]])}
                  if isinstance(c, dict) and c.get("id") in changed and isinstance(c.get("resultDisplay"), str) else c
                  for c in record["toolCalls"]]

@@ -1,10 +1,12 @@
-"""A legacy Gemini CLI document read for counting without building its messages (`read_quickly`,
-for `loads(lazily=True)`): each record is read by a typed decoder from its bytes, and a record of
-the shape Gemini CLI writes (its content a string, each call's result a string or `functionResponse`
-parts with an `output` or an `error` string) gives messages left unread, with the sizes of their
-blocks; their blocks are read from the record's bytes when first asked for, and a rewrite reads the
-document whole again (`reader.whole`). Any other record is read whole, as the full reading reads
-it; a document of another shape is left to the full reading, which says what is wrong with it.
+"""A legacy Gemini CLI document read for counting and pruning without building its messages
+(`read_quickly`, for `loads(lazily=True)` and `"logs"`): each record is read by a typed decoder
+from its bytes, and a record of the shape Gemini CLI writes (its content a string, each call's
+result a string or `functionResponse` parts with an `output` or an `error` string) gives messages
+left unread, with the sizes of their blocks; their blocks are read from the record's bytes when
+first asked for. The writer reads whole only the records whose messages changed
+(`writer._spliced_views`; a rewrite that adds, drops or moves a message reads the document whole
+again, `reader.whole`). Any other record is read whole, as the full reading reads it; a document
+of another shape is left to the full reading, which says what is wrong with it.
 
 A record is viewed only when everything it holds is a field named here, of the type named here:
 the decoder has then checked all of it (UTF-8, escapes, nesting) as the full reading would, and
@@ -12,8 +14,6 @@ the blocks read later from the same bytes are the ones the sizes describe.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
@@ -33,7 +33,7 @@ from ...core.model import (
     text_flags,
 )
 from ...dialects.views import ABSENT
-from .reader import NAME, RESULTS_TURN, ChatSource, Entry, _check_call_ids, entry_messages, is_ignored_input
+from .reader import NAME, RESULTS_TURN, ChatSource, Entry, ViewedRecord, _check_call_ids, entry_messages, is_ignored_input
 
 
 class _Output(Struct, forbid_unknown_fields=True):
@@ -115,39 +115,48 @@ def read_quickly(data: bytes, name: str) -> Transcript | None:
         for field in (document.startTime, document.lastUpdated, document.kind, document.summary, document.directories):
             if field:
                 nested_value(bytes(field), 2)  # as the full reading checks it (its depth)
+        last = _LastRead()
         active: list[Entry] = []
         messages: list[Message] = []
         read_entries = []
         for position, raw in enumerate(document.messages):
             index = len(active)
-            viewed = _viewed(raw, index)
-            if viewed is None:
-                record = nested_value(bytes(raw), 3)
-                if not isinstance(record, dict):
-                    continue  # the agent skips it, as the full reading does
-                entry = Entry(record, None, position)
-                _check_call_ids((entry,), name)
-                made = entry_messages(index, record, None)
-            else:
-                entry, made = Entry(viewed[0], None, position), viewed[1]
-            active.append(entry)
-            messages += made
-            if made:
+            made = _read(raw, position, index, last, name)
+            if made is None:
+                continue  # the agent skips it, as the full reading does
+            active.append(made[0])
+            messages += made[1]
+            if made[1]:
                 read_entries.append(index)
     except (msgspec.MsgspecError, RecursionError, ValueError):
         return None
-    source = ChatSource(None, None, Layout.of(data), data, tuple(active), frozenset(read_entries), bom)
+    source = ChatSource(None, {"messages": document.messages}, Layout.of(data), data, tuple(active), frozenset(read_entries), bom,
+                        viewed=len(messages))
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=name, source=source)
 
 
-def _viewed(raw: Raw, index: int) -> tuple[dict[str, Any], tuple[Message, ...]] | None:
+def _read(raw: Raw, position: int, index: int, last: _LastRead, name: str) -> tuple[Entry, tuple[Message, ...]] | None:
+    """The `position`th record of a document, which takes the `index`th entry: read by its view,
+    else whole (None: no object)."""
+    viewed = _viewed(raw, index, last)
+    if viewed is not None:
+        return Entry(viewed[0], None, position), viewed[1]
+    record = nested_value(bytes(raw), 3)
+    if not isinstance(record, dict):
+        return None
+    entry = Entry(record, None, position)
+    _check_call_ids((entry,), name)
+    return entry, entry_messages(index, record, None)
+
+
+def _viewed(raw: Raw, index: int, last: _LastRead) -> tuple[ViewedRecord, tuple[Message, ...]] | None:
     """What is kept of a record read by its view (its `id`, `type` and `tokens`) and its messages
     left unread, as `reader.entry_messages` reads them; None: it is read whole."""
     try:
         record = _RECORD.decode(raw)
     except (msgspec.MsgspecError, RecursionError, ValueError):
         return None
-    kept: dict[str, Any] = {"id": record.id, "type": record.type}
+    kept = ViewedRecord(id=record.id, type=record.type)
     usage = None
     if not isinstance(record.tokens, UnsetType):
         kept["tokens"] = record.tokens
@@ -157,7 +166,7 @@ def _viewed(raw: Raw, index: int) -> tuple[dict[str, Any], tuple[Message, ...]] 
         if is_ignored_input(content):
             return kept, ()
         said_sizes = (BlockSize(Text, len(content), flags=text_flags(content)),)
-        return kept, (Message.unread(USER, MessageView(said_sizes, usage), None, _ReadLater(raw, index, 0)),)
+        return kept, (Message.unread(USER, MessageView(said_sizes, usage), None, _ReadLater(raw, index, 0, last)),)
     if record.type != "gemini":
         return kept, ()
     calls = record.toolCalls if not isinstance(record.toolCalls, UnsetType) else []
@@ -184,20 +193,43 @@ def _viewed(raw: Raw, index: int) -> tuple[dict[str, Any], tuple[Message, ...]] 
                 results.append(BlockSize(ToolResult, len(text), answers))
     if not sizes:
         return kept, ()  # the agent sends nothing for it, not even its results
-    made = [Message.unread(ASSISTANT, MessageView(tuple(sizes), usage), None, _ReadLater(raw, index, 0))]
+    made = [Message.unread(ASSISTANT, MessageView(tuple(sizes), usage), None, _ReadLater(raw, index, 0, last))]
     if results:
-        made.append(Message.unread(USER, MessageView(tuple(results), RESULTS_TURN), None, _ReadLater(raw, index, 1)))
+        made.append(Message.unread(USER, MessageView(tuple(results), RESULTS_TURN), None, _ReadLater(raw, index, 1, last)))
     return kept, tuple(made)
+
+
+def place(message: Message) -> tuple[int, str] | None:
+    """The active record (its index) and the turn ("content" or "results", as `reader._Origin`
+    names them) an unread message of a viewed document was read from, told without reading it;
+    None for any other message."""
+    reading = message.reading
+    return (reading.index, ("content", "results")[reading.turn]) if isinstance(reading, _ReadLater) else None
 
 
 class _ReadLater:
     """The `turn`th message of the `index`th active record, read from the record's bytes when first
-    asked for: one per unread message of a document, so small (slots)."""
+    asked for: one per unread message of a document, so small (slots). The record read last is
+    not read again (`_LastRead`)."""
 
-    __slots__ = ("raw", "index", "turn")
+    __slots__ = ("raw", "index", "turn", "last")
 
-    def __init__(self, raw: Raw, index: int, turn: int) -> None:
-        self.raw, self.index, self.turn = raw, index, turn
+    def __init__(self, raw: Raw, index: int, turn: int, last: _LastRead) -> None:
+        self.raw, self.index, self.turn, self.last = raw, index, turn, last
 
     def __call__(self) -> Message:
-        return entry_messages(self.index, nested_value(bytes(self.raw), 3), None)[self.turn]
+        last = self.last
+        if last.raw is not self.raw:
+            last.messages, last.raw = entry_messages(self.index, nested_value(bytes(self.raw), 3), None), self.raw
+        return last.messages[self.turn]
+
+
+class _LastRead:
+    """The messages of the record of a document read last: a model turn and its results are
+    often read one after the other (prune reads a result, then the call it answers)."""
+
+    __slots__ = ("raw", "messages")
+
+    def __init__(self) -> None:
+        self.raw: Raw | None = None
+        self.messages: tuple[Message, ...] = ()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import uuid as uuidlib
+from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
 import orjson
@@ -16,10 +17,12 @@ from .._log import cost, restating_ratio, written_back
 from .reader import (
     ChatSource,
     Entry,
+    ViewedRecord,
     _Origin,
     call_results,
     content_turn,
     holds_turn,
+    is_unchanged,
     listed_calls,
     message_spans,
     parts,
@@ -31,6 +34,7 @@ from .reader import (
     write_part,
     write_results,
 )
+from .views import place, read_quickly
 
 
 def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_unread: bool = True) -> list[dict]:
@@ -40,19 +44,27 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
     `keep_unread` keeps the records no message was read from (info, ignored input) in their place.
     A message an operation added becomes a record of its own, except a user message of tool
     results only, which goes into the calls it answers (as the agent records results).
+    A message still unread (of a viewed document read whole since) holds its turn as read,
+    without reading it.
     """
-    turns: dict[int, dict[str, tuple[Block, ...]]] = {}
+    turns: dict[int, dict[str, tuple[Block, ...] | None]] = {}  # None: the turn as read
     as_read: dict[int, set[str]] = {}  # the turns of each record a message holds as they were read
     added: dict[int, list[Message]] = {}  # new messages, by the entry of the message before them
     folded: dict[int, list[ToolResult]] = {}
     last = -1
     folds = False  # whether results added after the message before go into its record's calls
     for message in messages:
+        if (placed := place(message)) is not None:
+            entry, turn = placed
+            as_read.setdefault(entry, set()).add(turn)
+            turns.setdefault(entry, {})[turn] = None
+            last, folds = entry, True
+            continue
         origin = message.origin
         if isinstance(origin, _Origin):
             blocks = message.blocks
             rest: tuple[Block, ...] = ()
-            if blocks == origin.blocks:
+            if is_unchanged(message):
                 as_read.setdefault(origin.entry, set()).add(origin.turn)
             elif origin.turn == "results":
                 # The calls hold the results the turn opens with; what follows them (a placeholder repair
@@ -77,7 +89,7 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
     return [record for record, _ in written_back(records, dropped=dropped, changed=changed, inserted=inserted)]
 
 
-def _left_as_read(record: dict, turns: dict[str, tuple[Block, ...]], as_read: set[str] | None, folded: bool) -> bool:
+def _left_as_read(record: dict, turns: dict[str, tuple[Block, ...] | None], as_read: set[str] | None, folded: bool) -> bool:
     """Whether a record's messages hold each of its turns as it was read (`_rebuilt` would give the
     record itself), told without reading the record again: no result folded into it, and each
     turn it has a message of as read; a model record whose results no message holds, only when it
@@ -87,7 +99,8 @@ def _left_as_read(record: dict, turns: dict[str, tuple[Block, ...]], as_read: se
     return record.get("type") != "gemini" or "results" in as_read or not result_turn(record)
 
 
-def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[ToolResult]) -> dict:
+def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...] | None], folded: list[ToolResult]) -> dict:
+    """The record with `turns` laid over it (a turn None: as read), and `folded` results in its calls."""
     model = record.get("type") == "gemini"
     if model:
         own = content_turn(record)
@@ -96,10 +109,13 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...]], folded: list[Too
     else:
         read_content, in_content = tuple(read_part(p) for p in parts(record.get("content"))), True
     content = turns.get("content", ())
-    # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
-    results = cast("tuple[ToolResult, ...]", turns.get("results", ())) + tuple(folded)
+    content = read_content if content is None else content
     calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
     answers = {id(c): call_results(c) for c in calls if isinstance(c, dict)}  # each call's results, read once
+    # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
+    held = turns.get("results", ())
+    results = (tuple(r for c in calls if isinstance(c, dict) for r in answers[id(c)]) if held is None
+               else cast("tuple[ToolResult, ...]", held)) + tuple(folded)
     if content == read_content and results == tuple(r for c in calls if isinstance(c, dict) for r in answers[id(c)]):
         return record
     new = dict(record)
@@ -175,6 +191,8 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
 
 
 def write(transcript: Transcript) -> bytes:
+    if transcript.source.viewed is not None and (spliced := _spliced_views(transcript)) is not None:
+        return spliced
     transcript = whole(transcript)
     source: ChatSource = transcript.source
     new = rebuilt_records(source, transcript.messages)
@@ -203,19 +221,76 @@ def write(transcript: Transcript) -> bytes:
     return bytes(Lines(records))  # the lines joined by newlines
 
 
-def _spliced(source: ChatSource, new: list[dict], spans: list[tuple[int, int]]) -> bytes:
+def _spliced_views(transcript: Transcript) -> bytes | None:
+    """A legacy document read by its views (views.py) written as `write` writes it whole, one
+    record at a time, each whose messages changed read whole from its bytes and written at once
+    (a large chat's pruned records are not all held): where it holds each message it read, in
+    its order, as read or changed (a prune's), and a place for each of its messages. None for
+    any other rewrite (messages added, dropped, moved): `write` reads it whole."""
+    source: ChatSource = transcript.source
+    raws = source.document["messages"] if source.document is not None else []
+    if len(transcript.messages) != source.viewed or len(source.spans) != len(raws):
+        return None
+    turns: dict[int, dict[str, tuple[Block, ...] | None]] = {}  # None: the turn as read
+    last = (-1, -1)
+    for message in transcript.messages:
+        if (placed := place(message)) is not None:
+            (entry, turn), blocks = placed, None
+        elif isinstance(origin := message.origin, _Origin):
+            entry, turn, blocks = origin.entry, origin.turn, None if is_unchanged(message) else message.blocks
+        else:
+            return None  # a message an operation made
+        if (entry, _TURNS.index(turn)) <= last or turn == "results" and blocks and not all(isinstance(b, ToolResult) for b in blocks):
+            return None  # (what follows a record's results is a record of its own: `rebuilt_records`)
+        last = (entry, _TURNS.index(turn))
+        turns.setdefault(entry, {})[turn] = blocks
+    changed = {entry for entry, held in turns.items() if any(blocks is not None for blocks in held.values())}
+    taken = _taken(transcript)
+    if not changed and not taken:
+        return source.data
+
+    def rewritten() -> Iterator[dict]:
+        so_far = 0.0
+        for index, entry in enumerate(source.active):
+            record = entry.record
+            if index in changed:
+                read = _whole_record(source, entry)
+                if (rebuilt := _rebuilt(read, turns[index], [])) is not read:
+                    record = rebuilt
+            yield _restated(record, round(so_far))
+            so_far += taken.get(index, 0)
+
+    return _spliced(source, rewritten(), source.spans)
+
+
+_TURNS = ("content", "results")  # a record's turns, in their order
+
+
+def _whole_record(source: ChatSource, entry: Entry) -> dict:
+    """A viewed document's record read whole from its bytes, as the full reading reads it."""
+    assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
+    return nested_value(bytes(source.document["messages"][entry.position]), 3)
+
+
+def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int]]) -> bytes:
     """The legacy document with each changed message written on one line where it was (one whose
     `tokens` alone were restated keeps its own bytes but the figures: `_tokens_restated`): the
-    rest keeps its bytes, and the file never gains a line."""
+    rest keeps its bytes, and the file never gains a line. A restated record its view kept in
+    part that cannot keep its bytes is read whole to be written anew."""
     data = source.data
-    out, end = [], 0
+    kept = memoryview(data)  # (what is kept is joined from the input's bytes: not copied before the join)
+    out: list[bytes | memoryview] = []
+    end = 0
     for entry, record in zip(source.active, new):
         if record is not entry.record:
             assert entry.position is not None  # every entry of the legacy document has its place
             start, stop = spans[entry.position]
-            out += [data[end:start], _tokens_restated(data[start:stop], entry.record, record) or dumps(record, indent=False)]
+            restated = _tokens_restated(data[start:stop], entry.record, record)
+            if restated is None and isinstance(entry.record, ViewedRecord) and record.keys() == entry.record.keys():
+                record = {**_whole_record(source, entry), **record}
+            out += [kept[end:start], restated or dumps(record, indent=False)]
             end = stop
-    return b"".join(out + [data[end:]])
+    return b"".join(out + [kept[end:]])
 
 
 # A record's `tokens` as the agent writes them: an object of numbers (its key written once in the
@@ -257,6 +332,8 @@ def read_back(data: bytes, written: Transcript) -> Transcript | None:
     Lines log, a document written again whole): it is parsed whole."""
     source: ChatSource = written.source
     document = source.document
+    if source.viewed is not None:
+        return read_quickly(data, written.name)  # read back as the input was: by views
     if source.records is not None or document is None:
         return None
     old, new = source.spans, message_spans(data)
@@ -282,22 +359,35 @@ def restated_usage(new: list[dict], old: list[dict], transcript: Transcript) -> 
     first = next((i for i, (a, b) in enumerate(zip(new, old)) if a is not b), min(len(new), len(old)))
     if len(new) != len(old) or any(a.get("id") != b.get("id") for a, b in zip(new, old)):
         return new[:first + 1] + [{**r, "tokens": None} if isinstance(r.get("tokens"), dict) else r for r in new[first + 1:]]
-    ratio = restating_ratio(transcript)
-    unrecorded = unrecorded_messages(transcript)
-    taken: dict[int, float] = {}  # entry → the tokens the change took out of its messages
-    for index, message in enumerate(transcript.messages):
-        origin = message.origin
-        if isinstance(origin, _Origin) and index not in unrecorded and message.blocks != origin.blocks:
-            taken[origin.entry] = (taken.get(origin.entry, 0) + sum(cost(b, ratio) for b in origin.blocks)
-                                   - sum(cost(b, ratio) for b in message.blocks))
+    taken = _taken(transcript)
     out, so_far = [], 0.0
     for entry, record in enumerate(new):
-        tokens = record.get("tokens")
-        if round(so_far) and isinstance(tokens, dict) and type(tokens.get("input")) is int:
-            record = {**record, "tokens": _tokens_less(tokens, round(so_far))}
-        out.append(record)
+        out.append(_restated(record, round(so_far)))
         so_far += taken.get(entry, 0)
     return out
+
+
+def _taken(transcript: Transcript) -> dict[int, float]:
+    """The tokens a rewrite took out of each entry's messages that a usage counts, by entry (a
+    message still unread is as it was read)."""
+    ratio = restating_ratio(transcript)
+    unrecorded = unrecorded_messages(transcript)
+    taken: dict[int, float] = {}
+    for index, message in enumerate(transcript.messages):
+        if not message.is_read:
+            continue
+        origin = message.origin
+        if isinstance(origin, _Origin) and index not in unrecorded and not is_unchanged(message):
+            taken[origin.entry] = taken.get(origin.entry, 0) + origin.cost(ratio) - sum(cost(b, ratio) for b in message.blocks)
+    return taken
+
+
+def _restated(record: dict, less: int) -> dict:
+    """The record with its recorded prompt `less` tokens smaller (itself when 0 or it records none)."""
+    tokens = record.get("tokens")
+    if less and isinstance(tokens, dict) and type(tokens.get("input")) is int:
+        return {**record, "tokens": _tokens_less(tokens, less)}
+    return record
 
 
 def _tokens_less(tokens: dict, less: int) -> dict:
