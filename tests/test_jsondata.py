@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transcompact.core.errors import ExitCode, ParseError
-from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, nested_value, parse, parse_value
+from transcompact.core.jsondata import BLANK, BOM, MAX_DEPTH, Layout, kind_of, nested_value, parse, parse_value, plain_value
 from transcompact.core.jsondata import dumps as dumps_value
 from transcompact.formats import dumps, loads
 
@@ -279,6 +279,31 @@ def test_a_line_with_floats_keeps_each_number_as_written(line):
     (_, value), _ = parse(line + b"\n" + line, "session.jsonl").records
     assert orjson.dumps(value) == line.replace(b" ", b"")
     assert orjson.dumps(nested_value(line, 2)) == line.replace(b" ", b"")  # a value inside a document: the same
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False)
+                    | st.sampled_from(["x", "-0", ": -0", "1.50"]),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3), max_leaves=8),
+       st.sampled_from([b"-0", b"-0.0", b"1.50", b"1e400", b"0"]))
+def test_a_plain_value_is_the_value_nested_value_reads_or_none(value, number):
+    """`plain_value` gives orjson's reading only where it is `nested_value`'s: a number written
+    otherwise (a float, -0, beyond a double) anywhere in the parts it walks, or a -0 anywhere,
+    makes it give None."""
+    text = orjson.dumps({"parts": value, "more": 1}).replace(b'"more":1', b'"more":' + number)
+    plain = plain_value(text, lambda read: [read["parts"], read["more"]])
+    if plain is not None:
+        assert orjson.dumps(plain) == orjson.dumps(nested_value(text, 1)) == text
+    elif number == b"0" and not any(isinstance(v, float) for v in _leaves(value)):
+        assert b"-0" in text  # None only for a reason
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    if isinstance(value, list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
 
 
 SPELLINGS = ("{!r}", "{:.6f}", "{:e}", "{:E}", "{:.3g}", "{:.2f}0")

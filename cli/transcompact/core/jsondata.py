@@ -23,7 +23,7 @@ import math
 import operator
 import re
 from array import array
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -444,6 +444,20 @@ def nested_value(text: bytes, depth: int) -> Any:
     if too_deep:
         raise ValueError("nested too deep")
     return _numbers_as_written(value, text, has_float, has_zero)
+
+
+def plain_value(text: bytes | memoryview, parts: Callable[[Any], Iterable[Any]]) -> Any:
+    """orjson's reading of `text` where it is the value `nested_value` reads (no number written
+    otherwise than orjson writes it back), told by walking only `parts(value)` for a float: for a
+    value a typed decoder checked but those parts (their nesting, and that nothing else holds a
+    number but an integer). None where it may not be (the caller reads it by `nested_value`)."""
+    if _holds_negative_zero(text):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:  # a number beyond a double
+        return None
+    return None if any(_scan(part)[1] for part in parts(value)) else value
 
 
 def _scan(value: Any, depth: int = 1) -> tuple[bool, bool, bool]:

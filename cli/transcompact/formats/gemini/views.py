@@ -18,7 +18,7 @@ from __future__ import annotations
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
 
-from ...core.jsondata import BOM, Layout, compact_json, first_line_is_a_value, nested_value
+from ...core.jsondata import BOM, Layout, compact_json, first_line_is_a_value, nested_value, plain_value
 from ...core.model import (
     ASSISTANT,
     NOT_AN_OBJECT,
@@ -220,8 +220,21 @@ class _ReadLater:
     def __call__(self) -> Message:
         last = self.last
         if last.raw is not self.raw:
-            last.messages, last.raw = entry_messages(self.index, nested_value(bytes(self.raw), 3), None), self.raw
+            last.messages, last.raw = entry_messages(self.index, whole_record(self.raw), None), self.raw
         return last.messages[self.turn]
+
+
+def whole_record(raw: Raw) -> dict:
+    """A record its view read (`_viewed`), read whole as the full reading reads it: the view
+    checked the type of every field it holds but its calls' arguments, which alone are walked for
+    a number to keep as written (`jsondata.plain_value`)."""
+    record = plain_value(memoryview(raw), _arguments)
+    return record if record is not None else nested_value(bytes(raw), 3)
+
+
+def _arguments(record: dict) -> list:
+    calls = record.get("toolCalls")
+    return [call.get("args") for call in calls] if calls else []
 
 
 class _LastRead:

@@ -34,7 +34,7 @@ from .reader import (
     write_part,
     write_results,
 )
-from .views import place, read_quickly
+from .views import place, read_quickly, whole_record
 
 
 def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_unread: bool = True) -> list[dict]:
@@ -269,7 +269,8 @@ _TURNS = ("content", "results")  # a record's turns, in their order
 def _whole_record(source: ChatSource, entry: Entry) -> dict:
     """A viewed document's record read whole from its bytes, as the full reading reads it."""
     assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
-    return nested_value(bytes(source.document["messages"][entry.position]), 3)
+    raw = source.document["messages"][entry.position]
+    return whole_record(raw) if isinstance(entry.record, ViewedRecord) else nested_value(bytes(raw), 3)
 
 
 def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int]]) -> bytes:
