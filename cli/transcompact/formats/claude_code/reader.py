@@ -308,11 +308,12 @@ def linking_fields(value: Any) -> Any:
     file-history snapshot that holds a nested object keeps only the fields that place it
     (`PLACING_FIELDS`), not what it holds, which a long session would otherwise keep in memory a
     second time (every tool's streamed output, every file's backup). A rewrite that writes such a
-    line anew reads it again from its bytes (`whole_value`). A line's uuid, parent and type are
-    interned: a parent is the uuid of another line, held once, and a log has a few types."""
+    line anew reads it again from its bytes (`whole_value`). A line's uuid, parent, type and
+    session are interned: a parent is the uuid of another line, held once, and a log has a few
+    types and sessions."""
     if type(value) is not dict:
         return value
-    for key in ("uuid", "parentUuid", "type"):
+    for key in ("uuid", "parentUuid", "type", "sessionId"):
         if type(text := value.get(key)) is str:
             value[key] = sys.intern(text)
     if LINKING_ONLY.get(line_type(value)) in value:
