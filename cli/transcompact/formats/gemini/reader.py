@@ -54,10 +54,11 @@ MESSAGE_TYPES = ("user", "gemini")
 IGNORED_USER_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")  # sessionUtils.ts isIgnoredUserContent
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """A message record the agent holds now, and where it sits: `line` (None in the legacy
-    document) and `position` inside a `messages` list (None for a record on a line of its own)."""
+    document) and `position` inside a `messages` list (None for a record on a line of its own).
+    One per record of a chat: slots, no dict."""
 
     record: dict
     line: int | None
