@@ -14,7 +14,7 @@ not compact, or refuse, a log a rewrite shrank, and `estimate` of it says what t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -55,6 +55,12 @@ def cost(block: Block, ratio: float) -> float:
     return characters * ratio + tokens
 
 
+def priced_all(blocks: Iterable[Block]) -> tuple[int, int]:
+    """`priced` of blocks together: their characters and their tokens besides."""
+    parts = [priced(block) for block in blocks]
+    return sum(characters for characters, _ in parts), sum(tokens for _, tokens in parts)
+
+
 def priced(block: Block) -> tuple[int, int]:
     """What a block costs, as `cost` counts it: its characters (each `ratio` tokens) and the
     tokens it costs besides (an image's, a document's figure); all a write needs of blocks an
@@ -63,10 +69,7 @@ def priced(block: Block) -> tuple[int, int]:
         return len(block.text), 0
     if isinstance(block, ToolResult):
         content = block.content
-        if isinstance(content, str):
-            return len(content), 0
-        parts = [priced(b) for b in content]
-        return sum(characters for characters, _ in parts), sum(tokens for _, tokens in parts)
+        return (len(content), 0) if isinstance(content, str) else priced_all(content)
     if isinstance(block, ToolCall):
         return len(block.name + compact_json(block.input)), 0
     if isinstance(block, Thinking):

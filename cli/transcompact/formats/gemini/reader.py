@@ -44,7 +44,7 @@ from typing import Any
 from ...core.errors import Location, ShapeError
 from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of, parse
 from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
-from .._log import LineOrigin, cost, priced, string_or_empty
+from .._log import LineOrigin, cost, priced_all, string_or_empty
 
 NAME = "gemini"
 DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
@@ -104,7 +104,7 @@ class _Origin(LineOrigin):
     entry: int  # index into ChatSource.active
     turn: str  # "content" (a user record or a model turn) or "results" (the turn of a gemini record's results)
     blocks: tuple[Block, ...]  # () once let go of (`rewritten`)
-    # Once a results turn was given other blocks: what its blocks as read cost (`_log.priced`), all
+    # Once a results turn was given other blocks: what its blocks as read cost (`_log.priced_all`), all
     # a write needs of them (it reads the results as read from the record where it needs them).
     released: tuple[int, int] | None = None
 
@@ -115,8 +115,7 @@ class _Origin(LineOrigin):
         is written. A model turn keeps both (its `raw` is the record, whose usage a count reads)."""
         if self.turn != "results" or self.released is not None:
             return raw, self
-        parts = [priced(block) for block in self.blocks]
-        return None, _Origin(self.entry, self.turn, (), (sum(c for c, _ in parts), sum(t for _, t in parts)))
+        return None, _Origin(self.entry, self.turn, (), priced_all(self.blocks))
 
     def cost(self, ratio: float) -> float:
         """The tokens of its blocks as read, by `ratio` (`_log.cost`)."""

@@ -112,11 +112,11 @@ def _rebuilt(record: dict, turns: dict[str, tuple[Block, ...] | None], folded: l
     content = read_content if content is None else content
     calls = record["toolCalls"] if isinstance(record.get("toolCalls"), list) else []
     answers = {id(c): call_results(c) for c in calls if isinstance(c, dict)}  # each call's results, read once
-    # A results turn holds tool results only: as read (`result_turn`), and as an operation leaves it.
+    read_results = tuple(r for c in calls if isinstance(c, dict) for r in answers[id(c)])  # `result_turn`
+    # A results turn holds tool results only: as read, and as an operation leaves it.
     held = turns.get("results", ())
-    results = (tuple(r for c in calls if isinstance(c, dict) for r in answers[id(c)]) if held is None
-               else cast("tuple[ToolResult, ...]", held)) + tuple(folded)
-    if content == read_content and results == tuple(r for c in calls if isinstance(c, dict) for r in answers[id(c)]):
+    results = (read_results if held is None else cast("tuple[ToolResult, ...]", held)) + tuple(folded)
+    if content == read_content and results == read_results:
         return record
     new = dict(record)
     content_blocks = [b for b in content if in_content or not isinstance(b, ToolCall)]
