@@ -4,7 +4,8 @@ copy's ids made its own and its first entry hung off the last entry of the copy 
 the result reads as one long session of that agent.
 
 `replicated(agent, size_bytes, corpus)` gives the file's bytes, the same for the same arguments;
-`AGENTS` names the agents and the suffix of their files.
+`AGENTS` names the agents and the suffix of their files. `as_gemini_lines` gives a legacy Gemini
+CLI chat as the JSON Lines log Gemini CLI 0.61 records (the corpus holds legacy chats only).
 """
 
 from __future__ import annotations
@@ -120,3 +121,22 @@ def replicated(agent: str, size_bytes: int, corpus: Path | None) -> bytes:
             written += len(orjson.dumps(copied))
             copy += 1
     return orjson.dumps({**documents[0], "messages": messages}, option=orjson.OPT_INDENT_2)
+
+
+def as_gemini_lines(document: bytes) -> bytes:
+    """A legacy Gemini CLI chat as the JSON Lines log Gemini CLI 0.61 records the same turns in
+    (chatRecordingService): its fields on the first line, then each record on a line of its own as
+    it is upserted (a model turn that calls tools first with its calls pending, then with their
+    results), and after each user or model turn `{"$set": {"lastUpdated": …}}`."""
+    chat = orjson.loads(document)
+    lines = [orjson.dumps({key: value for key, value in chat.items() if key != "messages"})]
+    for record in chat["messages"]:
+        calls = record.get("toolCalls") if isinstance(record, dict) else None
+        if isinstance(calls, list) and calls:
+            pending = [{key: value for key, value in call.items() if key not in ("result", "resultDisplay")} | {"status": "executing"}
+                       if isinstance(call, dict) else call for call in calls]
+            lines.append(orjson.dumps({**record, "toolCalls": pending}))
+        lines.append(orjson.dumps(record))
+        if isinstance(record, dict) and record.get("type") in ("user", "gemini") and isinstance(record.get("timestamp"), str):
+            lines.append(orjson.dumps({"$set": {"lastUpdated": record["timestamp"]}}))
+    return b"\n".join(lines) + b"\n"

@@ -5,7 +5,8 @@ for JSON Lines), with the floors of the first two (`floors.py`) and each command
 The shapes: one agent session of realistic messages (`shapes.agent_messages`: non-ASCII text,
 logs with warnings and errors, tracebacks, diffs, JSON payloads) as a request body, a bare list
 and JSON Lines of messages; and Claude Code, Codex, Gemini CLI and pi logs built from the corpus's
-real sessions (`agent_logs.replicated`; the fixtures without the corpus). Each is ≥ 50 MB (10 MB
+real sessions (`agent_logs.replicated`; the fixtures without the corpus), Gemini CLI's both as the
+legacy document and as the JSON Lines log Gemini CLI 0.61 writes (`agent_logs.as_gemini_lines`). Each is ≥ 50 MB (10 MB
 with --quick). A shape's figures are shown for information; the slowest shape of each command is
 the figure held to its target.
 
@@ -20,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
-from agent_logs import AGENTS, replicated
+from agent_logs import AGENTS, as_gemini_lines, replicated
 from shapes import agent_messages, as_bare_list, as_json_lines, as_request_body
 
 # Each command's target on the slowest shape (× the orjson load + dump), and its peak memory's (× the file).
@@ -39,6 +40,8 @@ def _files(workdir: Path, size: int, corpus: Path | None) -> dict[str, tuple[Pat
     del messages
     for agent, suffix in AGENTS.items():
         made[f"{agent} log"] = (f"{agent}{suffix}", "gemini" if agent == "gemini" else "log", replicated(agent, size, corpus))
+    # (From a smaller document: a model turn's line is written twice, its calls pending then done.)
+    made["gemini JSON Lines log"] = ("gemini-lines.jsonl", "gemini-lines", as_gemini_lines(replicated("gemini", size * 3 // 5, corpus)))
     files = {}
     for name, (file_name, floor, data) in made.items():
         path = workdir / f"shape-{file_name}"

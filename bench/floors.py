@@ -8,7 +8,8 @@ reads what it wrote back once (the least a post-condition can be).
 
 SHAPE (`body` when left out): `body`, a request body; `list`, a bare list of messages; `jsonl`, JSON
 Lines of messages; `log`, an agent's JSON Lines log (Claude Code, Codex, pi: each line's message
-or payload decoded by one generic type); `gemini`, a Gemini CLI session document. `slim` (of a
+or payload decoded by one generic type); `gemini`, a Gemini CLI session document; `gemini-lines`,
+Gemini CLI's JSON Lines log (each line's content and calls). `slim` (of a
 Claude Code log, `log`) parses each line, walks the chain, cuts what slim cuts by its JSON, writes,
 and reads the output back once: no model of the messages, no check of them.
 
@@ -257,12 +258,31 @@ def prune_gemini(data: bytes) -> None:
     sys.stdout.buffer.write(output)
 
 
+def estimate_gemini_lines(data: bytes) -> None:
+    decode = msgspec.json.Decoder(_GeminiMessage).decode
+    print(sum(len(m.content) + len(m.toolCalls) for m in (decode(line) for line in data.splitlines() if line.strip())) // 4)
+
+
+def prune_gemini_lines(data: bytes) -> None:
+    decode = msgspec.json.Decoder(_GeminiMessage).decode
+    spans = [line for line in data.splitlines() if line.strip()]
+    messages = [decode(line) for line in spans]
+    sum(len(m.content) + len(m.toolCalls) for m in messages)
+    calls = [i for i, m in enumerate(messages) if len(m.toolCalls)]
+    for index in calls[:-6]:  # made anew: read, the calls' results replaced, written
+        spans[index] = orjson.dumps({**orjson.loads(spans[index]), "toolCalls": []})
+    output = b"\n".join(spans) + b"\n"
+    [decode(line) for line in output.splitlines()]
+    sys.stdout.buffer.write(output)
+
+
 FLOORS = {
     "body": {"estimate": estimate, "prune": prune},
     "list": {"estimate": estimate_list, "prune": prune_list},
     "jsonl": {"estimate": estimate_jsonl, "prune": prune_jsonl},
     "log": {"estimate": estimate_log, "prune": prune_log, "slim": slim_log},
     "gemini": {"estimate": estimate_gemini, "prune": prune_gemini},
+    "gemini-lines": {"estimate": estimate_gemini_lines, "prune": prune_gemini_lines},
 }
 
 if __name__ == "__main__":
