@@ -92,16 +92,16 @@ def test_a_format_is_imported_when_it_is_first_asked_for():
 def test_a_log_read_lazily_imports_its_own_format_and_no_decoder_of_request_bodies():
     """The typed decoder (msgspec) reads request bodies; a Claude Code log, read lazily, needs none
     of it, nor any other format's reader: of another format only what its trim or its line view
-    needs (what parsing runs: formats.TRIMMED; Codex's and pi's `parsing`), and the modules the formats share
-    (`adapter`, `_document`, `_log`)."""
+    needs (what parsing runs: formats.TRIMMED; Codex's, Gemini CLI's and pi's `parsing`), and the modules the
+    formats share (`adapter`, `_document`, `_log`)."""
     done, modules = run_with_importtime("estimate", str(FIXTURES / "claude-code" / "broken-session.jsonl"))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "transcompact.formats.claude_code.reader" in modules
     assert not any(m.split(".")[0] == "msgspec" for m in modules)
     formats = {m for m in modules if m.startswith("transcompact.formats.")}
-    assert sorted({m.split(".")[2] for m in formats}) == ["_document", "_log", "adapter", "claude_code", "codex", "pi"]
-    assert {m for m in formats if m.startswith("transcompact.formats.codex.")} == {"transcompact.formats.codex.parsing"}
-    assert {m for m in formats if m.startswith("transcompact.formats.pi.")} == {"transcompact.formats.pi.parsing"}
+    assert sorted({m.split(".")[2] for m in formats}) == ["_document", "_log", "adapter", "claude_code", "codex", "gemini", "pi"]
+    for other in ("codex", "gemini", "pi"):
+        assert {m for m in formats if m.startswith(f"transcompact.formats.{other}.")} == {f"transcompact.formats.{other}.parsing"}
 
 
 def test_an_adapter_s_class_imports_none_of_its_lazy_hooks():

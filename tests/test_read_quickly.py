@@ -351,6 +351,24 @@ def test_the_quick_reading_is_the_whole_reading_of_real_gemini_chats(path):
     assert any(not m.is_read for m in transcript.messages) is quickly
 
 
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("gemini/*.jsonl")), ids=lambda p: p.name)
+def test_the_quick_reading_is_the_whole_reading_of_gemini_logs(path):
+    """Gemini CLI's JSON Lines log read for counting: each message record's line a view reads
+    (one that begins with its `id`, its content a string) gives messages left unread; it counts,
+    checks and rewrites as the whole reading, and the log as the agent writes it (the records of
+    a run, and the legacy chat recorded so) is mostly left unread."""
+    same_reading(path.read_bytes())
+    document = json.loads(GEMINI_CHAT.read_bytes())
+    lines = [json.dumps({k: v for k, v in document.items() if k != "messages"}, separators=(",", ":"))]
+    lines += [json.dumps(record, separators=(",", ":")) for record in document["messages"]]
+    data = ("\n".join(lines) + "\n").encode()
+    same_reading(data)
+    transcript = loads(data, "t.jsonl", lazily=True)
+    assert transcript.source.viewed is not None and not any(m.is_read for m in transcript.messages)
+    assert estimate(transcript).tokens == estimate(loads(data, "t.jsonl")).tokens
+    assert not any(m.is_read for m in transcript.messages)
+
+
 GEMINI_CHAT = FIXTURES / "gemini" / "session-2025-12-16T23-47-b4f17607.json"
 
 

@@ -56,7 +56,7 @@ FORMATS = (
         reads="Codex CLI rollouts",
         compaction="a `compacted` line with the `replacement_history`, and a `context_compacted` event"),
     Registration(
-        "gemini", ".gemini", document_first_key="sessionId",
+        "gemini", ".gemini", trims=True, document_first_key="sessionId",
         what="Gemini CLI chat (`~/.gemini/tmp/<project>/chats/session-*.jsonl`, legacy `.json`)",
         detected_by="a first record (or the whole file) with string `sessionId` and `projectHash` (a whole file needs "
                     "only `sessionId` when every message is a record with `id` and `type`), then records with `id`, "

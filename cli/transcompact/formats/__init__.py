@@ -92,7 +92,7 @@ def _agrees(found: Format, registration: Registration) -> None:
     if (type(found).is_earlier_summary is not Format.is_earlier_summary) != registration.own_summaries:
         raise ImportError(f"the {name} format {'lacks' if registration.own_summaries else 'has'} an is_earlier_summary: "
                           f"make its registration say own_summaries={not registration.own_summaries}")
-    if (found.read_quickly is not None) != bool(registration.document_first_key):
+    if (type(found).read_quickly is not None) != bool(registration.document_first_key):  # (on the class: a lazy hook is not imported)
         raise ImportError(f"the {name} format {'lacks' if registration.document_first_key else 'has'} a read_quickly: "
                           "its registration's document_first_key says whether it has one")
     if found.writes != registration.writes:
@@ -125,11 +125,23 @@ def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
 
 
 @cache
-def line_view() -> Callable[[memoryview], Any] | None:
-    """The format's line view (`Format.line_view`), for `parse`: pi's is the only one."""
-    views = [f.line_view for f in (BY_NAME[name] for name in TRIMMED) if f.line_view is not None]
-    assert len(views) <= 1, "a second line view: parse asks one (the first that reads a line would do)"
-    return views[0] if views else None
+def line_view(rewriting: bool = False) -> Callable[[memoryview], Any] | None:
+    """The formats' line views (`Format.line_view`), for `parse`: each line is offered to each in
+    turn, the first that reads it gives its value (each reads only its own format's lines). For
+    `rewriting` (`lazily="logs"`), only those whose writer writes a line its view read
+    (`Format.rewrites_viewed_lines`)."""
+    views = tuple(f.line_view for f in (BY_NAME[name] for name in TRIMMED)
+                  if f.line_view is not None and (f.rewrites_viewed_lines or not rewriting))
+    if len(views) < 2:
+        return views[0] if views else None
+
+    def viewed(text: memoryview) -> Any:
+        for view in views:
+            if (value := view(text)) is not None:
+                return value
+        return None
+
+    return viewed
 
 
 def earlier_summary(record: Any) -> Format | None:
@@ -182,13 +194,15 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
           lazily: Laziness = False) -> Transcript:
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
-    `lazily`: for work that mostly counts or checks (estimate, cut-point, check, repair), each
-    message of a request body, a bare list, JSON Lines of messages, a Claude Code log, a pi session
-    or a legacy Gemini CLI chat whose view can count and check it is left unread (`Message.unread`),
-    its blocks read when first asked for.
-    `"logs"`: the same, for work that changes what it reads (prune, slim): what it changes is
-    read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes and
-    spacing as they were (a document's messages split off at once: most are written back).
+    `lazily`: for work that counts or checks (estimate, cut-point, check), each message of a
+    request body, a bare list, JSON Lines of messages, a Claude Code log, a pi session or a Gemini
+    CLI chat (a legacy document, or the JSON Lines log) whose view can count and check it is left
+    unread (`Message.unread`), its blocks read when first asked for.
+    `"logs"`: the same, for work that changes what it reads (prune, slim, repair): what it changes
+    is read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes
+    and spacing as they were (a document's messages split off at once: most are written back), and
+    a log's lines are left to the views of the formats whose writer writes a line its view read
+    (`Format.rewrites_viewed_lines`: a Gemini CLI log's are read whole).
     `"rereads"`: the same, for work that reads the part it changes several times over (compact:
     its prune, its facts, its file lists), but for the lines a format's line view would leave
     unread (a pi session's), which it reads whole: each reading apart parses a line again.
@@ -209,7 +223,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         lines = read_lines_quickly(data, name)
         if lines is not None and (format == "jsonl" or detect(lines) == "jsonl"):
             return BY_NAME["jsonl"].read(lines)
-    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view() if lazily in (True, "logs") else None)
+    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view(rewriting=lazily == "logs") if lazily in (True, "logs") else None)
     named = format
     if format is None:
         format = detect(parsed, messages_path)

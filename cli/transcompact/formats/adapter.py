@@ -80,6 +80,9 @@ class Format(ABC):
     # gives, or None (the full reading decides). `loads` offers it a document whose first key is
     # the one its registration names (`document_first_key`), before the format is known.
     read_quickly: Callable[[bytes, str], Any] | None = None
+    # Whether its writer writes a line its line view read (not only a count reads it): prune and
+    # slim (`lazily="logs"`) read such lines by their views too.
+    rewrites_viewed_lines: bool = False
     # The kind of `PartialLine` this format's reader takes (by its lazy trim or its line view): an
     # input read lazily whose lines were kept in part for another format is read whole again.
     partial_line: type | None = None

@@ -36,7 +36,7 @@ def repair(files, patterns, reading, outputs, to, running, quiet, verbose):
     outputs.check(files, patterns, output_suffix=conversion_suffix(to))
     batch = command_batch("repair", files, patterns, running=running, quiet=quiet, verbose=verbose, verb="repaired",
                           **outputs.shown())
-    work = Repairing(replace(reading, writes_back=to is None, lazily=True), quiet, outputs.diff, to)
+    work = Repairing(replace(reading, writes_back=to is None, lazily="logs"), quiet, outputs.diff, to)
     sys.exit(batch.run(repair_file, work, **outputs.targets(), output_suffix=conversion_suffix(to)))
 
 

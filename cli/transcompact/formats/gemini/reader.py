@@ -42,16 +42,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of, parse
-from ...core.model import ASSISTANT, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
+from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of, line_bytes, nested_value, parse, plain_value
+from ...core.model import ASSISTANT, USER, Block, Image, Message, MessageView, Opaque, Text, ToolCall, ToolResult, Transcript
 from .._log import LineOrigin, cost, priced_all, string_or_empty
-
-NAME = "gemini"
-DESCRIPTION = "Gemini CLI chat (JSON Lines of message records with $set / $rewindTo, or the legacy whole-file JSON)"
-LINES = True  # in the JSON Lines log a line is what a rewrite changes or keeps; not in a legacy document
+from .parsing import (  # noqa: F401 (the format's names, read here too)
+    DESCRIPTION,
+    LINES,
+    NAME,
+    RESULTS_TURN,
+    ViewedRecordLine,
+    is_ignored_input,
+)
 
 MESSAGE_TYPES = ("user", "gemini")
-IGNORED_USER_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")  # sessionUtils.ts isIgnoredUserContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,22 +347,22 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
     messages = transcript.messages
     timeline: Timeline | None = transcript.source.timeline
     anchor = next((i for i in range(len(messages) - 1, -1, -1) if _has_usage(messages[i])), None)
-    counted_at = timeline.usage.get(messages[anchor].origin.entry) if timeline is not None and anchor is not None else None
+    anchored = _placed(messages[anchor]) if timeline is not None and anchor is not None else None
+    counted_at = timeline.usage.get(anchored[0]) if timeline is not None and anchored is not None else None
     out = []
     for index, message in enumerate(messages):
-        if not message.is_read:  # left unread by the legacy document's quick reading (views.py), which has no timeline
-            if message.record is not RESULTS_TURN:
+        placed = _placed(message)
+        if placed is None:
+            # Left unread by the legacy document's quick reading (views.py), which has no timeline, or made by an operation.
+            if message.is_read or message.record is not RESULTS_TURN:
                 continue
         else:
-            origin = message.origin
-            if not isinstance(origin, _Origin):
-                continue
-            sent = timeline.sent.get((origin.entry, origin.turn)) if timeline is not None else None
+            sent = timeline.sent.get(placed) if timeline is not None else None
             if counted_at is not None and sent is not None:
                 if anchor is not None and index < anchor and sent > counted_at:
                     out.append(index)
                 continue
-            if origin.turn != "results":
+            if placed[1] != "results":
                 continue
         repeated: set[str] = set()
         later = index + 1
@@ -371,9 +374,34 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
     return frozenset(out)
 
 
-# What the view of a results turn left unread keeps of its record (`MessageView.record`, views.py):
-# no usage (the record's `tokens` belong to its model turn), and the turn it is.
-RESULTS_TURN = ("results",)
+def _placed(message: Message) -> tuple[int, str] | None:
+    """The entry and the turn a message of a log was read from, of one still unread told by what
+    reads it (`_LineReadLater`); None for one an operation made, and for one of a legacy document
+    still unread (views.py: a document has no timeline)."""
+    reading = message.reading
+    if isinstance(reading, _LineReadLater):
+        return reading.index, _TURNS[reading.turn]
+    if reading is not None:
+        return None
+    origin = message.origin
+    return (origin.entry, origin.turn) if isinstance(origin, _Origin) else None
+
+
+_TURNS = ("content", "results")  # a record's turns, in their order (what `entry_messages` gives)
+
+
+def viewed_record(text: memoryview, depth: int) -> dict:
+    """A record its view read (views.py), read whole as the full reading reads it, `depth` deep
+    (3 in the legacy document, 1 on a line of its own): the view checked the type of every field
+    it holds but its calls' arguments, which alone are walked for a number to keep as written
+    (`jsondata.plain_value`)."""
+    record = plain_value(text, _arguments)
+    return record if record is not None else nested_value(bytes(text), depth)
+
+
+def _arguments(record: dict) -> list:
+    calls = record.get("toolCalls")
+    return [call.get("args") for call in calls] if calls else []
 
 
 def _has_usage(message: Message) -> bool:
@@ -384,12 +412,6 @@ def _has_usage(message: Message) -> bool:
 
 def is_ignored_user(record: dict) -> bool:
     return is_ignored_input(part_text(record.get("content")))
-
-
-def is_ignored_input(text: str) -> bool:
-    """User input the agent does not send: empty, or a command (`/…`, `?`) or context it adds."""
-    said = text.strip()
-    return not said or said.startswith(IGNORED_USER_PREFIXES)
 
 
 def model_turn(record: dict) -> tuple[Block, ...]:
@@ -489,13 +511,16 @@ class Timeline:
         return frozenset(out)
 
 
-def messages_of(active: tuple[Entry, ...], stale: frozenset[int] = frozenset()) -> list[Message]:
-    return [message for index, entry in enumerate(active) for message in entry_messages(index, entry.record, entry.line, stale)]
-
-
-def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[int] = frozenset()) -> tuple[Message, ...]:
+def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[int] = frozenset(),
+                   records: list[Record] | None = None) -> tuple[Message, ...]:
     """The messages the agent sends of the `index`th active record (none, one, or a model turn and
-    its results), on `line` of a JSON Lines log (None in the legacy document)."""
+    its results), on `line` of a JSON Lines log (None in the legacy document); of a line its view
+    read (`parsing.ViewedRecordLine`, of `records`), left unread."""
+    if type(record) is ViewedRecordLine:
+        assert line is not None and records is not None  # (a line of a log read lazily)
+        return tuple(Message.unread(role, MessageView(sizes, None if index in stale and seen is not RESULTS_TURN else seen), None,
+                                    _LineReadLater(records, line, index, turn, index in stale), line=line + 1)
+                     for turn, (role, sizes, seen) in enumerate(record.seen))
     line = line + 1 if line is not None else None
     kind = record.get("type")
     if kind == "user" and not is_ignored_user(record):
@@ -516,6 +541,21 @@ def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[
     return turn, Message(USER, results, raw=record["toolCalls"], line=line, origin=_Origin(index, "results", results))
 
 
+class _LineReadLater:
+    """The `turn`th message of the `index`th active record, its line's view read (`parsing`), read
+    from the line's bytes when first asked for: one per unread message of a log, so small."""
+
+    __slots__ = ("records", "line", "index", "turn", "stale")
+
+    def __init__(self, records: list[Record], line: int, index: int, turn: int, stale: bool) -> None:
+        self.records, self.line, self.index, self.turn, self.stale = records, line, index, turn, stale
+
+    def __call__(self) -> Message:
+        text = line_bytes(self.records[self.line])
+        record = viewed_record(text if isinstance(text, memoryview) else memoryview(text), 1)
+        return entry_messages(self.index, record, self.line, frozenset((self.index,)) if self.stale else frozenset())[self.turn]
+
+
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     if parsed.records is not None and not parsed.is_document:
         records, document, layout = parsed.records, None, None
@@ -526,10 +566,18 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
         active = tuple(Entry(m, None, i) for i, m in enumerate(document["messages"]) if isinstance(m, dict))
     _check_call_ids(active, parsed.name)
     timeline = Timeline.of(records, active) if records is not None else None
-    messages = tuple(messages_of(active, timeline.stale() if timeline is not None else frozenset()))
-    source = ChatSource(records, document, layout, parsed.data, active,
-                        frozenset(m.origin.entry for m in messages), parsed.bom, timeline)
-    return Transcript(format=NAME, dialect="anthropic", messages=messages, name=parsed.name, source=source)
+    stale = timeline.stale() if timeline is not None else frozenset()
+    messages: list[Message] = []
+    read_entries = []
+    for index, entry in enumerate(active):
+        made = entry_messages(index, entry.record, entry.line, stale, records)
+        messages += made
+        if made:
+            read_entries.append(index)
+    # A log some of whose lines its view read (`lazily=True`): a rewrite reads it whole (`whole`).
+    viewed = len(messages) if any(type(entry.record) is ViewedRecordLine for entry in active) else None
+    source = ChatSource(records, document, layout, parsed.data, active, frozenset(read_entries), parsed.bom, timeline, viewed)
+    return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
 
 
 def whole(transcript: Transcript) -> Transcript:

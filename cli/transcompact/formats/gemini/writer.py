@@ -15,6 +15,7 @@ from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, line_byte
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import cost, restating_ratio, written_back
 from .reader import (
+    _TURNS,
     ChatSource,
     Entry,
     ViewedRecord,
@@ -30,11 +31,12 @@ from .reader import (
     read_part,
     result_turn,
     unrecorded_messages,
+    viewed_record,
     whole,
     write_part,
     write_results,
 )
-from .views import place, read_quickly, whole_record
+from .views import place, read_quickly
 
 
 def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_unread: bool = True) -> list[dict]:
@@ -191,7 +193,7 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
 
 
 def write(transcript: Transcript) -> bytes:
-    if transcript.source.viewed is not None and (spliced := _spliced_views(transcript)) is not None:
+    if transcript.source.viewed is not None and transcript.source.records is None and (spliced := _spliced_views(transcript)) is not None:
         return spliced
     transcript = whole(transcript)
     source: ChatSource = transcript.source
@@ -263,14 +265,11 @@ def _spliced_views(transcript: Transcript) -> bytes | None:
     return _spliced(source, rewritten(), source.spans)
 
 
-_TURNS = ("content", "results")  # a record's turns, in their order
-
-
 def _whole_record(source: ChatSource, entry: Entry) -> dict:
     """A viewed document's record read whole from its bytes, as the full reading reads it."""
     assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
     raw = source.document["messages"][entry.position]
-    return whole_record(raw) if isinstance(entry.record, ViewedRecord) else nested_value(bytes(raw), 3)
+    return viewed_record(memoryview(raw), 3) if isinstance(entry.record, ViewedRecord) else nested_value(bytes(raw), 3)
 
 
 def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int]]) -> bytes:
@@ -333,7 +332,7 @@ def read_back(data: bytes, written: Transcript) -> Transcript | None:
     Lines log, a document written again whole): it is parsed whole."""
     source: ChatSource = written.source
     document = source.document
-    if source.viewed is not None:
+    if source.viewed is not None and source.records is None:
         return read_quickly(data, written.name)  # read back as the input was: by views
     if source.records is not None or document is None:
         return None

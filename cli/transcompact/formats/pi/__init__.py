@@ -18,6 +18,7 @@ class PiFormat(Format):
     name, description, lines = parsing.NAME, parsing.DESCRIPTION, parsing.LINES
     detect, read, reload, blocks_as_sent = lazy("reader"), lazy("reader"), lazy("reader"), lazy("reader")
     line_view, partial_line = staticmethod(parsing.line_view), parsing.ViewedEntry
+    rewrites_viewed_lines = True  # its writer reads a viewed line whole only where it makes a new entry of it
     write, write_lines, slimming = lazy("writer"), lazy("writer"), lazy("slim")
     answers_each_message = True
     check_log, repair_log = lazy("rules"), lazy("rules")

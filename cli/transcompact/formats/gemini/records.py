@@ -1,0 +1,129 @@
+"""The typed view of a Gemini CLI message record (a legacy document's, or a line of the JSON
+Lines log): each field of the type the agent writes it, no unknown field; what a count keeps of
+it (`id`, `type`, `tokens`) and the messages the agent sends of it (`turns`). Self-contained (it
+imports no other module of the package but `parsing`): parsing asks `line_view` of every line
+of JSON Lines read for counting, before the format is known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Raw, Struct, UnsetType
+
+from ...core.jsondata import PartialLine, compact_json, nested_value
+from ...core.model import ASSISTANT, NOT_AN_OBJECT, USER, BlockSize, Text, ToolCall, ToolResult, text_flags
+from ...dialects.views import ABSENT
+from .parsing import RESULTS_TURN, Turn, is_ignored_input
+
+
+class _Output(Struct, forbid_unknown_fields=True):
+    output: str | UnsetType = UNSET
+    error: str | UnsetType = UNSET
+
+
+class _Response(Struct, forbid_unknown_fields=True):
+    response: _Output
+    id: str | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+
+
+class _ResponsePart(Struct, forbid_unknown_fields=True):
+    functionResponse: _Response
+
+
+class _Call(Struct, forbid_unknown_fields=True):
+    id: str | UnsetType = UNSET
+    name: str | UnsetType = UNSET
+    args: Raw = ABSENT  # read as the full reading reads it (its depth, floats as written): its compact JSON is counted
+    result: str | list[_ResponsePart] | None | UnsetType = UNSET
+    status: str | UnsetType = UNSET
+    timestamp: str | UnsetType = UNSET
+    displayName: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    resultDisplay: str | None | UnsetType = UNSET
+    renderOutputAsMarkdown: bool | UnsetType = UNSET
+
+
+class _Thought(Struct, forbid_unknown_fields=True):
+    subject: str | UnsetType = UNSET
+    description: str | UnsetType = UNSET
+    timestamp: str | UnsetType = UNSET
+
+
+class _Record(Struct, forbid_unknown_fields=True):
+    id: str
+    type: str
+    timestamp: str | UnsetType = UNSET
+    content: str | None | UnsetType = UNSET
+    thoughts: list[_Thought] | UnsetType = UNSET
+    tokens: dict[str, int] | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    toolCalls: list[_Call] | UnsetType = UNSET
+
+
+RECORD = msgspec.json.Decoder(_Record)
+
+
+def line_view(text: memoryview, kind: type[PartialLine]) -> PartialLine | None:
+    """The view of a message record's line of the JSON Lines log (`parsing.line_view`): what is
+    kept of it (a `kind`: `parsing.ViewedRecordLine`), `seen` its turns (`Turn`); None: it is
+    parsed whole."""
+    try:
+        decoded = RECORD.decode(text)
+    except (msgspec.MsgspecError, RecursionError, ValueError):
+        return None
+    found = turns(decoded, 1)
+    if found is None:
+        return None
+    kept = kind(found[0])
+    kept.seen = found[1]
+    return kept
+
+
+def turns(record: _Record, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]] | None:
+    """What a count keeps of a record its typed decoder read (`id`, `type`, `tokens`) and the
+    messages the agent sends of it, as `reader.entry_messages` reads them (none, the user turn, or
+    the model turn and the turn of its results); None: it is read whole. `depth`: how deep the
+    record sits (3 in the legacy document, 1 on a line of its own)."""
+    kept: dict[str, Any] = {"id": record.id, "type": record.type}
+    usage = None
+    if not isinstance(record.tokens, UnsetType):
+        kept["tokens"] = record.tokens
+        usage = {"tokens": record.tokens}  # what a count reads of the record (`calibrate`)
+    content = record.content if isinstance(record.content, str) else ""
+    if record.type == "user":
+        if is_ignored_input(content):
+            return kept, ()
+        return kept, ((USER, (BlockSize(Text, len(content), flags=text_flags(content)),), usage),)
+    if record.type != "gemini":
+        return kept, ()
+    calls = record.toolCalls if not isinstance(record.toolCalls, UnsetType) else []
+    sizes = [BlockSize(Text, len(content), flags=text_flags(content))] if content else []
+    results: list[BlockSize] = []
+    for call in calls:
+        call_id = call.id if isinstance(call.id, str) else ""
+        call_name = call.name if isinstance(call.name, str) else ""
+        arguments = nested_value(bytes(call.args), depth + 3) if call.args else {}  # (the record, `toolCalls`, a call, `args`)
+        sizes.append(BlockSize(ToolCall, len(call_name) + len(compact_json(arguments)), call_id, call_name,
+                               0 if isinstance(arguments, dict) else NOT_AN_OBJECT))
+        result = call.result
+        if isinstance(result, str):
+            if result:
+                results.append(BlockSize(ToolResult, len(result), call_id))
+        elif isinstance(result, list):
+            for part in result:
+                response = part.functionResponse
+                output, error = response.response.output, response.response.error
+                text = output if isinstance(output, str) else error
+                if not isinstance(text, str):
+                    return None  # a response of neither: the full reading writes it as JSON
+                answers = response.id if isinstance(response.id, str) and response.id else call_id
+                results.append(BlockSize(ToolResult, len(text), answers))
+    if not sizes:
+        return kept, ()  # the agent sends nothing for it, not even its results
+    made: list[Turn] = [(ASSISTANT, tuple(sizes), usage)]
+    if results:
+        made.append((USER, tuple(results), RESULTS_TURN))
+    return kept, tuple(made)
