@@ -67,19 +67,24 @@ RECORD = msgspec.json.Decoder(_Record)
 
 
 def line_view(text: memoryview, kind: type[PartialLine]) -> PartialLine | None:
-    """The view of a message record's line of the JSON Lines log (`parsing.line_view`): what is
-    kept of it (a `kind`: `parsing.ViewedRecordLine`), `seen` its turns (`Turn`); None: it is
+    """The view of a message record's line of the JSON Lines log (the adapter's `line_view`): what
+    is kept of it (a `kind`: `parsing.ViewedRecordLine`), `seen` its turns (`Turn`); None: it is
     parsed whole."""
-    try:
-        decoded = RECORD.decode(text)
-    except (msgspec.MsgspecError, RecursionError, ValueError):
-        return None
-    found = turns(decoded, 1)
+    found = viewed(text, 1)
     if found is None:
         return None
     kept = kind(found[0])
     kept.seen = found[1]
     return kept
+
+
+def viewed(text: Any, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]] | None:
+    """`turns` of the record `text` holds, `depth` deep; None where its typed decoder refuses it."""
+    try:
+        decoded = RECORD.decode(text)
+    except (msgspec.MsgspecError, RecursionError, ValueError):
+        return None
+    return turns(decoded, depth)
 
 
 def turns(record: _Record, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]] | None:

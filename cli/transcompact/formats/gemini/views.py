@@ -26,8 +26,8 @@ from ...core.model import (
     Transcript,
 )
 from ...dialects.views import ABSENT
+from . import records
 from .reader import _TURNS, NAME, ChatSource, Entry, ViewedRecord, _check_call_ids, _LineReadLater, entry_messages, viewed_record
-from .records import RECORD, turns
 
 
 # The fields of the document around its messages, each read whole (as the full reading reads them).
@@ -85,9 +85,9 @@ def read_quickly(data: bytes, name: str) -> Transcript | None:
 def _read(raw: Raw, position: int, index: int, last: _LastRead, name: str) -> tuple[Entry, tuple[Message, ...]] | None:
     """The `position`th record of a document, which takes the `index`th entry: read by its view,
     else whole (None: no object)."""
-    viewed = _viewed(raw, index, last)
-    if viewed is not None:
-        return Entry(viewed[0], None, position), viewed[1]
+    view = _viewed(raw, index, last)
+    if view is not None:
+        return Entry(view[0], None, position), view[1]
     record = nested_value(bytes(raw), 3)
     if not isinstance(record, dict):
         return None
@@ -99,11 +99,7 @@ def _read(raw: Raw, position: int, index: int, last: _LastRead, name: str) -> tu
 def _viewed(raw: Raw, index: int, last: _LastRead) -> tuple[ViewedRecord, tuple[Message, ...]] | None:
     """What is kept of a record of a document read by its view (its `id`, `type` and `tokens`) and
     its messages left unread, as `reader.entry_messages` reads them; None: it is read whole."""
-    try:
-        decoded = RECORD.decode(raw)
-    except (msgspec.MsgspecError, RecursionError, ValueError):
-        return None
-    found = turns(decoded, 3)
+    found = records.viewed(raw, 3)
     if found is None:
         return None
     fields, sent = found
