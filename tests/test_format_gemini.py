@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from transcompact import check, dumps, formats, loads
 from transcompact.cli.main import cli
+from transcompact.core.jsondata import array_item_spans
 from transcompact.core.model import Message, Text, ToolCall, ToolResult, result_text
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
@@ -680,7 +681,7 @@ def test_the_messages_of_a_document_are_found_by_its_layout_as_by_reading_it_who
     """The byte searches of an indented document (reader._indented_spans) find each message where
     reading every string and bracket does, or leave it to that reading."""
     data = json.dumps({**before, "messages": messages, **after}, indent=indent, ensure_ascii=False).encode()
-    assert gemini_reader.message_spans(data) == gemini_reader._scanned_spans(data)
+    assert gemini_reader.message_spans(data) == array_item_spans(data, "messages")
 
 
 @settings(max_examples=300, deadline=None)
@@ -690,7 +691,7 @@ def test_the_messages_a_write_spliced_onto_a_line_are_found_as_by_reading_it_who
     or laid out any other way around them: its layout finds each message where reading every
     string and bracket does, or leaves it to that reading."""
     document = json.dumps({"sessionId": "s", "messages": messages}, indent=2, ensure_ascii=False).encode()
-    spans = gemini_reader._scanned_spans(document)
+    spans = array_item_spans(document, "messages")
     spliced = data.draw(st.sets(st.sampled_from(range(len(spans)))))
     odd = data.draw(st.sampled_from(["", "\n        ", "\n    ", " "]))  # a break or a space inside one of them
     out, end = [], 0
@@ -702,4 +703,4 @@ def test_the_messages_a_write_spliced_onto_a_line_are_found_as_by_reading_it_who
             out += [document[end:start], one_line]
             end = stop
     written = b"".join([*out, document[end:]])
-    assert gemini_reader.message_spans(written) == gemini_reader._scanned_spans(written)
+    assert gemini_reader.message_spans(written) == array_item_spans(written, "messages")

@@ -576,6 +576,33 @@ def _exact_float(text: str) -> Any:
 _STRING_OR_BRACKET = re.compile(_STRING + rb'|[\[\]{}]')
 
 
+def array_item_spans(data: bytes, key: str) -> list[tuple[int, int]]:
+    """The byte range of each object or array in the array that the member `key` of the top-level
+    object holds (a string or a number there has none), found by every string and bracket of
+    `data`."""
+    spans: list[tuple[int, int]] = []
+    named = orjson.dumps(key)
+    depth, last_key, inside, start = 0, None, False, 0
+    for match in _STRING_OR_BRACKET.finditer(data):
+        token = match.group()
+        if token[:1] == b'"':
+            last_key = token if depth == 1 else last_key  # at the top level, the last string before `[` is its key
+            continue
+        if token in (b"[", b"{"):
+            depth += 1
+            if depth == 2 and token == b"[" and last_key == named:
+                inside = True
+            elif inside and depth == 3:
+                start = match.start()
+        else:
+            if inside and depth == 3:
+                spans.append((start, match.end()))
+            elif inside and depth == 2:
+                inside = False
+            depth -= 1
+    return spans
+
+
 def _too_deep(text: bytes, name: str, first_line: int) -> ParseError:
     """The error for input nested beyond MAX_DEPTH, at the bracket that goes one level too deep."""
     depth, offset = 0, 0

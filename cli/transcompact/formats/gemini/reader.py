@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import Layout, Parsed, Record, dumps, kind_of, line_bytes, nested_value, parse, plain_value
+from ...core.jsondata import Layout, Parsed, Record, array_item_spans, dumps, kind_of, line_bytes, nested_value, parse, plain_value
 from ...core.model import ASSISTANT, USER, Block, Image, Message, MessageView, Opaque, Text, ToolCall, ToolResult, Transcript
 from .._log import LineOrigin, cost, priced_all, string_or_empty
 from .parsing import (  # noqa: F401 (the format's names, read here too)
@@ -86,9 +86,10 @@ class ChatSource:
     read_entries: frozenset[int]  # the entries a message was read from
     bom: bool = False
     timeline: Timeline | None = None  # when each turn was first sent, each usage recorded (JSON Lines only)
-    # The legacy document read by its views: how many messages they read (None: read whole). Each
-    # entry's record is then what its view kept of it (`ViewedRecord`) or, for a record of another
-    # shape, the record read whole.
+    # A chat read by its views (a legacy document's records, views.py; a log's record lines,
+    # `parsing.ViewedRecordLine`): how many messages they read (None: read whole). Each entry's
+    # record is then what its view kept of it (`ViewedRecord`, `ViewedRecordLine`) or, for a record
+    # of another shape, the record read whole.
     viewed: int | None = None
 
     # Where the legacy document holds its messages (prune's archive keeps them by their place there).
@@ -347,23 +348,20 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
     messages = transcript.messages
     timeline: Timeline | None = transcript.source.timeline
     anchor = next((i for i in range(len(messages) - 1, -1, -1) if _has_usage(messages[i])), None)
-    anchored = _placed(messages[anchor]) if timeline is not None and anchor is not None else None
+    anchored = placed(messages[anchor]) if timeline is not None and anchor is not None else None
     counted_at = timeline.usage.get(anchored[0]) if timeline is not None and anchored is not None else None
     out = []
     for index, message in enumerate(messages):
-        placed = _placed(message)
-        if placed is None:
-            # Left unread by the legacy document's quick reading (views.py), which has no timeline, or made by an operation.
-            if message.is_read or message.record is not RESULTS_TURN:
-                continue
-        else:
-            sent = timeline.sent.get(placed) if timeline is not None else None
-            if counted_at is not None and sent is not None:
-                if anchor is not None and index < anchor and sent > counted_at:
-                    out.append(index)
-                continue
-            if placed[1] != "results":
-                continue
+        at = placed(message)
+        if at is None:
+            continue  # made by an operation
+        sent = timeline.sent.get(at) if timeline is not None else None
+        if counted_at is not None and sent is not None:
+            if anchor is not None and index < anchor and sent > counted_at:
+                out.append(index)
+            continue
+        if at[1] != "results":
+            continue
         repeated: set[str] = set()
         later = index + 1
         while later < len(messages) and messages[later].role == USER:  # (not a slice: a copy of the rest each time)
@@ -374,17 +372,22 @@ def unrecorded_messages(transcript: Transcript) -> frozenset[int]:
     return frozenset(out)
 
 
-def _placed(message: Message) -> tuple[int, str] | None:
-    """The entry and the turn a message of a log was read from, of one still unread told by what
-    reads it (`_LineReadLater`); None for one an operation made, and for one of a legacy document
-    still unread (views.py: a document has no timeline)."""
+def placed(message: Message) -> tuple[int, str] | None:
+    """The entry and the turn ("content" or "results") a message was read from, of one still
+    unread told by what reads it (`TurnReading`) without reading it; None for one an operation made."""
     reading = message.reading
-    if isinstance(reading, _LineReadLater):
+    if isinstance(reading, TurnReading):
         return reading.index, _TURNS[reading.turn]
-    if reading is not None:
-        return None
     origin = message.origin
     return (origin.entry, origin.turn) if isinstance(origin, _Origin) else None
+
+
+class TurnReading:
+    """What reads an unread message of a chat when it is first asked for (a legacy document's
+    record, views.py; a log's record line, `_LineReadLater`): the `turn`th message (`_TURNS`) of
+    the `index`th active record, which says where it sits without reading it (`placed`)."""
+
+    __slots__ = ("index", "turn")
 
 
 _TURNS = ("content", "results")  # a record's turns, in their order (what `entry_messages` gives)
@@ -541,18 +544,17 @@ def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[
     return turn, Message(USER, results, raw=record["toolCalls"], line=line, origin=_Origin(index, "results", results))
 
 
-class _LineReadLater:
-    """The `turn`th message of the `index`th active record, its line's view read (`parsing`), read
-    from the line's bytes when first asked for: one per unread message of a log, so small."""
+class _LineReadLater(TurnReading):
+    """A message of a log's record line its view read (`parsing`), read from the line's bytes
+    when first asked for: one per unread message of a log, so small."""
 
-    __slots__ = ("records", "line", "index", "turn", "stale")
+    __slots__ = ("records", "line", "stale")
 
     def __init__(self, records: list[Record], line: int, index: int, turn: int, stale: bool) -> None:
         self.records, self.line, self.index, self.turn, self.stale = records, line, index, turn, stale
 
     def __call__(self) -> Message:
-        text = line_bytes(self.records[self.line])
-        record = viewed_record(text if isinstance(text, memoryview) else memoryview(text), 1)
+        record = viewed_record(memoryview(line_bytes(self.records[self.line])), 1)
         return entry_messages(self.index, record, self.line, frozenset((self.index,)) if self.stale else frozenset())[self.turn]
 
 
@@ -632,10 +634,6 @@ def _check_call_ids(active: tuple[Entry, ...], name: str) -> None:
                                  location=Location(name, line))
 
 
-# A JSON string (skipped whole) or a bracket: enough to find where each message of a document sits.
-_STRING_OR_BRACKET = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
-
-
 # The first key of a document indented as JSON.stringify(…, null, n) lays it out: its indent.
 _FIRST_KEY = re.compile(rb'(?:\xef\xbb\xbf)?\{\n([ \t]+)"')
 
@@ -644,7 +642,7 @@ def message_spans(data: bytes) -> list[tuple[int, int]]:
     """The byte range of each object or array in the top-level `messages` array (a string or a
     number there has none: the caller compares the count with the array's)."""
     indented = _indented_spans(data)
-    return indented if indented is not None else _scanned_spans(data)
+    return indented if indented is not None else array_item_spans(data, "messages")
 
 
 def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
@@ -653,7 +651,7 @@ def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
     with one indent and `"messages": [` is that key, one with two indents and `{` or `}` begins or
     ends a message (or is one, on a line of its own), one with one indent and `]` ends the array.
     None for a document laid out otherwise, or whose array holds anything but objects
-    (`_scanned_spans` reads it)."""
+    (`jsondata.array_item_spans` reads it)."""
     first = _FIRST_KEY.match(data)
     if first is None:
         return None
@@ -705,28 +703,4 @@ def _indented_spans(data: bytes) -> list[tuple[int, int]] | None:
     if begins >= 0 or any(data[after:before].strip() != (b"," if 0 < k < len(spans) else b"")
                           for k, (after, before) in enumerate(gaps)):
         return None
-    return spans
-
-
-def _scanned_spans(data: bytes) -> list[tuple[int, int]]:
-    """`message_spans` of any document, by every string and bracket of it."""
-    spans: list[tuple[int, int]] = []
-    depth, key, inside, start = 0, None, False, 0
-    for match in _STRING_OR_BRACKET.finditer(data):
-        token = match.group()
-        if token[:1] == b'"':
-            key = token if depth == 1 else key  # at the top level, the last string before `[` is its key
-            continue
-        if token in (b"[", b"{"):
-            depth += 1
-            if depth == 2 and token == b"[" and key == b'"messages"':
-                inside = True
-            elif inside and depth == 3:
-                start = match.start()
-        else:
-            if inside and depth == 3:
-                spans.append((start, match.end()))
-            elif inside and depth == 2:
-                inside = False
-            depth -= 1
     return spans

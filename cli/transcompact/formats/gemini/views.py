@@ -27,7 +27,7 @@ from ...core.model import (
 )
 from ...dialects.views import ABSENT
 from . import records
-from .reader import _TURNS, NAME, ChatSource, Entry, ViewedRecord, _check_call_ids, _LineReadLater, entry_messages, viewed_record
+from .reader import NAME, ChatSource, Entry, TurnReading, ViewedRecord, _check_call_ids, entry_messages, viewed_record
 
 
 # The fields of the document around its messages, each read whole (as the full reading reads them).
@@ -107,20 +107,12 @@ def _viewed(raw: Raw, index: int, last: _LastRead) -> tuple[ViewedRecord, tuple[
                                        for turn, (role, sizes, seen) in enumerate(sent))
 
 
-def place(message: Message) -> tuple[int, str] | None:
-    """The active record (its index) and the turn ("content" or "results", as `reader._Origin`
-    names them) an unread message of a viewed document was read from, told without reading it;
-    None for any other message."""
-    reading = message.reading
-    return (reading.index, _TURNS[reading.turn]) if isinstance(reading, (_ReadLater, _LineReadLater)) else None
-
-
-class _ReadLater:
-    """The `turn`th message of the `index`th active record, read from the record's bytes when first
+class _ReadLater(TurnReading):
+    """A message of a document's record its view read, read from the record's bytes when first
     asked for: one per unread message of a document, so small (slots). The record read last is
     not read again (`_LastRead`)."""
 
-    __slots__ = ("raw", "index", "turn", "last")
+    __slots__ = ("raw", "last")
 
     def __init__(self, raw: Raw, index: int, turn: int, last: _LastRead) -> None:
         self.raw, self.index, self.turn, self.last = raw, index, turn, last

@@ -27,6 +27,7 @@ from .reader import (
     listed_calls,
     message_spans,
     parts,
+    placed,
     read,
     read_part,
     result_turn,
@@ -36,7 +37,7 @@ from .reader import (
     write_part,
     write_results,
 )
-from .views import place, read_quickly
+from .views import read_quickly
 
 
 def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_unread: bool = True) -> list[dict]:
@@ -56,8 +57,8 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
     last = -1
     folds = False  # whether results added after the message before go into its record's calls
     for message in messages:
-        if (placed := place(message)) is not None:
-            entry, turn = placed
+        if not message.is_read and (at := placed(message)) is not None:
+            entry, turn = at
             as_read.setdefault(entry, set()).add(turn)
             turns.setdefault(entry, {})[turn] = None
             last, folds = entry, True
@@ -236,12 +237,10 @@ def _spliced_views(transcript: Transcript) -> bytes | None:
     turns: dict[int, dict[str, tuple[Block, ...] | None]] = {}  # None: the turn as read
     last = (-1, -1)
     for message in transcript.messages:
-        if (placed := place(message)) is not None:
-            (entry, turn), blocks = placed, None
-        elif isinstance(origin := message.origin, _Origin):
-            entry, turn, blocks = origin.entry, origin.turn, None if is_unchanged(message) else message.blocks
-        else:
+        if (at := placed(message)) is None:
             return None  # a message an operation made
+        entry, turn = at
+        blocks = None if not message.is_read or is_unchanged(message) else message.blocks
         if (entry, _TURNS.index(turn)) <= last or turn == "results" and blocks and not all(isinstance(b, ToolResult) for b in blocks):
             return None  # (what follows a record's results is a record of its own: `rebuilt_records`)
         last = (entry, _TURNS.index(turn))
