@@ -23,6 +23,7 @@ a target below its floor cannot be met by any command built this way.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 import click  # noqa: F401 (imported as every command's start-up imports it)
 import msgspec
@@ -239,16 +240,20 @@ def slim_log(data: bytes) -> None:
     sys.stdout.buffer.write(output)
 
 
+def _gemini_characters(messages: Iterable[_GeminiMessage]) -> int:
+    return sum(len(m.content) + len(m.toolCalls) for m in messages)
+
+
 def estimate_gemini(data: bytes) -> None:
     session = msgspec.json.decode(data, type=_GeminiSession)
-    print(sum(len(m.content) + len(m.toolCalls) for m in session.messages) // 4)
+    print(_gemini_characters(session.messages) // 4)
 
 
 def prune_gemini(data: bytes) -> None:
     top = msgspec.json.decode(data, type=dict[str, Raw])
     spans = msgspec.json.decode(top["messages"], type=list[Raw])
     session = msgspec.json.decode(data, type=_GeminiSession)
-    sum(len(m.content) + len(m.toolCalls) for m in session.messages)
+    _gemini_characters(session.messages)
     calls = [i for i, m in enumerate(session.messages) if len(m.toolCalls)]
     cleared = set(calls[:-6])
     written = [orjson.Fragment(orjson.dumps({**orjson.loads(bytes(span)), "toolCalls": []}) if i in cleared else bytes(span))
@@ -260,14 +265,14 @@ def prune_gemini(data: bytes) -> None:
 
 def estimate_gemini_lines(data: bytes) -> None:
     decode = msgspec.json.Decoder(_GeminiMessage).decode
-    print(sum(len(m.content) + len(m.toolCalls) for m in (decode(line) for line in data.splitlines() if line.strip())) // 4)
+    print(_gemini_characters(decode(line) for line in data.splitlines() if line.strip()) // 4)
 
 
 def prune_gemini_lines(data: bytes) -> None:
     decode = msgspec.json.Decoder(_GeminiMessage).decode
     spans = [line for line in data.splitlines() if line.strip()]
     messages = [decode(line) for line in spans]
-    sum(len(m.content) + len(m.toolCalls) for m in messages)
+    _gemini_characters(messages)
     calls = [i for i, m in enumerate(messages) if len(m.toolCalls)]
     for index in calls[:-6]:  # made anew: read, the calls' results replaced, written
         spans[index] = orjson.dumps({**orjson.loads(spans[index]), "toolCalls": []})
