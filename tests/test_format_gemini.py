@@ -273,6 +273,56 @@ def test_a_legacy_chat_read_as_views_is_pruned_as_the_whole_reading_prunes_it_re
     assert written[3] == {**document["messages"][3], "tokens": written[3]["tokens"]} and written[3]["tokens"] != document["messages"][3]["tokens"]
 
 
+def test_a_json_lines_log_read_as_views_is_pruned_as_the_whole_reading_prunes_it_reading_only_what_changed(monkeypatch):
+    """prune reads the JSON Lines log by its line views (text parts of input too): the line of the
+    record whose result it clears is read whole, once; a later record whose usage is restated keeps
+    its line's bytes, laid out as written, but the two figures; the rest keep theirs unread. The
+    post-condition reads the output back by its views, and it is the log the whole reading gives."""
+    spaced = b'"tokens": {"input": 12480, "output": 30, "cached": 11790, "thoughts": 0, "tool": 0, "total": 12510}'
+    data = UPSERTS.read_bytes().replace(spaced.replace(b": ", b":").replace(b", ", b","), spaced)
+    lazily = loads(data, UPSERTS.name, lazily="logs")
+    assert lazily.source.viewed is not None and not any(m.is_read for m in lazily.messages)
+    assert all(type(entry.record) is not dict for entry in lazily.source.active)  # text parts of input viewed too
+    read_whole, whole_record = [], gemini_writer._whole_record
+    monkeypatch.setattr(gemini_writer, "_whole_record", lambda source, entry: read_whole.append(entry.line) or whole_record(source, entry))
+    pruned = cleared(lazily)
+    out = dumps(pruned)
+    assert read_whole == [5]  # the cleared result's line
+    assert out == dumps(cleared(loads(data, UPSERTS.name)))
+    before, after = data.split(b"\n"), out.split(b"\n")
+    changed = [number for number, (a, b) in enumerate(zip(before, after)) if a != b]
+    assert len(before) == len(after) and changed == [5, 8, 15]  # the result cleared, two usages restated
+    taken = round((len(result_text(read(UPSERTS).messages[2].tool_results[0])) - len("[cleared]")) / 4)
+    assert after[15] == before[15].replace(b'"input": 12480', b'"input": %d' % (12480 - taken)) \
+        .replace(b'"total": 12510', b'"total": %d' % (12510 - taken))
+    back = formats.reload(formats.written(pruned), pruned)
+    whole = loads(out, UPSERTS.name)
+    assert not any(m.is_read for m in back.messages)  # the line written anew by its view too
+    assert [(m.role, m.blocks) for m in back.messages] == [(m.role, m.blocks) for m in whole.messages]
+    assert recorded_usage(back.messages) == recorded_usage(whole.messages) and errors(check(back)) == []
+
+
+def test_records_a_resumed_log_holds_in_one_line_are_pruned_in_it_at_once():
+    """A `$set` of the messages (a resume's) holds several records on one line: each changed
+    record goes back in its place, and the line is written once."""
+    records = [{"id": f"r{k}", "type": "gemini", "content": "", "toolCalls": [
+        {"id": f"c{k}", "name": "read_file", "args": {"n": k}, "status": "success",
+         "result": [{"functionResponse": {"id": f"c{k}", "name": "read_file", "response": {"output": "x" * 500}}}]}]}
+        for k in range(3)]
+    head = {"sessionId": "s", "projectHash": "p", "startTime": "t"}
+    data = b"\n".join(orjson.dumps(v) for v in (head, {"$set": {"messages": records}}, {"id": "u", "type": "user", "content": "go"})) + b"\n"
+    transcript = loads(data, "t.jsonl", lazily="logs")
+    messages = [m.with_blocks(tuple(replace(b, content="[gone]") for b in m.blocks)) if m.tool_results else m
+                for m in transcript.messages]
+    out = dumps(transcript.with_messages(messages))
+    lines = out.split(b"\n")
+    assert len(lines) == 4 and lines[0] == data.split(b"\n")[0]
+    written = orjson.loads(lines[1])["$set"]["messages"]
+    assert [c["result"][0]["functionResponse"]["response"]["output"] for r in written for c in r["toolCalls"]] == ["[gone]"] * 3
+    assert written == [{**r, "toolCalls": [{**r["toolCalls"][0], "result": written[k]["toolCalls"][0]["result"]}]}
+                       for k, r in enumerate(records)]
+
+
 def test_the_ui_copy_of_a_result_left_as_it_was_stays_beside_one_pruned_in_the_same_record():
     """A pruned results turn lets go of the results it was read with (`_Origin.rewritten`): the UI
     copy of each result it changed is replaced, that of a result it left is not."""

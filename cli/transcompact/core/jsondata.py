@@ -770,7 +770,7 @@ def without_members(line: bytes | memoryview, edits: Mapping[str, bytes | None],
             cuts.append((order[place - 1][1].end, member.end, b"", key))
         else:  # `"key":value,` up to the next member
             cuts.append((member.start, order[place + 1][1].start if place + 1 < len(order) else member.end, b"", key))
-    out, taken = _cut(line, len(text), cuts)
+    out, taken = cut_line(line, len(text), cuts)
     try:
         read = parse_value(bytes(out), "<line>", 1)
     except ParseError:  # not an object Claude Code wrote: the post-condition says so, reading it again
@@ -844,7 +844,7 @@ def _by_value(line: bytes | memoryview, text: bytes, edits: Mapping[str, bytes |
             cuts.append((at, end + 1 if text[end:end + 1] == b"," else end, b"", key))
         else:
             return None
-    out, taken = _cut(line, len(text), cuts)
+    out, taken = cut_line(line, len(text), cuts)
     if written is not None and len(taken) == len(cuts):  # (no two cuts over the same bytes: the first member's comma)
         return out, taken, _edited(value if view is None else view, edits)
     try:
@@ -868,7 +868,7 @@ def with_member_replaced(line: bytes | memoryview, key: str, old: Any, new: Any)
     was = orjson.dumps(old)
     if not text.startswith(was, start):
         return None
-    return _cut(line, len(text), [(start, start + len(was), dumps(new, indent=False), key)])[0]
+    return cut_line(line, len(text), [(start, start + len(was), dumps(new, indent=False), key)])[0]
 
 
 def _written_once(text: bytes, key: str) -> int | None:
@@ -895,7 +895,7 @@ def with_member_added(line: bytes | memoryview, parent: str, key: str, new: Any)
         return None
     end = value.end() - 1  # its "}"
     member = (b"," if _NOT_SPACE.search(text, value.start() + 1, end) else b"") + _head(key) + dumps(new, indent=False)
-    return _cut(line, len(text), [(end, end, member, key)])[0]
+    return cut_line(line, len(text), [(end, end, member, key)])[0]
 
 
 # An object whose members hold no array, nor an object holding one or an object (one character or
@@ -920,7 +920,32 @@ def _edited(value: dict, edits: Mapping[str, bytes | None]) -> dict:
     return edited
 
 
-def _cut(line: bytes | memoryview, size: int, cuts: list[tuple[int, int, bytes, str]]) -> tuple[CutLine, dict[str, int]]:
+def cut_between(line: bytes | memoryview, new: bytes) -> CutLine:
+    """`new` as a cut of `line` (an input line it was written from): the bytes they begin and end
+    with alike kept as `line`'s (not copied), what differs between them given. Its bytes are `new`'s."""
+    old = bytes(line)  # (the comparisons below slice it: a copy while the cut is made)
+    most = min(len(old), len(new))
+    same, differs = 0, most + 1  # a prefix of `same` bytes is alike, of `differs` not
+    while differs - same > 1:
+        middle = (same + differs) // 2
+        if old[:middle] == new[:middle]:
+            same = middle
+        else:
+            differs = middle
+    tail, differs = 0, most - same + 1  # nor the bytes of the prefix again
+    while differs - tail > 1:
+        middle = (tail + differs) // 2
+        if old[len(old) - middle:] == new[len(new) - middle:]:
+            tail = middle
+        else:
+            differs = middle
+    return cut_line(line, len(old), [(same, len(old) - tail, new[same:len(new) - tail], "")])[0]
+
+
+def cut_line(line: bytes | memoryview, size: int, cuts: list[tuple[int, int, bytes, str]]) -> tuple[CutLine, dict[str, int]]:
+    """`line` (`size` bytes) with each span (start, end) of `cuts` given the bytes beside it (a
+    `CutLine`: not a copy), and how many bytes each cut took out, by the name beside it; of two
+    cuts over the same bytes the first is made."""
     spans: list[int] = []
     inserts: list[bytes] = []
     at, taken = 0, {}

@@ -202,7 +202,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     is read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes
     and spacing as they were (a document's messages split off at once: most are written back), and
     a log's lines are left to the views of the formats whose writer writes a line its view read
-    (`Format.rewrites_viewed_lines`: a Gemini CLI log's are read whole).
+    (`Format.rewrites_viewed_lines`).
     `"rereads"`: the same, for work that reads the part it changes several times over (compact:
     its prune, its facts, its file lists), but for the lines a format's line view would leave
     unread (a pi session's), which it reads whole: each reading apart parses a line again.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from ..core.jsondata import CutLine, compact_json
+from ..core.jsondata import CutLine, Record, compact_json
 from ..core.media import IMAGE_UNKNOWN_TOKENS, image_tokens, pdf_tokens
 from ..core.model import Document, Image, RedactedThinking, Text, Thinking, ToolCall, ToolResult
 from ..dialects.openai import decode_arguments
@@ -114,7 +114,7 @@ class Slimming:
     dropped: Mapping[int, str] = field(default_factory=dict)
     edits: Mapping[int, Mapping[str, bytes | None]] = field(default_factory=dict)
     fields: Mapping[str, str] = field(default_factory=dict)
-    replaced: Mapping[int, bytes] = field(default_factory=dict)
+    replaced: Mapping[int, Sequence[Record]] = field(default_factory=dict)
     merged: Collection[int] = frozenset()
 
 

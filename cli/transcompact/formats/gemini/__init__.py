@@ -26,7 +26,7 @@ def _line_view(text: memoryview) -> Any:
 
 class GeminiFormat(Format):
     """The adapter: the chat's reader, views and rewrites are imported when an operation first
-    asks for them (every JSON Lines input read for counting asks its line view: `parsing`)."""
+    asks for them (every JSON Lines input read lazily asks its line view: `parsing`)."""
 
     name, description, lines = parsing.NAME, parsing.DESCRIPTION, parsing.LINES
     # Gemini CLI 0.61 records each tool result twice and sends both (the agents' issue): check and
@@ -35,8 +35,9 @@ class GeminiFormat(Format):
     answers_each_message = True  # a record holds its calls' results: they follow its model turn
     detect, read = lazy("reader"), lazy("reader")
     read_quickly = lazy("views")  # the legacy document, for counting and pruning
-    line_view, partial_line = staticmethod(_line_view), parsing.ViewedRecordLine  # the JSON Lines log, for counting
-    write, read_back = lazy("writer"), lazy("writer")
+    line_view, partial_line = staticmethod(_line_view), parsing.ViewedRecordLine  # the JSON Lines log
+    rewrites_viewed_lines = True  # its writer reads a viewed line whole only where a record of it changed
+    write, write_lines, read_back = lazy("writer"), lazy("writer"), lazy("writer")
     rewrites_lines, unrecorded_messages = lazy("writer"), lazy("reader")
     view_before_compaction = lazy("reader")
     append_compaction, replace_ui_copies = lazy("rewrites"), lazy("rewrites")

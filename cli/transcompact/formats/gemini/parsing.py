@@ -1,6 +1,6 @@
 """The Gemini CLI format's names, and what the views of its records (`records`) and its reader
-share, light enough for parsing to ask of every line of JSON Lines read for work that mostly
-counts, before the format is known (the adapter's `line_view`)."""
+share, light enough for parsing to ask of every line of JSON Lines read for counting or
+rewriting, before the format is known (the adapter's `line_view`)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,6 @@ class ViewedRecordLine(PartialLine):
     """A message record's line as its view keeps it (`records.line_view`): its `id`, `type` and
     `tokens`; `seen`: what each message the agent sends of it is (its role, the sizes of its
     blocks, and what a count reads of the record). Read whole from its line's bytes when a message
-    is read from it; a rewrite reads the chat whole (`reader.whole`)."""
+    is read from it, or a rewrite changes it (`writer._lines_of_views`)."""
 
     __slots__ = ()

@@ -385,9 +385,35 @@ def placed(message: Message) -> tuple[int, str] | None:
 class TurnReading:
     """What reads an unread message of a chat when it is first asked for (a legacy document's
     record, views.py; a log's record line, `_LineReadLater`): the `turn`th message (`_TURNS`) of
-    the `index`th active record, which says where it sits without reading it (`placed`)."""
+    the `index`th active record, which says where it sits without reading it (`placed`). One per
+    unread message, so small (slots). The record read last is not read again (`LastRead`)."""
 
-    __slots__ = ("index", "turn")
+    __slots__ = ("index", "turn", "last")
+
+    def __init__(self, index: int, turn: int, last: LastRead) -> None:
+        self.index, self.turn, self.last = index, turn, last
+
+    def __call__(self) -> Message:
+        last = self.last
+        if last.index != self.index:
+            last.messages, last.index = self.record_messages(), self.index
+        return last.messages[self.turn]
+
+    def record_messages(self) -> tuple[Message, ...]:
+        """The messages of its record, read whole from its bytes (`entry_messages`)."""
+        raise NotImplementedError
+
+
+class LastRead:
+    """The messages of the record of a chat read last by its view (`TurnReading`): a model turn
+    and its results are often read one after the other (prune reads a result, then the call it
+    answers)."""
+
+    __slots__ = ("index", "messages")
+
+    def __init__(self) -> None:
+        self.index = -1
+        self.messages: tuple[Message, ...] = ()
 
 
 _TURNS = ("content", "results")  # a record's turns, in their order (what `entry_messages` gives)
@@ -515,14 +541,14 @@ class Timeline:
 
 
 def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[int] = frozenset(),
-                   records: list[Record] | None = None) -> tuple[Message, ...]:
+                   records: list[Record] | None = None, last: LastRead | None = None) -> tuple[Message, ...]:
     """The messages the agent sends of the `index`th active record (none, one, or a model turn and
     its results), on `line` of a JSON Lines log (None in the legacy document); of a line its view
-    read (`parsing.ViewedRecordLine`, of `records`), left unread."""
+    read (`parsing.ViewedRecordLine`, of `records`), left unread (`last`: the record they read last)."""
     if type(record) is ViewedRecordLine:
-        assert line is not None and records is not None  # (a line of a log read lazily)
+        assert line is not None and records is not None and last is not None  # (a line of a log read lazily)
         return tuple(Message.unread(role, MessageView(sizes, None if index in stale and seen is not RESULTS_TURN else seen), None,
-                                    _LineReadLater(records, line, index, turn, index in stale), line=line + 1)
+                                    _LineReadLater(records, line, index, turn, index in stale, last), line=line + 1)
                      for turn, (role, sizes, seen) in enumerate(record.seen))
     line = line + 1 if line is not None else None
     kind = record.get("type")
@@ -546,16 +572,17 @@ def entry_messages(index: int, record: dict, line: int | None, stale: frozenset[
 
 class _LineReadLater(TurnReading):
     """A message of a log's record line its view read (`parsing`), read from the line's bytes
-    when first asked for: one per unread message of a log, so small."""
+    when first asked for."""
 
     __slots__ = ("records", "line", "stale")
 
-    def __init__(self, records: list[Record], line: int, index: int, turn: int, stale: bool) -> None:
-        self.records, self.line, self.index, self.turn, self.stale = records, line, index, turn, stale
+    def __init__(self, records: list[Record], line: int, index: int, turn: int, stale: bool, last: LastRead) -> None:
+        super().__init__(index, turn, last)
+        self.records, self.line, self.stale = records, line, stale
 
-    def __call__(self) -> Message:
+    def record_messages(self) -> tuple[Message, ...]:
         record = viewed_record(memoryview(line_bytes(self.records[self.line])), 1)
-        return entry_messages(self.index, record, self.line, frozenset((self.index,)) if self.stale else frozenset())[self.turn]
+        return entry_messages(self.index, record, self.line, frozenset((self.index,)) if self.stale else frozenset())
 
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
@@ -571,12 +598,14 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     stale = timeline.stale() if timeline is not None else frozenset()
     messages: list[Message] = []
     read_entries = []
+    last = LastRead()
     for index, entry in enumerate(active):
-        made = entry_messages(index, entry.record, entry.line, stale, records)
+        made = entry_messages(index, entry.record, entry.line, stale, records, last)
         messages += made
         if made:
             read_entries.append(index)
-    # A log some of whose lines its view read (`lazily=True`): a rewrite reads it whole (`whole`).
+    # A log some of whose lines its view read (`lazily=True`, `"logs"`): a rewrite that keeps each
+    # message in its place writes it by its views (`writer._lines_of_views`); any other reads it whole (`whole`).
     viewed = len(messages) if any(type(entry.record) is ViewedRecordLine for entry in active) else None
     source = ChatSource(records, document, layout, parsed.data, active, frozenset(read_entries), parsed.bom, timeline, viewed)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)

@@ -2,7 +2,7 @@
 Lines log): each field of the type the agent writes it, no unknown field; what a count keeps of
 it (`id`, `type`, `tokens`) and the messages the agent sends of it (`turns`). Self-contained (it
 imports no other module of the package but `parsing`): parsing asks `line_view` of every line
-of JSON Lines read for counting, before the format is known.
+of JSON Lines read for counting or rewriting, before the format is known.
 """
 
 from __future__ import annotations
@@ -52,11 +52,15 @@ class _Thought(Struct, forbid_unknown_fields=True):
     timestamp: str | UnsetType = UNSET
 
 
+class _TextPart(Struct, forbid_unknown_fields=True):
+    text: str
+
+
 class _Record(Struct, forbid_unknown_fields=True):
     id: str
     type: str
     timestamp: str | UnsetType = UNSET
-    content: str | None | UnsetType = UNSET
+    content: str | list[_TextPart] | None | UnsetType = UNSET  # a string, or text parts (what Gemini CLI 0.61 writes of input)
     thoughts: list[_Thought] | UnsetType = UNSET
     tokens: dict[str, int] | UnsetType = UNSET
     model: str | UnsetType = UNSET
@@ -78,6 +82,15 @@ def line_view(text: memoryview, kind: type[PartialLine]) -> PartialLine | None:
     return kept
 
 
+def restated(kept: PartialLine, tokens: dict[str, int]) -> PartialLine:
+    """A line's view (`line_view`) as its line reads once its `tokens` are `tokens` (a rewrite
+    restated them in its bytes): the usage its model turn is counted by with them."""
+    new = type(kept)({**kept, "tokens": tokens})
+    new.seen = tuple((role, sizes, usage if usage is None or usage is RESULTS_TURN else {"tokens": tokens})
+                     for role, sizes, usage in kept.seen)
+    return new
+
+
 def viewed(text: Any, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]] | None:
     """`turns` of the record `text` holds, `depth` deep; None where its typed decoder refuses it."""
     try:
@@ -97,15 +110,15 @@ def turns(record: _Record, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]
     if not isinstance(record.tokens, UnsetType):
         kept["tokens"] = record.tokens
         usage = {"tokens": record.tokens}  # what a count reads of the record (`calibrate`)
-    content = record.content if isinstance(record.content, str) else ""
+    said = _texts(record.content)
     if record.type == "user":
-        if is_ignored_input(content):
+        if is_ignored_input("".join(said)):
             return kept, ()
-        return kept, ((USER, (BlockSize(Text, len(content), flags=text_flags(content)),), usage),)
+        return kept, ((USER, tuple(BlockSize(Text, len(text), flags=text_flags(text)) for text in said), usage),)
     if record.type != "gemini":
         return kept, ()
     calls = record.toolCalls if not isinstance(record.toolCalls, UnsetType) else []
-    sizes = [BlockSize(Text, len(content), flags=text_flags(content))] if content else []
+    sizes = [BlockSize(Text, len(text), flags=text_flags(text)) for text in said]
     results: list[BlockSize] = []
     for call in calls:
         call_id = call.id if isinstance(call.id, str) else ""
@@ -132,3 +145,11 @@ def turns(record: _Record, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]
     if results:
         made.append((USER, tuple(results), RESULTS_TURN))
     return kept, tuple(made)
+
+
+def _texts(content: str | list[_TextPart] | None | UnsetType) -> list[str]:
+    """The texts of a record's content, a part each, as the agent sends them (`reader.parts`; an
+    empty string sends no part)."""
+    if isinstance(content, list):
+        return [part.text for part in content]
+    return [content] if isinstance(content, str) and content else []

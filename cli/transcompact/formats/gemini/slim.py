@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.jsondata import dumps, line_bytes
+from ...core.jsondata import BOM, Record, dumps
 from ...core.model import Transcript
 from .._log import Slimming
 from .reader import ChatSource, is_metadata
@@ -37,17 +37,19 @@ def slimming(transcript: Transcript) -> Slimming:
     metadata, scratchpad_last = _replayed(values, first)
     own = [entry.line if entry.position is None else None for entry in source.active]  # a record on a line of its own
     held = {line for line in own if line is not None}
-    body = [bytes(line_bytes(records[line])) if line is not None else dumps(entry.record, indent=False)
+    body = [_own_line(records[line], line == 0 and source.bom) if line is not None else (dumps(entry.record, indent=False), entry.record)
             for entry, line in zip(source.active, own)]
     if set(range(len(values))) - held - {first} <= {i for i, v in enumerate(values) if not isinstance(v, dict)} \
             and "messages" not in values[first] and metadata == values[first]:
         return Slimming()  # nothing replaced, removed or folded: the log is what Gemini holds
     head = {"sessionId": metadata["sessionId"], "projectHash": metadata["projectHash"],
             **{k: v for k, v in metadata.items() if k not in ("sessionId", "projectHash", "messages", "memoryScratchpad")}}
-    lines = [dumps(head, indent=False)]
-    scratchpad = [dumps({"$set": {"memoryScratchpad": metadata["memoryScratchpad"]}}, indent=False)] \
-        if "memoryScratchpad" in metadata else []
-    lines += [*scratchpad, *body] if scratchpad_last else [*body, *scratchpad]
+    lines: list[Record] = [(dumps(head, indent=False), head)]
+    pad: list[Record] = []
+    if "memoryScratchpad" in metadata:
+        scratchpad = {"$set": {"memoryScratchpad": metadata["memoryScratchpad"]}}
+        pad.append((dumps(scratchpad, indent=False), scratchpad))
+    lines += [*pad, *body] if scratchpad_last else [*body, *pad]
     surviving = {entry.record.get("id") for entry in source.active}
     dropped: dict[int, str] = {}
     for index, value in enumerate(values):
@@ -57,7 +59,15 @@ def slimming(transcript: Transcript) -> Slimming:
             dropped[index] = SUPERSEDED if value["id"] in surviving else REMOVED
         else:
             dropped[index] = FOLDED
-    return Slimming(dropped, replaced={first: b"\n".join(lines)}, merged=frozenset(held))
+    return Slimming(dropped, replaced={first: lines}, merged=frozenset(held))
+
+
+def _own_line(record: Record, bom: bool) -> Record:
+    """A record's own line as it goes after the metadata line: as read (its bytes the input's, its
+    value the one read from them), but for the byte-order mark the first line of a file begins with."""
+    line, value = record
+    assert isinstance(line, (bytes, memoryview))  # (an input line)
+    return (line[len(BOM):], value) if bom else record
 
 
 def _replayed(values: list[Any], first: int) -> tuple[dict, bool]:

@@ -11,7 +11,7 @@ of another shape is left to the full reading, which says what is wrong with it.
 A record is viewed only when everything it holds is a field `records` names, of the type it names:
 the decoder has then checked all of it (UTF-8, escapes, nesting) as the full reading would, and
 the blocks read later from the same bytes are the ones the sizes describe. A line of the JSON
-Lines log is viewed so too (`records.line_view`, for counting: a rewrite reads the log whole).
+Lines log is viewed so too (`records.line_view`; its writer: `writer._lines_of_views`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from ...core.model import (
 )
 from ...dialects.views import ABSENT
 from . import records
-from .reader import NAME, ChatSource, Entry, TurnReading, ViewedRecord, _check_call_ids, entry_messages, viewed_record
+from .reader import NAME, ChatSource, Entry, LastRead, TurnReading, ViewedRecord, _check_call_ids, entry_messages, viewed_record
 
 
 # The fields of the document around its messages, each read whole (as the full reading reads them).
@@ -62,7 +62,7 @@ def read_quickly(data: bytes, name: str) -> Transcript | None:
         for field in (document.startTime, document.lastUpdated, document.kind, document.summary, document.directories):
             if field:
                 nested_value(bytes(field), 2)  # as the full reading checks it (its depth)
-        last = _LastRead()
+        last = LastRead()
         active: list[Entry] = []
         messages: list[Message] = []
         read_entries = []
@@ -82,7 +82,7 @@ def read_quickly(data: bytes, name: str) -> Transcript | None:
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=name, source=source)
 
 
-def _read(raw: Raw, position: int, index: int, last: _LastRead, name: str) -> tuple[Entry, tuple[Message, ...]] | None:
+def _read(raw: Raw, position: int, index: int, last: LastRead, name: str) -> tuple[Entry, tuple[Message, ...]] | None:
     """The `position`th record of a document, which takes the `index`th entry: read by its view,
     else whole (None: no object)."""
     view = _viewed(raw, index, last)
@@ -96,7 +96,7 @@ def _read(raw: Raw, position: int, index: int, last: _LastRead, name: str) -> tu
     return entry, entry_messages(index, record, None)
 
 
-def _viewed(raw: Raw, index: int, last: _LastRead) -> tuple[ViewedRecord, tuple[Message, ...]] | None:
+def _viewed(raw: Raw, index: int, last: LastRead) -> tuple[ViewedRecord, tuple[Message, ...]] | None:
     """What is kept of a record of a document read by its view (its `id`, `type` and `tokens`) and
     its messages left unread, as `reader.entry_messages` reads them; None: it is read whole."""
     found = records.viewed(raw, 3)
@@ -109,27 +109,13 @@ def _viewed(raw: Raw, index: int, last: _LastRead) -> tuple[ViewedRecord, tuple[
 
 class _ReadLater(TurnReading):
     """A message of a document's record its view read, read from the record's bytes when first
-    asked for: one per unread message of a document, so small (slots). The record read last is
-    not read again (`_LastRead`)."""
+    asked for."""
 
-    __slots__ = ("raw", "last")
+    __slots__ = ("raw",)
 
-    def __init__(self, raw: Raw, index: int, turn: int, last: _LastRead) -> None:
-        self.raw, self.index, self.turn, self.last = raw, index, turn, last
+    def __init__(self, raw: Raw, index: int, turn: int, last: LastRead) -> None:
+        super().__init__(index, turn, last)
+        self.raw = raw
 
-    def __call__(self) -> Message:
-        last = self.last
-        if last.raw is not self.raw:
-            last.messages, last.raw = entry_messages(self.index, viewed_record(memoryview(self.raw), 3), None), self.raw
-        return last.messages[self.turn]
-
-
-class _LastRead:
-    """The messages of the record of a document read last: a model turn and its results are
-    often read one after the other (prune reads a result, then the call it answers)."""
-
-    __slots__ = ("raw", "messages")
-
-    def __init__(self) -> None:
-        self.raw: Raw | None = None
-        self.messages: tuple[Message, ...] = ()
+    def record_messages(self) -> tuple[Message, ...]:
+        return entry_messages(self.index, viewed_record(memoryview(self.raw), 3), None)

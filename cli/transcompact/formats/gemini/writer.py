@@ -11,9 +11,10 @@ from typing import Any, cast
 
 import orjson
 
-from ...core.jsondata import BLANK, BOM, Lines, Parsed, Record, dumps, line_bytes, nested_value, shared_with
+from ...core.jsondata import BLANK, BOM, CutLine, Lines, Parsed, Record, cut_between, cut_line, dumps, line_bytes, nested_value, shared_with
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import cost, restating_ratio, written_back
+from .parsing import ViewedRecordLine
 from .reader import (
     _TURNS,
     ChatSource,
@@ -37,6 +38,7 @@ from .reader import (
     write_part,
     write_results,
 )
+from .records import line_view, restated
 from .views import read_quickly
 
 
@@ -194,14 +196,26 @@ def _new_record(message: Message, before: dict | None, n: int) -> dict:
 
 
 def write(transcript: Transcript) -> bytes:
-    if transcript.source.viewed is not None and transcript.source.records is None and (spliced := _spliced_views(transcript)) is not None:
-        return spliced
-    transcript = whole(transcript)
+    out = write_lines(transcript)
+    return out if isinstance(out, bytes) else bytes(out)
+
+
+def write_lines(transcript: Transcript) -> bytes | Lines:
+    """The chat after a rewrite: the legacy document's bytes, or the JSON Lines log's lines as they
+    are to be joined (`Lines`: its kept lines the input's own, read back as they were read)."""
     source: ChatSource = transcript.source
+    if source.viewed is not None and (turns := _turns_laid_over(transcript)) is not None:
+        if source.records is not None:
+            return _lines_of_views(transcript, turns)
+        assert source.document is not None  # (the legacy document's)
+        if len(source.spans) == len(source.document["messages"]):
+            return _spliced_views(transcript, turns)
+    transcript = whole(transcript)
+    source = transcript.source
     new = rebuilt_records(source, transcript.messages)
     old = [e.record for e in source.active]
     if len(new) == len(old) and all(a is b for a, b in zip(new, old)):
-        return source.data
+        return source.data if source.records is None else Lines(list(source.records))
     new = restated_usage(new, old, transcript)
     same_ids = [r.get("id") for r in new] == [r.get("id") for r in old]
     if source.records is None:
@@ -214,27 +228,19 @@ def write(transcript: Transcript) -> bytes:
                 new = [next(rewritten) if isinstance(m, dict) else m for m in document["messages"]]
             return layout.dumps({**document, "messages": new})
         return _spliced(source, new, spans)
-    records = list(source.records)
     if same_ids:
-        for entry, record in zip(source.active, new):
-            if record is not entry.record:
-                _replace_in_line(records, entry, record, source.bom)
-    else:
-        records = append_line(records, {"$set": {"messages": new}})
-    return bytes(Lines(records))  # the lines joined by newlines
+        return _lines_with(source, zip(source.active, new))
+    return Lines(append_line(list(source.records), {"$set": {"messages": new}}))
 
 
-def _spliced_views(transcript: Transcript) -> bytes | None:
-    """A legacy document read by its views (views.py) written as `write` writes it whole, one
-    record at a time, each whose messages changed read whole from its bytes and written at once
-    (a large chat's pruned records are not all held): where it holds each message it read, in
-    its order, as read or changed (a prune's), and a place for each of its messages. None for
-    any other rewrite (messages added, dropped, moved): `write` reads it whole."""
-    source: ChatSource = transcript.source
-    raws = source.document["messages"] if source.document is not None else []
-    if len(transcript.messages) != source.viewed or len(source.spans) != len(raws):
+def _turns_laid_over(transcript: Transcript) -> dict[int, dict[str, tuple[Block, ...] | None]] | None:
+    """Of a chat read by its views, the turns of each record a message holds (None: as read), by
+    the record's entry, where the rewrite holds each message it read, in its order, as read or
+    changed (a prune's), each in a place of its own. None for any other rewrite (messages added,
+    dropped, moved): the chat is read whole (`whole`)."""
+    if len(transcript.messages) != transcript.source.viewed:
         return None
-    turns: dict[int, dict[str, tuple[Block, ...] | None]] = {}  # None: the turn as read
+    turns: dict[int, dict[str, tuple[Block, ...] | None]] = {}
     last = (-1, -1)
     for message in transcript.messages:
         if (at := placed(message)) is None:
@@ -245,35 +251,59 @@ def _spliced_views(transcript: Transcript) -> bytes | None:
             return None  # (what follows a record's results is a record of its own: `rebuilt_records`)
         last = (entry, _TURNS.index(turn))
         turns.setdefault(entry, {})[turn] = blocks
+    return turns
+
+
+def _rewritten_records(transcript: Transcript, turns: dict[int, dict[str, tuple[Block, ...] | None]]) -> Iterator[tuple[Entry, dict]]:
+    """Each entry of a chat read by its views with its record as the rewrite leaves it (the
+    entry's own where nothing changed), one at a time: one whose messages changed read whole from
+    its bytes and rebuilt (`_rebuilt`), the `tokens` of each after the first change restated."""
+    source: ChatSource = transcript.source
     changed = {entry for entry, held in turns.items() if any(blocks is not None for blocks in held.values())}
     taken = _taken(transcript)
-    if not changed and not taken:
-        return source.data
+    so_far = 0.0
+    for index, entry in enumerate(source.active):
+        record = entry.record
+        if index in changed:
+            read = _whole_record(source, entry)
+            if (rebuilt := _rebuilt(read, turns[index], [])) is not read:
+                record = rebuilt
+        yield entry, _restated(record, round(so_far))
+        so_far += taken.get(index, 0)
 
-    def rewritten() -> Iterator[dict]:
-        so_far = 0.0
-        for index, entry in enumerate(source.active):
-            record = entry.record
-            if index in changed:
-                read = _whole_record(source, entry)
-                if (rebuilt := _rebuilt(read, turns[index], [])) is not read:
-                    record = rebuilt
-            yield _restated(record, round(so_far))
-            so_far += taken.get(index, 0)
 
-    return _spliced(source, rewritten(), source.spans)
+def _spliced_views(transcript: Transcript, turns: dict[int, dict[str, tuple[Block, ...] | None]]) -> bytes:
+    """A legacy document read by its views (views.py), where its layout finds each of its messages
+    (`ChatSource.spans`), written as `write` writes it whole, one record at a time (`_rewritten_records`: a large chat's pruned records are not all held)."""
+    source: ChatSource = transcript.source
+    return _spliced(source, (record for _, record in _rewritten_records(transcript, turns)), source.spans)
+
+
+def _lines_of_views(transcript: Transcript, turns: dict[int, dict[str, tuple[Block, ...] | None]]) -> Lines:
+    """A JSON Lines log read by its views (`parsing.ViewedRecordLine`) written as `write` writes it
+    whole, one record at a time (`_rewritten_records`): a line whose record is as read keeps its
+    bytes unread."""
+    return _lines_with(transcript.source, _rewritten_records(transcript, turns))
 
 
 def _whole_record(source: ChatSource, entry: Entry) -> dict:
-    """A viewed document's record read whole from its bytes, as the full reading reads it."""
+    """A chat's record read whole, as the full reading reads it: one its view kept in part (a
+    legacy document's `ViewedRecord`, a log's `ViewedRecordLine`) from its bytes; any other is."""
+    record = entry.record
+    if source.records is not None:
+        if type(record) is not ViewedRecordLine:
+            return record
+        assert entry.line is not None  # (a record on a line of its own)
+        text = memoryview(line_bytes(source.records[entry.line]))
+        return viewed_record(text[len(BOM):] if entry.line == 0 and source.bom else text, 1)
     assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
     raw = source.document["messages"][entry.position]
-    return viewed_record(memoryview(raw), 3) if isinstance(entry.record, ViewedRecord) else nested_value(bytes(raw), 3)
+    return viewed_record(memoryview(raw), 3) if isinstance(record, ViewedRecord) else nested_value(bytes(raw), 3)
 
 
 def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int]]) -> bytes:
     """The legacy document with each changed message written on one line where it was (one whose
-    `tokens` alone were restated keeps its own bytes but the figures: `_tokens_restated`): the
+    `tokens` alone were restated keeps its own bytes but the figures: `_restated_figures`): the
     rest keeps its bytes, and the file never gains a line. A restated record its view kept in
     part that cannot keep its bytes is read whole to be written anew."""
     data = source.data
@@ -284,12 +314,66 @@ def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int
         if record is not entry.record:
             assert entry.position is not None  # every entry of the legacy document has its place
             start, stop = spans[entry.position]
-            restated = _tokens_restated(data[start:stop], entry.record, record)
-            if restated is None and isinstance(entry.record, ViewedRecord) and record.keys() == entry.record.keys():
-                record = {**_whole_record(source, entry), **record}
-            out += [kept[end:start], restated or dumps(record, indent=False)]
+            text = data[start:stop]
+            if (figures := _restated_figures(text, entry.record, record)) is not None:
+                written: bytes | CutLine = cut_line(text, len(text), figures)[0]
+            else:
+                written = dumps(_every_field(source, entry, record), indent=False)
+            out += [kept[end:start], bytes(written)]
             end = stop
     return b"".join(out + [kept[end:]])
+
+
+def _lines_with(source: ChatSource, new: Iterable[tuple[Entry, dict]]) -> Lines:
+    """The log's lines with each entry's record as `new` gives it, where it is not the entry's own:
+    on a line of its own, the line keeps its bytes but the figures where only its `tokens` were
+    restated (`_restated_figures`: a `CutLine`), else it is written anew; inside a line's
+    `messages` (a `$set`), that line is written anew once, with all its changed records."""
+    records = list(source.records or ())
+    held: dict[int, dict[int, dict]] = {}  # the changed records inside a line's messages, by line and place
+    for entry, record in new:
+        if record is entry.record:
+            continue
+        assert entry.line is not None  # every entry of a JSON Lines log has its line
+        if entry.position is not None:
+            held.setdefault(entry.line, {})[entry.position] = record
+            continue
+        line = records[entry.line][0]
+        assert isinstance(line, (bytes, memoryview))  # (the input's own line)
+        text = bytes(line)
+        head = len(BOM) if entry.line == 0 and source.bom else 0
+        figures = _restated_figures(text[head:], entry.record, record)
+        if figures is not None:
+            cut = cut_line(line, len(text), [(start + head, end + head, figure, name) for start, end, figure, name in figures])[0]
+            kept = entry.record
+            records[entry.line] = (cut, restated(kept, record["tokens"]) if type(kept) is ViewedRecordLine else record)
+        else:
+            record = _every_field(source, entry, record)
+            written = _with_bom(dumps(record, indent=False), head > 0)
+            if type(entry.record) is ViewedRecordLine and (view := line_view(memoryview(written)[head:], ViewedRecordLine)) is not None:
+                records[entry.line] = (cut_between(line, written), view)  # (a view as the log's others: read back as read)
+            else:
+                records[entry.line] = (written, record)
+    for number, changed in held.items():
+        value = records[number][1]
+        key = "$set" if "$set" in value and isinstance(value["$set"].get("messages"), list) else None
+        holder = value["$set"] if key is not None else value
+        messages = [changed.get(place, message) for place, message in enumerate(holder["messages"])]
+        value = {**value, key: {**holder, "messages": messages}} if key is not None else {**value, "messages": messages}
+        records[number] = (_with_bom(dumps(value, indent=False), number == 0 and source.bom), value)
+    return Lines(records)
+
+
+def _every_field(source: ChatSource, entry: Entry, record: dict) -> dict:
+    """A record to be written anew with every field it has: one its view kept in part, given its
+    restated `tokens` (no more), read whole from its bytes first."""
+    if type(entry.record) in (ViewedRecord, ViewedRecordLine) and record.keys() == entry.record.keys():
+        return {**_whole_record(source, entry), **record}
+    return record
+
+
+def _with_bom(line: bytes, first: bool) -> bytes:
+    return BOM + line if first else line  # the first line keeps the byte-order mark
 
 
 # A record's `tokens` as the agent writes them: an object of numbers (its key written once in the
@@ -298,10 +382,11 @@ _TOKENS = re.compile(rb'"tokens":\s*\{[^{}\[\]"]*(?:"[^"\\]*"[^{}\[\]"]*)*\}')
 _FIGURE = re.compile(rb'"(input|total)":\s*(-?\d+)')
 
 
-def _tokens_restated(text: bytes, old: dict, new: dict) -> bytes | None:
-    """A record's own bytes with its `tokens` restated (`restated_usage`: `input` and `total`),
-    every other byte as the agent laid it out, where that is all that changed; proven by reading
-    the new `tokens` back. None else: the record is written anew."""
+def _restated_figures(text: bytes, old: dict, new: dict) -> list[tuple[int, int, bytes, str]] | None:
+    """Where a record's bytes hold the figures of its `tokens` that `restated_usage` restates
+    (`input`, `total`), each with its new bytes (a cut: `jsondata.cut_line`), where that is all
+    that changed: every other byte stays as the agent laid it out; proven by reading the new
+    `tokens` back. None else: the record is written anew."""
     if new.keys() != old.keys() or any(new[key] is not old[key] for key in old if key != "tokens"):
         return None
     found = list(_TOKENS.finditer(text))
@@ -311,16 +396,14 @@ def _tokens_restated(text: bytes, old: dict, new: dict) -> bytes | None:
     figures = [(match.group(1).decode(), match) for match in _FIGURE.finditer(text, tokens.start(), tokens.end())]
     if len({name for name, _ in figures}) != len(figures) or any(type(new["tokens"].get(name)) is not int for name, _ in figures):
         return None
-    restated = text[tokens.start():tokens.end()]
-    for name, match in reversed(figures):  # (from the end: the places before stay where they are)
-        at, end = match.start(2) - tokens.start(), match.end(2) - tokens.start()
-        restated = restated[:at] + str(new["tokens"][name]).encode() + restated[end:]
+    cuts = [(match.start(2), match.end(2), str(new["tokens"][name]).encode(), name) for name, match in figures]
+    restated = bytes(cut_line(text, len(text), cuts)[0])
     try:
-        if orjson.loads(restated[len(b'"tokens":'):]) != new["tokens"]:
+        if orjson.loads(restated[tokens.start() + len(b'"tokens":'):tokens.end() + len(restated) - len(text)]) != new["tokens"]:
             return None
     except orjson.JSONDecodeError:
         return None
-    return text[:tokens.start()] + restated + text[tokens.end():]
+    return cuts
 
 
 def read_back(data: bytes, written: Transcript) -> Transcript | None:
@@ -395,26 +478,6 @@ def _tokens_less(tokens: dict, less: int) -> dict:
     if type(tokens.get("total")) is int:
         new["total"] = tokens["total"] - (tokens["input"] - new["input"])
     return new
-
-
-def _replace_in_line(records: list[Record], entry: Entry, record: dict, bom: bool) -> None:
-    """Put a changed record on its line: the line itself, or its place in the line's `messages`."""
-    assert entry.line is not None  # every entry of a JSON Lines log has its line
-    value = records[entry.line][1]
-    if entry.position is None:
-        value = record
-    elif "$set" in value and isinstance(value["$set"].get("messages"), list):
-        messages = list(value["$set"]["messages"])
-        messages[entry.position] = record
-        value = {**value, "$set": {**value["$set"], "messages": messages}}
-    else:
-        messages = list(value["messages"])
-        messages[entry.position] = record
-        value = {**value, "messages": messages}
-    line = dumps(value, indent=False)
-    if entry.line == 0 and bom:
-        line = BOM + line  # the first line keeps the byte-order mark
-    records[entry.line] = (line, value)
 
 
 def append_line(records: list[Record], value: dict) -> list[Record]:

@@ -53,8 +53,8 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
     for index, record in enumerate(transcript.source.records):
         if index in plan.merged:
             continue
-        if index in plan.replaced:  # read again by the post-condition, a line at a time
-            records += [(line, None) for line in plan.replaced[index].split(b"\n")]
+        if index in plan.replaced:  # the input's own lines taken by the post-condition as read
+            records += plan.replaced[index]
             continue
         if index in plan.dropped:
             tally = report.dropped.setdefault(plan.dropped[index], [0, 0])
