@@ -14,13 +14,14 @@ from hypothesis import strategies as st
 
 from transcompact import check, dumps, formats, loads
 from transcompact.cli.main import cli
-from transcompact.core.jsondata import array_item_spans
+from transcompact.core.jsondata import BOM, array_item_spans
 from transcompact.core.model import Message, Text, ToolCall, ToolResult, result_text
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from transcompact.counting.calibrate import recorded_usage
 from transcompact.counting.counter import PER_MESSAGE, Options
 from transcompact.formats import adapter, rewrites_lines
 from transcompact.formats.gemini import reader as gemini_reader
+from transcompact.formats.gemini import rewrites as gemini_rewrites
 from transcompact.formats.gemini import writer as gemini_writer
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.summarize import SummaryOptions
@@ -30,6 +31,7 @@ from transcompact.ops.estimate import estimate
 from transcompact.ops.pruning import archive
 from transcompact.ops.pruning.expand import expand
 from transcompact.ops.pruning.prune import prune
+from transcompact.ops.pruning.slim import slim
 from transcompact.ops.validity.check import errors
 from transcompact.ops.validity.repair import repair
 
@@ -302,6 +304,18 @@ def test_a_json_lines_log_read_as_views_is_pruned_as_the_whole_reading_prunes_it
     assert recorded_usage(back.messages) == recorded_usage(whole.messages) and errors(check(back)) == []
 
 
+def test_a_pruned_log_read_back_is_slimmed_as_its_bytes_are():
+    """`compact --slim` slims what its prune wrote, read back: lines cut from the input's
+    (`CutLine`) go where slim places them as they are, the first line's byte-order mark aside."""
+    data = BOM + UPSERTS.read_bytes()
+    pruned = cleared(loads(data, UPSERTS.name, lazily="logs"))
+    written = formats.written(pruned)
+    back = formats.reload(written, pruned)
+    out, report = slim(back, bytes(written))
+    assert report.dropped and bytes(out).startswith(BOM) and bytes(out).count(BOM) == 1
+    assert bytes(out) == bytes(slim(loads(bytes(written), UPSERTS.name), bytes(written))[0])
+
+
 def test_records_a_resumed_log_holds_in_one_line_are_pruned_in_it_at_once():
     """A `$set` of the messages (a resume's) holds several records on one line: each changed
     record goes back in its place, and the line is written once."""
@@ -455,6 +469,24 @@ def test_compacting_twice_keeps_one_summary_and_the_agent_resumes_it():
     assert len(history) == len(twice.messages) and history[-1]["parts"] == [{"text": "/src/2 holds 600 files."}]
     assert_every_call_answered(history)
     assert any("functionCall" in p for turn in history for p in turn["parts"])
+
+
+def test_compact_reads_a_log_by_its_views_and_reads_whole_only_the_records_it_carries_over(monkeypatch):
+    """compact (`lazily="rereads"`) reads the JSON Lines log by its line views: the new `$set`
+    holds the recent window's records read whole from their lines, and the output is the one the
+    whole reading gives."""
+    data = long_chat()
+    options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000))
+    lazily = loads(data, "session.jsonl", lazily="rereads")
+    assert lazily.source.viewed is not None and any(not m.is_read for m in lazily.messages)
+    read_whole, whole_record = [], gemini_writer._whole_record
+    monkeypatch.setattr(gemini_rewrites, "_whole_record", lambda source, entry: read_whole.append(entry.line) or whole_record(source, entry))
+    compacted, report = compact(lazily, options)
+    out = dumps(compacted)
+    assert report.strategy == "emergency" and out == dumps(compact(loads(data, "session.jsonl"), options)[0])
+    carried = [record["id"] for record in orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])["$set"]["messages"][2:]]
+    lines = {orjson.loads(line)["id"]: number for number, line in enumerate(data.split(b"\n")) if line.startswith(b'{"id"')}
+    assert sorted(set(read_whole)) == sorted(lines[record] for record in carried) and 0 < len(carried) < len(lines) / 4
 
 
 def test_the_legacy_document_gets_its_messages_array_rewritten():

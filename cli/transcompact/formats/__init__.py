@@ -125,13 +125,14 @@ def trim(lazily: bool = False) -> Callable[[Any], Any] | None:
 
 
 @cache
-def line_view(rewriting: bool = False) -> Callable[[memoryview], Any] | None:
+def line_view(lazily: Laziness = True) -> Callable[[memoryview], Any] | None:
     """The formats' line views (`Format.line_view`), for `parse`: each line is offered to each in
-    turn, the first that reads it gives its value (each reads only its own format's lines). For
-    `rewriting` (`lazily="logs"`), only those whose writer writes a line its view read
-    (`Format.rewrites_viewed_lines`)."""
+    turn, the first that reads it gives its value (each reads only its own format's lines). For a
+    rewrite (`lazily="logs"`), only those whose writer writes a line its view read
+    (`Format.rewrites_viewed_lines`); for one that reads the part it changes several times over
+    (`"rereads"`), only those whose reading keeps that cheap (`Format.rereads_viewed_lines`)."""
     views = tuple(f.line_view for f in (BY_NAME[name] for name in TRIMMED)
-                  if f.line_view is not None and (f.rewrites_viewed_lines or not rewriting))
+                  if f.line_view is not None and (lazily is True or f.rewrites_viewed_lines and (lazily == "logs" or f.rereads_viewed_lines)))
     if len(views) < 2:
         return views[0] if views else None
 
@@ -204,8 +205,9 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     a log's lines are left to the views of the formats whose writer writes a line its view read
     (`Format.rewrites_viewed_lines`).
     `"rereads"`: the same, for work that reads the part it changes several times over (compact:
-    its prune, its facts, its file lists), but for the lines a format's line view would leave
-    unread (a pi session's), which it reads whole: each reading apart parses a line again.
+    its prune, its facts, its file lists), but for the lines of the formats whose line view would
+    make that costly (`Format.rereads_viewed_lines` unset: a pi session's), which it reads whole:
+    each reading apart parses a line again.
     """
     if lazily in (True, "logs") and messages_path is None and (offered := _document_offered(data, format)) is not None:
         read_document = BY_NAME[offered].read_quickly
@@ -223,7 +225,7 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
         lines = read_lines_quickly(data, name)
         if lines is not None and (format == "jsonl" or detect(lines) == "jsonl"):
             return BY_NAME["jsonl"].read(lines)
-    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view(rewriting=lazily == "logs") if lazily in (True, "logs") else None)
+    parsed = parse(data, name, trim=trim(bool(lazily)), view=line_view(lazily) if lazily else None)
     named = format
     if format is None:
         format = detect(parsed, messages_path)

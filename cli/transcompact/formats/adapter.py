@@ -83,6 +83,9 @@ class Format(ABC):
     # Whether its writer writes a line its line view read (not only a count reads it): prune and
     # slim (`lazily="logs"`) read such lines by their views too.
     rewrites_viewed_lines: bool = False
+    # Whether compact (`lazily="rereads"`), which reads the part it drops several times over, reads
+    # such lines by their views too: each reading of a message parses its line again.
+    rereads_viewed_lines: bool = False
     # The kind of `PartialLine` this format's reader takes (by its lazy trim or its line view): an
     # input read lazily whose lines were kept in part for another format is read whole again.
     partial_line: type | None = None

@@ -37,6 +37,7 @@ class GeminiFormat(Format):
     read_quickly = lazy("views")  # the legacy document, for counting and pruning
     line_view, partial_line = staticmethod(_line_view), parsing.ViewedRecordLine  # the JSON Lines log
     rewrites_viewed_lines = True  # its writer reads a viewed line whole only where a record of it changed
+    rereads_viewed_lines = True  # a record's messages are read once while read one after another (`reader.LastRead`)
     write, write_lines, read_back = lazy("writer"), lazy("writer"), lazy("writer")
     rewrites_lines, unrecorded_messages = lazy("writer"), lazy("reader")
     view_before_compaction = lazy("reader")

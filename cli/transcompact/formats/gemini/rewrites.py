@@ -9,12 +9,12 @@ import uuid as uuidlib
 from dataclasses import replace
 
 from ...core.errors import ShapeError
-from ...core.jsondata import Lines, Parsed
+from ...core.jsondata import Parsed
 from ...core.model import Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from .._log import Prompts
-from .reader import ChatSource, _Origin, is_unchanged, read, result_turn, whole
-from .writer import _tokens_less, append_line, rebuilt_records
+from .reader import ChatSource, Entry, _Origin, is_unchanged, read, result_turn, whole
+from .writer import _tokens_less, _whole_record, append_line, rebuilt_records
 
 
 def replace_ui_copies(transcript: Transcript) -> Transcript:
@@ -54,14 +54,16 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
     legacy document has no lines to append to: its `messages` array becomes the new list (the
     agent moves such a file to JSON Lines when it resumes it anyway).
     """
-    transcript = whole(transcript)
-    source: ChatSource = transcript.source
     if any(not isinstance(m.origin, _Origin) for m in recent):
         raise ShapeError("compact can only carry over messages read from this chat")
+    if transcript.source.records is None:
+        transcript = whole(transcript)  # (the legacy document's fields around its messages: a view holds none)
+    source = _recent_read_whole(transcript.source, recent)
     kept = rebuilt_records(source, recent, keep_unread=False)
     if prompts is None:
         kept = [_without_usage(r) for r in kept]
-    stamp = next((r["timestamp"] for r in reversed([e.record for e in source.active]) if isinstance(r.get("timestamp"), str)), None)
+    stamp = next((stamp for entry in reversed(source.active)
+                  if isinstance(stamp := _whole_record(source, entry).get("timestamp"), str)), None)
     seed = f"{[e.record.get('id') for e in source.active[-1:]]}:compaction:{pre_tokens}"
     summary_id = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))
     pair = [
@@ -78,12 +80,23 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
             return read(Parsed(transcript.name, source.layout.dumps(document), document=document, bom=source.bom))
         records = source.records[:1] if drop_history else source.records
         lines = append_line(list(records), {"$set": {"messages": messages}})
-        return read(Parsed(transcript.name, bytes(Lines(lines)), records=lines, bom=source.bom))
+        return read(Parsed(transcript.name, b"", records=lines, bom=source.bom))  # (its bytes are its lines': not copied)
 
     compacted = written(messages)
     if prompts is None:
         return compacted
     return written(_restated(compacted, messages, prompts(compacted), len(pair)))
+
+
+def _recent_read_whole(source: ChatSource, recent: tuple[Message, ...]) -> ChatSource:
+    """`source` with the records of the recent window read whole (those its view kept in part,
+    `writer._whole_record`): the new list holds them, every field; the rest stay as read."""
+    entries = {m.origin.entry for m in recent}
+    if source.viewed is None or not entries:
+        return source
+    active = tuple(Entry(_whole_record(source, e), e.line, e.position) if index in entries else e
+                   for index, e in enumerate(source.active))
+    return replace(source, active=active)
 
 
 def _restated(compacted: Transcript, records: list[dict], prompts: list[int] | None, first: int) -> list[dict]:

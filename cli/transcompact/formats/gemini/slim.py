@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.jsondata import BOM, Record, dumps
+from ...core.jsondata import BOM, Record, dumps, line_bytes
 from ...core.model import Transcript
 from .._log import Slimming
 from .reader import ChatSource, is_metadata
@@ -62,14 +62,6 @@ def slimming(transcript: Transcript) -> Slimming:
     return Slimming(dropped, replaced={first: lines}, merged=frozenset(held))
 
 
-def _own_line(record: Record, bom: bool) -> Record:
-    """A record's own line as it goes after the metadata line: as read (its bytes the input's, its
-    value the one read from them), but for the byte-order mark the first line of a file begins with."""
-    line, value = record
-    assert isinstance(line, (bytes, memoryview))  # (an input line)
-    return (line[len(BOM):], value) if bom else record
-
-
 def _replayed(values: list[Any], first: int) -> tuple[dict, bool]:
     """The metadata Gemini ends with, and whether its memory scratchpad goes before the records
     (it was tracked, and a record or a rewind came after it: stale, as it was)."""
@@ -86,3 +78,10 @@ def _replayed(values: list[Any], first: int) -> tuple[dict, bool]:
                 tracking, stale = bool(update["memoryScratchpad"]), False
             metadata.update({k: v for k, v in update.items() if k != "messages"})
     return metadata, tracking and stale
+
+
+def _own_line(record: Record, bom: bool) -> Record:
+    """A record's own line as it goes after the metadata line: as it is (the input's bytes and the
+    value read from them, or a line a rewrite made), but for the byte-order mark the first line of
+    a file begins with."""
+    return (bytes(line_bytes(record))[len(BOM):], record[1]) if bom else record

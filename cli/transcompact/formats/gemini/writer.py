@@ -290,15 +290,14 @@ def _whole_record(source: ChatSource, entry: Entry) -> dict:
     """A chat's record read whole, as the full reading reads it: one its view kept in part (a
     legacy document's `ViewedRecord`, a log's `ViewedRecordLine`) from its bytes; any other is."""
     record = entry.record
-    if source.records is not None:
-        if type(record) is not ViewedRecordLine:
-            return record
-        assert entry.line is not None  # (a record on a line of its own)
+    if type(record) is ViewedRecordLine:
+        assert source.records is not None and entry.line is not None  # (a record on a line of its own)
         text = memoryview(line_bytes(source.records[entry.line]))
         return viewed_record(text[len(BOM):] if entry.line == 0 and source.bom else text, 1)
-    assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
-    raw = source.document["messages"][entry.position]
-    return viewed_record(memoryview(raw), 3) if isinstance(record, ViewedRecord) else nested_value(bytes(raw), 3)
+    if type(record) is ViewedRecord:
+        assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
+        return viewed_record(memoryview(source.document["messages"][entry.position]), 3)
+    return record
 
 
 def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int]]) -> bytes:
