@@ -4,6 +4,7 @@ only its messages changed, the JSON Lines log rewritten in place or appended to.
 
 from __future__ import annotations
 
+import io
 import re
 import uuid as uuidlib
 from collections.abc import Iterable, Iterator
@@ -306,8 +307,8 @@ def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int
     rest keeps its bytes, and the file never gains a line. A restated record its view kept in
     part that cannot keep its bytes is read whole to be written anew."""
     data = source.data
-    kept = memoryview(data)  # (what is kept is joined from the input's bytes: not copied before the join)
-    out: list[bytes | memoryview] = []
+    kept = memoryview(data)  # (what is kept is written from the input's bytes: not copied first)
+    out = io.BytesIO()  # (each changed record written at once, not held until the end; its buffer is the output)
     end = 0
     for entry, record in zip(source.active, new):
         if record is not entry.record:
@@ -318,9 +319,11 @@ def _spliced(source: ChatSource, new: Iterable[dict], spans: list[tuple[int, int
                 written: bytes | CutLine = cut_line(text, len(text), figures)[0]
             else:
                 written = dumps(_every_field(source, entry, record), indent=False)
-            out += [kept[end:start], bytes(written)]
+            out.write(kept[end:start])
+            out.write(bytes(written))
             end = stop
-    return b"".join(out + [kept[end:]])
+    out.write(kept[end:])
+    return out.getvalue()
 
 
 def _lines_with(source: ChatSource, new: Iterable[tuple[Entry, dict]]) -> Lines:
