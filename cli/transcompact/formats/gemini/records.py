@@ -7,7 +7,8 @@ of JSON Lines read for counting or rewriting, before the format is known.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, Raw, Struct, UnsetType
@@ -68,17 +69,18 @@ class _Record(Struct, forbid_unknown_fields=True):
 
 
 RECORD = msgspec.json.Decoder(_Record)
+K = TypeVar("K", bound=dict)  # what is kept of a record: a legacy document's `ViewedRecord`, a line's `ViewedRecordLine`
 
 
 def line_view(text: memoryview, kind: type[PartialLine]) -> PartialLine | None:
     """The view of a message record's line of the JSON Lines log (the adapter's `line_view`): what
     is kept of it (a `kind`: `parsing.ViewedRecordLine`), `seen` its turns (`Turn`); None: it is
     parsed whole."""
-    found = viewed(text, 1)
+    found = viewed(text, 1, kind)
     if found is None:
         return None
-    kept = kind(found[0])
-    kept.seen = found[1]
+    kept, sent = found
+    kept.seen = sent
     return kept
 
 
@@ -91,25 +93,25 @@ def restated(kept: PartialLine, tokens: dict[str, int]) -> PartialLine:
     return new
 
 
-def viewed(text: Any, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]] | None:
+def viewed(text: Any, depth: int, kind: type[K]) -> tuple[K, tuple[Turn, ...]] | None:
     """`turns` of the record `text` holds, `depth` deep; None where its typed decoder refuses it."""
     try:
         decoded = RECORD.decode(text)
     except (msgspec.MsgspecError, RecursionError, ValueError):
         return None
-    return turns(decoded, depth)
+    return turns(decoded, depth, kind)
 
 
-def turns(record: _Record, depth: int) -> tuple[dict[str, Any], tuple[Turn, ...]] | None:
-    """What a count keeps of a record its typed decoder read (`id`, `type`, `tokens`) and the
-    messages the agent sends of it, as `reader.entry_messages` reads them (none, the user turn, or
-    the model turn and the turn of its results); None: it is read whole. `depth`: how deep the
+def turns(record: _Record, depth: int, kind: type[K]) -> tuple[K, tuple[Turn, ...]] | None:
+    """What a count keeps of a record its typed decoder read (`id`, `type`, `tokens`: a `kind`) and
+    the messages the agent sends of it, as `reader.entry_messages` reads them (none, the user turn,
+    or the model turn and the turn of its results); None: it is read whole. `depth`: how deep the
     record sits (3 in the legacy document, 1 on a line of its own)."""
-    kept: dict[str, Any] = {"id": record.id, "type": record.type}
+    kept = kind(id=sys.intern(record.id), type=sys.intern(record.type))  # (the copies of a record share its id)
     usage = None
     if not isinstance(record.tokens, UnsetType):
         kept["tokens"] = record.tokens
-        usage = {"tokens": record.tokens}  # what a count reads of the record (`calibrate`)
+        usage = {"tokens": record.tokens}  # what a count reads of the record (`calibrate`; not `kept`, which holds the turns)
     said = _texts(record.content)
     if record.type == "user":
         if is_ignored_input("".join(said)):

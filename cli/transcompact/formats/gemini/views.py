@@ -99,11 +99,11 @@ def _read(raw: Raw, position: int, index: int, last: LastRead, name: str) -> tup
 def _viewed(raw: Raw, index: int, last: LastRead) -> tuple[ViewedRecord, tuple[Message, ...]] | None:
     """What is kept of a record of a document read by its view (its `id`, `type` and `tokens`) and
     its messages left unread, as `reader.entry_messages` reads them; None: it is read whole."""
-    found = records.viewed(raw, 3)
+    found = records.viewed(raw, 3, ViewedRecord)
     if found is None:
         return None
     fields, sent = found
-    return ViewedRecord(fields), tuple(Message.unread(role, MessageView(sizes, seen), None, _ReadLater(raw, index, turn, last))
+    return fields, tuple(Message.unread(role, MessageView(sizes, seen), None, _ReadLater(raw, index, turn, last))
                                        for turn, (role, sizes, seen) in enumerate(sent))
 
 
