@@ -387,6 +387,19 @@ def test_a_log_rewritten_is_its_lines_and_keeps_the_input_records_it_did_not_cha
     assert bytes(lines).startswith(BOM) == data.startswith(BOM)
 
 
+def test_a_log_rewritten_as_it_was_is_told_from_its_input_without_joining_its_lines(monkeypatch):
+    """A rewrite that changed nothing is not written back: its lines are compared with the input
+    where they are (a large log's output is not joined whole to be compared), to the last byte."""
+    from transcompact.core.jsondata import Lines, same_bytes
+
+    data = b'{"a":1}\n{"b":2}\n'
+    records = [(memoryview(data)[0:7], {"a": 1}), (memoryview(data)[8:15], {"b": 2}), (memoryview(data)[16:16], None)]
+    monkeypatch.setattr(Lines, "__bytes__", lambda self: pytest.fail("joined whole"))
+    assert same_bytes(Lines(records), data)
+    assert not same_bytes(Lines([records[0], (b'{"b":3}', {"b": 3}), records[2]]), data)  # the same length, a byte apart
+    assert not same_bytes(Lines(records[:2]), data) and not same_bytes(Lines(records), data + b"\n")
+
+
 def test_the_post_condition_reads_back_the_new_lines_of_a_log_from_their_bytes():
     from transcompact.core.errors import PostConditionError
     from transcompact.core.jsondata import Lines

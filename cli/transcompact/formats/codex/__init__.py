@@ -18,7 +18,7 @@ class CodexFormat(Format):
     name, description, lines = parsing.NAME, parsing.DESCRIPTION, parsing.LINES
     detect, read = lazy("reader"), lazy("reader")
     trim = staticmethod(parsing.copies_trimmed)
-    write = lazy("writer")
+    write, write_lines = lazy("writer"), lazy("writer")
     slimming = lazy("slim")
     append_compaction, injected_context, views_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import BLANK, BOM, Lines, Record, dumps
+from ...core.jsondata import BLANK, Lines, Record, dumps
 from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import TOKENS_PER_CHAR, arguments, restating_ratio, string_or_empty, written_back
 from .parsing import whole_value
@@ -168,12 +168,19 @@ def renumbered(line: bytes | memoryview | None, value: dict, ordinal: int) -> tu
 
 
 def write(transcript: Transcript) -> bytes:
+    return bytes(write_lines(transcript))
+
+
+def write_lines(transcript: Transcript) -> Lines:
+    """The rollout's lines after a rewrite (`Format.write_lines`): the lines it kept are the
+    input's own, which the post-condition takes as read, and the file is written from them
+    without a copy of the whole."""
     source: RolloutSource = transcript.source
     records, items = source.records, source.items
     origins = [m.origin for m in transcript.messages]
     if (all(isinstance(o, _Origin) for o in origins) and sorted(i for o in origins for i in o.items) == list(range(len(items)))
             and all(is_unchanged(m) for m in transcript.messages)):
-        return bytes(Lines(records))  # the lines joined by newlines
+        return Lines(list(records))  # the first line holds the byte-order mark, if any
     changed: dict[int, dict] = {}
     after: dict[int, list[dict]] = {}  # new items after an item (-1: before the first)
     kept: set[int] = set()
@@ -193,8 +200,7 @@ def write(transcript: Transcript) -> bytes:
                          "write: the change would be there", location=Location(transcript.name),
                          hint="compact it instead: a compaction is appended to this file and replaces that history")
     restated = restated_usage(source, changed, kept, after, restating_ratio(transcript))
-    written = bytes(Lines(rewritten(source, changed, kept, after, restated)))
-    return BOM + written if source.bom and not written.startswith(BOM) else written
+    return Lines.of(rewritten(source, changed, kept, after, restated), bom=source.bom)
 
 
 def item_chars(item: dict) -> int:
