@@ -206,7 +206,7 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
         if how.options.slim:  # and without what the agent never sends of what is left
             from ...ops.pruning.slim import slim_checked
 
-            written, _ = slim_checked(as_written, bytes(written), operation="compact --slim",
+            written, _ = slim_checked(as_written, written, operation="compact --slim",
                                       messages_path=how.reading.messages_path)
     lines = []
     if how.pre_compact and report.cut and report.strategy in ("summary", "emergency") and not how.diff:

@@ -38,9 +38,10 @@ class SlimReport:
                 "fields": [{"what": what, "bytes": size} for what, size in self.fields.items()]}
 
 
-def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport]:
-    """The lines of `transcript` (read from `data`) without what its agent never sends, and the
-    report; a format with no such part gives `data` back. Each line kept holds the value read from
+def slim(transcript: Transcript, data: bytes | Lines) -> tuple[bytes | Lines, SlimReport]:
+    """The lines of `transcript` (read from `data`: the input's bytes, or the lines a rewrite
+    wrote, not joined) without what its agent never sends, and the report; a format with no such
+    part gives `data` back. Each line kept holds the value read from
     it, so that the post-condition reads the output back without parsing it again."""
     report = SlimReport(transcript.name, len(data))
     fmt = adapter(transcript)
@@ -82,7 +83,7 @@ def slim(transcript: Transcript, data: bytes) -> tuple[bytes | Lines, SlimReport
     return out, report
 
 
-def slim_checked(transcript: Transcript, data: bytes, *, operation: str = "slim",
+def slim_checked(transcript: Transcript, data: bytes | Lines, *, operation: str = "slim",
                  messages_path: str | None = None) -> tuple[bytes | Lines, SlimReport]:
     """`slim`, its output held to the post-condition of every rewrite: it reads back as the very
     messages `transcript` holds, with no `check` error they did not have (else nothing is written)."""
