@@ -48,26 +48,30 @@ class PartialLine(dict):
 
 class CutLine:
     """A line made of another (an input line) by `without_members` or `with_member_replaced`: the spans of that line it keeps
-    (start, end, …) and what goes between them (`inserts`; None: nothing), not a copy, so that a
-    large log's slimmed lines are not held a second time until they are written. It reads as the
+    (start, end, …) and what goes between them (`inserts`: one insert's bytes, several in a tuple;
+    None: nothing), not a copy, so that a large log's slimmed lines are not held a second time until
+    they are written (each is small: a large log's restated lines are many). It reads as the
     value it is paired with (proven, or read to make sure): `parse_written` takes it as it is.
     `bytes()` (and `line_bytes`) gives it, as `Lines` writes it."""
 
-    __slots__ = ("source", "spans", "inserts", "size")
+    __slots__ = ("source", "spans", "inserts")
 
-    def __init__(self, source: bytes | memoryview, spans: array, inserts: tuple[bytes, ...] | None, size: int) -> None:
-        self.source, self.spans, self.inserts, self.size = source, spans, inserts, size
+    def __init__(self, source: bytes | memoryview, spans: array, inserts: bytes | tuple[bytes, ...] | None) -> None:
+        self.source, self.spans, self.inserts = source, spans, inserts
 
     def __len__(self) -> int:
-        return self.size
+        spans, inserts = self.spans, self.inserts
+        kept = sum(spans[i + 1] - spans[i] for i in range(0, len(spans), 2))
+        return kept + (0 if inserts is None else len(inserts) if isinstance(inserts, bytes) else sum(map(len, inserts)))
 
     def __bytes__(self) -> bytes:
         source, spans, inserts = self.source, self.spans, self.inserts
         if inserts is None:
             return b"".join([source[spans[i]:spans[i + 1]] for i in range(0, len(spans), 2)])
+        between = (inserts,) if isinstance(inserts, bytes) else inserts
         parts = [source[spans[0]:spans[1]]]
         for i in range(2, len(spans), 2):
-            parts += (inserts[i // 2 - 1], source[spans[i]:spans[i + 1]])
+            parts += (between[i // 2 - 1], source[spans[i]:spans[i + 1]])
         return b"".join(parts)
 
 
@@ -964,4 +968,5 @@ def cut_line(line: bytes | memoryview, size: int, cuts: list[tuple[int, int, byt
         taken[key] = end - start - len(new)
         at = end
     spans += (at, size)
-    return CutLine(line, array("Q", spans), tuple(inserts) if any(inserts) else None, size - sum(taken.values())), taken
+    kept = array("I" if size < 1 << 32 else "Q", spans)  # (4 bytes an offset: most lines are short)
+    return CutLine(line, kept, None if not any(inserts) else inserts[0] if len(inserts) == 1 else tuple(inserts)), taken
