@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import Location, ShapeError
-from ...core.jsondata import Layout, Parsed, Record, array_item_spans, dumps, kind_of, line_bytes, nested_value, parse, plain_value
+from ...core.jsondata import BOM, Layout, Parsed, Record, array_item_spans, dumps, kind_of, line_bytes, nested_value, parse, plain_value
 from ...core.model import ASSISTANT, USER, Block, Image, Message, MessageView, Opaque, Text, ToolCall, ToolResult, Transcript
 from .._log import LineOrigin, cost, priced_all, string_or_empty
 from .parsing import (  # noqa: F401 (the format's names, read here too)
@@ -428,6 +428,13 @@ def viewed_record(text: memoryview, depth: int) -> dict:
     return record if record is not None else nested_value(bytes(text), depth)
 
 
+def line_record(record: Record) -> dict:
+    """A log's record line its view read (`parsing.ViewedRecordLine`), read whole from its bytes
+    (`viewed_record`; the first line's byte-order mark left out, as `parse` leaves it out)."""
+    text = memoryview(line_bytes(record))
+    return viewed_record(text[len(BOM):] if text[:len(BOM)] == BOM else text, 1)
+
+
 def _arguments(record: dict) -> list:
     calls = record.get("toolCalls")
     return [call.get("args") for call in calls] if calls else []
@@ -581,8 +588,7 @@ class _LineReadLater(TurnReading):
         self.records, self.line, self.stale = records, line, stale
 
     def record_messages(self) -> tuple[Message, ...]:
-        record = viewed_record(memoryview(line_bytes(self.records[self.line])), 1)
-        return entry_messages(self.index, record, self.line, frozenset((self.index,)) if self.stale else frozenset())
+        return entry_messages(self.index, line_record(self.records[self.line]), self.line, frozenset((self.index,)) if self.stale else frozenset())
 
 
 def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:

@@ -1,7 +1,8 @@
 """A legacy Gemini CLI document read for counting and pruning without building its messages
 (`read_quickly`, for `loads(lazily=True)` and `"logs"`): each record is read by the typed decoder
-of `records` from its bytes, and a record of the shape Gemini CLI writes (its content a string, each call's
-result a string or `functionResponse` parts with an `output` or an `error` string) gives messages
+of `records` from its bytes, and a record of the shape Gemini CLI writes (its content a string or
+text parts, each call's result a string or `functionResponse` parts with an `output` or an `error`
+string) gives messages
 left unread, with the sizes of their blocks; their blocks are read from the record's bytes when
 first asked for. The writer reads whole only the records whose messages changed
 (`writer._spliced_views`; a rewrite that adds, drops or moves a message reads the document whole

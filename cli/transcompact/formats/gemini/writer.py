@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import orjson
 
-from ...core.jsondata import BLANK, BOM, CutLine, Lines, Parsed, Record, cut_between, cut_line, dumps, line_bytes, nested_value, shared_with
+from ...core.jsondata import BLANK, CutLine, Lines, Parsed, Record, cut_between, cut_line, dumps, line_bytes, nested_value, shared_with
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
 from .._log import cost, restating_ratio, written_back
 from .parsing import ViewedRecordLine
@@ -26,6 +26,7 @@ from .reader import (
     content_turn,
     holds_turn,
     is_unchanged,
+    line_record,
     listed_calls,
     message_spans,
     parts,
@@ -293,8 +294,7 @@ def _whole_record(source: ChatSource, entry: Entry) -> dict:
     record = entry.record
     if type(record) is ViewedRecordLine:
         assert source.records is not None and entry.line is not None  # (a record on a line of its own)
-        text = memoryview(line_bytes(source.records[entry.line]))
-        return viewed_record(text[len(BOM):] if entry.line == 0 and source.bom else text, 1)
+        return line_record(source.records[entry.line])
     if type(record) is ViewedRecord:
         assert source.document is not None and entry.position is not None  # (a viewed legacy document's)
         return viewed_record(memoryview(source.document["messages"][entry.position]), 3)
@@ -343,16 +343,14 @@ def _lines_with(source: ChatSource, new: Iterable[tuple[Entry, dict]]) -> Lines:
         line = records[entry.line][0]
         assert isinstance(line, (bytes, memoryview))  # (the input's own line)
         text = bytes(line)
-        head = len(BOM) if entry.line == 0 and source.bom else 0
-        figures = _restated_figures(text[head:], entry.record, record)
-        if figures is not None:
-            cut = cut_line(line, len(text), [(start + head, end + head, figure, name) for start, end, figure, name in figures])[0]
+        if (figures := _restated_figures(text, entry.record, record)) is not None:
             kept = entry.record
-            records[entry.line] = (cut, restated(kept, record["tokens"]) if type(kept) is ViewedRecordLine else record)
+            records[entry.line] = (cut_line(line, len(text), figures)[0],
+                                   restated(kept, record["tokens"]) if type(kept) is ViewedRecordLine else record)
         else:
             record = _every_field(source, entry, record)
-            written = _with_bom(dumps(record, indent=False), head > 0)
-            if type(entry.record) is ViewedRecordLine and (view := line_view(memoryview(written)[head:], ViewedRecordLine)) is not None:
+            written = dumps(record, indent=False)
+            if type(entry.record) is ViewedRecordLine and (view := line_view(memoryview(written), ViewedRecordLine)) is not None:
                 records[entry.line] = (cut_between(line, written), view)  # (a view as the log's others: read back as read)
             else:
                 records[entry.line] = (written, record)
@@ -362,8 +360,8 @@ def _lines_with(source: ChatSource, new: Iterable[tuple[Entry, dict]]) -> Lines:
         holder = value["$set"] if key is not None else value
         messages = [changed.get(place, message) for place, message in enumerate(holder["messages"])]
         value = {**value, key: {**holder, "messages": messages}} if key is not None else {**value, "messages": messages}
-        records[number] = (_with_bom(dumps(value, indent=False), number == 0 and source.bom), value)
-    return Lines(records)
+        records[number] = (dumps(value, indent=False), value)
+    return Lines.of(records, bom=source.bom)  # (a first line written anew gets its byte-order mark back)
 
 
 def _every_field(source: ChatSource, entry: Entry, record: dict) -> dict:
@@ -372,10 +370,6 @@ def _every_field(source: ChatSource, entry: Entry, record: dict) -> dict:
     if type(entry.record) in (ViewedRecord, ViewedRecordLine) and record.keys() == entry.record.keys():
         return {**_whole_record(source, entry), **record}
     return record
-
-
-def _with_bom(line: bytes, first: bool) -> bytes:
-    return BOM + line if first else line  # the first line keeps the byte-order mark
 
 
 # A record's `tokens` as the agent writes them: an object of numbers (its key written once in the
