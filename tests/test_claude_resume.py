@@ -101,8 +101,12 @@ def resume(claude: list[str], log: bytes, where: Path, api: Loopback, env: dict[
     assert done.stdout.strip() == REPLY
     assert [r.route for r in sent] == ["/v1/messages"], f"Claude Code asked for {[r.path for r in sent]}"
     body = sent[0].body
+    # From 2026-11-30 Claude Code 2.1.332 puts messages of its own among the conversation's, of
+    # role `system`: one that sets the turn's effort (no content), after the first user message,
+    # and its environment (working directory, platform) after the prompt. No line of the log
+    # holds them, as none holds its system prompt: they are set aside with it (`body` keeps them).
     messages = [{**m, "content": [{"type": "text", "text": m["content"]}] if isinstance(m["content"], str) else m["content"]}
-                for m in body["messages"]]
+                for m in body["messages"] if m["role"] != "system"]
     return Resumed(body, messages)
 
 
