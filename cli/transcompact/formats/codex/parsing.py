@@ -4,7 +4,10 @@ Lines input (`formats.TRIMMED`): it imports nothing the reader alone needs."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
+
+import orjson
 
 from ...core.jsondata import Record, read_again
 
@@ -47,7 +50,26 @@ def copies_trimmed(value: Any) -> Any:
         return value
     if kept == payload:
         return value  # nothing to leave out (a dict of another size differs at once)
-    return {key: kept if key == "payload" else field for key, field in value.items()}
+    kept = _one_of_each(kept)
+    return {key: kept if key == "payload" else sys.intern(field) if key == "type" else field for key, field in value.items()}
+
+
+# The payloads the trim keeps, one of each: a long session's tens of thousands of events are a few
+# kinds (shared, as the values a reading gives are never changed in place). A process reading many
+# logs keeps the first kinds it meets.
+_KEPT: dict[bytes, dict] = {}
+_KINDS_KEPT = 1000
+
+
+def _one_of_each(kept: dict) -> dict:
+    try:
+        key = orjson.dumps(kept)
+    except TypeError:  # (a number beyond 64 bits in a kept field: no key, kept alone)
+        return kept
+    shared = _KEPT.get(key)
+    if shared is None and len(_KEPT) < _KINDS_KEPT:
+        shared = _KEPT[key] = kept
+    return kept if shared is None else shared
 
 
 def whole_value(record: Record, name: str = "<line>", index: int = 0) -> Any:
