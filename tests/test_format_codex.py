@@ -531,6 +531,25 @@ def test_a_turn_context_and_a_world_state_are_held_in_part_until_a_compaction_ca
     assert [whole_value(record) for record, _ in settings] == [value for _, value in settings]
 
 
+@pytest.mark.parametrize("path", [TOOL_LOOP, COMPACTED], ids=["tool loop", "compacted"])
+def test_a_rollout_read_for_counting_holds_its_outputs_replies_and_calls_as_sizes(path):
+    """Read for counting (`estimate`, `check`, `cut-point`), a `response_item` line of an output, a
+    reply, a call or a reasoning item is viewed: the messages made of such items stay unread while
+    counted and checked, and read as the whole reading reads them; a user's message is read (its
+    text tells the user's words from what Codex injected), and a paginated rollout alike."""
+    for data in (path.read_bytes(), paginated(path.read_bytes())):
+        lazily, whole = loads(data, path.name, lazily=True), loads(data, path.name)
+        unread = [m for m in lazily.messages if not m.is_read]
+        assert {m.role for m in unread} == {"assistant", "tool"}
+        assert all(m.is_read for m in lazily.messages if m.role == "user")
+        assert estimate(lazily) == estimate(whole) and check(lazily) == check(whole)
+        assert not any(m.is_read for m in unread)
+        assert lazily.messages == whole.messages and [m.line for m in lazily.messages] == [m.line for m in whole.messages]
+        assert dumps(lazily) == data  # written back as read: the viewed lines whole again
+        changed = lazily.with_messages(lazily.messages[:-1])
+        assert dumps(changed) == dumps(whole.with_messages(whole.messages[:-1]))
+
+
 # --- forked rollouts -----------------------------------------------------------------------------
 
 

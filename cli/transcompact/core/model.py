@@ -327,10 +327,10 @@ class BlockSize(NamedTuple):
     holds (`marks`: itself, and a result's text blocks). A tuple: a reader makes one per block of
     a large log."""
 
-    type: type[Block]  # Text, Thinking, RedactedThinking, ToolCall or ToolResult
+    type: type[Block]  # Text, Thinking, RedactedThinking, ToolCall, ToolResult, or Opaque (one counted as nothing)
     chars: int
     call_id: str | None = None
-    name: str | None = None
+    name: str | None = None  # a call's tool; an opaque block's type
     flags: int = 0
     marks: int = 0
 

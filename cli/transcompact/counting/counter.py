@@ -213,7 +213,7 @@ def _scaled(tally: _Tally, ratio: float | None) -> tuple:
 
 # The kind each type of block a view holds is counted as (as `pieces` counts the block).
 _VIEW_KINDS = {Text: "text", Thinking: "thinking", RedactedThinking: "thinking", ToolCall: "tool_calls",
-               ToolResult: "tool_results"}
+               ToolResult: "tool_results", Opaque: "other"}
 
 
 def _tally_of_view(view: MessageView) -> _Tally:

@@ -196,9 +196,9 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     """Read a transcript from bytes, detecting its format unless `format` is given.
 
     `lazily`: for work that counts or checks (estimate, cut-point, check), each message of a
-    request body, a bare list, JSON Lines of messages, a Claude Code log, a pi session or a Gemini
-    CLI chat (a legacy document, or the JSON Lines log) whose view can count and check it is left
-    unread (`Message.unread`), its blocks read when first asked for.
+    request body, a bare list, JSON Lines of messages, a Claude Code log, a Codex rollout, a pi
+    session or a Gemini CLI chat (a legacy document, or the JSON Lines log) whose view can count
+    and check it is left unread (`Message.unread`), its blocks read when first asked for.
     `"logs"`: the same, for work that changes what it reads (prune, slim, repair): what it changes
     is read apart (`Message.read_apart`), what it leaves is written back as its own bytes, escapes
     and spacing as they were (a document's messages split off at once: most are written back), and

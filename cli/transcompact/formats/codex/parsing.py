@@ -1,6 +1,7 @@
 """What every reading of JSON Lines knows of a Codex rollout before its format is: the format's
-names, and what is kept of each line as it is parsed (`copies_trimmed`). Imported for any JSON
-Lines input (`formats.TRIMMED`): it imports nothing the reader alone needs."""
+names, what is kept of each line as it is parsed (`copies_trimmed`), and which lines a count
+views (`begins_as_response_item`, `ViewedItemLine`). Imported for any JSON Lines input
+(`formats.TRIMMED`): it imports nothing the reader alone needs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ...core.jsondata import Record, read_again
+from ...core.jsondata import PartialLine, Record, read_again
 
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
@@ -72,12 +73,34 @@ def _one_of_each(kept: dict) -> dict:
     return kept if shared is None else shared
 
 
+# How Codex begins a line (`{"timestamp":…,"type":…}`, an `ordinal` between them in a paginated
+# rollout), and the type of the lines a view reads: only such a line is offered to it.
+LINE_START = b'{"timestamp":"'
+RESPONSE_ITEM = b'"type":"response_item"'
+_TYPE_WITHIN = 100  # bytes from the line's start: after the timestamp and the ordinal
+
+
+class ViewedItemLine(PartialLine):
+    """A `response_item` line as its view keeps it (`views.item_view`): the line's fields, and of
+    its item (`payload`) what the reader tells items apart by (`type`, `role`); `seen`: the sizes
+    of the blocks the reader makes of the item. Read whole from its line's bytes when a message is
+    read from it, and by a write (`whole_value`)."""
+
+    __slots__ = ()
+
+
+def begins_as_response_item(text: memoryview) -> bool:
+    """Whether a line begins as Codex begins a `response_item` line: the only lines its view reads."""
+    return text[:len(LINE_START)] == LINE_START and RESPONSE_ITEM in bytes(text[:_TYPE_WITHIN])
+
+
 def whole_value(record: Record, name: str = "<line>", index: int = 0) -> Any:
     """The value of line `index` with everything in it: read again from its bytes where the trim
-    may have kept part of it (`copies_trimmed`), else the value itself."""
+    or the view may have kept part of it (`copies_trimmed`, `views.item_view`), else the value itself."""
     line, value = record
     kind = value.get("type") if type(value) is dict else None
-    if line is None or not (type(kind) is str and kind in SETTING_LINES or _copied_event(value) is not None):
+    if line is None or not (type(value) is ViewedItemLine or type(kind) is str and kind in SETTING_LINES
+                            or _copied_event(value) is not None):
         return value
     return read_again(record, name, index)
 

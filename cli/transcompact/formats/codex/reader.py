@@ -56,18 +56,32 @@ over the file where Codex keeps it (thread_store.py).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import InputError, Location, ShapeError
-from ...core.jsondata import BLANK, Parsed, Record, parse
-from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Opaque, Text, ToolCall, ToolResult, Transcript
+from ...core.jsondata import BLANK, Parsed, Record, parse, read_again
+from ...core.model import (
+    ASSISTANT,
+    TOOL,
+    USER,
+    Block,
+    BlockSize,
+    Image,
+    Message,
+    MessageView,
+    Opaque,
+    Text,
+    ToolCall,
+    ToolResult,
+    Transcript,
+)
 from ...core.summary_text import SUMMARY_PREFIX
 from ...dialects.openai import decode_arguments
 from ...io import urls
 from .._log import LineOrigin, string_or_empty
-from .parsing import NAME
+from .parsing import NAME, ViewedItemLine
 
 LINE_TYPES = frozenset({"session_meta", "response_item", "compacted", "turn_context", "event_msg"})
 CALL_TYPES = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
@@ -182,7 +196,7 @@ def active_items(records: list[Record], first: int = 0) -> tuple[list[Item], dic
     # nothing of what is sent (a count reads the rollout before each of its compactions).
     start = _last_replacement(records)
     for index, (_, value) in enumerate(itertools.islice(records, start, None), first + start):
-        payload = value.get("payload") if type(value) is dict else None
+        payload = value.get("payload") if isinstance(value, dict) else None  # (a viewed line too)
         if not isinstance(payload, dict):
             continue
         kind = value.get("type")
@@ -350,22 +364,84 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
 
 
 def rollout(records: list[Record], name: str, bom: bool, inherited: tuple[Record, ...]) -> Transcript:
-    """The transcript of a rollout's lines, after the lines its history starts with (a fork's parents')."""
+    """The transcript of a rollout's lines, after the lines its history starts with (a fork's
+    parents'). A message all of whose items their line's view read (`parsing.ViewedItemLine`) is
+    left unread: its view counts and checks it, and it is read from those lines when asked for."""
     lines = [*inherited, *records]
     items, counted = active_items(lines, -len(inherited))
     usage = {(item.record, item.slot): line_usage(lines[record + len(inherited)][1]) for record, item in counted.items()}
     messages: list[Message] = []
     for role, indices in turns([item.value for item in items]):
-        blocks = tuple(b for i in indices for b in item_blocks(items[i].value, i))
-        raw = items[indices[0]].value
         recorded = [usage[key] for i in indices if (key := (items[i].record, items[i].slot)) in usage]
-        if recorded:
-            raw = {**raw, "usage": recorded[-1]}
         record = items[indices[0]].record
-        messages.append(Message(role, blocks, raw=raw, line=record + 1 if record >= 0 else None,
-                                origin=_Origin(tuple(indices), blocks)))
+        line = record + 1 if record >= 0 else None
+        seen = [sizes for i in indices if (sizes := _seen(records, items[i])) is not None]
+        if len(seen) == len(indices):
+            view = MessageView(tuple(size for sizes in seen for size in sizes), _with_usage(items[indices[0]].value, recorded),
+                               tuple(i for i, sizes in zip(indices, seen) for _ in sizes))
+            messages.append(Message.unread(role, view, None, _ReadLater(role, records, items, tuple(indices), recorded, name),
+                                           line=line))
+        else:
+            messages.append(_message(role, records, items, tuple(indices), recorded, name))
     return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system([*records, *inherited]),
                       name=name, source=RolloutSource(records, tuple(items), bom, inherited))
+
+
+def _seen(records: list[Record], item: Item) -> tuple[BlockSize, ...] | None:
+    """The sizes of the blocks of an item its line's view read, or None: the item is read."""
+    value = records[item.record][1] if item.record >= 0 and item.slot is None else None
+    return value.seen if type(value) is ViewedItemLine else None
+
+
+def _message(role: str, records: list[Record], items: list[Item] | tuple[Item, ...], indices: tuple[int, ...],
+             recorded: list[Any], name: str) -> Message:
+    """The message of a turn's items (`indices`), each read whole (again from its line, where its
+    view read it); `recorded`: the usage lines that counted its response."""
+    values = [whole_item(records, items[i], name) for i in indices]
+    blocks = tuple(b for i, value in zip(indices, values) for b in item_blocks(value, i))
+    record = items[indices[0]].record
+    return Message(role, blocks, raw=_with_usage(values[0], recorded), line=record + 1 if record >= 0 else None,
+                   origin=_Origin(indices, blocks))
+
+
+def _with_usage(value: dict, recorded: list[Any]) -> dict:
+    return {**value, "usage": recorded[-1]} if recorded else value
+
+
+def whole_item(records: list[Record], item: Item, name: str) -> dict:
+    """An item with everything in it: read again from its line where its view read the line."""
+    if _seen(records, item) is None:
+        return item.value
+    payload = read_again(records[item.record], name, item.record)["payload"]
+    assert type(payload) is dict  # what the view read
+    return payload
+
+
+def read_whole(source: RolloutSource, name: str) -> RolloutSource:
+    """The rollout with each line its view read read whole, and the items of those lines with
+    everything in them: what a write works on (a rollout read for counting that is written)."""
+    records = source.records
+    if not any(type(value) is ViewedItemLine for _, value in records):
+        return source
+    whole = [(line, read_again((line, value), name, k)) if type(value) is ViewedItemLine else (line, value)
+             for k, (line, value) in enumerate(records)]
+    items = tuple(replace(item, value=whole[item.record][1]["payload"]) if _seen(records, item) is not None else item
+                  for item in source.items)
+    return replace(source, records=whole, items=items)
+
+
+class _ReadLater:
+    """The message of a turn whose items their lines' views read, read from those lines when
+    first asked for: one per unread message of a rollout, so small (slots)."""
+
+    __slots__ = ("role", "records", "items", "indices", "recorded", "name")
+
+    def __init__(self, role: str, records: list[Record], items: list[Item], indices: tuple[int, ...],
+                 recorded: list[Any], name: str) -> None:
+        self.role, self.records, self.items, self.indices, self.recorded, self.name = role, records, items, indices, recorded, name
+
+    def __call__(self) -> Message:
+        return _message(self.role, self.records, self.items, self.indices, self.recorded, self.name)
 
 
 def session_meta(records: list[Record] | tuple[Record, ...]) -> dict:

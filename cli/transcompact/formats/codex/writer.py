@@ -26,6 +26,7 @@ from .reader import (
     is_unchanged,
     item_kind,
     line_usage,
+    read_whole,
     turns,
 )
 
@@ -175,7 +176,7 @@ def write_lines(transcript: Transcript) -> Lines:
     """The rollout's lines after a rewrite (`Format.write_lines`): the lines it kept are the
     input's own, which the post-condition takes as read, and the file is written from them
     without a copy of the whole."""
-    source: RolloutSource = transcript.source
+    source = read_whole(transcript.source, transcript.name)
     records, items = source.records, source.items
     origins = [m.origin for m in transcript.messages]
     if (all(isinstance(o, _Origin) for o in origins) and sorted(i for o in origins for i in o.items) == list(range(len(items)))

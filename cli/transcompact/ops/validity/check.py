@@ -165,6 +165,8 @@ def _block_like(size: BlockSize, line: int | None) -> Block:
         return ToolCall(size.call_id or "", size.name or "", None if size.flags & NOT_AN_OBJECT else {}, raw=raw("tool_use"), line=line)
     if size.type is Thinking:
         return Thinking("x", None if size.flags & UNSIGNED else "x", raw=raw("thinking"), line=line)
+    if size.type is Opaque:  # one with no raw, as its reader made it (a Codex reasoning item)
+        return Opaque(size.name, line=line)
     return RedactedThinking("x" if size.chars else "", raw=raw("redacted_thinking"), line=line)
 
 
