@@ -191,12 +191,13 @@ def same_bytes(output: bytes | Lines, data: bytes) -> bool:
     return output == data
 
 
-def parse_written(lines: Lines, name: str, bom: bool, trim: Callable[[Any], Any] | None = None) -> Parsed:
+def parse_written(lines: Lines, name: str, bom: bool, trim: Callable[[Any], Any] | None = None,
+                  view: Callable[[memoryview], Any] | None = None) -> Parsed:
     """`lines` as a reader will find them once written. A line kept from the input is taken as it
-    was read; a line made anew is parsed again from its bytes (and trimmed by `trim`, as `parse`
-    trims), and keeps the value it was made from when that is what its bytes read as (the value
-    read is not held a second time; a line given by its value stays so: its bytes are made again
-    when written)."""
+    was read; a line made anew is read again from its bytes (by `view`, else parsed and trimmed
+    by `trim`, as `parse` reads a line), and keeps the value it was made from when that is what
+    its bytes read as (the value read is not held a second time; a line given by its value stays
+    so: its bytes are made again when written)."""
     records = []
     for number, record in enumerate(lines.records, start=1):
         line, value = record
@@ -205,9 +206,11 @@ def parse_written(lines: Lines, name: str, bom: bool, trim: Callable[[Any], Any]
             continue
         whole = bytes(line_bytes(record))  # made anew: bytes already
         text = whole[len(BOM):] if number == 1 and bom else whole
-        read = parse_value(text, name, number) if text.strip() else BLANK
-        if trim is not None:
-            read = trim(read)
+        read = view(memoryview(text)) if view is not None else None
+        if read is None:
+            read = parse_value(text, name, number) if text.strip() else BLANK
+            if trim is not None:
+                read = trim(read)
         records.append(record if read == value else (whole, read))
     return Parsed(name, b"", records=records, bom=bom)
 

@@ -292,7 +292,8 @@ def reload(data: bytes | Lines, written: Transcript, messages_path: str | None =
     if isinstance(data, Lines):
         # The lines a rewrite made of a log read in part are read back in part too.
         in_part = _kept_in_part(getattr(written.source, "records", None))
-        parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False), trim=trim(True) if in_part else None)
+        parsed = parse_written(data, written.name, bom=getattr(written.source, "bom", False), trim=trim(True) if in_part else None,
+                               view=line_view("logs") if in_part else None)
     else:
         parsed = parse(data, written.name, known=getattr(written.source, "records", None) or (), trim=trim())
     fmt = adapter(written)

@@ -383,8 +383,11 @@ def read(parsed: Parsed, messages_path: str | None = None, listed: frozenset[tup
     path = find_path(records, version)
     order, compaction = active_entries(records, path, version)
     messages, message_records = [], []
+    listed_ids = {call_id for call_id, _ in listed}
     for index in order:
         value = records[index][1]
+        if type(value) is ViewedEntry and value["message"].get("toolCallId") in listed_ids:
+            value = whole_value(records[index], parsed.name, index)  # a view reads one text block as a string
         if type(value) is ViewedEntry:
             message = _unread_entry(records, index, value, compaction, parsed.name)
         else:

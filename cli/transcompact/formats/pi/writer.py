@@ -11,7 +11,7 @@ from ...core.errors import Location, ShapeError
 from ...core.jsondata import Lines, Record, compact_json, dumps, with_member_added, with_member_replaced
 from ...core.model import ASSISTANT, USER, Block, Text, ToolResult, Transcript, tool_names
 from .._log import Rewritten, restating_ratio, string_or_empty, surviving_parent, written_back
-from .parsing import ViewedEntry
+from .parsing import ViewedEntry, line_view
 from .reader import (
     UNSENT_STOP_REASONS,
     SessionSource,
@@ -103,7 +103,17 @@ def write_lines(transcript: Transcript) -> Lines:
             and all(not m.is_read or is_unchanged(m) for m in transcript.messages)):
         return Lines(list(source.records))  # the first line holds the byte-order mark, if any
     restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript), transcript.name)
-    return Lines.of([(line, value) for line, value, _ in restated], bom=source.bom)
+    return Lines.of([(line, _held_as_viewed(line, value)) for line, value, _ in restated], bom=source.bom)
+
+
+def _held_as_viewed(line: Any, value: Any) -> Any:
+    """What is held of a line the rewrite wrote anew (its bytes): its view where one reads it, as
+    a reading of the output would hold it, not the whole entry it was made of (a changed result's
+    `details` and all: a large prune's thousands)."""
+    if type(value) is not dict or type(line) is not bytes:
+        return value
+    viewed = line_view(memoryview(line))
+    return value if viewed is None else viewed
 
 
 def entry_chars(value: Any) -> int:
