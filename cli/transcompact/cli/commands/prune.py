@@ -93,7 +93,7 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     from ...counting.counter import Options, TokenCounter
     from ...formats import adapter, dumps, written
     from ...ops.pruning.prune import prune as run_prune
-    from ...ops.validity.postcondition import verified
+    from ...ops.validity.postcondition import judged, read_back
 
     transcript = how.reading.load(data, name)
     counter = TokenCounter(transcript, how.counting if how.counting is not None else Options())
@@ -104,7 +104,11 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
         pruned = adapter(pruned).replace_ui_copies(pruned)
     if how.to is None:
         output = written(pruned)
-        verified(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
+        as_written, same_input = read_back(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
+        if not how.diff:  # the output is judged as read back: a large log's rewrite is not held twice meanwhile
+            del pruned
+        judged(transcript, as_written, same_input, operation="prune")
+        del as_written
     else:  # written in the target's format, which convert's own post-condition judges
         from ...ops.convert import convert
 

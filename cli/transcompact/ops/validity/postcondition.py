@@ -30,26 +30,45 @@ def verified(before: Transcript, after: Transcript, written: bytes | Lines, *, o
     Returns the transcript read back (`after` itself when it has no message left and the output
     does not read back, like a JSON Lines file repair emptied). An output with no message is read
     back too: what a rewrite dropped can bring back what it hid (a pi entry before the leaf).
+    The two halves are `read_back` and `judged`: a caller that no longer needs `after` once it is
+    read back lets go of it between them (a large log's rewrite is then held once, as read back).
     """
-    hint = f"this is a bug in transcompact: run again with {option('traceback')} and report it"
+    as_written, same_input = read_back(before, after, written, operation=operation, messages_path=messages_path)
+    judged(before, as_written, same_input, operation=operation, same_messages=same_messages)
+    return as_written
+
+
+def read_back(before: Transcript, after: Transcript, written: bytes | Lines, *, operation: str,
+              messages_path: str | None = None) -> tuple[Transcript, bool]:
+    """`written` read again as the format and dialect it was written in, which must give the
+    messages of `after` (`verified`'s first half); and whether it holds `before`'s messages,
+    system prompt and tools one for one (a rewrite that changed none of them: `same_input`)."""
     try:
         as_written = reload(written, after, messages_path)
     except InputError as error:
         if after.messages:
             raise PostConditionError(f"{after.name}: {operation} would write output that does not read back as "
-                                     f"{after.format}: {error.message}; nothing written", hint=hint) from None
+                                     f"{after.format}: {error.message}; nothing written", hint=_BUG) from None
         as_written = after
     one_for_one = _one_for_one(as_written, after)
     if not one_for_one and not _same_turns(as_written, after):
         raise PostConditionError(f"{after.name}: {operation} would write output that reads back as other "
-                                 "messages than it made; nothing written", hint=hint)
-    unchanged = before is after and one_for_one and as_written.system == after.system and as_written.tools == after.tools
-    new = added_errors(before, as_written, same_messages=same_messages, same_input=unchanged)
+                                 "messages than it made; nothing written", hint=_BUG)
+    same_input = before is after and one_for_one and as_written.system == after.system and as_written.tools == after.tools
+    return as_written, same_input
+
+
+def judged(before: Transcript, as_written: Transcript, same_input: bool, *, operation: str, same_messages: bool = True) -> None:
+    """`verified`'s second half: the output read back (`read_back`) holds no `check` error its
+    input did not have."""
+    new = added_errors(before, as_written, same_messages=same_messages, same_input=same_input)
     if new:
         v = new[0]
-        raise PostConditionError(f"{after.name}: {operation} would add {v.rule} at message {v.index}: {v.text}; "
-                                 "nothing written", hint=hint)
-    return as_written
+        raise PostConditionError(f"{as_written.name}: {operation} would add {v.rule} at message {v.index}: {v.text}; "
+                                 "nothing written", hint=_BUG)
+
+
+_BUG = f"this is a bug in transcompact: run again with {option('traceback')} and report it"
 
 
 def _one_for_one(one, other) -> bool:
