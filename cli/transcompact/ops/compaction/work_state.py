@@ -337,7 +337,9 @@ class WorkStateFinder:
     def add(self, message: Message) -> None:
         for block in message.blocks:
             if isinstance(block, ToolCall):
-                self._known[block.id] = block
+                # Its name and input, for its result: not its raw, which may hold the result too
+                # (a Gemini CLI record's call holds its output), until the end of the pass.
+                self._known[block.id] = ToolCall(block.id, block.name, block.input)
                 self._tracker.call(block)
             elif isinstance(block, ToolResult) and (call := self._known.get(block.tool_call_id)) is not None:
                 _result(self._tracker, call, block)
