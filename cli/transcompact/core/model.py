@@ -360,7 +360,8 @@ def _marked(raw: Any) -> int:
 
 def block_size(block: Block) -> BlockSize | None:
     """What a count and `check` need of a block, as a view holds it (`BlockSize`), or None for a
-    block no view holds (one that is not text, thinking, a tool call, or a result of text)."""
+    block no view holds (one that is not text, thinking, a tool call, a result of text, or an
+    opaque block with nothing in it to count: a Codex reasoning item)."""
     if isinstance(block, Text):
         return BlockSize(Text, len(block.text), flags=text_flags(block.text), marks=_marked(block.raw))
     if isinstance(block, ToolResult):
@@ -378,6 +379,8 @@ def block_size(block: Block) -> BlockSize | None:
         return BlockSize(Thinking, len(block.thinking), flags=0 if block.signature else UNSIGNED, marks=_marked(block.raw))
     if isinstance(block, RedactedThinking):
         return BlockSize(RedactedThinking, len(block.data), marks=_marked(block.raw))
+    if isinstance(block, Opaque) and block.raw is None and block.type != "compaction":
+        return BlockSize(Opaque, 0, name=block.type)  # counted as nothing (`counter.pieces`; a compaction is read otherwise)
     return None
 
 

@@ -51,18 +51,19 @@ def copies_trimmed(value: Any) -> Any:
         return value
     if kept == payload:
         return value  # nothing to leave out (a dict of another size differs at once)
-    kept = _one_of_each(kept)
+    kept = one_of_each(kept)
     return {key: kept if key == "payload" else sys.intern(field) if key == "type" else field for key, field in value.items()}
 
 
-# The payloads the trim keeps, one of each: a long session's tens of thousands of events are a few
-# kinds (shared, as the values a reading gives are never changed in place). A process reading many
-# logs keeps the first kinds it meets.
+# The payloads the trim keeps, and the item fields a view keeps, one of each: a long session's tens
+# of thousands of lines are a few kinds (shared, as the values a reading gives are never changed
+# in place). A process reading many logs keeps the first kinds it meets.
 _KEPT: dict[bytes, dict] = {}
 _KINDS_KEPT = 1000
 
 
-def _one_of_each(kept: dict) -> dict:
+def one_of_each(kept: dict) -> dict:
+    """`kept`, or an equal dict kept before (`_KEPT`)."""
     try:
         key = orjson.dumps(kept)
     except TypeError:  # (a number beyond 64 bits in a kept field: no key, kept alone)

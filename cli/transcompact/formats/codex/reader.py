@@ -368,7 +368,8 @@ def rollout(records: list[Record], name: str, bom: bool, inherited: tuple[Record
     parents'). A message all of whose items their line's view read (`parsing.ViewedItemLine`) is
     left unread: its view counts and checks it, and it is read from those lines when asked for."""
     lines = [*inherited, *records]
-    items, counted = active_items(lines, -len(inherited))
+    found, counted = active_items(lines, -len(inherited))
+    items = tuple(found)
     usage = {(item.record, item.slot): line_usage(lines[record + len(inherited)][1]) for record, item in counted.items()}
     messages: list[Message] = []
     for role, indices in turns([item.value for item in items]):
@@ -384,7 +385,7 @@ def rollout(records: list[Record], name: str, bom: bool, inherited: tuple[Record
         else:
             messages.append(_message(role, records, items, tuple(indices), recorded, name))
     return Transcript(format=NAME, dialect="openai", messages=tuple(messages), system=_system([*records, *inherited]),
-                      name=name, source=RolloutSource(records, tuple(items), bom, inherited))
+                      name=name, source=RolloutSource(records, items, bom, inherited))
 
 
 def _seen(records: list[Record], item: Item) -> tuple[BlockSize, ...] | None:
@@ -393,7 +394,7 @@ def _seen(records: list[Record], item: Item) -> tuple[BlockSize, ...] | None:
     return value.seen if type(value) is ViewedItemLine else None
 
 
-def _message(role: str, records: list[Record], items: list[Item] | tuple[Item, ...], indices: tuple[int, ...],
+def _message(role: str, records: list[Record], items: tuple[Item, ...], indices: tuple[int, ...],
              recorded: list[Any], name: str) -> Message:
     """The message of a turn's items (`indices`), each read whole (again from its line, where its
     view read it); `recorded`: the usage lines that counted its response."""
@@ -436,7 +437,7 @@ class _ReadLater:
 
     __slots__ = ("role", "records", "items", "indices", "recorded", "name")
 
-    def __init__(self, role: str, records: list[Record], items: list[Item], indices: tuple[int, ...],
+    def __init__(self, role: str, records: list[Record], items: tuple[Item, ...], indices: tuple[int, ...],
                  recorded: list[Any], name: str) -> None:
         self.role, self.records, self.items, self.indices, self.recorded, self.name = role, records, items, indices, recorded, name
 

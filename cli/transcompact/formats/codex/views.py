@@ -6,9 +6,9 @@ then held as figures; the reader leaves the messages made of such items unread, 
 from their lines when asked for (`reader._ReadLater`), as a write reads them (`parsing.whole_value`).
 
 An item is viewed where every block the reader makes of it has a size (`block_size`): an opaque
-item (reasoning, a web search) is one that counts as nothing, having no `raw` in a Codex reading.
-A user's (or developer's) message is not viewed: the reader looks at its text to tell the user's
-words from context Codex injected. Nor is a `compaction` item, which a count reads otherwise.
+item (reasoning, a web search) is one that counts as nothing, having no `raw` in a Codex reading;
+a `compaction` item, which a count reads otherwise, has none. A user's (or developer's) message is
+not viewed: the reader looks at its text to tell the user's words from context Codex injected.
 """
 
 from __future__ import annotations
@@ -16,15 +16,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import orjson
-
 from ...core.errors import TranscompactError
 from ...core.jsondata import PartialLine, parse_value
-from ...core.model import ASSISTANT, BlockSize, Opaque, block_size
-from .parsing import LINE_KEYS
+from ...core.model import ASSISTANT, BlockSize, block_size
+from .parsing import LINE_KEYS, one_of_each
 from .reader import is_sent, item_blocks, item_kind
-
-_FIELDS: dict[bytes, dict] = {}  # the item fields views keep, one of each (values are never changed in place)
 
 
 def item_view(text: memoryview, kind: type[PartialLine]) -> Any:
@@ -38,7 +34,7 @@ def item_view(text: memoryview, kind: type[PartialLine]) -> Any:
     if type(value) is not dict or value.get("type") != "response_item" or not value.keys() <= LINE_KEYS:
         return None
     payload = value.get("payload")
-    if type(payload) is not dict or (sizes := _sizes(payload)) is None:
+    if type(payload) is not dict or (sizes := _sizes(payload)) is None or None in sizes:
         return value
     kept = kind((key, field) for key, field in value.items() if key != "payload")
     kept["type"] = "response_item"
@@ -47,33 +43,17 @@ def item_view(text: memoryview, kind: type[PartialLine]) -> Any:
     return kept
 
 
-def _sizes(item: dict) -> tuple[BlockSize, ...] | None:
-    """The sizes of the blocks the reader makes of `item` (none of an item Codex does not send), or
-    None where it is read whole."""
+def _sizes(item: dict) -> tuple[BlockSize | None, ...] | None:
+    """The sizes of the blocks the reader makes of `item` (none of an item Codex does not send; None
+    for a block no view holds), or None where it is read whole: a user's or developer's message."""
     if not is_sent(item):
         return ()
-    kind = item_kind(item)
-    if kind == "compaction" or kind == "message" and item.get("role") != ASSISTANT:
+    if item_kind(item) == "message" and item.get("role") != ASSISTANT:
         return None
-    sizes = []
-    for block in item_blocks(item, 0):
-        if type(block) is Opaque:
-            if block.raw is not None:
-                return None
-            sizes.append(BlockSize(Opaque, 0, name=block.type))  # counted as nothing, as `counter.pieces` counts it
-        elif (size := block_size(block)) is not None:
-            sizes.append(size)
-        else:
-            return None
-    return tuple(sizes)
+    return tuple(block_size(block) for block in item_blocks(item, 0))
 
 
 def _fields(item: dict) -> dict:
     """What the reader tells items apart by (`item_kind`, `is_sent`, `turns`): `type` and `role`."""
-    fields = {key: sys.intern(field) if type(field) is str else field for key in ("type", "role") if key in item
-              for field in (item[key],)}
-    try:
-        key = orjson.dumps(fields)
-    except TypeError:  # (a number beyond 64 bits: kept alone)
-        return fields
-    return _FIELDS.setdefault(key, fields) if len(_FIELDS) < 1000 else _FIELDS.get(key, fields)
+    return one_of_each({key: sys.intern(field) if type(field) is str else field for key in ("type", "role") if key in item
+                        for field in (item[key],)})
