@@ -293,7 +293,8 @@ class Transcript:
     `tokens_per_char`: what a character of its content costs by the model the operation that made
     it counted with (counting/counter.py): a log's writer restates the usage its responses
     recorded by it, per character a rewrite took out of their prompts (None: a quarter, the
-    estimator's, and the agents' own estimate).
+    estimator's, and the agents' own estimate; 0: none restated, where the count rested on usage
+    that counted less than the log held, `TokenCounter.restating_ratio`).
     """
 
     format: str

@@ -437,10 +437,16 @@ def _basis(transcript: Transcript, options: Options, method: str, system: _Tally
     # count_tokens is exact for what the transcript holds; an anchor corrects an estimate.
     if options.tokenizer == "anthropic":
         return Basis(method, notes=notes)
-    covered = counted.head + sum(t for i, t in enumerate(counted.messages[: recorded.message + 1]) if i not in left_out)
+    covered = _covered(counted, recorded, left_out)
     after = len(transcript.messages) - recorded.message - 1
     return Basis(f"recorded usage at message {recorded.message} + {method} of {after} message{'s' * (after != 1)} after",
                  overhead=recorded.context - covered, anchor=recorded.message, notes=notes)
+
+
+def _covered(counted: _Counted, recorded: Recorded, left_out: frozenset[int]) -> int:
+    """The estimate of what a recorded usage counted: what comes before the messages, and those up
+    to its response that it did not leave out."""
+    return counted.head + sum(t for i, t in enumerate(counted.messages[: recorded.message + 1]) if i not in left_out)
 
 
 # How far a fitted ratio may stray from the tokenizer's own (0.25 a character, 1 a tiktoken token)
@@ -566,12 +572,11 @@ class TokenCounter:
         prompts = recorded_prompts(transcript.messages)  # read once, for the last usage and the fit alike
         recorded = _once(self._recorded, transcript, lambda t: recorded_usage(t.messages, prompts))
         self.basis = _basis(transcript, options, method, system, tools, tallies, counted, prompts, recorded)
-        self._input_tokens = sum(counted.by_kind.values()) + self.basis.overhead  # what the API read of the input (`_with_overhead`)
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
             self.factor = self.exact(transcript).tokens / max(1, sum(counted.by_kind.values()))
         if self.basis.calibration is None or options.tokenizer == "anthropic":  # the input's own breakdown is already made: keep it
-            self._counted[id(transcript)] = (transcript, self._on_scale(counted))
+            self._counted[id(transcript)] = (transcript, self._on_scale(counted, transcript))
 
     def tallies(self, transcript: Transcript) -> tuple[_Tally, _Tally, list[_Tally | None]]:
         """(system prompt, tool schemas, each message as its agent sends it: `blocks_as_sent`); None
@@ -609,7 +614,7 @@ class TokenCounter:
             anchor = self.recorded(transcript)
             left_out = adapter(transcript).unrecorded_messages(transcript) if anchor is not None else frozenset()
             return _by_fit(system, tools, tallies, self.basis.calibration, self.ratio, anchor, left_out)
-        return self._on_scale(_by_estimator(system, tools, tallies, self.ratio))
+        return self._on_scale(_by_estimator(system, tools, tallies, self.ratio), transcript)
 
     def prompts(self, transcript: Transcript) -> list[int] | None:
         """The prompt each message of `transcript` is sent after, by this run's model: the fitted
@@ -651,13 +656,28 @@ class TokenCounter:
                 running += tokens
         return out
 
-    def _on_scale(self, counted: _Counted) -> _Counted:
-        """A content estimate put on the input's scale: its hidden overhead, its exact count's factor
-        and the fitted overhead (which count_tokens, exact for the content only, adds to it)."""
-        counted = _with_overhead(counted, self.basis.overhead, self._input_tokens) if self.basis.overhead else counted
+    def _on_scale(self, counted: _Counted, transcript: Transcript) -> _Counted:
+        """A content estimate of `transcript` put on the input's scale: its hidden overhead, its
+        exact count's factor and the fitted overhead (which count_tokens, exact for the content
+        only, adds to it)."""
+        overhead = self.basis.overhead
+        if overhead:
+            counted = _with_overhead(counted, overhead, self._read(transcript, counted) if overhead < 0 else 0)
         if self.options.tokenizer != "anthropic":
             return counted
         return _with_overhead(apportioned(counted, round(sum(counted.by_kind.values()) * self.factor)), self.fixed, 0)
+
+    def _read(self, transcript: Transcript, counted: _Counted) -> int:
+        """What the API read of `transcript`'s input by its own newest usage (`_with_overhead`): the
+        prompt that recorded, and the estimate of what it did not count (the messages after it,
+        those it left out); its content where it records none. Of the input, its content plus the
+        overhead; of a rewrite of it, what is left of those, so that it counts as its output
+        reads back (a rewrite restates none of that usage: `restating_ratio`)."""
+        content = sum(counted.by_kind.values())
+        recorded = self.recorded(transcript)
+        if recorded is None:
+            return content
+        return recorded.context + content - _covered(counted, recorded, adapter(transcript).unrecorded_messages(transcript))
 
     @property
     def tokens_per_char(self) -> float:
@@ -668,6 +688,18 @@ class TokenCounter:
         if fit is not None and self.options.tokenizer != "anthropic":
             return fit.per_char
         return self.options.ratio * self.factor  # (tiktoken: the estimator's, for want of a ratio per character)
+
+    @property
+    def restating_ratio(self) -> float:
+        """What a rewrite restates the usage its responses recorded by, per character it took out of
+        their prompts (`Transcript.tokens_per_char`): `tokens_per_char`, or 0, none restated, where
+        the count rests on an anchor that showed a negative overhead. That stood for old content
+        the agent left out of what it sent, which the rewrite may have taken out too (as `prompts`
+        says): restated by it, a response's usage would fall to its output, no longer read as
+        usage, and the output would count from an older anchor, not as the rewrite reported."""
+        if self.basis.calibration is None and self.basis.anchor is not None and self.basis.overhead < 0:
+            return 0.0
+        return self.tokens_per_char
 
     @property
     def fixed(self) -> int:

@@ -36,9 +36,10 @@ TOKENS_PER_CHAR = 0.25
 
 def restating_ratio(transcript: Any) -> float:
     """The tokens a character a rewrite took out of a prompt took out of the usage recorded for it:
-    the model's the operation counted with (`Transcript.tokens_per_char`), else `TOKENS_PER_CHAR`."""
+    the model's the operation counted with (`Transcript.tokens_per_char`; 0: none restated), else
+    `TOKENS_PER_CHAR`."""
     ratio = transcript.tokens_per_char
-    return ratio if ratio is not None and ratio > 0 else TOKENS_PER_CHAR
+    return ratio if ratio is not None and ratio >= 0 else TOKENS_PER_CHAR
 
 
 # The prompt each message of a transcript is sent after, by the model a compaction is counted with

@@ -101,7 +101,7 @@ def write_lines(transcript: Transcript) -> Lines:
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 
     parents = _relink(source, dropped, inserted)
-    restated = restated_usage(source, taken)
+    restated = restated_usage(source, taken) if ratio else {}  # (0: none restated, `restating_ratio`)
 
     shared: list = []  # the message fields of the response last restated, its tokens, and the fields restated
 

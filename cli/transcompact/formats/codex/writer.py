@@ -225,6 +225,8 @@ def restated_usage(source: RolloutSource, changed: dict[int, dict], kept: set[in
     model the rewrite was counted with; Codex's own estimate is 4 characters a token): Codex
     resumes with the last one as the size of its context, and would compact a pruned rollout it no
     longer needs to, and `estimate` anchors on it."""
+    if not ratio:  # none restated (`restating_ratio`)
+        return {}
     items = source.items
 
     def taken(i: int) -> int:

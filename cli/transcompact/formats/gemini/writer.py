@@ -451,6 +451,8 @@ def _taken(transcript: Transcript) -> dict[int, float]:
     ratio = restating_ratio(transcript)
     unrecorded = unrecorded_messages(transcript)
     taken: dict[int, float] = {}
+    if not ratio:  # none restated (`restating_ratio`): not even an image's figure
+        return taken
     for index, message in enumerate(transcript.messages):
         if not message.is_read:
             continue

@@ -159,6 +159,8 @@ def restated_usage(out: list[Rewritten], source: SessionSource, ratio: float, na
     character (the model the rewrite was counted with; pi's own estimate is 4 characters a token).
     The billed parts (`input`, `cacheRead`, … and `cost`, which pi adds up as the session's totals)
     stay as the API reported them."""
+    if not ratio:  # none restated (`restating_ratio`)
+        return out
     before = _chars_before(source.records, source.path, source.version)
     lines = [(line, value) for line, value, _ in out]
     now = _chars_before(lines, find_path(lines, source.version), source.version)

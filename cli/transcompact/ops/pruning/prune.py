@@ -168,8 +168,9 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     thinking_removed = _clear_thinking(messages, options.keep_thinking_turns) if options.clear_thinking else 0
     unchanged = all(new is old for new, old in zip(messages, transcript.messages))
     # The same one when unchanged: counted once. A changed one says what a character of it costs by
-    # the model it is counted with: its writer restates the usage its responses recorded by it.
-    pruned = transcript if unchanged else replace(transcript.with_messages(messages), tokens_per_char=counter.tokens_per_char)
+    # the model it is counted with: its writer restates the usage its responses recorded by it
+    # (none where that count rests on usage that counted less than the log held).
+    pruned = transcript if unchanged else replace(transcript.with_messages(messages), tokens_per_char=counter.restating_ratio)
     before, after = counter.tokens(transcript), counter.tokens(pruned)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)
