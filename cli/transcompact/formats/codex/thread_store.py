@@ -36,16 +36,19 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
 from ...core.errors import Location, OutputError, UsageError
 from ...core.jsondata import Lines
+
+if TYPE_CHECKING:  # imported where a database is opened: every file a rewrite writes passes through `rewriting`
+    import sqlite3
 
 # Codex finds a rollout by the thread id that ends its name (rollout-<time>-<id>.jsonl).
 ROLLOUT_NAME = re.compile(r"rollout-(.+)-([0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})\.jsonl")
@@ -119,6 +122,8 @@ class Projection:
 
 def projections(home: Path, thread: str, name: str) -> list[tuple[Path, Projection]]:
     """Each of Codex's thread-history databases that holds a projection of `thread`, with it."""
+    import sqlite3
+
     found = []
     for database in databases(home):
         try:
@@ -143,6 +148,8 @@ def _locked(error: sqlite3.Error) -> bool:
 def forget(database: Path, thread: str, name: str) -> None:
     """Delete Codex's projection of `thread` from `database`, as Codex does when it deletes the
     thread: it projects the file afresh the next time it flushes the thread."""
+    import sqlite3
+
     try:
         with contextlib.closing(sqlite3.connect(database, timeout=LOCK_TIMEOUT, isolation_level=None)) as db:
             db.execute("BEGIN IMMEDIATE")
