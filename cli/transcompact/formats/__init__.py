@@ -342,6 +342,10 @@ def rewriting(path: str | os.PathLike, data: bytes | Lines) -> contextlib.Abstra
     logs about that file's bytes, checked before the write (a change it cannot follow is refused)
     and brought up to date after it (Codex's thread-history projection, codex/thread_store.py).
     Any other file is written as it is."""
+    from .codex.parsing import named_as_rollout
+
+    if not named_as_rollout(os.fspath(path)):
+        return contextlib.nullcontext()
     from .codex.thread_store import rewriting
 
     return rewriting(path, data)

@@ -5,6 +5,7 @@ views (`begins_as_response_item`, `ViewedItemLine`). Imported for any JSON Lines
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -15,6 +16,14 @@ from ...core.jsondata import PartialLine, Record, read_again
 NAME = "codex"
 DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
 LINES = True  # a line is what a rewrite changes, keeps or removes
+
+def named_as_rollout(path: str) -> bool:
+    """Whether a file's name begins and ends as Codex names a rollout (`rollout-<time>-<thread
+    id>.jsonl`, `thread_store.ROLLOUT_NAME` says it whole): a write over any other file is no
+    business of Codex's thread store, which is not imported for it."""
+    name = path.rpartition("/")[2].rpartition(os.sep)[2]
+    return name.startswith("rollout-") and name.endswith(".jsonl")
+
 
 # The events whose fields are read (the rest only by their type, and an `item_completed` by its
 # item's: slim's). Of every other event, a copy of an item the UI replays (a command's output
