@@ -403,13 +403,14 @@ def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]
 
 
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,
-           tallies: list[_Tally | None], counted: _Counted, prompts: list[int | None], recorded: Recorded | None) -> Basis:
+           tallies: list[_Tally | None], counted: _Counted, prompts: list[int | None], recorded: Recorded | None,
+           unrecorded: Callable[[], frozenset[int]]) -> Basis:
     notes: tuple[str, ...] = ()
     if options.count != "usage":
         return Basis(method)
     # What the log holds but no recorded prompt did, though the agent sends it now: not in what the
     # usage is fitted or anchored on, counted on top of it.
-    left_out = adapter(transcript).unrecorded_messages(transcript)
+    left_out = unrecorded()
     found = recorded.responses if recorded is not None else 0  # the responses that recorded usage
     fit = _fitted(transcript, options, prompts, system, tools, tallies, left_out) if found >= 2 else None
     believed = fit is not None and _sane(fit, options)
@@ -567,11 +568,13 @@ class TokenCounter:
         self._exact: dict[int, tuple[Transcript, Any]] = {}
         self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
         self._as_sent: dict[int, tuple[Transcript, Mapping[int, tuple[Block, ...]]]] = {}
+        self._unrecorded: dict[int, tuple[Transcript, frozenset[int]]] = {}
         system, tools, tallies = self.tallies(transcript)
         counted = _by_estimator(system, tools, tallies, self.ratio)
         prompts = recorded_prompts(transcript.messages)  # read once, for the last usage and the fit alike
         recorded = _once(self._recorded, transcript, lambda t: recorded_usage(t.messages, prompts))
-        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, prompts, recorded)
+        self.basis = _basis(transcript, options, method, system, tools, tallies, counted, prompts, recorded,
+                            lambda: self.unrecorded(transcript))
         self.factor = 1.0  # the input's exact count over its chars estimate (--tokenizer anthropic)
         if options.tokenizer == "anthropic":
             self.factor = self.exact(transcript).tokens / max(1, sum(counted.by_kind.values()))
@@ -612,7 +615,7 @@ class TokenCounter:
         system, tools, tallies = self.tallies(transcript)
         if self.basis.calibration is not None and self.options.tokenizer != "anthropic":
             anchor = self.recorded(transcript)
-            left_out = adapter(transcript).unrecorded_messages(transcript) if anchor is not None else frozenset()
+            left_out = self.unrecorded(transcript) if anchor is not None else frozenset()
             return _by_fit(system, tools, tallies, self.basis.calibration, self.ratio, anchor, left_out)
         return self._on_scale(_by_estimator(system, tools, tallies, self.ratio), transcript)
 
@@ -628,7 +631,7 @@ class TokenCounter:
         fit = self.basis.calibration
         if self.options.tokenizer == "anthropic":
             return None
-        left_out = adapter(transcript).unrecorded_messages(transcript)
+        left_out = self.unrecorded(transcript)
         if fit is None:
             # (A negative overhead stood for old content the agent left out of what it sent, which
             # the rewrite may have taken out too: not restated by.)
@@ -677,7 +680,7 @@ class TokenCounter:
         recorded = self.recorded(transcript)
         if recorded is None:
             return content
-        return recorded.context + content - _covered(counted, recorded, adapter(transcript).unrecorded_messages(transcript))
+        return recorded.context + content - _covered(counted, recorded, self.unrecorded(transcript))
 
     @property
     def tokens_per_char(self) -> float:
@@ -714,6 +717,10 @@ class TokenCounter:
         system, tools, tallies = self.tallies(transcript)
         return _with_overhead(apportioned(_by_estimator(system, tools, tallies, self.ratio), self.exact(transcript).tokens),
                               self.fixed, 0)
+
+    def unrecorded(self, transcript: Transcript) -> frozenset[int]:
+        """The messages no recorded usage counted, though the agent sends them (`Format.unrecorded_messages`), looked for once."""
+        return _once(self._unrecorded, transcript, lambda t: adapter(t).unrecorded_messages(t))
 
     def recorded(self, transcript: Transcript) -> Recorded | None:
         """The usage the transcript's last response with usage recorded, looked for once."""
