@@ -182,7 +182,8 @@ class _Tally:
     """What one message (or the system prompt, or the tool schemas) holds: units per kind.
 
     One is kept per message of every transcript counted, so as tuples (of a long log's tens of
-    thousands of messages, most hold one kind and no image), not dicts and lists."""
+    thousands of messages, most hold one kind and no image), not dicts and lists; never changed
+    once made (messages of one short text share theirs: `_tally_of_view`)."""
 
     units: tuple[tuple[str, int], ...] = ()  # (kind, chars), or tokens for a tokenizer
     fixed: tuple[tuple[str, int], ...] = ()  # (kind, tokens) from images and documents
@@ -216,8 +217,20 @@ _VIEW_KINDS = {Text: "text", Thinking: "thinking", RedactedThinking: "thinking",
                ToolResult: "tool_results", Opaque: "other"}
 
 
+# The tally of an unread message of one short text, by its characters, made once: a tally is four
+# objects (176 bytes), where such a message is some 50 bytes of the file, and many of them hold few sizes.
+_SHARED_BELOW = 4096
+_TEXT_TALLIES: dict[int, _Tally] = {}
+
+
 def _tally_of_view(view: MessageView) -> _Tally:
     """The chars tally of an unread message, from its view: the same as `_tally` of its blocks."""
+    blocks = view.blocks
+    if len(blocks) == 1 and blocks[0].type is Text and (chars := blocks[0].chars) < _SHARED_BELOW:
+        tally = _TEXT_TALLIES.get(chars)
+        if tally is None:
+            tally = _TEXT_TALLIES[chars] = _Tally((("text", chars),), (), (), 1)
+        return tally
     units: dict[str, int] = {}
     results: list[tuple[str, int, int]] = []
     for size in view.blocks:

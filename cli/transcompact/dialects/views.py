@@ -9,6 +9,7 @@ type) has no view, and is read whole.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, NamedTuple
 
 import msgspec
@@ -106,11 +107,27 @@ def view(data: Any, depth: int) -> Viewed | None:
     return _viewed(message, depth, True)
 
 
+# The view of a short string content, by its characters and flags (`text_flags`: two bits), made
+# once: a view is three tuples (208 bytes), where a short message is some 50 bytes of the file, and
+# a body of many of them holds few sizes. A longer one's view is its own.
+_SHARED_BELOW = 4096
+_STRING_VIEWS: dict[int, MessageView] = {}
+
+
+def _string_view(content: str) -> MessageView:
+    chars, flags = len(content), text_flags(content)
+    if chars >= _SHARED_BELOW:
+        return MessageView((BlockSize(Text, chars, None, None, flags),))
+    view = _STRING_VIEWS.get(key := chars << 2 | flags)
+    if view is None:
+        view = _STRING_VIEWS[key] = MessageView((BlockSize(Text, chars, None, None, flags),))
+    return view
+
+
 def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
-    role, content = message.role, message.content
+    role, content = sys.intern(message.role), message.content  # (the decoder makes each its own string: 55 bytes a message)
     if isinstance(content, str):
-        return Viewed(role, MessageView((BlockSize(Text, len(content), None, None, text_flags(content)),)),
-                      {"role": role, "content": _stand_in(content)} if shaped else None, True)
+        return Viewed(role, _string_view(content), _string_shape(role, content) if shaped else None, True)
     # Positional BlockSizes, and shapes only when asked for: this runs for every message of a body.
     sizes, shapes = [], []
     inner = depth + 3
@@ -190,7 +207,22 @@ def _result_size(content: Raw, depth: int) -> tuple[int, int, bool]:
 
 
 def _stand_in(text: str) -> str:
-    """What detection needs of a text: whether it is blank (a long text is not kept twice)."""
-    if len(text) < 64:
-        return text
-    return text if not text.strip() else "…"
+    """What detection needs of a text: whether it is blank (`…` for any other: a text is not kept twice)."""
+    return text if not text or text.isspace() else "…"
+
+
+# The shape of a message of one text that is not blank, by its role, made once: a JSON Lines
+# input's lines hold theirs until detection has read them all (a dict and a string, 250 bytes,
+# where a short message is some 50 bytes of the file).
+_STRING_SHAPES: dict[str, dict] = {}
+
+
+def _string_shape(role: str, content: str) -> dict:
+    if not content or content.isspace():
+        return {"role": role, "content": content}
+    shape = _STRING_SHAPES.get(role)
+    if shape is None:
+        shape = {"role": role, "content": "…"}
+        if len(_STRING_SHAPES) < 64:  # (any string is a role to the decoder: a few are kept)
+            _STRING_SHAPES[role] = shape
+    return shape

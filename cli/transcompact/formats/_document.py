@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import orjson
@@ -229,13 +228,15 @@ def read_quickly(data: bytes, name: str, dialect: str | None, split: bool = Fals
         shapes = [viewed.shape if viewed is not None else value for _, viewed, value in read]
         dialect = dialects.detect(shapes, request=None if parent is None else {**parent, "messages": shapes})
     codec = dialects.DIALECTS[dialect]
+    shared = read[0][0].spans if read and type(read[0][0]) is _Span else _Spans(None, depth, list(spans))  # (`as_read` changes)
+    shared.codec = codec  # how each message left unread is read
     messages = []
     as_read = spans  # what `write` finds a message unchanged by: its bytes, or the value it was read from
     try:
         for index, (span, viewed, value) in enumerate(read):
             if viewed is not None and (
                     dialect == "anthropic" or viewed.string_content and viewed.role not in ("tool", "function")):
-                messages.append(Message.unread(viewed.role, viewed.view, span, partial(_read_one, codec, span, index, depth)))
+                messages.append(Message.unread(viewed.role, viewed.view, span, span if type(span) is _Span else _Span(shared, index)))
             else:
                 as_read[index] = value if value is not None else nested_value(bytes(span), depth)
                 messages.append(codec.read_message(as_read[index], index=index))
@@ -263,7 +264,7 @@ def _read_views(array: Any, depth: int, shapes: bool, split: bool) -> list[tuple
 
     every = views.view_all(array, depth, shapes=shapes)
     if every is not None and not split:  # the common case: one decoder call, and each message's bytes split off if ever needed
-        spans = _Spans(array)
+        spans = _Spans(array, depth)
         return [(_Span(spans, index), viewed, None) for index, viewed in enumerate(every)]
     read = []
     try:
@@ -283,13 +284,17 @@ def _read_views(array: Any, depth: int, shapes: bool, split: bool) -> list[tuple
 
 
 class _Spans:
-    """The bytes of each message of a document's array, split off when first asked for."""
+    """The bytes of each message of a document's array, split off when first asked for (or at
+    once: `split`), and how each is read: the dialect's codec (set once detection has named it),
+    how deep its messages sit."""
 
-    __slots__ = ("array", "split")
+    __slots__ = ("array", "split", "codec", "depth")
 
-    def __init__(self, array: Any):
+    def __init__(self, array: Any, depth: int, split: list | None = None):
         self.array = array
-        self.split: list | None = None
+        self.split = split
+        self.codec: Any = None
+        self.depth = depth
 
     def __getitem__(self, index: int) -> Any:
         if self.split is None:
@@ -300,7 +305,8 @@ class _Spans:
 
 
 class _Span:
-    """One message's bytes (`bytes(span)`), as `_Spans` splits them off."""
+    """One message's bytes (`bytes(span)`), as `_Spans` splits them off; called, the message read
+    from them (`Message.unread`'s `read`: one object a message, where a `partial` made three)."""
 
     __slots__ = ("spans", "index")
 
@@ -311,9 +317,9 @@ class _Span:
     def __bytes__(self) -> bytes:
         return bytes(self.spans[self.index])
 
-
-def _read_one(codec: Any, span: Any, index: int, depth: int) -> Message:
-    return codec.read_message(nested_value(bytes(span), depth), index=index)
+    def __call__(self) -> Message:
+        spans = self.spans
+        return spans.codec.read_message(nested_value(bytes(self), spans.depth), index=self.index)
 
 
 def _replace_at(node: Any, path: tuple[Any, ...], value: Any) -> Any:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from .. import dialects
@@ -91,6 +90,7 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     and check it in that dialect."""
     dialect = dialect or dialects.detect([v.viewed.shape if type(v) is UnreadLine else v for v in parsed.values()])
     codec = dialects.DIALECTS[dialect]
+    reading = (codec, parsed.name)
     messages: list[Message] = []
     lines: dict[int, tuple[int, ...]] = {}
     pending: list[int] = []
@@ -105,10 +105,10 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
                 own = line[len(BOM):] if number == 1 and parsed.bom else line
                 viewed = value.viewed
                 if dialect == "anthropic" or viewed.string_content and viewed.role not in ("tool", "function"):
-                    read_later = partial(_read_line, codec, own, parsed.name, len(messages), number)
+                    read_later = _LineReading(reading, own, len(messages), number)
                     messages.append(Message.unread(viewed.role, viewed.view, line, read_later, line=number))
                 else:  # a view of the other dialect's shape: read now
-                    messages.append(_read_line(codec, own, parsed.name, len(messages), number))
+                    messages.append(_LineReading(reading, own, len(messages), number)())
             else:
                 messages.append(codec.read_message(value, index=len(messages), line=number))
         except ShapeError as error:
@@ -121,8 +121,18 @@ def read(parsed: Parsed, messages_path: str | None = None, dialect: str | None =
     return Transcript(format=NAME, dialect=dialect, messages=tuple(messages), name=parsed.name, source=source)
 
 
-def _read_line(codec: Any, line: Any, name: str, index: int, number: int) -> Message:
-    return codec.read_message(parse_value(bytes(line), name, number), index=index, line=number)
+class _LineReading:
+    """What reads the message of a line left unread (`Message.unread`'s `read`): one object a
+    line, its dialect's codec and the file's name shared (`reading`), where a `partial` made three."""
+
+    __slots__ = ("reading", "line", "index", "number")
+
+    def __init__(self, reading: tuple[Any, str], line: Any, index: int, number: int):
+        self.reading, self.line, self.index, self.number = reading, line, index, number
+
+    def __call__(self) -> Message:
+        codec, name = self.reading
+        return codec.read_message(parse_value(bytes(self.line), name, self.number), index=self.index, line=self.number)
 
 
 def write(transcript: Transcript) -> bytes:

@@ -15,7 +15,7 @@ from ..counting.models import threshold_tokens
 EMERGENCY_FRACTION = 0.95
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MessageCount:
     index: int
     role: str
@@ -102,6 +102,8 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         notes.append(f"the transcript holds {-counted.by_kind['overhead']:,} tokens more than its recorded usage says the "
                      "API read (the agent sent less than it logged: cleared tool results, a compaction of its own); "
                      "the shares are of what it holds")
+    recorded = counter.recorded(transcript)
+    del counter  # (its tallies of each message: a long log's per-message counts are made without them)
     compaction = server_compaction(transcript.messages)
     if compaction is not None and compaction[0] > 0:
         start = compaction[0]
@@ -135,7 +137,7 @@ def estimate(transcript: Transcript, options: Options = Options(), counter: Toke
         max_output=options.max_output,
         threshold=threshold,
         warning=int(options.warn_at * threshold),
-        recorded=counter.recorded(transcript),
+        recorded=recorded,
         calibration=fit if options.calibrate else None,
         model=options.model,
         notes=tuple(notes),
