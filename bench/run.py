@@ -20,6 +20,9 @@ runs, the runs of the things compared taking turns so that a change of load hits
 - the peak memory of `estimate` on the 53 MB transcript, and of every command on a 100,000-line
   Claude Code log (`claude_code_log.py`), as a multiple of the file's size; `slim` of that log
   against an orjson read and write of its lines;
+- the peak memory of the three commands on 500,000 tiny messages (25 MB; 50,000 with --quick) as
+  a request body and as JSON Lines, beside that of `orjson.loads` alone (for information: what
+  a message costs whatever its size);
 - growth: the three commands on each shape at two or three sizes (tool-call
   transcripts of 5, 50 and 200 MB, 10,000 and 100,000 tiny messages, a 5 and a 50 MB single text
   block, a 20,000- and a 200,000-line Claude Code log with branches, 1,000 and 10,000 parallel
@@ -56,7 +59,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import every_shape  # noqa: E402 (the shapes users have)
 from claude_code_log import generate as claude_code_log  # noqa: E402 (found through the path above)
-from shapes import parallel_calls, single_block, tiny_messages, tool_session  # noqa: E402
+from shapes import as_json_lines, as_request_body, parallel_calls, single_block, tiny_messages, tool_session  # noqa: E402
 
 QUICK = "--quick" in sys.argv[1:] or os.environ.get("BENCH_QUICK", "") not in ("", "0")
 MB = 1_000_000
@@ -465,6 +468,31 @@ def claude_code_memory(workdir: Path) -> list[Row]:
     return rows
 
 
+def tiny_messages_memory(workdir: Path) -> list[Row]:
+    """Each command's peak memory on many tiny messages, where what a message costs whatever its
+    size (its objects, its view, its count) is most of it; for information, beside the peak of
+    `orjson.loads` alone of the same file (of JSON Lines, line by line)."""
+    count = 50_000 if QUICK else 500_000
+    messages = orjson.loads(tiny_messages(count))["messages"]
+    rows = []
+    for shape, suffix, data, load in (
+            ("request body", "json", as_request_body(messages), "orjson.loads(open(sys.argv[1], 'rb').read())"),
+            ("JSON Lines", "jsonl", as_json_lines(messages), "[orjson.loads(l) for l in open(sys.argv[1], 'rb').read().splitlines()]")):
+        path = workdir / f"tiny-messages.{suffix}"
+        path.write_bytes(data)
+        name = f"{count:,} tiny messages, {shape} ({path.stat().st_size / MB:.0f} MB)"
+        peaks = {command: memory_row(f"peak memory: {command}, {name}", [*TRANSCOMPACT, *args, str(path)], path, None)
+                 for command, args in COMMANDS.items()}
+        alone = memory_row(f"peak memory: orjson.loads alone, {name}", [PYTHON, "-c", f"import orjson, sys; {load}", str(path)],
+                           path, None)
+        largest = max(peaks.values(), key=lambda row: -1 if row.value is None else row.value)
+        shown = ", ".join(f"{command} {'failed' if row.value is None else f'{row.value:.2f}×'}" for command, row in peaks.items())
+        alone_shown = "failed" if alone.value is None else f"{alone.value:.2f}×"
+        rows.append(Row(f"peak memory: {name}", largest.value, None, f"{shown}; orjson.loads alone {alone_shown}"))
+        path.unlink()
+    return rows
+
+
 @dataclass(frozen=True)
 class Shape:
     """A kind of transcript measured at several sizes, per MB of the file or per thing counted."""
@@ -638,7 +666,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="transcompact-bench-") as name:
         workdir = Path(name)
         rows = [*speed(workdir), *every_shape.measure(workdir, sys.modules[__name__]), *facts(),
-                *batch(workdir), *sessions_listing(workdir), *claude_code_memory(workdir), *growth(workdir)]
+                *batch(workdir), *sessions_listing(workdir), *claude_code_memory(workdir), *tiny_messages_memory(workdir),
+                *growth(workdir)]
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", ROOT.parent / "shared" / "corpus"))
     if corpus.is_dir():
         rows += accuracy(corpus) + summaries(corpus)
