@@ -206,9 +206,12 @@ def _result_size(content: Raw, depth: int) -> tuple[int, int, bool]:
     return _chars(content), 0, False
 
 
+_NOT_BLANK = "…"  # what detection sees of a text that is not blank
+
+
 def _stand_in(text: str) -> str:
     """What detection needs of a text: whether it is blank (`…` for any other: a text is not kept twice)."""
-    return text if not text or text.isspace() else "…"
+    return text if not text or text.isspace() else _NOT_BLANK
 
 
 # The shape of a message of one text that is not blank, by its role, made once: a JSON Lines
@@ -218,11 +221,11 @@ _STRING_SHAPES: dict[str, dict] = {}
 
 
 def _string_shape(role: str, content: str) -> dict:
-    if not content or content.isspace():
-        return {"role": role, "content": content}
+    if (stand_in := _stand_in(content)) != _NOT_BLANK:
+        return {"role": role, "content": stand_in}
     shape = _STRING_SHAPES.get(role)
     if shape is None:
-        shape = {"role": role, "content": "…"}
+        shape = {"role": role, "content": _NOT_BLANK}
         if len(_STRING_SHAPES) < 64:  # (any string is a role to the decoder: a few are kept)
             _STRING_SHAPES[role] = shape
     return shape

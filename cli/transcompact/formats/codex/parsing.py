@@ -17,11 +17,12 @@ NAME = "codex"
 DESCRIPTION = "Codex CLI rollout (JSON Lines of timestamp / type / payload)"
 LINES = True  # a line is what a rewrite changes, keeps or removes
 
+
 def named_as_rollout(path: str) -> bool:
     """Whether a file's name begins and ends as Codex names a rollout (`rollout-<time>-<thread
     id>.jsonl`, `thread_store.ROLLOUT_NAME` says it whole): a write over any other file is no
     business of Codex's thread store, which is not imported for it."""
-    name = path.rpartition("/")[2].rpartition(os.sep)[2]
+    name = os.path.basename(path)
     return name.startswith("rollout-") and name.endswith(".jsonl")
 
 
