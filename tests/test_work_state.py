@@ -190,6 +190,17 @@ def test_a_single_turn_session_keeps_its_opening_request_as_the_goal():
     assert find_facts(messages, {}, {}).goal == "Port the parser to Rust."
 
 
+
+def test_a_results_command_is_its_calls_among_the_messages_read():
+    """find_facts takes a call's input from the call it reads before the result (the inputs given
+    are only those of calls elsewhere): a failed run that the same command later passes is fixed."""
+    messages = [Message(USER, (Text("Make the tests pass."),)), call(1, "Bash", command="pytest -q"),
+                result(1, "Exit code 1\nFAILED tests/test_cart.py::test_total - AssertionError: assert 3 == 4", is_error=True),
+                call(2, "Bash", command="pytest -q"), result(2, "Exit code 0\n12 passed in 0.4s")]
+    assert find_facts(messages, {}, {}).errors == (
+        (2, "(fixed since) FAILED tests/test_cart.py::test_total - AssertionError: assert 3 == 4"),)
+
+
 # --- the checkpoint's sections, and merging without growing -------------------------------------------
 
 

@@ -102,10 +102,19 @@ class Parsed:
 
     @property
     def is_document(self) -> bool:
-        return self.records is None or len(self.values()) == 1
+        if self.records is None:
+            return True
+        values = (v for _, v in self.records if v is not BLANK)
+        return next(values, BLANK) is not BLANK and next(values, BLANK) is BLANK
 
     def values(self) -> list[Any]:
-        return [v for _, v in self.records or () if v is not BLANK]
+        """The value of each line but blank ones (made once: each format's detection asks)."""
+        if (values := self.detected.get(_VALUES)) is None:
+            values = self.detected[_VALUES] = [v for _, v in self.records or () if v is not BLANK]
+        return values
+
+
+_VALUES = object()  # `Parsed.detected`'s key for `values`
 
 
 @dataclass(frozen=True)

@@ -499,34 +499,41 @@ class Timeline:
     @classmethod
     def of(cls, records: list[Record], active: tuple[Entry, ...]) -> Timeline:
         first: dict[str, int] = {}
-        usage_at: dict[tuple[str, bytes], int] = {}
+        recorded: dict[str, list[tuple[int, dict]]] = {}  # id → each line with its `tokens`, and those
         resumes: list[int] = []
         for line, (_, value) in enumerate(records):
-            if not isinstance(value, dict):
+            if type(value) is ViewedRecordLine:  # a message record its view read: its id a string, no `$set`, no `messages`
+                held: Any = (value,)
+            elif not isinstance(value, dict):
                 continue
-            listed: dict = value["$set"] if isinstance(value.get("$set"), dict) else value
-            if listed is not value and isinstance(listed.get("sessionId"), str):
-                resumes.append(line)
-            held: list = listed["messages"] if isinstance(listed.get("messages"), list) else [value]
+            else:
+                listed: dict = value["$set"] if isinstance(value.get("$set"), dict) else value
+                if listed is not value and isinstance(listed.get("sessionId"), str):
+                    resumes.append(line)
+                held = listed["messages"] if isinstance(listed.get("messages"), list) else (value,)
             for record in held:
-                if isinstance(record, dict) and isinstance(record.get("id"), str):
-                    first.setdefault(record["id"], line)
-                    if isinstance(record.get("tokens"), dict):
-                        usage_at.setdefault((record["id"], dumps(record["tokens"], indent=False)), line)
+                if isinstance(record, dict) and isinstance(identifier := record.get("id"), str):
+                    first.setdefault(identifier, line)
+                    if isinstance(tokens := record.get("tokens"), dict):
+                        recorded.setdefault(identifier, []).append((line, tokens))
         ids = {e.record.get("id") for e in active}
         sent: dict[tuple[int, str], float] = {}
         usage: dict[int, float] = {}
         for index, entry in enumerate(active):
-            identifier = entry.record.get("id")
+            record = entry.record
+            identifier = record.get("id")
             if not isinstance(identifier, str) or identifier not in first:
                 continue
-            converted = f"{identifier}_response"
-            if entry.record.get("type") == "gemini" and converted in ids and converted in first:
+            kind = record.get("type")
+            if kind == "gemini" and (converted := f"{identifier}_response") in ids and converted in first:
                 sent[(index, "results")] = next((r for r in resumes if r > first[converted]), math.inf)
-            elif entry.record.get("type") == "user" and identifier.endswith("_response") and identifier[:-len("_response")] in ids:
+            elif kind == "user" and identifier.endswith("_response") and identifier[:-len("_response")] in ids:
                 sent[(index, "content")] = first[identifier]
-            if isinstance(entry.record.get("tokens"), dict):
-                usage[index] = usage_at.get((identifier, dumps(entry.record["tokens"], indent=False)), first[identifier])
+            if isinstance(tokens := record.get("tokens"), dict):
+                # The first line that holds this usage (the same figures, as JSON), else the id's first.
+                usage[index] = next((line for line, figures in recorded.get(identifier, ())
+                                     if figures is tokens or dumps(figures, indent=False) == dumps(tokens, indent=False)),
+                                    first[identifier])
         return cls(sent, usage)
 
     def stale(self) -> frozenset[int]:

@@ -258,7 +258,9 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
             opening = head_and_tail(text_of(read).strip(), max(400, budget))
         budget -= len(opening or "")
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
-    facts = replace(find_facts(real, tool_names(transcript.messages), tool_inputs(transcript.messages), injected),
+    among = {id(m) for m in real}  # the calls of the old part give their inputs as find_facts reads them
+    elsewhere = tool_inputs(m for m in transcript.messages if id(m) not in among)
+    facts = replace(find_facts(real, tool_names(transcript.messages), elsewhere, injected),
                     environment=environment)
     if body is None:
         if facts.goal is None and opening and cut.turn_start <= _head(transcript.messages, transcript.dialect):

@@ -160,10 +160,13 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                injected: Callable[[Message], str] | None = None) -> Facts:
     """The facts of `messages` (the dropped part, an earlier summary's messages left out).
 
-    `names` and `inputs` map a call id to its tool's name and input (from the whole transcript).
-    Each message is read once, apart (`Message.read_apart`): the dropped part of a large log read
-    lazily is not held read, only what is found in it.
+    `names` maps a call id to its tool's name (from the whole transcript), `inputs` to its input
+    where the call is not among `messages` (each call among them gives its result's input as it
+    comes: a result answers a call before it). Each message is read once, apart
+    (`Message.read_apart`): the dropped part of a large log read lazily is not held read, only
+    what is found in it.
     """
+    inputs = dict(inputs)
     trajectory = is_trajectory(messages)
     errors: list[tuple[int, str]] = []
     commands: list[tuple[int, str]] = []
@@ -197,6 +200,7 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
             message = message.read_apart()
             for block in message.blocks:
                 if isinstance(block, ToolCall):
+                    inputs[block.id] = block.input
                     tools[block.name] += 1
                     calls.append(index)
                     named = named_paths(block.input)
