@@ -336,6 +336,12 @@ class BlockSize(NamedTuple):
     marks: int = 0
 
 
+# A message of one text shorter than this shares its view (`dialects.views`) and its count's
+# tally (`counting.counter`) with every other of its size and flags: a view or a tally is some
+# 200 bytes, where such a message is some 50 bytes of the file, and many of them hold few sizes.
+SHARED_TEXT_CHARS = 4096
+
+
 class MessageView(NamedTuple):
     """What a reader saw of a message it left unread (`Message.unread`): the sizes of its blocks,
     in order; its `record` as far as a count looks at it (the usage a response recorded), or

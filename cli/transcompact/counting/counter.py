@@ -37,6 +37,7 @@ from ..core.errors import UsageError, option
 from ..core.jsondata import compact_json
 from ..core.media import IMAGE_UNKNOWN_TOKENS, PDF_PAGE_TOKENS, decoded_text, image_tokens, pdf_tokens
 from ..core.model import (
+    SHARED_TEXT_CHARS,
     Block,
     Document,
     Image,
@@ -217,16 +218,15 @@ _VIEW_KINDS = {Text: "text", Thinking: "thinking", RedactedThinking: "thinking",
                ToolResult: "tool_results", Opaque: "other"}
 
 
-# The tally of an unread message of one short text, by its characters, made once: a tally is four
-# objects (176 bytes), where such a message is some 50 bytes of the file, and many of them hold few sizes.
-_SHARED_BELOW = 4096
+# The tally of an unread message of one short text (`SHARED_TEXT_CHARS`), by its characters, made
+# once: a tally is four objects (176 bytes).
 _TEXT_TALLIES: dict[int, _Tally] = {}
 
 
 def _tally_of_view(view: MessageView) -> _Tally:
     """The chars tally of an unread message, from its view: the same as `_tally` of its blocks."""
     blocks = view.blocks
-    if len(blocks) == 1 and blocks[0].type is Text and (chars := blocks[0].chars) < _SHARED_BELOW:
+    if len(blocks) == 1 and blocks[0].type is Text and (chars := blocks[0].chars) < SHARED_TEXT_CHARS:
         tally = _TEXT_TALLIES.get(chars)
         if tally is None:
             tally = _TEXT_TALLIES[chars] = _Tally((("text", chars),), (), (), 1)

@@ -19,6 +19,7 @@ from ..core.jsondata import compact_json, nested_value
 from ..core.model import (
     LISTED,
     NOT_AN_OBJECT,
+    SHARED_TEXT_CHARS,
     UNSIGNED,
     BlockSize,
     MessageView,
@@ -107,16 +108,14 @@ def view(data: Any, depth: int) -> Viewed | None:
     return _viewed(message, depth, True)
 
 
-# The view of a short string content, by its characters and flags (`text_flags`: two bits), made
-# once: a view is three tuples (208 bytes), where a short message is some 50 bytes of the file, and
-# a body of many of them holds few sizes. A longer one's view is its own.
-_SHARED_BELOW = 4096
+# The view of a short string content (`SHARED_TEXT_CHARS`), by its characters and flags
+# (`text_flags`: two bits), made once: a view is three tuples (208 bytes). A longer one's view is its own.
 _STRING_VIEWS: dict[int, MessageView] = {}
 
 
 def _string_view(content: str) -> MessageView:
     chars, flags = len(content), text_flags(content)
-    if chars >= _SHARED_BELOW:
+    if chars >= SHARED_TEXT_CHARS:
         return MessageView((BlockSize(Text, chars, None, None, flags),))
     view = _STRING_VIEWS.get(key := chars << 2 | flags)
     if view is None:
