@@ -171,6 +171,28 @@ def test_a_restated_reply_keeps_every_byte_of_its_line_but_the_figure(lazily):
     assert after[without] == lines[without].replace(b'"total":0}}', b'"total":0},"totalTokens":2294}')
 
 
+
+@pytest.mark.parametrize("lazily", ["logs", False], ids=["viewed", "read whole"])
+def test_a_changed_entry_whose_parent_is_dropped_is_relinked_with_its_change(lazily):
+    """An entry that both changed and lost its parent is written with its new content and its
+    new `parentId`, every other field as pi wrote it (a cost as JavaScript spells it): the write
+    makes it from its line as first written, not from the entry held whole."""
+    lines = TOOLS.read_bytes().split(b"\n")
+    reply = next(k for k, line in enumerate(lines) if b'"role":"assistant"' in line)
+    lines[reply] = lines[reply].replace(b'"cacheRead":0,"cacheWrite":0,"total":0}', b'"cacheRead":0.000009,"cacheWrite":0,"total":0.000009}')
+    data = b"\n".join(lines)
+    transcript = loads(data, TOOLS.name, lazily=lazily)
+    first, answer = transcript.messages[:2]  # the user's request (its entry the reply's parent), the reply
+    assert first.line == reply and answer.line == reply + 1
+    changed = answer.with_blocks(tuple(Text("Reading calc.py.") if isinstance(b, Text) else b for b in answer.blocks))
+    out = dumps(transcript.with_messages([changed, *transcript.messages[2:]])).split(b"\n")
+    assert lines[reply - 1] not in out  # the request's entry is gone
+    written = next(line for line in out if b'"id":"d4e5f6a7"' in line)
+    # (and its context, by which pi judges it, less the request dropped before it: 44 characters, 11 tokens)
+    assert written == lines[reply].replace(b'"parentId":"c3d4e5f6"', b'"parentId":"b2c3d4e5"').replace(
+        b'"text":"Let me read calc.py."', b'"text":"Reading calc.py."').replace(b'"totalTokens":2160', b'"totalTokens":2149')
+
+
 def test_an_added_result_is_threaded_into_the_tree():
     lines = TOOLS.read_bytes().splitlines()
     # The last call's result and the answer after it are gone: the session ends on the call.

@@ -5,6 +5,7 @@ changed prompt is restated."""
 from __future__ import annotations
 
 import uuid as uuidlib
+from collections.abc import Callable
 from typing import Any
 
 from ...core.errors import Location, ShapeError
@@ -102,7 +103,7 @@ def write_lines(transcript: Transcript) -> Lines:
     if (None not in records and set(records) == source.message_records and len(records) == len(source.message_records)
             and all(not m.is_read or is_unchanged(m) for m in transcript.messages)):
         return Lines(list(source.records))  # the first line holds the byte-order mark, if any
-    restated = restated_usage(rewritten_records(transcript), source, restating_ratio(transcript), transcript.name)
+    restated = restated_usage(rewritten_records(transcript, _held_as_viewed), source, restating_ratio(transcript), transcript.name)
     return Lines.of([(line, _held_as_viewed(line, value)) for line, value, _ in restated], bom=source.bom)
 
 
@@ -250,13 +251,14 @@ def _restated_in_place(record: Record, usage: dict, new: int) -> Record | None:
     return cut, kept
 
 
-def rewritten_records(transcript: Transcript) -> list[Rewritten]:
+def rewritten_records(transcript: Transcript, held: Callable[[bytes, dict], Any] | None = None) -> list[Rewritten]:
     """The file's lines with `transcript`'s changes, each with the record it was read from (None: a new entry).
 
     A changed message goes back into its entry; what it gained that one pi entry cannot hold
     (another tool result, text beside a result) becomes entries of its own, before or after it.
     An entry its view read (`parsing.ViewedEntry`) is read whole again only where a new entry is
-    made of it.
+    made of it. `held`: what is kept of a line written anew besides its bytes (its value, else
+    `held(line, value)`, made as each line is: a large prune's new entries are not all held whole).
     """
     source: SessionSource = transcript.source
     records = source.records
@@ -264,8 +266,12 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
     def value_of(index: int) -> Any:
         return whole_value(records[index], transcript.name, index)
 
+    def written(value: dict) -> Record:
+        line = dumps(value, indent=False)
+        return line, value if held is None else held(line, value)
+
     names = tool_names(transcript.messages)
-    contents: dict[int, dict] = {}
+    contents: dict[int, Record] = {}  # each changed entry's line, written
     inserted: dict[int, list[dict]] = {}
     claimed: set[int] = set()
     last_record = source.path[0] if source.path else None
@@ -306,7 +312,7 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
         insert_after(last_record, parts[:own], message.role)
         claimed.add(origin.record)
         if not kept_as_read:
-            contents[origin.record] = _written_entry(parts[own], entry if entry is not None else value_of(origin.record), origin)
+            contents[origin.record] = written(_written_entry(parts[own], entry if entry is not None else value_of(origin.record), origin))
         insert_after(origin.record, parts[own + 1:], message.role)
         last_record = origin.record
     dropped = set(source.message_records - claimed)
@@ -318,16 +324,18 @@ def rewritten_records(transcript: Transcript) -> list[Rewritten]:
     kept_from = _kept_from_the_next(source, dropped)
 
     def rewritten(index: int) -> Record:
-        value = contents[index] if index in contents else value_of(index)
+        if index not in parents and index not in kept_from:
+            return contents[index]
+        value = whole_value(contents[index], transcript.name, index) if index in contents else value_of(index)
         if index in parents:
             value = {**value, "parentId": parents[index]}
         if index in kept_from:
             value = {**value, "firstKeptEntryId": kept_from[index]}
-        return dumps(value, indent=False), value
+        return written(value)
 
     changed = {index: rewritten(index) for index in contents.keys() | parents.keys() | kept_from.keys() if index not in dropped}
     lines = written_back(records, dropped=dropped, changed=changed,
-                         inserted={index: [(dumps(new, indent=False), new) for new in entries] for index, entries in inserted.items()})
+                         inserted={index: [written(new) for new in entries] for index, entries in inserted.items()})
     out: list[Rewritten] = [(line, value, read_from) for (line, value), read_from in lines]
     if source.version >= 2 and source.path and source.path[-1] in dropped:
         _keep_the_messages_on_the_leafs_path(out, claimed, source, transcript.name)
