@@ -193,6 +193,26 @@ def test_a_changed_entry_whose_parent_is_dropped_is_relinked_with_its_change(laz
         b'"text":"Let me read calc.py."', b'"text":"Reading calc.py."').replace(b'"totalTokens":2160', b'"totalTokens":2149')
 
 
+
+@pytest.mark.parametrize("lazily", ["logs", False], ids=["viewed", "read whole"])
+def test_a_cleared_result_keeps_its_details_in_the_file_and_not_in_memory(lazily):
+    """A result's `details` (the tool's own record of the call: a diff, a truncation) stays in its
+    entry as pi wrote it when the result is cleared, read again from its line by the write; the
+    cleared message holds neither the content nor the details it was read with (a large prune's
+    thousands are not held until the file is written)."""
+    lines = TOOLS.read_bytes().split(b"\n")
+    at = next(k for k, line in enumerate(lines) if b'"role":"toolResult"' in line)
+    details = b'"details":{"diff":"-    return a - b\\n+    return a + b\\n","lines":[1,2.50]},'
+    lines[at] = lines[at].replace(b'"isError":false,', b'"isError":false,' + details)
+    transcript = loads(b"\n".join(lines), TOOLS.name, lazily=lazily)
+    index = next(i for i, m in enumerate(transcript.messages) if m.line == at + 1)
+    cleared = transcript.messages[index].with_blocks((ToolResult("toolu_01ReadCalc", "[cleared]", False),))
+    assert "details" not in cleared.raw and cleared.raw["content"] is None
+    out = dumps(transcript.with_messages([*transcript.messages[:index], cleared, *transcript.messages[index + 1:]])).split(b"\n")
+    assert out[at] == lines[at].replace(b'[{"type":"text","text":"def add(a, b):\\n    return a - b\\n"}]',
+                                        b'[{"type":"text","text":"[cleared]"}]')
+
+
 def test_an_added_result_is_threaded_into_the_tree():
     lines = TOOLS.read_bytes().splitlines()
     # The last call's result and the answer after it are gone: the session ends on the call.

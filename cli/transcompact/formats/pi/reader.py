@@ -114,13 +114,14 @@ class _Origin(LineOrigin):
 
     def rewritten(self, raw: Any) -> tuple[Any, _Origin]:
         """What a message of an entry keeps of its reading once an operation gave it other blocks
-        (`Message.with_blocks`): the entry it was read from, not the content it was read with,
-        which a write reads again from the entry's line (`writer.rewritten_records`): a large
-        session's pruned outputs are not held until it is written."""
+        (`Message.with_blocks`): the entry it was read from, not the content it was read with nor
+        a result's `details` (the tool's own record of the call), which a write reads again from
+        the entry's line (`writer.rewritten_records`): a large session's pruned outputs are not
+        held until it is written."""
         if not self.writable:
             return raw, self
         if isinstance(raw, dict) and "content" in raw:
-            raw = {**raw, "content": None}
+            raw = {**{k: v for k, v in raw.items() if k != "details"}, "content": None}
         return raw, _Origin(self.record, (), (), self.string_content, True, released=True)
 
     @classmethod
