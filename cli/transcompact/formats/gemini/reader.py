@@ -499,7 +499,7 @@ class Timeline:
     @classmethod
     def of(cls, records: list[Record], active: tuple[Entry, ...]) -> Timeline:
         first: dict[str, int] = {}
-        recorded: dict[str, list[tuple[int, dict]]] = {}  # id → each line with its `tokens`, and those
+        recorded: dict[str, list[tuple[int, dict]]] = {}  # id → (line, `tokens`) of each line that holds it with a usage
         resumes: list[int] = []
         for line, (_, value) in enumerate(records):
             if type(value) is ViewedRecordLine:  # a message record its view read: its id a string, no `$set`, no `messages`
