@@ -121,7 +121,7 @@ class _Origin(LineOrigin):
         if not self.writable:
             return raw, self
         if isinstance(raw, dict) and "content" in raw:
-            raw = {**{k: v for k, v in raw.items() if k != "details"}, "content": None}
+            raw = {key: None if key == "content" else value for key, value in raw.items() if key != "details"}
         return raw, _Origin(self.record, (), (), self.string_content, True, released=True)
 
     @classmethod
