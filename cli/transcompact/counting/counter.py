@@ -576,7 +576,11 @@ class TokenCounter:
     def __init__(self, transcript: Transcript, options: Options = Options()):
         self.options = options
         self.measure, self.ratio, method = _measure(options)
-        self._tallied: dict[int, tuple[Message, _Tally]] = {}
+        # Each message's own tally: the first transcript counted keeps its list (the input, which
+        # estimate alone counts: a memo of its tens of thousands of messages would weigh as much
+        # again); a second transcript makes it a memo by message (a rewrite shares those it kept).
+        self._first: tuple[Transcript, list[_Tally | None]] | None = None
+        self._tallied: dict[int, tuple[Message, _Tally]] | None = None
         self._counted: dict[int, tuple[Transcript, _Counted]] = {}
         self._exact: dict[int, tuple[Transcript, Any]] = {}
         self._recorded: dict[int, tuple[Transcript, Recorded | None]] = {}
@@ -601,19 +605,28 @@ class TokenCounter:
         tools = _Tally(units=(("tool_schemas", sum(self.measure(tool_schema_text(t)) for t in transcript.tools)),))
         messages = transcript.messages
         start = server_compaction(messages)
+        each = self._each(transcript, 0 if start is None else start[0] + 1)
         if start is None:
-            tallies: list[_Tally | None] = [self._message(m) for m in messages]
+            tallies = list(each)
         else:
             index, position = start
-            tallies = ([None] * index + [_tally(messages[index].blocks[position:], self.measure)]
-                       + [self._message(m) for m in messages[index + 1:]])
+            tallies = [None] * index + [_tally(messages[index].blocks[position:], self.measure)] + each[index + 1:]
         for index, blocks in _once(self._as_sent, transcript, adapter(transcript).blocks_as_sent).items():
             if tallies[index] is not None:
                 tallies[index] = _tally(blocks, self.measure)
         return system, tools, tallies
 
-    def _message(self, message: Message) -> _Tally:
-        return _once(self._tallied, message, self._tally)
+    def _each(self, transcript: Transcript, skip: int) -> list[_Tally | None]:
+        """The own tally of each message of `transcript` from `skip` on (None before it)."""
+        if self._tallied is None:
+            if self._first is None:
+                self._first = transcript, [None] * skip + [self._tally(m) for m in transcript.messages[skip:]]
+            first, each = self._first
+            if transcript is first:
+                return each
+            self._tallied = {id(m): (m, tally) for m, tally in zip(first.messages, each) if tally is not None}
+            self._first = None
+        return [None] * skip + [_once(self._tallied, m, self._tally) for m in transcript.messages[skip:]]
 
     def _tally(self, message: Message) -> _Tally:
         view = message.view
