@@ -8,6 +8,7 @@ everything an operation did not change.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any, NamedTuple
@@ -331,7 +332,7 @@ class BlockSize(NamedTuple):
     type: type[Block]  # Text, Thinking, RedactedThinking, ToolCall, ToolResult, or Opaque (one counted as nothing)
     chars: int
     call_id: str | None = None
-    name: str | None = None  # a call's tool; an opaque block's type
+    name: str | None = None  # a call's tool (interned: a log calls a few tools, each many times); an opaque block's type
     flags: int = 0
     marks: int = 0
 
@@ -380,7 +381,8 @@ def block_size(block: Block) -> BlockSize | None:
         return BlockSize(ToolResult, sum(len(b.text) for b in content if isinstance(b, Text)), block.tool_call_id,
                          flags=LISTED, marks=_marked(block.raw) + sum(_marked(b.raw) for b in content))
     if isinstance(block, ToolCall):
-        return BlockSize(ToolCall, len(block.name) + len(compact_json(block.input)), block.id, block.name,
+        name = sys.intern(block.name) if type(block.name) is str else block.name
+        return BlockSize(ToolCall, len(name) + len(compact_json(block.input)), block.id, name,
                          0 if isinstance(block.input, dict) else NOT_AN_OBJECT, _marked(block.raw))
     if isinstance(block, Thinking):
         return BlockSize(Thinking, len(block.thinking), flags=0 if block.signature else UNSIGNED, marks=_marked(block.raw))

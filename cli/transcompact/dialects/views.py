@@ -151,7 +151,7 @@ def _viewed(message: _Message, depth: int, shaped: bool) -> Viewed | None:
                 if block.cache_control:
                     _check(block.cache_control, depth=inner)
                 arguments = nested_value(bytes(block.input), inner) if block.input else None
-                sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, block.name,
+                sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, sys.intern(block.name),
                                        0 if isinstance(arguments, dict) else NOT_AN_OBJECT, _marks(block.cache_control)))
                 if shaped:
                     shapes.append({"type": "tool_use"})

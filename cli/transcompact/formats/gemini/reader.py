@@ -83,7 +83,9 @@ class ChatSource:
     layout: Layout | None
     data: bytes
     active: tuple[Entry, ...]  # in the agent's order
-    read_entries: frozenset[int]  # the entries a message was read from
+    # The entries no message was read from (info, ignored input): a few, where those a message was
+    # read from are most of a long chat's tens of thousands.
+    silent_entries: frozenset[int]
     bom: bool = False
     timeline: Timeline | None = None  # when each turn was first sent, each usage recorded (JSON Lines only)
     # A chat read by its views (a legacy document's records, views.py; a log's record lines,
@@ -610,17 +612,17 @@ def read(parsed: Parsed, messages_path: str | None = None) -> Transcript:
     timeline = Timeline.of(records, active) if records is not None else None
     stale = timeline.stale() if timeline is not None else frozenset()
     messages: list[Message] = []
-    read_entries = []
+    silent_entries = []
     last = LastRead()
     for index, entry in enumerate(active):
         made = entry_messages(index, entry.record, entry.line, stale, records, last)
         messages += made
-        if made:
-            read_entries.append(index)
+        if not made:
+            silent_entries.append(index)
     # A log some of whose lines its view read (`lazily=True`, `"logs"`): a rewrite that keeps each
     # message in its place writes it by its views (`writer._lines_of_views`); any other reads it whole (`whole`).
     viewed = len(messages) if any(type(entry.record) is ViewedRecordLine for entry in active) else None
-    source = ChatSource(records, document, layout, parsed.data, active, frozenset(read_entries), parsed.bom, timeline, viewed)
+    source = ChatSource(records, document, layout, parsed.data, active, frozenset(silent_entries), parsed.bom, timeline, viewed)
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=parsed.name, source=source)
 
 

@@ -124,7 +124,7 @@ def turns(record: _Record, depth: int, kind: type[K]) -> tuple[K, tuple[Turn, ..
     results: list[BlockSize] = []
     for call in calls:
         call_id = call.id if isinstance(call.id, str) else ""
-        call_name = call.name if isinstance(call.name, str) else ""
+        call_name = sys.intern(call.name) if isinstance(call.name, str) else ""  # (a log calls a few tools, each many times)
         arguments = nested_value(bytes(call.args), depth + 3) if call.args else {}  # (the record, `toolCalls`, a call, `args`)
         sizes.append(BlockSize(ToolCall, len(call_name) + len(compact_json(arguments)), call_id, call_name,
                                0 if isinstance(arguments, dict) else NOT_AN_OBJECT))
@@ -139,7 +139,8 @@ def turns(record: _Record, depth: int, kind: type[K]) -> tuple[K, tuple[Turn, ..
                 text = output if isinstance(output, str) else error
                 if not isinstance(text, str):
                     return None  # a response of neither: the full reading writes it as JSON
-                answers = response.id if isinstance(response.id, str) and response.id else call_id
+                # (The call's id where the response repeats it: the one string held for both.)
+                answers = response.id if isinstance(response.id, str) and response.id and response.id != call_id else call_id
                 results.append(BlockSize(ToolResult, len(text), answers))
     if not sizes:
         return kept, ()  # the agent sends nothing for it, not even its results

@@ -66,7 +66,7 @@ def read_quickly(data: bytes, name: str) -> Transcript | None:
         last = LastRead()
         active: list[Entry] = []
         messages: list[Message] = []
-        read_entries = []
+        silent_entries = []
         for position, raw in enumerate(document.messages):
             index = len(active)
             made = _read(raw, position, index, last, name)
@@ -74,11 +74,11 @@ def read_quickly(data: bytes, name: str) -> Transcript | None:
                 continue  # the agent skips it, as the full reading does
             active.append(made[0])
             messages += made[1]
-            if made[1]:
-                read_entries.append(index)
+            if not made[1]:
+                silent_entries.append(index)
     except (msgspec.MsgspecError, RecursionError, ValueError):
         return None
-    source = ChatSource(None, {"messages": document.messages}, Layout.of(data), data, tuple(active), frozenset(read_entries), bom,
+    source = ChatSource(None, {"messages": document.messages}, Layout.of(data), data, tuple(active), frozenset(silent_entries), bom,
                         viewed=len(messages))
     return Transcript(format=NAME, dialect="anthropic", messages=tuple(messages), name=name, source=source)
 

@@ -87,7 +87,7 @@ def rebuilt_records(source: ChatSource, messages: tuple[Message, ...], *, keep_u
         else:
             added.setdefault(last, []).append(message)
     records = [entry.record for entry in source.active]
-    unread_kept = () if not keep_unread else frozenset(range(len(records))) - source.read_entries
+    unread_kept = source.silent_entries if keep_unread else ()
     dropped = {index for index in range(len(records)) if index not in turns and index not in unread_kept}
     changed = {index: _rebuilt(records[index], held, folded.get(index, [])) for index, held in turns.items()
                if not _left_as_read(records[index], held, as_read.get(index), index in folded)}

@@ -196,7 +196,7 @@ def _sizes(message: _Message) -> tuple[BlockSize, ...] | None:
             sizes.append(BlockSize(Text, len(block.text), flags=text_flags(block.text)))
         elif isinstance(block, _ToolCall):
             arguments = nested_value(bytes(block.arguments), 5) if block.arguments else {}  # 5 deep: entry, message, content, block
-            sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, block.name,
+            sizes.append(BlockSize(ToolCall, len(block.name) + len(compact_json(arguments)), block.id, sys.intern(block.name),
                                    0 if isinstance(arguments, dict) else NOT_AN_OBJECT))
         else:
             signed = isinstance(block.thinkingSignature, str) and block.thinkingSignature
