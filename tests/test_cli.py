@@ -89,3 +89,24 @@ def test_the_command_list_says_what_each_command_says_of_itself(command):
     """`transcompact --help` lists the commands from a table, so that it imports none of them."""
     first_paragraph = cli.get_command(None, command).help.split("\n\n")[0].replace("\n", " ")
     assert COMMANDS[command][1] == first_paragraph
+
+
+@pytest.mark.parametrize("path", fixture_files(written=True))
+@pytest.mark.parametrize("command", ["prune", "repair"])
+def test_a_second_run_gives_its_input_back_without_writing_it_again(path, command, tmp_path, monkeypatch):
+    """Pruning or repairing twice is doing it once: the second run changes nothing and gives its
+    input back as it came, neither writing it again nor reading that back (a directory pruned
+    again costs a reading of each file)."""
+    import transcompact.formats as formats
+
+    once = tmp_path / f"once{path.suffix}"
+    assert run(command, "-q", "-o", once, path).exit_code in (0, 1)  # (1: errors repair cannot mend)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("written again")
+
+    monkeypatch.setattr(formats, "written", refused)
+    monkeypatch.setattr(formats, "reload", refused)
+    again = run(command, "-q", once)
+    assert again.exit_code in (0, 1)
+    assert again.stdout_bytes == once.read_bytes()

@@ -181,17 +181,19 @@ def test_invalid_utf8_is_exit_3_naming_its_line_column_and_byte_offset(data, whe
                                           "hint: transcripts are read as UTF-8: convert the file first, or read it with --encoding-errors replace"]
 
 
-def test_encoding_errors_replace_reads_invalid_utf8_as_the_replacement_character(tmp_path):
-    """--encoding-errors replace: the latin-1 byte becomes U+FFFD, and what is written says so."""
+@pytest.mark.parametrize("command", ["repair", "prune", "compact"])
+def test_encoding_errors_replace_reads_invalid_utf8_as_the_replacement_character(tmp_path, command):
+    """--encoding-errors replace: the latin-1 byte becomes U+FFFD, and what is written says so,
+    by a rewrite that changes nothing too (compact under its threshold wrote the byte as it was)."""
     import json
 
     from transcompact.cli.main import cli
 
     path = tmp_path / "latin.json"
     path.write_bytes(b'{"messages": [{"role": "user", "content": "caf\xe9"}, {"role": "assistant", "content": "ok"}]}')
-    refused = CliRunner().invoke(cli, ["repair", str(path)])
+    refused = CliRunner().invoke(cli, [command, str(path)])
     assert refused.exit_code == 3
-    result = CliRunner().invoke(cli, ["repair", "--encoding-errors", "replace", str(path)])
+    result = CliRunner().invoke(cli, [command, "--encoding-errors", "replace", str(path)])
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout_bytes)["messages"][0]["content"] == "caf\ufffd"
 

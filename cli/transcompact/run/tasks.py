@@ -62,12 +62,17 @@ class Reading:
     # rewrites ("logs", "rereads": a log's lines it leaves as they are are not held parsed); formats.loads.
     lazily: Laziness = False
 
+    def decoded(self, data: bytes) -> bytes:
+        """The bytes a transcript is read from: with `replace`, invalid UTF-8 made U+FFFD. What a
+        rewrite that changes nothing gives back."""
+        if self.encoding_errors == "replace" and not _is_utf8(data):
+            return data.decode("utf-8", "replace").encode("utf-8")
+        return data
+
     def load(self, data: bytes, name: str) -> Transcript:
         from ..formats import ensure_writable, loads
 
-        if self.encoding_errors == "replace" and not _is_utf8(data):
-            data = data.decode("utf-8", "replace").encode("utf-8")
-        transcript = loads(data, name, format=self.format, messages_path=self.messages_path, lazily=self.lazily)
+        transcript = loads(self.decoded(data), name, format=self.format, messages_path=self.messages_path, lazily=self.lazily)
         if self.writes_back:
             ensure_writable(transcript)
         return transcript

@@ -194,11 +194,11 @@ def compact_file(name: str, data: bytes, how: Compacting) -> Result:
 
         written = dumps(convert(compacted, how.to))
     elif report.strategy == "none":
-        written = data
+        written = how.reading.decoded(data)  # the input as read (with --encoding-errors replace, its U+FFFD)
         if how.options.slim:  # nothing to compact, but what the agent never sends goes all the same
             from ...ops.pruning.slim import slim_checked
 
-            written, _ = slim_checked(transcript, data, operation="compact --slim", messages_path=how.reading.messages_path)
+            written, _ = slim_checked(transcript, written, operation="compact --slim", messages_path=how.reading.messages_path)
     else:
         written = written_out(compacted)
         as_written = verified(transcript, compacted, written, operation="compact", messages_path=how.reading.messages_path,

@@ -102,7 +102,9 @@ def prune_file(name: str, data: bytes, how: Pruning) -> Result:
     output: bytes | Lines
     if how.prune_ui_copy:
         pruned = adapter(pruned).replace_ui_copies(pruned)
-    if how.to is None:
+    if how.to is None and pruned is transcript:
+        output = how.reading.decoded(data)  # nothing pruned: the input as read (what writing it again would give)
+    elif how.to is None:
         output = written(pruned)
         as_written, same_input = read_back(transcript, pruned, output, operation="prune", messages_path=how.reading.messages_path)
         if not how.diff:  # the output is judged as read back: a large log's rewrite is not held twice meanwhile

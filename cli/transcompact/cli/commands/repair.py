@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from ...core.errors import ExitCode
 from ...run.tasks import Reading, Result
 from ..options import batch_options, check_conversion_flags, command_batch, conversion_option, conversion_suffix, input_options, output_options, verbose_option
 from ..render import where
+
+if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
+    from ...core.jsondata import Lines
 
 
 @click.command()
@@ -61,7 +65,10 @@ def repair_file(name: str, data: bytes, how: Repairing) -> Result:
 
     transcript = how.reading.load(data, name)
     repaired, report = run_repair(transcript)
-    if how.to is None:
+    written: bytes | Lines
+    if how.to is None and repaired is transcript:
+        written, as_written = how.reading.decoded(data), transcript  # nothing to fix: the input as read (what writing it again would give)
+    elif how.to is None:
         written = written_out(repaired)
         # What is left is what `check` says of the output as written (its lines, its indices).
         as_written = verified(transcript, repaired, written, operation="repair", messages_path=how.reading.messages_path,
