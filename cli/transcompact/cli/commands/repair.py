@@ -78,7 +78,7 @@ def repair_file(name: str, data: bytes, how: Repairing) -> Result:
 
         as_written = convert(repaired, how.to)
         written = dumps(as_written)
-    left = errors(run_check(as_written))
+    left = errors(report.checked if as_written is repaired and report.checked is not None else run_check(as_written))
     lines = [] if how.quiet else [f"{name}{where(fix.index, fix.line)}{fix.rule} fixed: {fix.text}" for fix in report.fixes]
     lines += [f"{name}{where(v.index, v.line)}{v.rule} cannot be repaired: {v.text}" for v in left]
     changes = None

@@ -10,7 +10,7 @@ matter for a request about to be sent are warnings unless `strict`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeGuard
@@ -170,7 +170,7 @@ def _block_like(size: BlockSize, line: int | None) -> Block:
     return RedactedThinking("x" if size.chars else "", raw=raw("redacted_thinking"), line=line)
 
 
-def errors(violations: list[Violation]) -> list[Violation]:
+def errors(violations: Iterable[Violation]) -> list[Violation]:
     return [v for v in violations if v.severity == ERROR]
 
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ...core.errors import Location, ShapeError
 from ...core.model import ASSISTANT, BLANK, USER, Block, Message, ServerToolCall, ServerToolResult, Text, ToolCall, ToolResult, Transcript
+from ...core.violation import Violation
 from ...dialects.openai import LEGACY_CALL_ID
 from ...formats import adapter
 from .check import (
@@ -55,6 +56,9 @@ class Fix:
 @dataclass(frozen=True)
 class RepairReport:
     fixes: tuple[Fix, ...] = ()  # in the order they were made
+    # What `check` says of the repaired transcript, where repair's last look at it came after its
+    # last change (a valid input's, looked at once); None where a fix came after it.
+    checked: tuple[Violation, ...] | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict:
         return {"fixes": [fix.as_dict() for fix in self.fixes]}
@@ -64,8 +68,10 @@ def repair(transcript: Transcript) -> tuple[Transcript, RepairReport]:
     """The repaired transcript and the fixes made."""
     fixes: list[Fix] = []
     broken: set[str] | None = None  # the rules the input breaks
+    checked: tuple[Transcript, list[Violation]] | None = None
     for _ in range(MAX_ROUNDS):
-        failing = {v.rule for v in errors(check(transcript))}
+        checked = (transcript, check(transcript))
+        failing = {v.rule for v in errors(checked[1])}
         broken = failing if broken is None else broken
         before = len(fixes)
         for step in _STEPS:
@@ -76,7 +82,7 @@ def repair(transcript: Transcript) -> tuple[Transcript, RepairReport]:
         if len(fixes) == before:
             break
     _refuse_what_a_log_fix_breaks(transcript, broken or set(), fixes)
-    return transcript, RepairReport(tuple(fixes))
+    return transcript, RepairReport(tuple(fixes), tuple(checked[1]) if checked is not None and checked[0] is transcript else None)
 
 
 def _refuse_what_a_log_fix_breaks(repaired: Transcript, broken: set[str], fixes: list[Fix]) -> None:
