@@ -116,6 +116,23 @@ def test_expand_leaves_a_transcript_the_archive_has_nothing_for_and_says_so():
     assert result.stderr.splitlines()[-1].startswith("c.jsonl: note: none of the 6 records is for this transcript")
 
 
+@pytest.mark.parametrize(("content", "error"), [
+    (b'{"messages": [{"role": "user", "content": "cut', "broken.json:1:47: malformed JSON: unexpected end of data"),
+    (b'\x86\x01 not text', "broken.json:1:1: not valid UTF-8: byte 0x86 at byte offset 0"),
+])
+def test_expand_refuses_a_file_that_is_no_transcript_and_leaves_it_as_it_was(content, error):
+    """As every command refuses it (exit 3): expand, which works on the bytes prune wrote, passed
+    such a file through as one the archive had nothing for, exit 0, and a batch `-i` said it was fine."""
+    Path("a.jsonl").write_bytes(claude_log())
+    assert run_cli("prune", "-q", "--archive", "originals.jsonl", "a.jsonl").exit_code == 0
+    Path("broken.json").write_bytes(content)
+    for flags in ((), ("-i",), ("--diff",)):
+        result = run_cli("expand", "--archive", "originals.jsonl", *flags, "broken.json")
+        assert result.exit_code == 3
+        assert result.stderr.splitlines()[0] == f"transcompact: error: {error}"
+        assert Path("broken.json").read_bytes() == content
+
+
 def test_prune_creates_the_archive_even_when_nothing_is_pruned():
     Path("short.jsonl").write_bytes(claude_log(rounds=1))
     result = run_cli("prune", "-q", "--archive", "originals.jsonl", "short.jsonl")

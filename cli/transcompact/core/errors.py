@@ -142,6 +142,10 @@ class TranscompactError(Exception):
             return self.message
         return f"{self.location}: {self.message}"
 
+    def with_hint(self, hint: str | None) -> TranscompactError:
+        """The same error with another hint, from a caller that knows better what to do about it."""
+        return type(self)(self._as_written[0], hint=hint, location=self.location)
+
     def for_command_line(self, variable: Callable[[str], str | None] = lambda name: None) -> tuple[str, str | None]:
         """The line (location and message) and the hint, each setting named as its flag, or as the
         environment variable `variable` says its value came from."""

@@ -67,8 +67,10 @@ def expand(data: bytes, records: Iterable[Record], name: str = "<stdin>", *, tor
 def _check_whole(expanded: bytes, name: str, restored: int, cut_short: bool, not_as_read: list[str]) -> None:
     """Raise unless the runs that wrote the transcript gave back what they read: a document may
     come back in another layout (equal JSON), but not with a result still pruned, whose original
-    no record held, nor, when no record was for it, with a result prune archived."""
-    pruned = _still_pruned(expanded, name)
+    no record held, nor, when no record was for it, with a result prune archived; and one no
+    record was for is a transcript, as every command's input is (else an InputError: malformed
+    JSON, not a transcript)."""
+    pruned = _still_pruned(expanded, name, read=not restored)
     if cut_short or (pruned and (not_as_read or not restored)):
         if restored or cut_short:
             why = "records of the run that wrote it are missing" + (" (its last record, cut short, was one)"
@@ -87,15 +89,21 @@ def _check_whole(expanded: bytes, name: str, restored: int, cut_short: bool, not
                          location=Location(name), hint=archive.CHANGED_HINT)
 
 
-def _still_pruned(data: bytes, name: str) -> list[tuple[int, str]]:
-    """(message index, tool call id) of each result in `data` whose marker says prune archived its original."""
+def _still_pruned(data: bytes, name: str, *, read: bool = False) -> list[tuple[int, str]]:
+    """(message index, tool call id) of each result in `data` whose marker says prune archived its
+    original. `read`: `data` is read whatever it holds, and must be a transcript."""
     from ...formats import loads
 
-    if ARCHIVED_AS.encode() not in data:  # JSON writes it as it is: most files are not read at all
+    marked = ARCHIVED_AS.encode() in data  # JSON writes it as it is: most files hold none
+    if not marked and not read:
         return []
     try:
-        transcript = loads(data, name)
-    except InputError:  # not a transcript: no results to name
+        transcript = loads(data, name, lazily=not marked)
+    except InputError as error:  # not a transcript: no results to name
+        if read:  # (its own hint would name what other commands do with it: --encoding-errors, --to)
+            raise error.with_hint("expand gives back the transcripts prune and compact wrote: this is none") from None
+        return []
+    if not marked:
         return []
     return [(index, result.tool_call_id) for index, message in enumerate(transcript.messages)
             for result in message.tool_results if ARCHIVED_AS + result.tool_call_id in _text(result)]
