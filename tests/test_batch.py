@@ -184,6 +184,18 @@ def test_the_report_and_the_transcript_never_share_stdout(tree, tmp_path):
     assert written.exit_code == 0 and json.loads(written.stdout)["output"] == str(tmp_path / "out.json")
 
 
+@pytest.mark.parametrize("command", ["prune", "compact", "repair", "expand"])
+def test_the_report_and_the_changes_a_diff_shows_never_share_stdout(command, tmp_path):
+    """`--diff --json` is one JSON object on stdout: with the report's lines before it, it was not
+    (found using it as a user)."""
+    archive = tmp_path / "originals.jsonl"
+    archive.write_bytes(b"")
+    flags = ("--archive", str(archive)) if command == "expand" else ("--emergency", "--force") if command == "compact" else ()
+    refused = run(command, *flags, "--diff", "--json", "--report", "-", str(FIXTURES / "anthropic/long-session.json"))
+    assert refused.exit_code == ExitCode.USAGE and refused.stdout == ""
+    assert refused.stderr.splitlines()[0] == "transcompact: error: --report - and the changes --diff shows would both go to stdout"
+
+
 def test_a_file_named_twice_is_one_input(tmp_path):
     source = str(FIXTURES / "anthropic/long-session.json")
     result = run(*COMPACT, "-q", "-o", str(tmp_path / "out.json"), source, source)

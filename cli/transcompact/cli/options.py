@@ -362,7 +362,7 @@ def check_output_flags(files: Sequence[str], output: str | None, in_place: bool,
                        diff: bool = False, dry_run: bool = False, report_file: str | None = None) -> None:
     """At most one of -o, -i, --output-dir; and with several inputs (or a directory), -i or
     --output-dir, unless a `diff` or a dry run takes their place: stdout never carries several
-    transcripts, nor a transcript and the report."""
+    transcripts, nor the report with a transcript or the changes a `diff` shows."""
     from ..io.inputs import several
 
     chosen = [flag for flag, on in (("-o", output), ("-i", in_place), ("--output-dir", output_dir)) if on]
@@ -374,6 +374,8 @@ def check_output_flags(files: Sequence[str], output: str | None, in_place: bool,
         directory = len(files) == 1  # several only because it is a directory
         raise UsageError("several inputs need -i or --output-dir", hint="a directory counts as several" if directory else None)
     to_stdout = not (in_place or output_dir or diff or dry_run or (output and output != STDIN))
+    if report_file == STDIN and diff:
+        raise UsageError("--report - and the changes --diff shows would both go to stdout", hint="give --report a file")
     if report_file == STDIN and to_stdout:
         raise UsageError("--report - and the transcript would both go to stdout",
                          hint="give --report a file, or write the transcript with -o FILE, -i or --output-dir")
