@@ -224,3 +224,35 @@ def test_a_log_ending_on_an_unanswered_call_slims_but_a_line_that_breaks_the_log
     assert _messages(twice, log.name) == _messages(log.read_bytes(), log.name)  # the same messages, one for one
     with pytest.raises(PostConditionError, match="slim would add C2"):
         verified(transcript, transcript, twice, operation="slim")
+
+
+def test_a_log_slimmed_again_gives_the_same_bytes_when_dropping_a_branch_moved_the_leaf(transcompact):
+    """The resume point is a response that a progress line hangs from; after it, a result and the
+    user's interruption, and a line of another session hanging from that: slim drops those two
+    branches and the progress line, which leaves the result the newest line without a child, the
+    leaf Claude Code picks in the slimmed log. What the leaf keeps of what every line repeats (its
+    branch, its session) goes there: it went to the line that was the leaf before, and a second
+    slim took it out (found using slim as a user)."""
+    envelope = {"isSidechain": False, "userType": "external", "cwd": "/work", "version": "2.1.38", "gitBranch": "main"}
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}
+    lines = [
+        {"parentUuid": "gone-0", **envelope, "sessionId": "s-1", "type": "assistant", "uuid": "a-1", "timestamp": "2026-02-10T22:59:36.157Z",
+         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [{"type": "text", "text": "Reading it."}]}},
+        {"parentUuid": "a-1", **envelope, "sessionId": "s-1", "type": "progress", "uuid": "p-1", "timestamp": "2026-02-10T22:59:36.163Z",
+         "data": {"type": "hook_progress"}},
+        {"parentUuid": "gone-1", **envelope, "sessionId": "s-1", "type": "assistant", "uuid": "a-2", "timestamp": "2026-02-10T22:59:37.598Z",
+         "message": {"id": "msg_1", "role": "assistant", "model": "m", "content": [call]}},
+        {"parentUuid": "a-2", **envelope, "sessionId": "s-1", "type": "user", "uuid": "u-1", "timestamp": "2026-02-10T22:59:42.850Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "print(1)"}]}},
+        {"parentUuid": "u-1", **envelope, "sessionId": "s-1", "type": "user", "uuid": "u-2", "timestamp": "2026-02-10T22:59:46.748Z",
+         "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]}},
+        {"parentUuid": "u-2", **envelope, "gitBranch": "", "sessionId": "s-2", "type": "user", "uuid": "u-3",
+         "timestamp": "2025-09-03T00:47:19.293Z", "message": {"role": "user", "content": "/init"}},
+    ]
+    log = b"".join(orjson.dumps(line) + b"\n" for line in lines)
+    once = transcompact("slim", "-q", input=log).stdout_bytes
+    assert transcompact("slim", "-q", input=once).stdout_bytes == once
+    kept = [orjson.loads(line) for line in once.splitlines()]
+    assert [line["uuid"] for line in kept] == ["a-1", "a-2", "u-1"]
+    assert [line["uuid"] for line in kept if "gitBranch" in line] == ["u-1"]
+    assert _messages(once, "s.jsonl") == _messages(log, "s.jsonl")

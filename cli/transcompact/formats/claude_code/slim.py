@@ -22,7 +22,8 @@ What is dropped:
 - the fields every line repeats (`cwd`, `version`, `gitBranch`, …): the first line keeps those
   Claude Code reads from the head of a session, the last those it reads from its tail, and the
   first line with a `slug` (the plan file's name) keeps it; the leaf keeps its session (by which
-  Claude Code finds the session's title). `timestamp`, `uuid`, `message`
+  Claude Code finds the session's title): the leaf of the slimmed log, which a branch dropped
+  may have moved (`_leaf_once_slimmed`), so that slimming it again changes nothing. `timestamp`, `uuid`, `message`
   and every field that says what a line is stay on every line.
 """
 
@@ -36,7 +37,7 @@ import orjson
 from ...core.jsondata import PartialLine, Record, dumps, line_bytes
 from ...core.model import Transcript
 from .._log import Slimming, string_or_none, surviving_parent
-from .reader import TRANSCRIPT_TYPES, LogSource, line_type, whole_value
+from .reader import TRANSCRIPT_TYPES, LogSource, find_chain, line_type, whole_value
 
 # Session settings Claude Code keeps the last of (by session), read when it resumes or lists sessions.
 SETTINGS = frozenset({"custom-title", "ai-title", "tag", "agent-name", "agent-color", "agent-setting", "last-prompt",
@@ -106,7 +107,27 @@ def slimming(transcript: Transcript) -> Slimming:
              else _Members.in_part(values[i]) for i in order}
     slug_at = next((i for i in order if _may_hold(records[i], _SLUG)
                     and "slug" in whole_value(i, records[i], transcript.name)), None)
-    return Slimming(dropped, _edits(values, shown, copied, slug_at, kept_uuids, dropped, source.leaf), FIELDS)
+    # A dropped line may be a copy of a kept one (its uuid): it is not passed over.
+    skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
+            if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
+    leaf = _leaf_once_slimmed(records, dropped, skip, transcript.name)
+    return Slimming(dropped, _edits(values, shown, copied, slug_at, skip, source.leaf if leaf is None else leaf), FIELDS)
+
+
+def _leaf_once_slimmed(records: list[Record], dropped: dict[int, str], skip: dict[Any, Any], name: str) -> int | None:
+    """The leaf `claude --resume` picks in the slimmed log (`find_chain` of the lines kept, each
+    linked past the dropped ones): a branch dropped can leave a line of the same turn newer than
+    the leaf without a child, which is then the leaf. What `_edits` keeps on the leaf goes there,
+    so that slimming the log again changes nothing."""
+    remaining: list[Record] = []
+    for index, (line, value) in enumerate(records):
+        if index in dropped or not isinstance(value, dict):
+            remaining.append((line, None))
+            continue
+        parent = value.get("parentUuid")
+        relinked = surviving_parent(parent, skip)
+        remaining.append((line, value if relinked == parent else {**value, "parentUuid": relinked}))
+    return find_chain(remaining, name)[2]
 
 
 class _Members(NamedTuple):
@@ -174,10 +195,7 @@ def _may_hold(record: Record, marker: re.Pattern[bytes]) -> bool:
 
 
 def _edits(values: list[Any], shown: dict[int, _Members], copied: frozenset[str], slug_at: int | None,
-           kept_uuids: set[Any], dropped: dict[int, str], leaf: int) -> dict[int, dict[str, bytes | None]]:
-    # A dropped line may be a copy of a kept one (its uuid): it is not passed over.
-    skip = {values[i].get("uuid"): values[i].get("parentUuid") for i in dropped
-            if isinstance(values[i], dict) and line_type(values[i]) in TRANSCRIPT_TYPES and values[i].get("uuid") not in kept_uuids}
+           skip: dict[Any, Any], leaf: int) -> dict[int, dict[str, bytes | None]]:
     kept = list(shown)
     first, last = kept[0], kept[-1]
     special = {first, last, leaf, slug_at}  # the lines that keep some of what every line repeats
