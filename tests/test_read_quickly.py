@@ -456,6 +456,32 @@ def test_a_prune_of_a_list_or_json_lines_changes_only_what_it_prunes(data):
     verified(transcript, pruned, written(pruned), operation="prune")
 
 
+# The same in OpenAI's shape, whose calls and results no view names: they are read at once.
+SPELLED_OPENAI = [b'{"role": "user", "content": "Fix the \\u0074ests \\u2014 caf\xc3\xa9 \\/ 1e5."}',
+                  b'{"role":"assistant","content":"Reading \\u2713","tool_calls":[{"id":"c1","type":"function",'
+                  b'"function":{"name":"read","arguments":"{\\"path\\": \\"a.py\\"}"}}]}',
+                  b'{"role":"tool","tool_call_id":"c1","content":"' + b"E  boom\\n" * 400 + b'"}',
+                  b'{"role":"assistant","content":null,"tool_calls":[{"id":"c2","type":"function",'
+                  b'"function":{"name":"read","arguments":"{}"}}]}',
+                  b'{"role":"tool","tool_call_id":"c2","content":"ok \\u00e9"}',
+                  b'{"role": "assistant", "content": "Done \\u00e9."}']
+
+
+@pytest.mark.parametrize("data", [b"[\n" + b",\n".join(SPELLED_OPENAI) + b"\n]\n",
+                                  b'{"model": "m", "messages": [' + b", ".join(SPELLED_OPENAI) + b"]}"], ids=["bare list", "request body"])
+def test_a_prune_of_an_openai_document_changes_only_what_it_prunes(data):
+    """Its messages read at once (calls, results) that prune leaves as they were keep their bytes
+    too: they were written again from their values, escapes undone (found using prune as a user)."""
+    transcript = loads(data, "t.json", lazily="logs")
+    pruned, report = prune(transcript, PruneOptions(keep_last=0, hard_clear_after=1))
+    assert report.cleared == 1
+    out = bytes(written(pruned))
+    for kept in (*SPELLED_OPENAI[:2], *SPELLED_OPENAI[3:]):
+        assert kept in out
+    assert SPELLED_OPENAI[2] not in out
+    verified(transcript, pruned, written(pruned), operation="prune")
+
+
 def test_json_lines_with_a_line_no_view_names_reads_that_line_at_once():
     lines = [b'{"role":"user","content":"a"}', b'{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",'
              b'"function":{"name":"f","arguments":"{}"}}]}', b'{"role":"tool","tool_call_id":"c1","content":"r"}',

@@ -32,6 +32,9 @@ class DocumentSource:
     parent: Any  # the object that holds the messages (and `system`, `tools`)
     layout: Layout
     data: bytes  # what was read: written back as it was when nothing changed
+    # Each message's bytes as `read_quickly` found them (`_Spans`): one it read whole, left as it
+    # was, is written back as them, escapes and spacing as they were (None: the whole reading's).
+    spans: Any = None
 
 
 def split_path(messages_path: str | None) -> tuple[Any, ...] | None:
@@ -170,7 +173,10 @@ def write(transcript: Transcript) -> bytes:
             changed = True
     if not changed:
         return source.data
-    messages = [orjson.Fragment(bytes(w)) if m.data is not None else w for m, w in zip(transcript.messages, messages)]
+    place = {id(value): index for index, value in enumerate(old_messages)} if source.spans is not None else {}
+    messages = [orjson.Fragment(bytes(w)) if m.data is not None
+                else orjson.Fragment(bytes(source.spans[index])) if (index := place.get(id(w))) is not None and old_messages[index] is w
+                else w for m, w in zip(transcript.messages, messages)]
     if not source.path:
         document = messages
     else:
@@ -248,8 +254,8 @@ def read_quickly(data: bytes, name: str, dialect: str | None, split: bool = Fals
             system, tools, request = _around_messages(parent, dialect, ("messages",))
     except (ShapeError, ValueError):
         return None
-    source = (DocumentSource(document=as_read, path=(), parent=None, layout=Layout.of(data), data=data) if parent is None
-              else DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data))
+    source = (DocumentSource(document=as_read, path=(), parent=None, layout=Layout.of(data), data=data, spans=shared) if parent is None
+              else DocumentSource(document=parent, path=("messages",), parent=parent, layout=Layout.of(data), data=data, spans=shared))
     return Transcript(format=dialect, dialect=dialect, messages=tuple(messages), system=system, tools=tools, request=request,
                       name=name, source=source)
 
