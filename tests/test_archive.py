@@ -360,8 +360,10 @@ def test_a_malformed_archive_line_names_the_line():
     assert result.exit_code == 3
     assert result.stderr.startswith("transcompact: error: originals.jsonl:1: an archive record must be an object, not an array")
     Path("originals.jsonl").write_text('{oops\n{}\n')
-    assert run_cli("expand", "--archive", "originals.jsonl", "a.jsonl").stderr.startswith(
-        "transcompact: error: originals.jsonl:1:2: malformed JSON line: ")
+    malformed = run_cli("expand", "--archive", "originals.jsonl", "a.jsonl").stderr.splitlines()
+    assert malformed[0].startswith("transcompact: error: originals.jsonl:1:2: malformed JSON line: ")
+    assert malformed[1] == ("hint: --archive originals.jsonl is read as an archive, the originals prune, compact and slim put "
+                            "aside, one JSON object a line: this is none")  # (a transcript given as the archive, say)
 
 
 def test_records_that_do_not_give_back_what_prune_read_are_refused():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from .builders import run_cli
 from .conftest import FIXTURES
 
@@ -78,12 +80,13 @@ def test_pre_compact_sees_the_dropped_part_before_anything_is_written(tmp_path):
     assert len(report["messages"]) < len(original["messages"])
 
 
-def test_a_pre_compact_that_fails_stops_that_file_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize(("command", "ended"), [("cat > /dev/null; exit 3", "exited with status 3"),
+                                               ("cat > /dev/null; kill -9 $$", "was killed by signal 9")])
+def test_a_pre_compact_that_fails_stops_that_file_and_writes_nothing(tmp_path, command, ended):
     logs = batch(tmp_path)
     (logs / "c.json").unlink()
     before = {p.name: p.read_bytes() for p in logs.iterdir()}
-    result = run("--emergency", "--threshold", "1000", "-i", "--pre-compact", "cat > /dev/null; exit 3", str(logs))
+    result = run("--emergency", "--threshold", "1000", "-i", "--pre-compact", command, str(logs))
     assert result.exit_code == 4
-    assert f"transcompact: error: {logs}/a.json: --pre-compact 'cat > /dev/null; exit 3' exited with status 3; nothing written" \
-        in result.stderr
+    assert f"transcompact: error: {logs}/a.json: --pre-compact '{command}' {ended}; nothing written" in result.stderr
     assert {p.name: p.read_bytes() for p in logs.iterdir()} == before  # b.json is not compacted: the hook never ran

@@ -194,6 +194,9 @@ def test_a_broken_file_is_listed_with_its_error(home, transcompact):
     assert result.exit_code == 0
     line = next(line for line in result.stdout.splitlines() if str(broken) in line).split("\t")
     assert line[6:8] == ["error", str(broken)] and line[8] == entry["error"]
+    assert result.stderr.splitlines()[-1].endswith("; 1 error")
+    put(CLAUDE, home / ".claude/projects/-p/broken-too.jsonl", b'{"type":"user"\n')
+    assert transcompact("sessions").stderr.splitlines()[-1].endswith("; 2 errors")
 
 
 def test_nothing_stored_is_said_on_stderr(tmp_path, transcompact, monkeypatch):

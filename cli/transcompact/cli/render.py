@@ -337,7 +337,9 @@ def sessions_total(listing: Listing) -> str:
     """The closing line: `12 sessions: 40.2 MB on disk, 31.0 MB never sent, 1,204,110 tokens; 2 near, 1 over`;
     where some are not measured, `31.0 MB never sent in 9 of them (--unsent measures the other 3)`."""
     total = listing.total()
-    statuses = ", ".join(f"{total[status]:,} {status}" for status in ("near", "over", "error") if total[status])
+    statuses = ", ".join(f"{total[status]:,} {status}" for status in ("near", "over") if total[status])
+    if total["error"]:
+        statuses += f"{', ' if statuses else ''}{counted(total['error'], 'error')}"
     return (f"{counted(total['sessions'], 'session')}: {_bytes(total['bytes'])} on disk, {_bytes(total['unsent_bytes'])} "
             f"never sent{_unsent_measured(total)}, {_n(total['tokens'])} tokens" + (f"; {statuses}" if statuses else ""))
 

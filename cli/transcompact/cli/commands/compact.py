@@ -258,6 +258,6 @@ def run_pre_compact(command: str, name: str, transcript: Transcript, cut: int) -
         raise RefusedByCommand(f"--pre-compact could not run: {error.strerror or error}; nothing written",
                                location=Location(name)) from None
     if done.returncode != 0:
-        raise RefusedByCommand(f"--pre-compact {command!r} exited with status {done.returncode}; nothing written",
-                               location=Location(name))
+        ended = f"was killed by signal {-done.returncode}" if done.returncode < 0 else f"exited with status {done.returncode}"
+        raise RefusedByCommand(f"--pre-compact {command!r} {ended}; nothing written", location=Location(name))
     return done.stdout.decode("utf-8", "replace").splitlines()

@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from ...core.errors import InputError, Location, OutputError
+from ...core.errors import InputError, Location, OutputError, ParseError, option
 from ...core.jsondata import BOM, kind_of, parse_value
 from ...core.model import Transcript
 from ...formats import adapter, rewrites_lines
@@ -329,10 +329,14 @@ def parse(data: bytes, name: str) -> Archive:
             continue
         try:
             found.append(_record(parse_value(line, name, number), Location(name, number)))
-        except InputError:
+        except InputError as error:
             if number == len(lines):  # no newline after it
                 return Archive(tuple(found), torn_line=number, torn_pruned=_pruned_of_torn(line))
-            raise
+            if not isinstance(error, ParseError):
+                raise
+            # (A line that is no JSON: the file is named as the archive, where its hint was JSON Lines' in general.)
+            raise error.with_hint(f"{option('archive', name)} is read as an archive, the originals prune, compact and slim "
+                                  "put aside, one JSON object a line: this is none") from None
     return Archive(tuple(found))
 
 
