@@ -589,3 +589,39 @@ def test_credentials_in_a_url_are_never_shown(monkeypatch, tmp_path):
     assert fallback.exit_code == 0, fallback.stderr
     shown = fallback.stderr + (tmp_path / "report.jsonl").read_text() + (tmp_path / "events.jsonl").read_text()
     assert "127.0.0.1:9" in shown and "secret" not in shown and "sk-ant-never-shown" not in shown + failed.stderr
+
+
+def test_a_key_in_a_url_s_query_is_never_shown(monkeypatch):
+    """Some services take a key in the base URL's query: the message names the endpoint, its path
+    where it goes (it went after the query), and not the query (found using summarize as a user)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    failed = run("summarize", "--provider", "openai", "--base-url", "http://u:secret@127.0.0.1:9/v1?key=secret", "--retries", "0",
+                 "--keep-recent-tokens", "1000", str(FIXTURES / "anthropic/long-session.json"))
+    assert failed.exit_code == ExitCode.PROVIDER
+    assert "transcompact: error: cannot reach http://127.0.0.1:9/v1/chat/completions?…: " in failed.stderr
+    assert "secret" not in failed.stderr
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_key_a_service_quotes_back_is_never_shown(api, monkeypatch, tmp_path, provider):
+    """A service that answers 401 quoting the credentials it was sent (the key, a bearer token, a
+    URL's password as Basic auth): the message and the report show none of them (found using
+    compact as a user with a stand-in server)."""
+    def quoting(request):
+        sent = request.headers.get("authorization") or request.headers.get("x-api-key")
+        return 401, {"type": "error", "error": {"type": "authentication_error", "message": f"Incorrect API key provided: {sent}"}}
+
+    api.answer = quoting
+    host = api.url.split("://", 1)[1]
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-quoted-back")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-quoted-back")
+    long = str(FIXTURES / "anthropic/long-session.json")
+    flags = ("--provider", "openai", "--base-url", f"http://user:pw-quoted@{host}/v1") if provider == "openai" else ()
+    failed = run("summarize", *flags, "--retries", "0", "--keep-recent-tokens", "1000", long)
+    assert failed.exit_code == ExitCode.PROVIDER
+    assert "answered HTTP 401: Incorrect API key provided: " in failed.stderr
+    fallback = run("compact", *flags, "--force", "--retries", "0", "--keep-recent-tokens", "1000", "--report", str(tmp_path / "r.jsonl"),
+                   "-o", str(tmp_path / "out.json"), long)
+    assert fallback.exit_code == 0, fallback.stderr
+    shown = failed.stderr + fallback.stderr + (tmp_path / "r.jsonl").read_text()
+    assert "quoted-back" not in shown and "pw-quoted" not in shown and "dXNlcjpwdy1xdW90ZWQ" not in shown

@@ -106,13 +106,35 @@ def _named(text: str | None, *, flags: bool, variable: Callable[[str], str | Non
     return re.sub(_OPTION, spell, text)
 
 
-# A URL's user-info (`user:secret@`), which no message, report or event shows.
+# A URL's user-info (`user:secret@`) and its query (`?key=…`, where some services take a key),
+# which no message, report or event shows; and the credentials of an Authorization header, which
+# a service may quote back in its answer.
 _USER_INFO = r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@"
+_QUERY = r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s?#]*)\?[^\s#'\"]*?(?=[:;,.)\]]*(?:[\s'\"]|$))"  # (a sentence's colon after it stays)
+_AUTHORIZATION = r"\b(Bearer|Basic) [A-Za-z0-9._~+/=-]+"
+_SECRETS: set[str] = set()  # the keys and passwords of this run (`keep_secret`)
+
+
+def keep_secret(*values: str | None) -> None:
+    """Values no message shows from now on, wherever it quotes them: an API key, a URL's password
+    (a service's answer may say what it was sent)."""
+    _SECRETS.update(value for value in values if value)
 
 
 def without_credentials(text: str) -> str:
-    """`text` with every URL in it shown without its user-info (`http://user:secret@host` → `http://host`)."""
-    return re.sub(_USER_INFO, r"\1", text) if "@" in text else text
+    """`text` with every URL in it shown without its user-info and its query
+    (`http://user:secret@host/v1?key=k` → `http://host/v1?…`), an Authorization header's
+    credentials and the run's keys (`keep_secret`) shown as `…`."""
+    if "@" in text:
+        text = re.sub(_USER_INFO, r"\1", text)
+    if "?" in text:
+        text = re.sub(_QUERY, r"\1?…", text)
+    if "Bearer " in text or "Basic " in text:
+        text = re.sub(_AUTHORIZATION, r"\1 …", text)
+    for secret in _SECRETS:
+        if secret in text:
+            text = text.replace(secret, "…")
+    return text
 
 
 ENVIRONMENT_PREFIX = "TRANSCOMPACT_"  # every setting's variable: TRANSCOMPACT_ and its name in capitals

@@ -22,9 +22,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 from ..core import settings
-from ..core.errors import PromptTooLong, ProviderError, UsageError, option
+from ..core.errors import PromptTooLong, ProviderError, UsageError, keep_secret, option
 
 PROVIDERS = ("anthropic", "openai")
 KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -83,9 +84,17 @@ def resolve(name: str, *, key: str | None = None, base_url: str | None = None, m
     token = None
     if name == "anthropic" and not key:
         token = environ.get(TOKEN_VARIABLE) or None
-    return Resolved(provider=name, model=model or transcript_model or settings.MODELS[name],
-                    base_url=base_url or environ.get(BASE_URL_VARIABLES[name]) or settings.BASE_URLS[name],
+    base_url = base_url or environ.get(BASE_URL_VARIABLES[name]) or settings.BASE_URLS[name]
+    keep_secret(key, token, urlsplit(base_url).password)  # (a service's answer may quote them)
+    return Resolved(provider=name, model=model or transcript_model or settings.MODELS[name], base_url=base_url,
                     key=key, auth_token=token)
+
+
+def endpoint(base_url: str, path: str) -> str:
+    """Where a request to `path` under `base_url` goes, as a message names it: the path before the
+    base URL's query, if it has one (`http://host/v1?k=…` → `http://host/v1/chat/completions?k=…`)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
 
 
 def provider(resolved: Resolved, *, timeout: float = settings.TIMEOUT, retries: int = settings.RETRIES) -> Provider:

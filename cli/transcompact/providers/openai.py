@@ -8,7 +8,7 @@ import re
 
 from ..core import settings
 from ..core.errors import ProviderError
-from . import Completion, Resolved, described, sdk_error, tokens
+from . import Completion, Resolved, described, endpoint, sdk_error, tokens
 
 # The SDK refuses to start without a key, and a local server needs none (and ignores this one).
 NO_KEY = "no-key"
@@ -38,7 +38,7 @@ class OpenAIProvider:
         self.model = resolved.model
         self.timeout = timeout
         self.retries = retries
-        self.url = resolved.base_url.rstrip("/") + "/chat/completions"
+        self.url = endpoint(resolved.base_url, "/chat/completions")
         # The base URL is always passed, so that the SDK does not look up OPENAI_BASE_URL itself.
         self.api = openai.OpenAI(api_key=resolved.key or NO_KEY, base_url=resolved.base_url, timeout=timeout,
                                  max_retries=retries)
