@@ -223,6 +223,8 @@ def test_count_content_on_the_command_line_and_in_the_environment(in_root):
     assert content["tokens"] == formula(loads((FIXTURES / "claude-code/broken-session.jsonl").read_bytes())) < anchored["tokens"]
     refused = run("estimate", "--calibrate", "--count", "content", path)
     assert refused.exit_code == 2 and "cannot be combined with --count content" in refused.stderr
+    # Refused before any file is read: --json printed an empty report (no file, 0 tokens) for it.
+    assert run("estimate", "--json", "--calibrate", "--count", "content", path).stdout == ""
 
 
 # --- Anthropic server-side compaction --------------------------------------------------------

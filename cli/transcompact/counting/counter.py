@@ -398,21 +398,27 @@ def apportioned(counted: _Counted, exact: int) -> _Counted:
                     exact - sum(messages), [round(t * factor) for t in counted.framing])
 
 
-def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]:
+def check_options(options: Options) -> None:
+    """A UsageError for options no count can be made with, whatever it counts: a command checks
+    them before it reads a file (each file would fail alike)."""
     if options.count not in COUNTS:
         raise UsageError(f"unknown count {options.count!r} (choose from {', '.join(COUNTS)})")
     if options.calibrate and options.count == "content":
         raise UsageError(f"{option('calibrate')} fits the count to recorded usage; it cannot be combined with "
                          f"{option('count', 'content')}")
-    if options.tokenizer in ("chars", "anthropic"):
-        if options.ratio <= 0:
-            raise UsageError(f"{option('ratio')} must be above 0, not {options.ratio:g}")
-        return len, options.ratio, f"chars × {options.ratio:g} + {PER_MESSAGE} per message"
-    if options.tokenizer in ("o200k", "cl100k"):
-        from ..counting.tokenizers import ENCODINGS, counter
+    if options.tokenizer not in TOKENIZERS:
+        raise UsageError(f"unknown tokenizer {options.tokenizer!r} (choose from {', '.join(TOKENIZERS)})")
+    if options.tokenizer in ("chars", "anthropic") and options.ratio <= 0:
+        raise UsageError(f"{option('ratio')} must be above 0, not {options.ratio:g}")
 
-        return counter(options.tokenizer), None, f"tiktoken {ENCODINGS[options.tokenizer]} + {PER_MESSAGE} per message"
-    raise UsageError(f"unknown tokenizer {options.tokenizer!r} (choose from {', '.join(TOKENIZERS)})")
+
+def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]:
+    check_options(options)
+    if options.tokenizer in ("chars", "anthropic"):
+        return len, options.ratio, f"chars × {options.ratio:g} + {PER_MESSAGE} per message"
+    from ..counting.tokenizers import ENCODINGS, counter
+
+    return counter(options.tokenizer), None, f"tiktoken {ENCODINGS[options.tokenizer]} + {PER_MESSAGE} per message"
 
 
 def _basis(transcript: Transcript, options: Options, method: str, system: _Tally, tools: _Tally,

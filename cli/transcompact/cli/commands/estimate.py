@@ -63,6 +63,7 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
 
     from click.core import ParameterSource
 
+    from ...counting.counter import check_options
     from ...counting.models import MODELS, model_family, model_limits, of_budget
     from ...run.batch import worst
     from .. import render
@@ -79,6 +80,7 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
                        f"window given ({window:,}) and a max output of {max_output:,}", err=True)
     options = replace(counting, count=count, calibrate=calibrate, model=model, window=window, max_output=max_output,
                       threshold=threshold, warn_at=warn_at, top=top)
+    check_options(options)  # before any file is read: not an empty report on stdout, with every file failed alike
     batch = command_batch("estimate", files, patterns, running=running, quiet=quiet)
     # The chars estimate counts a message from what a typed view of it says; a tokenizer reads its text.
     lazily = replace(reading, lazily=options.tokenizer == "chars")
