@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import transcompact
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -38,6 +40,24 @@ def test_load_and_dump_take_files_loads_and_dumps_bytes(tmp_path):
     assert transcript == transcompact.loads(data) and transcompact.dumps(transcript) == data
     transcompact.dump(transcript, tmp_path / "out.json")
     assert (tmp_path / "out.json").read_bytes() == data
+    assert transcompact.loads(data.decode()) == transcript  # a str, read as its UTF-8
+    with pytest.raises(TypeError, match="^loads reads a transcript from bytes or a str, not NoneType$"):
+        transcompact.loads(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda t: transcompact.prune(t, transcompact.PruneOptions(keep_last=-1)), "keep_last must be 0 or more, not -1"),
+    (lambda t: transcompact.prune(t, transcompact.PruneOptions(keep_tool_uses=-2)), "keep_tool_uses must be 0 or more, not -2"),
+    (lambda t: transcompact.find_cut_point(t, keep_recent_tokens=-1), "keep_recent_tokens must be 0 or more, not -1"),
+    (lambda t: transcompact.SummaryOptions(keep_recent_tokens=-5), "keep_recent_tokens must be 0 or more, not -5"),
+])
+def test_a_negative_count_is_refused_to_a_library_caller_as_to_the_command_line(call, message):
+    """A UsageError naming the parameter, where a negative keep_last protected nothing and a
+    negative keep_tool_uses cleared every result (found using the library as a user)."""
+    transcript = transcompact.load(README.parent / "fixtures/anthropic/long-session.json")
+    with pytest.raises(transcompact.UsageError) as refused:
+        call(transcript)
+    assert str(refused.value) == message
 
 
 def test_every_rewrite_returns_the_transcript_and_a_report():

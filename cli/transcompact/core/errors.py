@@ -84,6 +84,14 @@ def option(name: str, value: object = None) -> str:
     return f"{_OPEN}{name}{given}{_CLOSE}"
 
 
+def refuse_negative(**counts: int | None) -> None:
+    """A UsageError for the first of `counts` (of tokens, characters, messages, turns) below 0: what
+    the command line's flags refuse, refused to a library caller too."""
+    for name, value in counts.items():
+        if value is not None and value < 0:
+            raise UsageError(f"{option(name)} must be 0 or more, not {value}")
+
+
 @overload
 def _named(text: str, *, flags: bool, variable: Callable[[str], str | None] = ...) -> str: ...
 @overload

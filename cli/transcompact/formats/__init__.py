@@ -191,9 +191,9 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
     )
 
 
-def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None,
+def loads(data: bytes | str, name: str = "<stdin>", *, format: str | None = None, messages_path: str | None = None,
           lazily: Laziness = False) -> Transcript:
-    """Read a transcript from bytes, detecting its format unless `format` is given.
+    """Read a transcript from bytes (or a str, read as its UTF-8), detecting its format unless `format` is given.
 
     `lazily`: for work that counts or checks (estimate, cut-point, check), each message of a
     request body, a bare list, JSON Lines of messages, a Claude Code log, a Codex rollout, a pi
@@ -209,6 +209,12 @@ def loads(data: bytes, name: str = "<stdin>", *, format: str | None = None, mess
     make that costly (`Format.rereads_viewed_lines` unset: a pi session's), which it reads whole:
     each reading apart parses a line again.
     """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")  # (a lone surrogate is then the reading's "not valid UTF-8")
+    elif isinstance(data, (bytearray, memoryview)):
+        data = bytes(data)
+    elif not isinstance(data, bytes):
+        raise TypeError(f"loads reads a transcript from bytes or a str, not {type(data).__name__}")
     if lazily in (True, "logs") and messages_path is None and (offered := _document_offered(data, format)) is not None:
         read_document = BY_NAME[offered].read_quickly
         assert read_document is not None  # its registration names a first key: `_agrees` checked it has one

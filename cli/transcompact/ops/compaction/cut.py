@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core import settings
+from ...core.errors import refuse_negative
 from ...core.model import ASSISTANT, USER, Message, Transcript
 from ...counting.counter import Options, TokenCounter
 from ...formats import adapter
@@ -77,6 +78,7 @@ def find_cut_point(transcript: Transcript, keep_recent_tokens: int = settings.KE
                    keep_recent_messages: int = settings.KEEP_RECENT_MESSAGES) -> Cut:
     """The cut, counting with `counter` (a run's), else with `options` (any tokenizer of `estimate`):
     the recent part holds at least `keep_recent_tokens` and at least `keep_recent_messages` messages."""
+    refuse_negative(keep_recent_tokens=keep_recent_tokens, keep_recent_messages=keep_recent_messages)
     messages = transcript.messages
     tokens = (counter or TokenCounter(transcript, options)).per_message(transcript)
     total = sum(tokens)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ...core import settings
-from ...core.errors import ProviderError, UsageError, option
+from ...core.errors import ProviderError, UsageError, option, refuse_negative
 from ...core.jsondata import compact_json
 from ...core.model import (
     ASSISTANT,
@@ -134,6 +134,10 @@ class SummaryOptions:
     result_chars: int = settings.RESULT_CHARS  # a tool result is cut to this many characters (head + tail)
     input_tokens: int = settings.SUMMARY_INPUT_TOKENS  # the summarizer's input budget (--summary-input-tokens)
     style: str = settings.STYLE  # "checkpoint": the spec's sections; "narrative": a prose account
+
+    def __post_init__(self) -> None:
+        refuse_negative(keep_recent_tokens=self.keep_recent_tokens, keep_recent_messages=self.keep_recent_messages,
+                        result_chars=self.result_chars, input_tokens=self.input_tokens)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core import settings
+from ...core.errors import refuse_negative
 from ...core.model import (
     ASSISTANT,
     LISTED,
@@ -68,6 +69,11 @@ class PruneOptions:
     kinds: tuple[tuple[str, str], ...] = ()  # (tool, kind) entries over the default map (settings.TOOL_KINDS)
     keep_tool_uses: int | None = None  # the results of the last N tool uses stay, every older one is cleared
     clear_at_least: int = settings.CLEAR_AT_LEAST  # tokens: an edit of the results that saves fewer is not made
+
+    def __post_init__(self) -> None:
+        refuse_negative(soft_trim_chars=self.soft_trim_chars, head=self.head, tail=self.tail, hard_clear_after=self.hard_clear_after,
+                        keep_last=self.keep_last, keep_thinking_turns=self.keep_thinking_turns,
+                        result_token_cap=self.result_token_cap, keep_tool_uses=self.keep_tool_uses, clear_at_least=self.clear_at_least)
 
 
 @dataclass(frozen=True)
