@@ -557,11 +557,23 @@ def test_an_error_names_the_variable_a_value_came_from(monkeypatch):
     for command in ("estimate", "compact"):
         result = run(command, long)
         assert result.exit_code == ExitCode.USAGE
-        assert stderr_lines(result)[0] in (
-            "transcompact: error: TRANSCOMPACT_MAX_OUTPUT (2000) must be below TRANSCOMPACT_WINDOW (1000)",
-            "transcompact: error: TRANSCOMPACT_MAX_OUTPUT (2,000) must be below TRANSCOMPACT_WINDOW (1,000)"), command
+        assert stderr_lines(result)[0] == \
+            "transcompact: error: TRANSCOMPACT_MAX_OUTPUT (2,000) must be below TRANSCOMPACT_WINDOW (1,000)", command
     mixed = run("estimate", "--max-output", "2000", long)
-    assert stderr_lines(mixed)[0] == "transcompact: error: --max-output (2000) must be below TRANSCOMPACT_WINDOW (1000)"
+    assert stderr_lines(mixed)[0] == "transcompact: error: --max-output (2,000) must be below TRANSCOMPACT_WINDOW (1,000)"
+
+
+def test_estimate_refuses_a_budget_of_nothing_before_it_reads_a_file(monkeypatch):
+    """Named by where the max output came from (a model's entry in the table, not a flag the user
+    gave), and before any file is read: --json printed an empty report on stdout beside the error
+    (found using it as a user)."""
+    long = str(FIXTURES / "anthropic/long-session.json")
+    by_model = run("estimate", "--json", "--model", "claude-sonnet-4-5", "--window", "50000", long)
+    assert by_model.exit_code == ExitCode.USAGE and by_model.stdout == ""
+    assert stderr_lines(by_model)[0] == "transcompact: error: claude-sonnet-4-5's max output (64,000) must be below --window (50,000)"
+    flagged = run("estimate", "--json", "--window", "1000", "--max-output", "2000", long)
+    assert flagged.exit_code == ExitCode.USAGE and flagged.stdout == ""
+    assert stderr_lines(flagged)[0] == "transcompact: error: --max-output (2,000) must be below --window (1,000)"
 
 
 def test_a_model_after_the_table_works_with_its_window():

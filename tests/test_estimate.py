@@ -163,7 +163,7 @@ def test_the_default_threshold_is_the_same_share_of_any_budget():
 
 def test_window_must_leave_a_budget():
     transcript = loads((FIXTURES / "anthropic/tool-loop.json").read_bytes())
-    with pytest.raises(UsageError, match="max_output \\(1000\\) must be below window \\(1000\\)"):
+    with pytest.raises(UsageError, match="max_output \\(1,000\\) must be below window \\(1,000\\)"):
         estimate(transcript, Options(window=1000, max_output=1000))
 
 

@@ -10,6 +10,7 @@ from ..core.errors import UsageError, option
 from ..core.model import Transcript, tool_names
 from ..counting.calibrate import Calibration, Recorded
 from ..counting.counter import KINDS, Options, TokenCounter, server_compaction
+from ..counting.counter import check_options as check_counting
 from ..counting.models import threshold_tokens
 
 EMERGENCY_FRACTION = 0.95
@@ -75,17 +76,25 @@ class Estimate:
         return "warning" if self.tokens >= self.warning else "under"
 
 
+def check_options(options: Options) -> None:
+    """A UsageError for options no estimate can be made with (of any transcript): a budget of
+    nothing, a warning fraction out of (0, 1], a count that cannot be made (`counter.check_options`)."""
+    if options.window - options.max_output <= 0:
+        raise UsageError(f"{option('max_output')} ({options.max_output:,}) must be below {option('window')} ({options.window:,})",
+                         hint="the input budget is the window less the max output")
+    if not 0 < options.warn_at <= 1:
+        raise UsageError(f"{option('warn_at')} is a fraction of the threshold, above 0 and at most 1, not {options.warn_at:g}")
+    check_counting(options)
+
+
 def estimate(transcript: Transcript, options: Options = Options(), counter: TokenCounter | None = None) -> Estimate:
     """Count a transcript's tokens and say where they sit (see the module docstring).
 
     `counter` (made on the input a rewrite started from) counts on that input's scale; without
     one, the transcript is its own input.
     """
+    check_options(options)
     budget = options.window - options.max_output
-    if budget <= 0:
-        raise UsageError(f"{option('max_output')} ({options.max_output}) must be below {option('window')} ({options.window})")
-    if not 0 < options.warn_at <= 1:
-        raise UsageError(f"{option('warn_at')} is a fraction of the threshold, above 0 and at most 1, not {options.warn_at:g}")
     threshold = threshold_tokens(options.threshold, budget)
     counter = counter or TokenCounter(transcript, options)
     counted = counter.breakdown(transcript)

@@ -63,14 +63,15 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
 
     from click.core import ParameterSource
 
-    from ...counting.counter import check_options
+    from ...core.errors import UsageError, option
     from ...counting.models import MODELS, model_family, model_limits, of_budget
+    from ...ops.estimate import check_options
     from ...run.batch import worst
     from .. import render
 
+    # A flag beats the model's entry in the table, which beats a variable.
+    flagged = {name for name in ("window", "max_output") if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
     if model:
-        # A flag beats the model's entry in the table, which beats a variable.
-        flagged = {name for name in ("window", "max_output") if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE}
         if model_family(model) in MODELS or ctx.get_parameter_source("window") is ParameterSource.DEFAULT:
             model_window, model_output = model_limits(model)  # a model not in the table needs its window
             window = window if "window" in flagged else model_window
@@ -80,6 +81,9 @@ def estimate(ctx, files, patterns, reading, running, counting, count, calibrate,
                        f"window given ({window:,}) and a max output of {max_output:,}", err=True)
     options = replace(counting, count=count, calibrate=calibrate, model=model, window=window, max_output=max_output,
                       threshold=threshold, warn_at=warn_at, top=top)
+    if model and "max_output" not in flagged and max_output >= window:  # (the max output the user did not give)
+        raise UsageError(f"{model}'s max output ({max_output:,}) must be below {option('window')} ({window:,})",
+                         hint=f"give {option('max_output')} too: the input budget is the window less the max output")
     check_options(options)  # before any file is read: not an empty report on stdout, with every file failed alike
     batch = command_batch("estimate", files, patterns, running=running, quiet=quiet)
     # The chars estimate counts a message from what a typed view of it says; a tokenizer reads its text.
