@@ -443,19 +443,6 @@ def test_a_bare_list_and_json_lines_are_read_without_building_their_messages(dat
     same_reading(data)
 
 
-@pytest.mark.parametrize("data", [b"[" + b",".join(SPELLED) + b"]", b"\n".join(SPELLED) + b"\n"], ids=["bare list", "JSON Lines"])
-def test_a_prune_of_a_list_or_json_lines_changes_only_what_it_prunes(data):
-    """The messages a prune leaves as they were keep their bytes: escapes and numbers as written."""
-    transcript = loads(data, "t.json", lazily="logs")
-    pruned, report = prune(transcript, PruneOptions(keep_last=0, hard_clear_after=1))
-    assert report.cleared == 1
-    out = bytes(written(pruned))
-    for kept in (*SPELLED[:2], *SPELLED[3:]):
-        assert kept in out
-    assert SPELLED[2] not in out
-    verified(transcript, pruned, written(pruned), operation="prune")
-
-
 # The same in OpenAI's shape, whose calls and results no view names: they are read at once.
 SPELLED_OPENAI = [b'{"role": "user", "content": "Fix the \\u0074ests \\u2014 caf\xc3\xa9 \\/ 1e5."}',
                   b'{"role":"assistant","content":"Reading \\u2713","tool_calls":[{"id":"c1","type":"function",'
@@ -467,18 +454,22 @@ SPELLED_OPENAI = [b'{"role": "user", "content": "Fix the \\u0074ests \\u2014 caf
                   b'{"role": "assistant", "content": "Done \\u00e9."}']
 
 
-@pytest.mark.parametrize("data", [b"[\n" + b",\n".join(SPELLED_OPENAI) + b"\n]\n",
-                                  b'{"model": "m", "messages": [' + b", ".join(SPELLED_OPENAI) + b"]}"], ids=["bare list", "request body"])
-def test_a_prune_of_an_openai_document_changes_only_what_it_prunes(data):
-    """Its messages read at once (calls, results) that prune leaves as they were keep their bytes
-    too: they were written again from their values, escapes undone (found using prune as a user)."""
+@pytest.mark.parametrize(("spelled", "data"), [
+    (SPELLED, b"[" + b",".join(SPELLED) + b"]"), (SPELLED, b"\n".join(SPELLED) + b"\n"),
+    # Its calls and results a prune left as they were were written again from their values, escapes
+    # undone (found using prune as a user).
+    (SPELLED_OPENAI, b"[\n" + b",\n".join(SPELLED_OPENAI) + b"\n]\n"),
+    (SPELLED_OPENAI, b'{"model": "m", "messages": [' + b", ".join(SPELLED_OPENAI) + b"]}"),
+], ids=["bare list", "JSON Lines", "OpenAI bare list", "OpenAI request body"])
+def test_a_prune_of_a_list_or_json_lines_changes_only_what_it_prunes(spelled, data):
+    """The messages a prune leaves as they were keep their bytes: escapes and numbers as written."""
     transcript = loads(data, "t.json", lazily="logs")
     pruned, report = prune(transcript, PruneOptions(keep_last=0, hard_clear_after=1))
     assert report.cleared == 1
     out = bytes(written(pruned))
-    for kept in (*SPELLED_OPENAI[:2], *SPELLED_OPENAI[3:]):
+    for kept in (*spelled[:2], *spelled[3:]):
         assert kept in out
-    assert SPELLED_OPENAI[2] not in out
+    assert spelled[2] not in out
     verified(transcript, pruned, written(pruned), operation="prune")
 
 
