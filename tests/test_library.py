@@ -43,6 +43,8 @@ def test_load_and_dump_take_files_loads_and_dumps_bytes(tmp_path):
     assert transcompact.loads(data.decode()) == transcript  # a str, read as its UTF-8
     with pytest.raises(TypeError, match="^loads reads a transcript from bytes or a str, not NoneType$"):
         transcompact.loads(None)  # type: ignore[arg-type]
+    with pytest.raises(transcompact.UsageError, match="^lazily='bogus' is none of False, True, 'logs', 'rereads'$"):
+        transcompact.loads(data, lazily="bogus")  # type: ignore[arg-type]  # (it was read as a truthy laziness)
 
 
 @pytest.mark.parametrize(("call", "message"), [

@@ -39,6 +39,7 @@ from .adapter import Format
 # How `loads` reads for the work at hand: at once (False), or leaving what a view can count unread
 # (True: counting and checking; "logs", "rereads": rewriting; `loads` says which reads what).
 Laziness = bool | Literal["logs", "rereads"]
+LAZINESS = (False, True, "logs", "rereads")
 # Each format's module, in the order detection tries them: a module is imported when its format is
 # first asked for (a request body read quickly needs its own; detection imports them one by one
 # until one takes the input), so that a command pays only for the formats it meets.
@@ -215,6 +216,8 @@ def loads(data: bytes | str, name: str = "<stdin>", *, format: str | None = None
         data = bytes(data)
     elif not isinstance(data, bytes):
         raise TypeError(f"loads reads a transcript from bytes or a str, not {type(data).__name__}")
+    if lazily not in LAZINESS:
+        raise UsageError(f"{option('lazily', lazily)} is none of {', '.join(map(repr, LAZINESS))}")
     if lazily in (True, "logs") and messages_path is None and (offered := _document_offered(data, format)) is not None:
         read_document = BY_NAME[offered].read_quickly
         assert read_document is not None  # its registration names a first key: `_agrees` checked it has one
