@@ -86,6 +86,26 @@ def test_a_link_in_a_loop_is_named_and_left(logs, transcompact):
     assert "logs/z.json: compacted" in result.stderr
 
 
+def test_a_dangling_link_a_device_and_a_fifo_in_a_walk_are_named_and_left(logs, transcompact):
+    """As a link in a loop is: they were passed over without a word (found using a walk as a user)."""
+    os.symlink("missing.json", "logs/dangling.json")
+    os.symlink("/dev/zero", "logs/zero.json")
+    os.mkfifo("logs/fifo.json")
+    result = transcompact("prune", "-i", "logs")
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "left as it is" in line] == [
+        "logs/dangling.json: a link that leads nowhere: left as it is",
+        "logs/fifo.json: not a regular file (a device, a FIFO or a socket): left as it is",
+        "logs/zero.json: not a regular file (a device, a FIFO or a socket): left as it is"]
+
+
+def test_an_empty_glob_is_a_usage_error(logs, transcompact):
+    """pathlib refuses to match an empty pattern: that was an internal error in the walk (exit 70)."""
+    result = transcompact("check", "--glob", "", "logs")
+    assert result.exit_code == 2
+    assert "Invalid value for '--glob': an empty pattern matches no file" in result.stderr
+
+
 def test_a_device_that_never_ends_is_not_read(tmp_path, transcompact):
     os.symlink("/dev/zero", tmp_path / "zero.json")
     result = transcompact("check", str(tmp_path / "zero.json"))

@@ -216,9 +216,15 @@ def traceback_option(fn: Callable) -> Callable:
 
 
 def _glob_option(fn: Callable) -> Callable:
-    return click.option("--glob", "patterns", multiple=True, metavar="PATTERN",
+    return click.option("--glob", "patterns", multiple=True, metavar="PATTERN", callback=_patterns,
                         help="In a directory, read the files whose path matches PATTERN (repeatable; default: "
                              "*.json and *.jsonl; a compressed file matches without its .gz, .zst, .bz2 or .xz too).")(fn)
+
+
+def _patterns(ctx: click.Context, param: click.Parameter, patterns: tuple[str, ...]) -> tuple[str, ...]:
+    if "" in patterns:  # (pathlib's match refuses it, in the middle of a walk)
+        raise click.BadParameter("an empty pattern matches no file: give one such as '*.json'", ctx, param)
+    return patterns
 
 
 def file_options(fn: Callable) -> Callable:

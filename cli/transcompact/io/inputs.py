@@ -158,6 +158,12 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
             if matches(path, entry.name):
                 yield Source(entry.path, path, left=f"a link that leads nowhere ({error.strerror}): left as it is"), key
             continue
+        if not is_file and not urls.is_url(entry.path) and matches(path, entry.name):
+            # A link to nothing, a device, a FIFO, a socket: named and left too, not passed over in silence.
+            left = "a link that leads nowhere: left as it is" if not os.path.exists(entry.path) else \
+                "not a regular file (a device, a FIFO or a socket): left as it is"
+            yield Source(entry.path, path, left=left), key
+            continue
         if is_file and matches(path, entry.name):
             linked = entry.is_symlink() and not urls.is_url(entry.path)  # a link to a file named elsewhere too
             target = os.path.realpath(entry.path) if linked else key
