@@ -100,6 +100,22 @@ def test_chained_compaction_keeps_one_summary_pair(api, tmp_path):
     assert not errors(check(loads(second.stdout_bytes, "twice.json")))
 
 
+def test_a_second_compaction_by_a_model_keeps_the_first_one_s_artifact_trail(api, tmp_path):
+    """The model's update of the earlier summary need not repeat what its trail held (the failing
+    command, its error): the new trail takes in each of its items the new summary does not say,
+    as the emergency checkpoint does (found using compact as a user: the first trail's TypeError
+    was gone after the second compaction)."""
+    first = run("--force", "--keep-recent-tokens", "3000", str(LONG))
+    (tmp_path / "once.json").write_bytes(first.stdout_bytes)
+    trail = messages_of(first.stdout_bytes)[0]["content"][0]["text"].split("## Artifact trail", 1)[1]
+    items = [line for line in trail.splitlines() if line.startswith("- ")]
+    assert any("TypeError" in item for item in items)
+    second = run("--force", "--keep-recent-tokens", "1000", str(tmp_path / "once.json"))
+    assert second.exit_code == 0, second.stderr
+    again = messages_of(second.stdout_bytes)[0]["content"][0]["text"]
+    assert [item for item in items if item not in again] == []
+
+
 def test_no_key_falls_back_to_the_emergency_mode(monkeypatch):
     result = run("--force", "--keep-recent-tokens", "1000", str(LONG))
     assert result.exit_code == 0

@@ -269,7 +269,7 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
         goal = (goal_of(earlier) if earlier else facts.goal) or ""  # as `checkpoint` chooses it
     else:  # a model's summary, and after it the facts it does not hold (the artifact trail)
         goal = goal_of(body) or ""
-        trail = artifact_trail(facts, options.checkpoint_tokens, ratio, body, counts)
+        trail = artifact_trail(facts, options.checkpoint_tokens, ratio, body, counts, previous.summary.body if previous else None)
         body = body.rstrip() + "\n\n" + trail if trail else body
     goal = head_and_tail(goal, goal_chars) if goal else ""
     words = user_words(facts.user_texts, previous, (goal, opening or ""), budget - len(goal)) if budget > 0 else ()

@@ -9,11 +9,13 @@ import re
 from typing import Any
 
 from .facts import Facts
-from .layout import EARLIER, GOAL, NO_GOAL, SECTIONS, Merged, Section, Written
+from .layout import EARLIER, GOAL, NO_GOAL, SECTIONS, TRAIL, Merged, Section, Written
 
 # Each section of ours by its (## heading, ### heading), under the names earlier versions gave it too.
+# A section of the trail after a model's summary is read as the checkpoint's own.
 READERS: dict[tuple[str, str | None], Section[Any]] = {
-    (section.part, heading): section for section in SECTIONS for heading in (section.heading, *section.aliases)}
+    (part, heading): section for section in SECTIONS for heading in (section.heading, *section.aliases)
+    for part in (section.part, *([TRAIL] if section.in_trail else []))}
 
 
 def sections(body: str) -> Written:

@@ -25,6 +25,7 @@ from .facts import Facts, clipped_command
 from .room import Room, head_and_tail
 
 GOAL, PROGRESS, CONTEXT = "Goal", "Progress", "Critical Context"
+TRAIL = "Artifact trail (from the compacted part)"  # what follows a model's summary (`trail`)
 EARLIER = "Earlier summary"  # the heading of what a model wrote, when it is kept by its start and end
 NO_GOAL = "(no request of the user's in the compacted part)"
 OPENING_IS_GOAL = "The request this session began with, quoted whole at the end of this summary."

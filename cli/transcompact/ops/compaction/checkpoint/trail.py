@@ -11,23 +11,25 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
+from .earlier import merged, sections
 from .facts import Facts
-from .layout import COUNTING, LAYOUT, RUNS, FactList, Merged, Section, distinct
+from .layout import COUNTING, LAYOUT, RUNS, TRAIL, FactList, Section, distinct
 from .render import chosen_facts, count_facts, section_lines, shown_commands
 from .room import Room
 
-TRAIL = "Artifact trail (from the compacted part)"
 IN_TRAIL = [entry for entry in LAYOUT if isinstance(entry, Section) and entry.in_trail]
 
 
-def artifact_trail(facts: Facts, budget_tokens: int, ratio: float, summary: str, counts: Counter | None = None) -> str:
-    """The trail's text, within `budget_tokens`; "" when the summary has it all. `counts`, when
-    given, gets per kind of fact how many the dropped part held and how many the summary and the
-    trail keep together."""
+def artifact_trail(facts: Facts, budget_tokens: int, ratio: float, summary: str, counts: Counter | None = None,
+                   previous: str | None = None) -> str:
+    """The trail's text, within `budget_tokens`; "" when the summary has it all. `previous`: the
+    summary the compaction before left, whose trail's items are taken in where the new summary
+    does not say them (a model's update of it may not). `counts`, when given, gets per kind of
+    fact how many the dropped part held and how many the summary and the trail keep together."""
     said = " ".join(summary.split())
     chars = int(budget_tokens / ratio) if ratio > 0 else 0
     room = _Unsaid(said, Room(chars - 120 if ratio > 0 else 0, budget_tokens, chars))
-    state = Merged.of(facts)
+    state = merged(facts, [group for group in sections(previous) if group[0] == TRAIL] if previous else [])
     kept: dict[Section[Any], list[str]] = {}
     for section in IN_TRAIL:
         if section.keep is not None:
