@@ -115,6 +115,20 @@ def test_the_open_problem_is_the_last_failure_nothing_since_fixed():
     assert state.problem.error == "** (CompileError) lib/spotter.ex:12: undefined function foo/0"
 
 
+def test_a_check_piped_into_tail_that_counts_failures_failed_whatever_its_status():
+    """`pytest … | tail -3` exits 0 with the pipe's last command: its summary's `1 failed` says the
+    run failed, so the error stays open, not "(fixed since)" by itself (found using compact as a user)."""
+    failing = "FAILED tests/test_cart.py::test_total - TypeError: unsupported operand\n1 failed in 0.12s"
+    messages = (call(1, "Bash", command="pytest tests/test_cart.py -x"), result(1, failing, is_error=True),
+                call(2, "Edit", file_path="src/cart.py", old_string="a+b", new_string="a + b"), result(2, "Edited"),
+                call(3, "Bash", command="pytest tests/test_cart.py -x 2>&1 | tail -3"), result(3, failing))
+    state = state_of(*messages)
+    assert state.problem is not None and state.problem.command == "pytest tests/test_cart.py -x 2>&1 | tail -3"
+    assert [run.failed for run in state.runs] == [True]
+    errors = find_facts(messages, {"call_1": "Bash", "call_3": "Bash"}, {}).errors
+    assert [line for _, line in errors] == ["FAILED tests/test_cart.py::test_total - TypeError: unsupported operand"] * 2
+
+
 # --- errors are error messages ---------------------------------------------------------------------
 
 

@@ -203,6 +203,19 @@ def result_line(output: str, failed: bool) -> str:
     return "ok"
 
 
+# A check's summary that counts failures (`1 failed`, `2 errors`): the run failed whatever its
+# exit status says (piped into `tail`, a shell reports the status of the pipe's last command).
+_FAILURES_COUNTED = re.compile(r"\b[1-9]\d*\s+(?:failed|failures?|errors?)\b", re.I)
+
+
+def failed_run(command: str, output: str, marked: bool) -> bool:
+    """Whether a run failed: `marked` so (its result an error), its output saying its status was
+    not 0, or, for a check, its summary line counting failures."""
+    if marked or exit_failed(output):
+        return True
+    return check_key(command) is not None and _FAILURES_COUNTED.search(result_line(output, failed=False)) is not None
+
+
 def _last_summary(text: str, scan: LineScan[bytes]) -> str | None:
     """The last line of `text` (a `newline_text`) that `_RESULT_LINE` finds a summary in: looked
     for in the lines of its last SUMMARY_TAIL characters first, where a run prints it."""
@@ -359,12 +372,12 @@ def _result(tracker: _Tracker, call: ToolCall, result: ToolResult) -> None:
         return
     command = command_of(call.input)
     if command is not None:
-        tracker.ran(command, output, bool(result.is_error) or exit_failed(output))
+        tracker.ran(command, output, failed_run(command, output, bool(result.is_error)))
 
 
 def trajectory_runs(pairs: Iterable[tuple[str, str]]) -> WorkState:
     """Where the work stands in a trajectory: (command, what it printed) in order."""
     tracker = _Tracker()
     for command, output in pairs:
-        tracker.ran(command, output, exit_failed(output))
+        tracker.ran(command, output, failed_run(command, output, False))
     return tracker.state()

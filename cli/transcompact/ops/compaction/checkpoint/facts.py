@@ -25,6 +25,7 @@ from ..work_state import (
     WorkState,
     WorkStateFinder,
     check_key,
+    failed_run,
     find_work_state,
     is_git_commit,
     modified_paths,
@@ -188,7 +189,7 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                 text = text_of(message)
                 found = error_lines(text, exit_failed(text))
                 errors += [(index, line) for line in found]
-                fixes.ran(index, command, exit_failed(text), len(found))
+                fixes.ran(index, command, failed_run(command, text, False), len(found))
                 runs.append((command, text))
                 command = None
         work = trajectory_runs(runs)
@@ -215,8 +216,9 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                 elif isinstance(block, ToolResult):
                     found = result_error_lines(block, names.get(block.tool_call_id), inputs.get(block.tool_call_id))
                     errors += [(index, line) for line in found]
-                    failed = bool(block.is_error) or bool(found) and exit_failed(result_text(block))
-                    fixes.ran(index, command_of(inputs.get(block.tool_call_id)), failed, len(found))
+                    ran = command_of(inputs.get(block.tool_call_id))
+                    failed = bool(block.is_error) or bool(found) and failed_run(ran or "", result_text(block), False)
+                    fixes.ran(index, ran, failed, len(found))
             finder.add(message)
             if text := user_text(message, injected):
                 texts.append((index, text))
