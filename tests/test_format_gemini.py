@@ -452,6 +452,20 @@ def test_compaction_appends_one_set_and_reads_back_with_one_summary():
     assert recorded_usage(again.messages) is None  # the kept responses counted a context that is gone
 
 
+def test_a_compaction_that_splits_a_turn_has_the_model_s_part_follow_the_summary():
+    """A window that begins with the model's part of a turn: no acknowledgement between (two model
+    turns in a row), as every other format writes a split turn (found using compact as a user)."""
+    t = loads(long_chat(), "session.jsonl")
+    recent = t.messages[-3:]
+    assert recent[0].role == "assistant"
+    out = dumps(adapter(t).append_compaction(t, "What happened before.", recent, 30000))
+    marker = orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])
+    assert [m["type"] for m in marker["$set"]["messages"]] == ["user", "gemini", "gemini"]  # (a model turn holds its results)
+    again = loads(out, "session.jsonl")
+    assert texts(again.messages[0]) == [SUMMARY_PREFIX + "What happened before."] and again.messages[1:] == recent
+    assert errors(check(again)) == []
+
+
 def test_compacting_twice_keeps_one_summary_and_the_agent_resumes_it():
     t = loads(long_chat(), "session.jsonl")
     options = CompactOptions(force=True, emergency=True, summary=SummaryOptions(keep_recent_tokens=2000))
@@ -462,10 +476,11 @@ def test_compacting_twice_keeps_one_summary_and_the_agent_resumes_it():
     out = dumps(twice_compacted)
     twice = loads(out, "session.jsonl")
     assert summaries(once) == summaries(twice) == 1 and errors(check(twice)) == []
-    # As the agent loads it: the summary, its acknowledgement, then the kept window, every call answered.
+    # As the agent loads it: the summary, then the kept window (the model's part of the turn the cut
+    # split: no acknowledgement between), every call answered.
     history = client_history(agent_records(out))
     assert history[0]["role"] == "user" and history[0]["parts"][0]["text"].startswith(SUMMARY_PREFIX)
-    assert history[1] == {"role": "model", "parts": [{"text": SUMMARY_ACK}]}
+    assert history[1]["role"] == "model" and history[1]["parts"] != [{"text": SUMMARY_ACK}]
     assert len(history) == len(twice.messages) and history[-1]["parts"] == [{"text": "/src/2 holds 600 files."}]
     assert_every_call_answered(history)
     assert any("functionCall" in p for turn in history for p in turn["parts"])
@@ -484,7 +499,8 @@ def test_compact_reads_a_log_by_its_views_and_reads_whole_only_the_records_it_ca
     compacted, report = compact(lazily, options)
     out = dumps(compacted)
     assert report.strategy == "emergency" and out == dumps(compact(loads(data, "session.jsonl"), options)[0])
-    carried = [record["id"] for record in orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])["$set"]["messages"][2:]]
+    new_list = orjson.loads(out.rstrip(b"\n").rsplit(b"\n", 1)[1])["$set"]["messages"]
+    carried = [record["id"] for record in new_list[1:] if record["content"] != [{"text": SUMMARY_ACK}]]  # (the summary, an acknowledgement)
     lines = {orjson.loads(line)["id"]: number for number, line in enumerate(data.split(b"\n")) if line.startswith(b'{"id"')}
     assert sorted(set(read_whole)) == sorted(lines[record] for record in carried) and 0 < len(carried) < len(lines) / 4
 
@@ -493,10 +509,10 @@ def test_the_legacy_document_gets_its_messages_array_rewritten():
     t = read(LEGACY)
     compacted = adapter(t).append_compaction(t, "Notes were read.", t.messages[-2:], 5000)
     document = json.loads(dumps(compacted))
-    assert [m["type"] for m in document["messages"]] == ["user", "gemini", "gemini", "user"]
+    assert [m["type"] for m in document["messages"]] == ["user", "gemini", "user"]  # (the window begins with the model)
     assert {k: v for k, v in document.items() if k != "messages"} == {k: v for k, v in t.source.document.items() if k != "messages"}
     history = client_history(agent_records(dumps(compacted)))
-    assert history[0]["parts"][0]["text"] == SUMMARY_PREFIX + "Notes were read." and len(history) == 4
+    assert history[0]["parts"][0]["text"] == SUMMARY_PREFIX + "Notes were read." and len(history) == 3
 
 
 def test_a_call_added_by_an_operation_gets_an_entry_holding_its_result():

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ...core.errors import ShapeError
 from ...core.jsondata import Parsed
-from ...core.model import Message, ToolResult, Transcript, result_text
+from ...core.model import ASSISTANT, Message, ToolResult, Transcript, result_text
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX
 from .._log import Prompts
 from .reader import ChatSource, Entry, _Origin, is_unchanged, read, result_turn, whole
@@ -42,8 +42,9 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
                       *, drop_history: bool = False, prompts: Prompts | None = None) -> Transcript:
     """The log with the compacted messages appended as a `$set`, read back as a transcript.
 
-    The new list is the summary pair (a user record, then a gemini record acknowledging it) and
-    the records of the recent window, with their ids (a record the window changed is written
+    The new list is the summary pair (a user record, then a gemini record acknowledging it, but
+    where the window begins with the model's part of a turn the cut split) and the records of the
+    recent window, with their ids (a record the window changed is written
     with its change). Their `tokens` are cleared: they counted a context that no longer exists;
     with `prompts` (the model compact counted with), a record's recorded prompt (`input`, and
     `total` with it) is restated instead, as that model counts the prompt it now follows (the
@@ -66,11 +67,10 @@ def append_compaction(transcript: Transcript, summary: str, recent: tuple[Messag
                   if isinstance(stamp := _whole_record(source, entry).get("timestamp"), str)), None)
     seed = f"{[e.record.get('id') for e in source.active[-1:]]}:compaction:{pre_tokens}"
     summary_id = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, seed))
-    pair = [
-        {"id": summary_id, **_at(stamp), "type": "user", "content": [{"text": SUMMARY_PREFIX + summary}]},
-        {"id": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{summary_id}:ack")), **_at(stamp), "type": "gemini",
-         "content": [{"text": SUMMARY_ACK}]},
-    ]
+    pair = [{"id": summary_id, **_at(stamp), "type": "user", "content": [{"text": SUMMARY_PREFIX + summary}]}]
+    if not (recent and recent[0].role == ASSISTANT):  # a turn split by the cut: its model part follows the summary
+        pair.append({"id": str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"{summary_id}:ack")), **_at(stamp), "type": "gemini",
+                     "content": [{"text": SUMMARY_ACK}]})
     messages = pair + kept
 
     def written(messages: list[dict]) -> Transcript:
