@@ -12,13 +12,15 @@ under its notice are read: `kept_output`); never a line of a file the agent read
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ...core.model import ToolResult, result_text
 from .line_scan import LineScan, line_at, lines_from_the_end, newline_text
+
+T = TypeVar("T")
 
 COMMAND_KEYS = ("command", "cmd", "script")
 # Tools that show what a file or a search holds: their lines are source, not errors.
@@ -90,9 +92,9 @@ def clipped(text: str, limit: int) -> str:
 
 @contextmanager
 def remembered() -> Iterator[None]:
-    """Within it, the error lines of an output already read are not looked for again (`compact`
-    reads each old output twice: prune's key lines, then the checkpoint's facts). An output is
-    known by its length and its hash, not held."""
+    """Within it, what is read of an output (its error lines, its result line) is not read again
+    (`compact` reads each old output several times: prune's key lines, the checkpoint's facts,
+    its work state; `remembered_of`). An output is known by its length and its hash, not held."""
     token = _REMEMBERED.set({})
     try:
         yield
@@ -100,7 +102,20 @@ def remembered() -> Iterator[None]:
         _REMEMBERED.reset(token)
 
 
-_REMEMBERED: ContextVar[dict[tuple[int, int, bool], tuple[str, ...]] | None] = ContextVar("remembered_errors", default=None)
+_REMEMBERED: ContextVar[dict[tuple[int, int, Hashable], Any] | None] = ContextVar("remembered_readings", default=None)
+_UNKNOWN = object()
+
+
+def remembered_of(text: str, reading: Hashable, read: Callable[[], T]) -> T:
+    """`read()` of the output `text`, made once within `remembered` (`reading` tells one reading
+    of an output from another), else each time."""
+    known = _REMEMBERED.get()
+    if known is None:
+        return read()
+    key = (len(text), hash(text), reading)
+    if (found := known.get(key, _UNKNOWN)) is _UNKNOWN:
+        found = known[key] = read()
+    return found
 
 
 def error_lines(text: str, failed: bool) -> list[str]:
@@ -110,13 +125,7 @@ def error_lines(text: str, failed: bool) -> list[str]:
 
     A part that came as a JSON string, its line breaks written `\\n`, is split at them too: a
     tool's heading and the finding under it are two lines, shown as they were."""
-    known = _REMEMBERED.get()
-    if known is None:
-        return _error_lines(text, failed)
-    key = (len(text), hash(text), failed)
-    if (found := known.get(key)) is None:
-        found = known[key] = tuple(_error_lines(text, failed))
-    return list(found)
+    return list(remembered_of(text, failed, lambda: tuple(_error_lines(text, failed))))
 
 
 def _error_lines(text: str, failed: bool) -> list[str]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ...core.model import Message, ToolCall, ToolResult, named_paths, result_text
 from .line_scan import LineScan, line_at, lines_from_the_end, newline_text
-from .output_errors import command_of, error_lines, exit_failed, is_placeholder, kept_output
+from .output_errors import command_of, error_lines, exit_failed, is_placeholder, kept_output, remembered_of
 
 DONE, IN_PROGRESS, PENDING, CANCELLED = "done", "in progress", "pending", "cancelled"
 _STATUSES = {"completed": DONE, "complete": DONE, "done": DONE, "finished": DONE, "in_progress": IN_PROGRESS,
@@ -190,7 +190,13 @@ def run_key(command: str) -> str:
 
 
 def result_line(output: str, failed: bool) -> str:
-    """The line that sums up a run: the last that looks like a summary, else its error, else `ok`."""
+    """The line that sums up a run: the last that looks like a summary, else its error, else `ok`
+    (read once within `output_errors.remembered`: prune's key lines, the facts and the work state
+    of a compaction each ask for it)."""
+    return remembered_of(output, (result_line, failed), lambda: _result_line(output, failed))
+
+
+def _result_line(output: str, failed: bool) -> str:
     text = newline_text(output)
     summary = _last_summary(text, _EVERY_LINE if any(letter in output for letter in _OTHER_CASES) else _SUMMARY_SCAN)
     if summary is not None:
