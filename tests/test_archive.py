@@ -82,6 +82,29 @@ def test_a_transcript_pruned_twice_comes_back_whole():
     assert Path("session.jsonl").read_bytes() == original
 
 
+def in_another_layout(data: bytes) -> bytes:
+    """A request body as Python's json writes it (", " and ": ", non-ASCII escaped): no layout a rewrite keeps."""
+    value = json.loads(data)
+    value["messages"][0]["content"] = "Prüfe die Größe"
+    return json.dumps(value).encode()
+
+
+@pytest.mark.parametrize("second", [["prune", "--keep-last", "0", "--hard-clear-after", "0"],
+                                    ["compact", "--emergency", "--force", "--keep-recent-tokens", "500"]])
+@pytest.mark.parametrize("first", [["prune", "--soft-trim-chars", "1000"],
+                                   ["compact", "--emergency", "--force", "--keep-recent-tokens", "2000"]])
+def test_a_document_rewritten_twice_comes_back_whole(first, second):
+    """A document's undone run gives back equal JSON, not its bytes: the run before is undone on it all the same."""
+    original = in_another_layout(session())
+    Path("session.json").write_bytes(original)
+    for args in (first, second):
+        result = run_cli(*args, "-q", "-i", "--archive", "originals.jsonl", "session.json")
+        assert result.exit_code == 0, result.stderr
+    result = run_cli("expand", "--archive", "originals.jsonl", "session.json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == json.loads(original)
+
+
 def test_a_session_that_went_on_after_prune_still_gets_its_originals():
     Path("session.jsonl").write_bytes(claude_log())
     original = Path("session.jsonl").read_bytes()

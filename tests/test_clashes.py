@@ -51,6 +51,11 @@ CLASHES = {
                                          "--report logs/b.jsonl would replace a transcript in logs"),
     "events-inside-a-walked-directory": (["compact", "--emergency", "--force", "-i", "--events", "logs/a.json", "logs"],
                                          "--events logs/a.json would replace a transcript in logs"),
+    # A flag that takes a path took the first input as its own: the transcript is not the run's to replace.
+    "events-swallowed-the-first-input": (["compact", "--emergency", "--events", "logs/a.json", "r.jsonl"],
+                                         "--events logs/a.json would replace a transcript transcompact did not write"),
+    "report-swallowed-the-first-input": (["prune", "--report", "logs/b.jsonl", "r.jsonl"],
+                                         "--report logs/b.jsonl would replace a transcript transcompact did not write"),
     "output-dir-onto-another-input": (["prune", "--output-dir", "logs", "deep", "logs/sub/c.json"],
                                       "the output of deep/sub/c.json would replace the input logs/sub/c.json before it is read"),
     "output-dir-onto-the-report": (["prune", "--output-dir", "out", "--report", "out/a.json", "logs/a.json"],
@@ -93,3 +98,12 @@ def test_a_report_the_run_wrote_before_inside_the_walk_is_taken_back(workdir, tr
         assert result.exit_code == 0, result.stderr
         assert [line.split(b'"file":')[1].split(b",")[0] for line in Path("logs/report.jsonl").read_bytes().splitlines()] \
             == [b'"logs/a.json"', b'"logs/b.jsonl"']
+
+
+def test_the_files_a_run_wrote_before_are_taken_back(workdir, transcompact):
+    """Run twice: its own report, events and archive, outside any walk, are no transcript to keep."""
+    own = ["--report", "report.jsonl", "--events", "events.jsonl", "--archive", "archive.jsonl"]
+    for _ in range(2):
+        result = transcompact("compact", "--emergency", "--force", "--keep-recent-tokens", "500", *own, "-o", "out.json", "logs/a.json")
+        assert result.exit_code == 0, result.stderr
+    assert Path("events.jsonl").read_bytes().startswith(b'{"type":"compact_start"')

@@ -325,7 +325,8 @@ class Outputs:
 
         check_paths(files, patterns, output=self.output, in_place=self.in_place, output_dir=self.output_dir,
                     output_suffix=output_suffix,
-                    own=[Named(flag, path) for flag, path in {"--report": self.report_file, **(own or {})}.items() if path],
+                    own=[Named(flag, path, read_first=flag == "--resume")
+                         for flag, path in {"--report": self.report_file, **(own or {})}.items() if path],
                     reads=[Named(flag, path) for flag, path in (reads or {}).items() if path])
 
     def shown(self) -> dict[str, Any]:

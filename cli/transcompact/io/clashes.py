@@ -10,8 +10,10 @@ before it is read, the archive would be written into the log. Such a run is refu
 An output may name its own input (`-o log.jsonl log.jsonl` is `-i`: the write is atomic, after
 the read; `-o` takes one input); under `--output-dir`, never another input, which it would
 replace before that one is read. A file of the
-run's own inside a directory it walks is left out of the walk, unless a transcript (JSON) is
-there: one the run wrote before (a report, events, an archive: known by how it begins) is taken back.
+run's own inside a directory it walks is left out of the walk. Nor does a file of the run's own
+replace a transcript (JSON, or compressed) that is there already, in a directory it walks or
+anywhere (a flag that takes a path took the first input: `--events a.json b.json`): one the run
+wrote before (a report, events, an archive: known by how it begins) is taken back.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Named:
 
     flag: str
     path: str
+    read_first: bool = False  # the run reads it before it writes it, and refuses what is not its own (a --resume state)
 
     def __str__(self) -> str:
         return f"{self.flag} {shown_name(self.path)}"
@@ -68,6 +71,11 @@ def check_paths(files: Sequence[str], patterns: Sequence[str] = (), *, output: s
             if _walk_finds(directory, named.path, patterns) and _holds_a_transcript(named.path):
                 raise UsageError(f"{named} would replace a transcript in {shown_name(directory)}, which the run reads; "
                                  "nothing written", hint="give it a path outside the directory, or a new name")
+    # A flag that takes a path swallows the word after it: `--events a.json b.json` meant two inputs.
+    for named in own:
+        if not named.read_first and _is_a_file(named.path) and _holds_a_transcript(named.path):
+            raise UsageError(f"{named} would replace a transcript transcompact did not write; nothing written",
+                             hint="give it a new name (a report, events or an archive of an earlier run is taken back)")
     if output_dir:
         _check_output_dir(files, patterns, output_dir, output_suffix, own + reads)
 
@@ -129,6 +137,15 @@ def _holds_a_transcript(path: str) -> bool:
     except OSError:
         return True
     return (start.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") and not start.startswith(_OURS)) or detect(start) is not None
+
+
+def _is_a_file(path: str) -> bool:
+    """A regular file (through links): what a run's own file replaces. Never a device or a FIFO,
+    which a look inside would wait on or consume."""
+    try:
+        return not urls.is_url(path) and stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _exists(path: str) -> bool:

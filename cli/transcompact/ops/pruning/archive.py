@@ -404,15 +404,16 @@ def _is_sha256(value: Any) -> bool:
 # --- putting it back -------------------------------------------------------------------------
 
 
-def undo(data: bytes, run: Sequence[Record], name: str) -> tuple[bytes, bool]:
+def undo(data: bytes, run: Sequence[Record], name: str, *, whole: bool = False) -> tuple[bytes, bool]:
     """The bytes a prune run read, from the bytes it wrote (and whatever was added after them),
     and whether they are those it read, byte for byte. They are not when a record of the run is
     missing or was changed, or, for a document, when it is written again in another layout than
-    the one it was read in (expand gives back equal JSON there)."""
+    the one it was read in (expand gives back equal JSON there). `whole`: `data` is what the run
+    wrote and nothing after, as equal JSON (a document a later run's undo wrote again)."""
     if run[0].kind == "message":
         restored = _undo_messages(data, run, name)
         return restored, sha256(restored) == run[0].original_sha256
-    pruned, added = data[: run[0].pruned_bytes], data[run[0].pruned_bytes:]
+    pruned, added = (data, b"") if whole else (data[: run[0].pruned_bytes], data[run[0].pruned_bytes:])
     if run[0].kind == "slim":
         restored = _unpacked(run[0].original, name)
     else:

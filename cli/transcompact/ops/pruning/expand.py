@@ -3,7 +3,9 @@
 Byte for byte for JSON Lines and Claude Code logs (the archive keeps the text of what each line
 was), as equal JSON for documents (which are written again whole). The records of an archive
 apply to the exact bytes their prune run wrote (`archive.py`); a transcript pruned twice gets
-the second run undone first, which gives back the bytes the first run wrote, and so on.
+the second run undone first, which gives back the bytes the first run wrote, and so on. A
+document's undone run gives back equal JSON, not those bytes: the run that wrote them (the
+record of the bytes that run read) is undone next on it whole.
 
 A run whose records are not all in the archive (a write cut short, records lost) cannot give
 back what prune read: that is an error naming the results that would stay pruned, and nothing
@@ -47,15 +49,22 @@ def expand(data: bytes, records: Iterable[Record], name: str = "<stdin>", *, tor
     expanded, restored = data, 0
     # Whether the torn record was one of its runs', and the kinds of the runs not given back byte for byte.
     cut_short, not_as_read = False, []
+    # What the last document undone read, given back as equal JSON in its layout, not as those bytes:
+    # the run that wrote them (a prune or compaction before it) applies to it whole.
+    stands_for: str | None = None
     while True:
         digests = _prefix_digests(expanded, {run.pruned_bytes for run in pending} | ({torn.size} if torn else set()))
         cut_short = cut_short or (torn is not None and digests.get(torn.size) == torn.sha256)
         matching = [run for run in pending if digests.get(run.pruned_bytes) == run.pruned_sha256]
+        whole = not matching and stands_for is not None
+        if whole:
+            matching = [run for run in pending if run.pruned_sha256 == stands_for]
         if not matching:
             break
         run = max(matching, key=lambda r: (r.file == name, age[r]))
         records_of_run = pending.pop(run)
-        expanded, as_read = archive.undo(expanded, records_of_run, name)
+        expanded, as_read = archive.undo(expanded, records_of_run, name, whole=whole)
+        stands_for = run.original_sha256 if not as_read and records_of_run[0].kind == "message" else None
         if not as_read:
             not_as_read.append(records_of_run[0].kind)
         restored += len(records_of_run)
