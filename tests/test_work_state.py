@@ -129,6 +129,20 @@ def test_a_check_piped_into_tail_that_counts_failures_failed_whatever_its_status
     assert [line for _, line in errors] == ["FAILED tests/test_cart.py::test_total - TypeError: unsupported operand"] * 2
 
 
+@pytest.mark.parametrize("status", ["exit status 1", "Process exited with code 1", "[The command completed with exit code 1.]"],
+                         ids=["go", "runner", "openhands"])
+def test_a_status_said_after_the_output_fails_the_run(status):
+    """Go, a runner, OpenHands say the status on the output's last line: a run ending so failed
+    (found using compact as a user: such runs were listed `ok`, with their errors listed apart)."""
+    traceback = "Traceback (most recent call last):\n  File \"t.py\", line 3\nKeyError: 'missing'\n"
+    output = "".join(f"collecting item {k}\n" for k in range(150)) + traceback + status
+    state = state_of(call(1, "bash", command="pytest -x tests/test_cart.py"), result(1, output))
+    assert [(run.result, run.failed) for run in state.runs] == [("KeyError: 'missing'", True)]
+    assert state.problem is not None and state.problem.error == "KeyError: 'missing'"
+    passed = state_of(call(1, "bash", command="go test ./..."), result(1, "ok  \tcart\t0.1s\nexit status 0"))
+    assert [run.failed for run in passed.runs] == [False]
+
+
 # --- errors are error messages ---------------------------------------------------------------------
 
 

@@ -54,8 +54,11 @@ _ERROR_SCAN = LineScan(
      r"failed[:.!]?[^\S\n]*$"), re.M)
 _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code|Process exited with code) (-?\d+)"
                    r"|<returncode>(-?\d+)</returncode>")
-# Gemini CLI's shell tool says the exit status after the output, before the process group.
-_EXIT_AFTER = re.compile(r"^Exit Code: (-?\d+)$", re.M)
+# The exit status said after the output, on a line of its own: Gemini CLI's shell tool (before
+# the process group), OpenHands' (`[The command completed with exit code 1.]`), Go's `exit status 1`,
+# a runner's last line (`Process exited with code 1`).
+_EXIT_AFTER = re.compile(r"^(?:Exit Code: |(?:Process|Command) exited with code |exit status "
+                         r"|\[The command completed with exit code )(-?\d+)(?:\.\])?$", re.M)
 # What Gemini CLI's shell tool writes around an output (its status lines, the wrapper it marks
 # the output with): never an error, nor why a command failed.
 _SHELL_FRAME = re.compile(r"(?:Exit Code|Signal|Background PIDs|Process Group PGID): |Error: \(none\)$|Output: \(empty\)$"
@@ -194,8 +197,8 @@ def _why_it_failed(text: str) -> str | None:
     last = None
     for line in lines_from_the_end(text):
         said = line.strip()
-        if (said and not _EXIT.match(said) and not _SHELL_FRAME.match(said) and not said.startswith(_TRACEBACK)
-                and not _PROGRESS.search(said)):
+        if (said and not _EXIT.match(said) and not _EXIT_AFTER.match(said) and not _SHELL_FRAME.match(said)
+                and not said.startswith(_TRACEBACK) and not _PROGRESS.search(said)):
             if _FAILURE_WORDS.search(said):
                 return said
             if last is None:
@@ -205,12 +208,12 @@ def _why_it_failed(text: str) -> str | None:
 
 def exit_failed(text: str) -> bool:
     """Whether an output says its command exited with a status other than 0: at its start, as
-    most agents' tools say it, or among its last lines (Gemini CLI's)."""
+    most agents' tools say it, or on one of its last lines (Gemini CLI's, OpenHands', Go's)."""
     match = _EXIT.search(text[:200])
     if match is not None:
         return (match.group(1) or match.group(2)) not in ("0", None)
-    after = _EXIT_AFTER.search(text[-200:])
-    return after is not None and after.group(1) != "0"
+    said_after = _EXIT_AFTER.findall(text[-200:])
+    return bool(said_after) and said_after[-1] != "0"
 
 
 def result_error_lines(result: ToolResult, tool: str | None, arguments: Any) -> list[str]:
