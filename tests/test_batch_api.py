@@ -362,6 +362,20 @@ def test_a_dry_run_says_what_it_would_submit_and_submits_nothing(provider, api, 
     assert all((directory / f"{p}.json").read_bytes() == transcript(p, dialect_of(provider)) for p in PROJECTS)
 
 
+def test_a_dry_run_names_the_files_it_cannot_read_and_exits_as_the_run_would(api, tmp_path):
+    """A malformed file and one that is no transcript: named with their errors, exit 3, as the run
+    without --dry-run says them (found using the docs as a user: passed over in silence, exit 0)."""
+    directory = logs(tmp_path / "logs", projects=["alpha"])
+    (directory / "bad.json").write_bytes(b'{"messages": [\n')
+    (directory / "notes.json").write_bytes(b'{"x": 1}\n')
+    result = run(*BULK, "--dry-run", "-i", str(directory))
+    assert result.exit_code == ExitCode.INPUT
+    assert api.requests == []
+    assert f"transcompact: error: {directory / 'bad.json'}:2:1: malformed JSON: unexpected end of data" in result.stderr
+    assert f"transcompact: error: {directory / 'notes.json'}: not a transcript" in result.stderr
+    assert "would submit 1 request to the anthropic batch API" in result.stderr
+
+
 def test_stdin_and_resume_without_batch_api_are_usage_errors(api, tmp_path):
     assert run(*COMPACT, "--batch-api").exit_code == ExitCode.USAGE
     result = run(*COMPACT, "--resume", str(tmp_path / "state.json"), str(logs(tmp_path / "logs", projects=["alpha"]) / "alpha.json"))

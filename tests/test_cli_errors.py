@@ -614,6 +614,18 @@ def test_a_key_in_a_url_s_query_is_never_shown(monkeypatch):
     assert "secret" not in failed.stderr
 
 
+def test_a_short_key_is_not_cut_out_of_the_words_around_it(monkeypatch, tmp_path):
+    """A stand-in's key (`x`) is hidden where it stands alone, not in every word that holds it
+    ("une…pected", "code…": found using the docs' examples as a user)."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "x")
+    (tmp_path / "bad.json").write_bytes(b'{"messages": [\n')
+    (tmp_path / "notes.json").write_bytes(b'{"x": 1}\n')
+    failed = run("compact", "--dry-run", "--retries", "0", "--timeout", "2", str(tmp_path))
+    assert failed.exit_code == ExitCode.INPUT
+    assert "malformed JSON: unexpected end of data" in failed.stderr and "claude-code, codex, gemini" in failed.stderr
+
+
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_a_key_a_service_quotes_back_is_never_shown(api, monkeypatch, tmp_path, provider):
     """A service that answers 401 quoting the credentials it was sent (the key, a bearer token, a

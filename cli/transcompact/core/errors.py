@@ -140,8 +140,8 @@ def without_credentials(text: str) -> str:
     if "Bearer " in text or "Basic " in text:
         text = re.sub(_AUTHORIZATION, r"\1 …", text)
     for secret in _SECRETS:
-        if secret in text:
-            text = text.replace(secret, "…")
+        if secret in text:  # where it stands alone: a short one (`x`, a stand-in's) is not cut out of every word
+            text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "…", text)
     return text
 
 

@@ -35,13 +35,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core import settings
-from ..core.errors import ProviderError, TranscompactError, UsageError, option
+from ..core.errors import InputError, Location, ProviderError, TranscompactError, UsageError, option, shown_name
 from ..core.model import Transcript
 from ..core.words import counted
 from ..io.files import write_file
 from ..providers import Completion, PromptTooLong, Resolved, is_too_long, one_line, sdk_error
 
 if TYPE_CHECKING:
+    from ..io.inputs import Source
     from ..ops.compaction.compact import CompactOptions
     from .tasks import Reading
 
@@ -563,9 +564,10 @@ def _collect(service: BatchService, batch: str, state: State, watching: Watching
 @contextlib.contextmanager
 def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: Reading, options: CompactOptions, resolved: Resolved, *,
                       state_file: str | None, poll_interval: float, timeout: float, retries: int, dry_run: bool,
-                      quiet: bool) -> Iterator[Answers | None]:
+                      quiet: bool) -> Iterator[Answers | int]:
     """`compact --batch-api`: the answers for the files the arguments name, while the caller
-    compacts them; None in a dry run, which says what it would submit and submits nothing.
+    compacts them; in a dry run, which says what it would submit (and which files it cannot
+    read) and submits nothing, its exit status.
     Without `state_file` the state is a temporary file, gone afterwards, and an interrupt
     cancels the batches (nothing could resume them)."""
     from ..io.files import STDIN
@@ -574,14 +576,14 @@ def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: Re
     if not files or STDIN in files:
         raise UsageError(f"{option('batch_api')} reads each file twice (to find the requests, then to apply the results): "
                          "give files, not stdin")
-    names = [source.path for source in discover(files, patterns) if source.problem is None]
+    sources = list(discover(files, patterns))
+    names = [source.path for source in sources if source.problem is None and source.left is None]
 
     def load(name: str) -> Transcript:
         return reading.load(read_input(name)[1], name)
 
     if dry_run:
-        _say_what_would_be_submitted(names, load, options, resolved, state_file, quiet)
-        yield None
+        yield _say_what_would_be_submitted(sources, load, options, resolved, state_file, quiet)
         return
     with tempfile.TemporaryDirectory(prefix="transcompact-") as scratch:
         with PollDisplay(quiet=quiet) as display:  # gone before the files are compacted, with a bar of their own
@@ -591,17 +593,28 @@ def answers_for_files(files: Sequence[str], patterns: Sequence[str], reading: Re
         yield answers
 
 
-def _say_what_would_be_submitted(names: Sequence[str], load: Callable[[str], Transcript], options: CompactOptions,
-                                 resolved: Resolved, state_file: str | None, quiet: bool) -> None:
+def _say_what_would_be_submitted(sources: Sequence[Source], load: Callable[[str], Transcript], options: CompactOptions,
+                                 resolved: Resolved, state_file: str | None, quiet: bool) -> int:
     """A dry run's plan: the first round's requests per file (a file summarized in chunks asks
-    for the next chunk's once the first is in)."""
+    for the next chunk's once the first is in); each file that cannot be read or compacted named
+    with its error, as the run itself names it. Its exit status: the worst of those errors'."""
     results = State.open(state_file, resolved.provider).results if state_file else {}
     summarizer = AnsweringSummarizer(resolved.provider, resolved.model, results)
     wanted: set[str] = set()
-    for name in names:
+    status = 0
+    for source in sources:
+        if source.left is not None:
+            continue  # a walk's file it does not touch (a link out of the tree): the run names it, reads nothing
+        name = shown_name(source.path)
         try:
-            requests = requests_of(load(name), options, summarizer)
-        except TranscompactError:
+            if source.problem:
+                raise InputError(source.problem, location=Location(source.path))
+            requests = requests_of(load(source.path), options, summarizer)
+        except TranscompactError as error:
+            line, _ = error.for_command_line()
+            shown = line if error.location is not None or line.startswith(f"{name}:") else f"{name}: {line}"
+            print(f"transcompact: error: {shown}", file=sys.stderr)
+            status = max(status, error.exit_code)
             continue
         wanted.update(requests)
         if requests and not quiet:
@@ -610,6 +623,7 @@ def _say_what_would_be_submitted(names: Sequence[str], load: Callable[[str], Tra
     if not quiet:
         print(f"compact: dry run: would submit {counted(len(wanted), 'request')} to the {resolved.provider} batch API; "
               "nothing was submitted, nothing written", file=sys.stderr)
+    return status
 
 
 # --- on stderr -----------------------------------------------------------------------------

@@ -136,7 +136,7 @@ def compact(files, patterns, reading, outputs, to, running, options, previous_su
                       archive=None if batch.dry_run else archive)
     start_archive(archive, command="compact", to=to, dry_run=batch.dry_run)
     # What a flag needs is imported when it is given: start-up pays for the plain run only.
-    answering: AbstractContextManager[Answers | None] = nullcontext()
+    answering: AbstractContextManager[Answers | int | None] = nullcontext()
     if batch_api:
         from ...run.batch_api import answers_for_files
 
@@ -144,8 +144,8 @@ def compact(files, patterns, reading, outputs, to, running, options, previous_su
                                       poll_interval=poll_interval, timeout=asking.timeout, retries=asking.retries,
                                       dry_run=batch.dry_run, quiet=quiet)
     with answering as answers:
-        if batch_api and answers is None:  # a dry run: it said what it would submit
-            sys.exit(0)
+        if isinstance(answers, int):  # a dry run: it said what it would submit, and what it could not read
+            sys.exit(answers)
         work = replace(work, answers=answers)
         sys.exit(batch.run(compact_file, work, **outputs.targets(), output_suffix=conversion_suffix(to)))
 
