@@ -231,6 +231,21 @@ def test_a_directory_walked_detects_each_format_reads_compressed_logs_and_stays_
     assert [e["agent"] for e in listed(transcompact, str(logs), "--agent", "pi")["files"]] == ["pi"]
 
 
+def test_an_openhands_conversation_walked_is_one_session(home, tmp_path, transcompact):
+    """A conversation directory is one input, as every command reads it: its tokens, the bytes of
+    its files, its last event's time (found using the docs as a user: each was an error)."""
+    import shutil
+
+    conversation = tmp_path / "logs/c0ffee00aa11bb22cc33dd44ee55ff66"
+    shutil.copytree(FIXTURES / "openhands/c0ffee00aa11bb22cc33dd44ee55ff66", conversation)
+    files = [path for path in conversation.rglob("*") if path.is_file()]
+    for named in (str(tmp_path / "logs"), str(conversation)):
+        (entry,) = listed(transcompact, named)["files"]
+        assert (entry["file"], entry["agent"], entry["status"]) == (str(conversation), "openhands", "ok"), entry
+        assert entry["tokens"] == json.loads(transcompact("estimate", "--json", str(conversation)).stdout)["files"][0]["tokens"] > 0
+        assert entry["bytes"] == sum(path.stat().st_size for path in files)
+
+
 def test_the_cache_keeps_what_was_read_whole_until_the_file_changes(home, tmp_path):
     cache = str(tmp_path / "cache.json")
     first = sessions(cache=cache)

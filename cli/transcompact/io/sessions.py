@@ -27,9 +27,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ..core.errors import InputError
 from .compression import detect, plain
 from .files import read_file
 from .inputs import discover
+from .openhands_store import is_conversation, read_conversation
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,14 @@ def walk(directory: str, patterns: Sequence[str] = ()) -> Iterator[Found]:
 
 
 def stat_of(path: str, agent: str | None) -> Found:
+    """The file's size and modification time; of an OpenHands conversation (a directory, one
+    input), the sum of its files' sizes and the newest of their times."""
     try:
         found = os.stat(path)
+        if is_conversation(path):
+            files = [os.stat(os.path.join(top, name)) for top, _, names in os.walk(path) for name in names]
+            return Found(path, agent, sum(f.st_size for f in files), max((f.st_mtime_ns for f in files), default=found.st_mtime_ns),
+                         found.st_ino)
     except OSError as error:
         return Found(path, agent, problem=f"cannot read: {error.strerror}")
     return Found(path, agent, found.st_size, found.st_mtime_ns, found.st_ino)
@@ -141,7 +149,14 @@ _TIME = re.compile(rb'"(?:timestamp|lastUpdated)"\s*:\s*"(\d{4}-\d\d-\d\dT[0-9:.
 
 
 def glance(path: str) -> Glance:
-    """The first `cwd` and the newest timestamp of the file at `path`, read from its ends."""
+    """The first `cwd` and the newest timestamp of the file at `path`, read from its ends (of an
+    OpenHands conversation, from the ends of its bundle, which is read whole)."""
+    if is_conversation(path):
+        try:
+            data = read_conversation(path)
+        except InputError:  # no events yet: its error is the reading's to say
+            return Glance()
+        return Glance(_cwd(data[:FURTHEST]), _newest(data[-FURTHEST:]))
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
         size = os.fstat(fd).st_size
