@@ -191,6 +191,12 @@ def test_a_file_of_several_runs_says_how_many_and_how_to_pick_one(tmp_path):
     picked = read(path, "2.history")
     assert picked.messages == read(OUTPUT).messages and dumps(picked) == path.read_bytes()
     assert run("check", "--messages-path", "1.history", path).exit_code == 0
+    # A run, or a run's field, it does not hold: a usage error, as a document's missing key is.
+    for missing, key in (("3.history", "3"), ("0.nope", "'nope'")):
+        result = run("estimate", "--messages-path", missing, path)
+        assert result.exit_code == ExitCode.USAGE and result.stderr == (
+            f"transcompact: error: --messages-path {missing}: the input has nothing at {key} "
+            "(it holds OpenHands runs 0 to 2, each with its 'history')\n")
 
 
 def test_a_resolver_output_gets_the_hint_too(tmp_path):

@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import Location, ShapeError, option
+from ...core.errors import Location, ShapeError, UsageError, option
 from ...core.jsondata import Parsed
 from ...core.model import ASSISTANT, TOOL, USER, Block, Image, Message, Text, ToolCall, ToolResult, Transcript
 from ...dialects.openai import decode_arguments
@@ -116,12 +116,24 @@ def find_events(parsed: Parsed, messages_path: str | None) -> list[dict] | None:
         return node if _is_event_list(node) else None
     if path[:1] == (0,) and isinstance(node, dict):
         node = [node]  # a file of one run (one line, read as a document) holds run 0 as well
-    for key in path:
+    runs = node
+    for depth, key in enumerate(path):
         try:
             node = node[key]
         except (KeyError, IndexError, TypeError):
+            if depth < 2 and _are_runs(runs):  # a run, or a run's field, it does not hold: as a document's missing key
+                raise UsageError(f"{option('messages_path', messages_path)}: the input has nothing at {key!r} "
+                                 f"(it holds OpenHands runs 0 to {len(runs) - 1:,}, each with its {HISTORY!r})") from None
             return None  # not this format: the formats after it say what is missing
     return _history_events(node)
+
+
+def _are_runs(runs: Any) -> bool:
+    """A list of OpenHands outputs (an evaluation's runs, a resolver's issues): one of its first
+    50 holds a `history` of events."""
+    return isinstance(runs, list) and any(
+        isinstance(run, dict) and isinstance(run.get(HISTORY), list) and any(is_event(v) for v in run[HISTORY])
+        for run in runs[:50])
 
 
 def _history_events(history: Any) -> list[dict] | None:
@@ -139,10 +151,7 @@ def runs_hint(parsed: Parsed) -> str | None:
     """For a list of OpenHands outputs (an evaluation's runs, a resolver's issues; none chosen, or
     one whose history holds more than events): how many, and how to pick one."""
     runs = _runs(parsed)
-    if not isinstance(runs, list) or not runs:
-        return None
-    if not any(isinstance(run, dict) and isinstance(run.get(HISTORY), list) and any(is_event(v) for v in run[HISTORY])
-               for run in runs[:50]):
+    if not _are_runs(runs):
         return None
     if len(runs) == 1:
         return (f"this holds an OpenHands run, a legacy (V0) event stream under 'history': "
