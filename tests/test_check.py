@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from transcompact.core.model import USER, Message, Text, Transcript
@@ -138,9 +140,17 @@ def test_the_nearest_transcript_that_keeps_the_rule_has_no_error(rule, make, pat
     assert errors(violations) == []
 
 
+# The rules of a session's own tree, each broken and kept by a real session of its format there.
+IN_THEIR_FORMATS_TESTS = {"test_format_pi.py": ("P1", "P2", "P3", "P4"), "test_format_openhands.py": ("H1", "H2", "H3", "H4")}
+
+
 def test_every_rule_has_a_failing_and_a_passing_case():
-    assert {case.values[0] for case in FAILING} == set(RULES)
-    assert {case.values[0] for case in PASSING} == set(RULES)
+    elsewhere = {rule for rules in IN_THEIR_FORMATS_TESTS.values() for rule in rules}
+    assert {case.values[0] for case in FAILING} == set(RULES) - elsewhere
+    assert {case.values[0] for case in PASSING} == set(RULES) - elsewhere
+    for module, rules in IN_THEIR_FORMATS_TESTS.items():
+        source = (Path(__file__).parent / module).read_text()
+        assert all(f'"{rule}"' in source for rule in rules), module
 
 
 def test_interleaved_thinking_in_one_assistant_message_is_valid():

@@ -256,3 +256,18 @@ def test_a_log_slimmed_again_gives_the_same_bytes_when_dropping_a_branch_moved_t
     assert [line["uuid"] for line in kept] == ["a-1", "a-2", "u-1"]
     assert [line["uuid"] for line in kept if "gitBranch" in line] == ["u-1"]
     assert _messages(once, "s.jsonl") == _messages(log, "s.jsonl")
+
+
+def test_the_library_archives_what_slim_gives_and_expands_it_back():
+    """docs/library.md's `slim`: its output (a log's `Lines`), its archive records, `expand` (found
+    using the docs as a user: `slim_record` refused the `Lines` slim gave)."""
+    from transcompact import expand, slim
+    from transcompact.ops.pruning import archive
+
+    path = next(iter(sorted((FIXTURES / "codex").glob("*.jsonl"))))
+    data = path.read_bytes()
+    out, report = slim(loads(data, str(path)), data)
+    assert report.bytes_after == len(bytes(out)) < len(data)
+    records = archive.slim_record(data, out, str(path))
+    assert len(records) == 1 and expand(bytes(out), records, str(path)).data == data
+    assert archive.slim_record(data, data, str(path)) == []

@@ -17,6 +17,13 @@ class OpenHandsFormat(Format):
     detect, read = staticmethod(reader.detect), staticmethod(reader.read)
     write, slimming = lazy("writer"), lazy("slim")
     check_log, repair_log, append_compaction = lazy("rules"), lazy("rules"), lazy("rewrites")
+    # The properties the agent holds its view to (it drops an event that breaks one), checked by rules.py.
+    rule_texts = {
+        "H1": "an action's observation comes once",
+        "H2": "an action's batch (the other calls of its response) is all in the view",
+        "H3": "each action has its observation and each observation its action",
+        "H4": "a tool loop (the actions and observations after a call with thinking) is all in the view",
+    }
 
 
 FORMAT = OpenHandsFormat()

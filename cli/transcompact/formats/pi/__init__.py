@@ -22,6 +22,13 @@ class PiFormat(Format):
     write, write_lines, slimming = lazy("writer"), lazy("writer"), lazy("slim")
     answers_each_message = True
     check_log, repair_log = lazy("rules"), lazy("rules")
+    # What pi needs of a session it resumes, checked by rules.py.
+    rule_texts = {
+        "P1": "a compaction's first kept entry is on the path before it and is no toolResult",
+        "P2": "no compaction comes between a toolCall and its result",
+        "P3": "every parentId names an entry",
+        "P4": "every entry of a version 2 or 3 session has an id and a parentId",
+    }
     append_compaction, summary_wording, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
 
 

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ...core.errors import InputError, Location, OutputError, ParseError, option
-from ...core.jsondata import BOM, kind_of, parse_value
+from ...core.jsondata import BOM, Lines, kind_of, parse_value
 from ...core.model import Transcript
 from ...formats import adapter, rewrites_lines
 from ...io.files import replaces, write_file
@@ -132,8 +132,10 @@ def compaction_record(before: bytes, after: bytes, name: str) -> list[Record]:
     return [Record("compaction", name, sha256(after), len(after), sha256(before), before.decode("utf-8", "replace"))]
 
 
-def slim_record(before: bytes, after: bytes, name: str) -> list[Record]:
-    """What slim dropped when it rewrote `before` to `after`: all of `before`, compressed."""
+def slim_record(before: bytes, after: bytes | Lines, name: str) -> list[Record]:
+    """What slim dropped when it rewrote `before` to `after` (its output: bytes, or a log's lines
+    as they are to be joined): all of `before`, compressed; none when it dropped nothing."""
+    after = after if isinstance(after, bytes) else bytes(after)
     if before == after:
         return []
     import base64
