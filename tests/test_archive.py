@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from transcompact.core.errors import InputError
+from transcompact.formats import adapter as adapter_of
 from transcompact.formats import dumps, loads, rewrites_lines
 from transcompact.formats.claude_code import reader as claude_code
 from transcompact.formats.claude_code import rewrites as claude_code_rewrites
@@ -418,6 +419,37 @@ def test_prune_then_compact_twice_then_expand_gives_the_session_back_and_keeps_w
     result = run_cli("expand", "--archive", "originals.jsonl", "session.jsonl")
     assert result.exit_code == 0, result.stderr
     assert result.stdout_bytes == original + more
+
+
+@pytest.mark.parametrize("log", ["claude-code", "pi"])
+def test_a_session_resumed_after_compact_hangs_from_its_restored_leaf_once_expanded(log, tmp_path):
+    """An agent resumed the compacted log and went on: its line hangs from the compaction's copy of
+    the recent part. Expanded, the original comes back and that line hangs from the original's last
+    line, one path with it (found using the tool as a user: it named a line expand took out, C3)."""
+    if log == "claude-code":
+        original, own, parent = claude_log(rounds=12), "uuid", "parentUuid"
+    else:
+        original, own, parent = (FIXTURES / "pi/2026-01-10T09-00-00-000Z_4f1c2a9e-6b1d-4c0e-9a51-0c3f5e2b7d11.jsonl").read_bytes(), "id", "parentId"
+    Path("session.jsonl").write_bytes(original)
+    result = run_cli("compact", "-q", "--emergency", "--force", "--keep-recent-tokens", "300", "-i", "--archive", "a.jsonl", "session.jsonl")
+    assert result.exit_code == 0, result.stderr
+    compacted = Path("session.jsonl").read_bytes()
+    last = orjson.loads(compacted.splitlines()[-1])
+    went_on = {"type": "message", "id": "cont0001", "parentId": last["id"], "timestamp": "2030-01-01T00:00:00.000Z",
+               "message": {"role": "user", "content": [{"type": "text", "text": "Go on."}], "timestamp": 1}} if log == "pi" else \
+        {"parentUuid": last["uuid"], "isSidechain": False, "type": "user", "message": {"role": "user", "content": "Go on."},
+         "uuid": "line-cont", "timestamp": "2030-01-01T00:00:00.000Z", "sessionId": last["sessionId"]}
+    Path("session.jsonl").write_bytes(compacted + orjson.dumps(went_on) + b"\n")
+    result = run_cli("expand", "--archive", "a.jsonl", "session.jsonl")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout_bytes.startswith(original)
+    (added,) = [orjson.loads(line) for line in result.stdout_bytes[len(original):].splitlines()]
+    leaf = loads(original, "session.jsonl")
+    assert added[parent] == adapter_of(leaf).leaf_of(leaf) and added[own] == went_on[own]
+    Path("expanded.jsonl").write_bytes(result.stdout_bytes)
+    expanded = loads(result.stdout_bytes, "expanded.jsonl")  # the original's path, then the line added (a user turn of its own or not)
+    assert expanded.messages[:len(leaf.messages) - 1] == leaf.messages[:-1] and "Go on." in str(expanded.messages[-1].blocks)
+    assert run_cli("check", "-q", "expanded.jsonl").exit_code == run_cli("check", "-q", "session.jsonl").exit_code == 0
 
 
 def test_compact_archive_refuses_to_go_with_to():

@@ -201,6 +201,16 @@ class Format(ABC):
         request it sends from the whole log, and go on working."""
         return None
 
+    # The members that tie a log's lines into a tree, a line's own id and its parent's (Claude
+    # Code's `uuid` and `parentUuid`), where they do: `expand` hangs a line added after a compaction
+    # it undoes from the line the session went on from (`leaf_of`), not from a line it took out.
+    tree_members: tuple[str, str] | None = None
+
+    def leaf_of(self, transcript: Transcript) -> Any:
+        """The id of the line a session of a format with `tree_members` goes on from: the last of
+        the path the agent resumes, which a line it appends hangs from."""
+        return None
+
     def line_id(self, record: Any) -> Any:
         """What tells a line of the log from the others, of the record the line holds, as it is
         written (Claude Code's `uuid`); None: the format's lines have none. cut-point names the line

@@ -36,6 +36,12 @@ class ClaudeCodeFormat(Format):
     agent_lines, view_before_compaction = lazy("rewrites"), lazy("rewrites")
     slimming = lazy("slim")
 
+    tree_members = ("uuid", "parentUuid")
+
+    def leaf_of(self, transcript: Any) -> Any:
+        source = transcript.source
+        return None if source.leaf is None else self.line_id(source.records[source.leaf][1])
+
     def line_id(self, record: Any) -> Any:
         return record.get("uuid") if isinstance(record, dict) else None
 

@@ -7,6 +7,8 @@ written back into its entries), `rules` (the session's own rules: check, repair)
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..adapter import Format, lazy
 from . import parsing
 
@@ -21,6 +23,12 @@ class PiFormat(Format):
     rewrites_viewed_lines = True  # its writer reads a viewed line whole only where it makes a new entry of it
     write, write_lines, slimming = lazy("writer"), lazy("writer"), lazy("slim")
     answers_each_message = True
+    tree_members = ("id", "parentId")
+
+    def leaf_of(self, transcript: Any) -> Any:
+        path = transcript.source.path
+        value = transcript.source.records[path[-1]][1] if path else None
+        return value.get("id") if isinstance(value, dict) else None
     check_log, repair_log = lazy("rules"), lazy("rules")
     # What pi needs of a session it resumes, checked by rules.py.
     rule_texts = {

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ...core.errors import InputError, Location, OutputError, ParseError, option
-from ...core.jsondata import BOM, Lines, kind_of, parse_value
+from ...core.jsondata import BOM, Lines, kind_of, parse_value, with_member_replaced
 from ...core.model import Transcript
 from ...formats import adapter, rewrites_lines
 from ...io.files import replaces, write_file
@@ -420,7 +420,50 @@ def undo(data: bytes, run: Sequence[Record], name: str, *, whole: bool = False) 
         restored = _unpacked(run[0].original, name)
     else:
         restored = run[0].original.encode() if run[0].kind == "compaction" else _undo_lines(pruned, run, name)
+    if run[0].kind == "compaction" and added.strip():
+        added = _hung_from_the_restored(added, pruned, restored, name)
     return restored + added, sha256(restored) == run[0].original_sha256
+
+
+def _hung_from_the_restored(added: bytes, compacted: bytes, restored: bytes, name: str) -> bytes:
+    """The lines a session added after a compaction (an agent resumed it and went on), where one
+    hangs from a line the compaction made (its summary, its copy of the recent part), which the
+    restored session does not hold: hung from the line the session went on from before it was
+    compacted (`Format.leaf_of`), so that the restored session and what came after are one path."""
+    from ...formats import loads
+
+    try:
+        original = loads(restored, name, lazily=True)
+    except InputError:
+        return added
+    fmt = adapter(original)
+    if fmt.tree_members is None or (leaf := fmt.leaf_of(original)) is None:
+        return added
+    own, parent = fmt.tree_members
+    made = _ids(compacted, own) - _ids(restored, own)
+    lines = added.split(b"\n")
+    for at, line in enumerate(lines):
+        try:
+            value = orjson.loads(line) if line.strip() else None
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get(parent), str) and value[parent] in made:
+            replaced = with_member_replaced(line, parent, value[parent], leaf)
+            lines[at] = bytes(replaced) if replaced is not None else orjson.dumps({**value, parent: leaf})
+    return b"\n".join(lines)
+
+
+def _ids(data: bytes, member: str) -> set[str]:
+    """The `member` of each line of `data` that is a JSON object holding it as a string."""
+    found = set()
+    for line in data.split(b"\n"):
+        try:
+            value = orjson.loads(line) if line.strip() else None
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get(member), str):
+            found.add(value[member])
+    return found
 
 
 def _unpacked(original: str, name: str) -> bytes:
