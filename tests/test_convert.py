@@ -114,6 +114,20 @@ def test_anthropic_to_openai_maps_system_results_images_and_tools():
     assert [part["type"] for part in out["messages"][4]["content"]] == ["image_url", "text"]
 
 
+def test_a_responses_input_s_functions_become_each_target_s_tools():
+    """The Responses API writes a function flat (`name` beside `type`): Chat Completions wants it
+    under `function`, the Messages API as `input_schema`; a custom or built-in tool has no
+    counterpart (found using --to as a user: copied flat to openai, all dropped for anthropic)."""
+    source = loads((FIXTURES / "responses/tool-loop.json").read_bytes(), "tool-loop.json")
+    shell = next(tool for tool in source.tools if tool.get("name") == "shell")
+    to_openai = json.loads(dumps(convert(source, "openai")))["tools"]
+    assert [tool["function"]["name"] for tool in to_openai] == ["shell", "read_file"]
+    assert to_openai[0] == {"type": "function", "function": {key: value for key, value in shell.items() if key != "type"}}
+    to_anthropic = json.loads(dumps(convert(source, "anthropic")))["tools"]
+    assert to_anthropic[0] == {"name": "shell", "description": shell["description"], "input_schema": shell["parameters"]}
+    assert [tool["name"] for tool in to_anthropic] == ["shell", "read_file"]
+
+
 def test_jsonl_is_openai_messages_one_a_line():
     data = dumps(convert(loads(ANTHROPIC_LOOP), "jsonl"))
     lines = [json.loads(line) for line in data.decode().splitlines()]

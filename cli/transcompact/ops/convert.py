@@ -235,10 +235,20 @@ def _results_first(message: Message) -> Message:
     return message.with_blocks(results + tuple(b for b in message.blocks if not isinstance(b, ToolResult)))
 
 
+def _function_of(tool: Any) -> dict | None:
+    """An OpenAI function tool's name, description, parameters (and `strict`), in either of its
+    shapes: Chat Completions' (under `function`) or the Responses API's (flat); None for any other
+    tool (a custom tool, a built-in one)."""
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        return None
+    function = tool["function"] if isinstance(tool.get("function"), dict) else tool
+    return function if isinstance(function.get("name"), str) else None
+
+
 def _anthropic_tool(tool: Any) -> Any:
-    """A Chat Completions function as a Messages tool; None for any other tool (OpenAI's built-in ones)."""
-    function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
-    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+    """An OpenAI function as a Messages tool; None for any other tool (OpenAI's built-in and custom ones)."""
+    function = _function_of(tool)
+    if function is None:
         return None
     out = {"name": function["name"]}
     if isinstance(function.get("description"), str):
@@ -256,7 +266,8 @@ def _to_openai(t: Transcript, view: tuple[Message, ...]) -> Transcript:
     messages = [Message("system", system)] if system else []
     for m in view:
         messages += _openai_messages(m, same_dialect)
-    tools = t.tools if same_dialect else tuple(tool for tool in map(_openai_tool, t.tools) if tool is not None)
+    # A Chat Completions body keeps its tools as they are; any other's become Chat Completions functions.
+    tools = t.tools if t.format == OPENAI else tuple(tool for tool in map(_openai_tool, t.tools) if tool is not None)
     return Transcript(format=OPENAI, dialect=OPENAI, messages=tuple(m for m in messages if m.blocks), tools=tools)
 
 
@@ -302,7 +313,10 @@ def _source_type(block: Document) -> Any:
 
 
 def _openai_tool(tool: Any) -> Any:
-    """A Messages tool as a Chat Completions function; None for a server tool (web search, …)."""
+    """A Messages tool, or a Responses API function, as a Chat Completions function; None for a
+    server tool (web search, …), a custom or a built-in one."""
+    if (function := _function_of(tool)) is not None:
+        return {"type": "function", "function": {key: value for key, value in function.items() if key != "type"}}
     if not isinstance(tool, dict) or not isinstance(tool.get("name"), str) or not isinstance(tool.get("input_schema"), dict):
         return None
     function = {"name": tool["name"]}
