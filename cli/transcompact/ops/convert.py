@@ -266,8 +266,7 @@ def _to_openai(t: Transcript, view: tuple[Message, ...]) -> Transcript:
     messages = [Message("system", system)] if system else []
     for m in view:
         messages += _openai_messages(m, same_dialect)
-    # A Chat Completions body keeps its tools as they are; any other's become Chat Completions functions.
-    tools = t.tools if t.format == OPENAI else tuple(tool for tool in map(_openai_tool, t.tools) if tool is not None)
+    tools = tuple(tool for tool in map(_chat_completions_tool if same_dialect else _openai_tool, t.tools) if tool is not None)
     return Transcript(format=OPENAI, dialect=OPENAI, messages=tuple(m for m in messages if m.blocks), tools=tools)
 
 
@@ -310,6 +309,15 @@ def _source_type(block: Document) -> Any:
     """An Anthropic document's source type (`text`: its data is the text itself)."""
     source = block.raw.get("source") if isinstance(block.raw, dict) else None
     return source.get("type") if isinstance(source, dict) else None
+
+
+def _chat_completions_tool(tool: Any) -> Any:
+    """An OpenAI tool as Chat Completions takes it: one of its own as it is (its fields under its
+    type: `function`, `custom`); a Responses API function (flat) under `function`; None for another
+    Responses API tool (custom, built-in), which it has no place for."""
+    if isinstance(tool, dict) and isinstance(tool.get("type"), str) and isinstance(tool.get(tool["type"]), dict):
+        return tool
+    return _openai_tool(tool)
 
 
 def _openai_tool(tool: Any) -> Any:
