@@ -99,6 +99,20 @@ def test_a_rewritten_log_reads_back_as_its_command_reported(log, command, tmp_pa
     assert counted(out)[0] == pytest.approx(reported, rel=TOLERANCE), (before, reported)
 
 
+@pytest.mark.parametrize("log", [pytest.param(path, id=path.name) for agent, path in logs()
+                                 if agent == "claude-code" and path.stat().st_size <= LARGE])
+def test_thinking_cleared_reads_back_as_prune_reported(log, tmp_path):
+    """A fit's frame (what a block costs besides its characters) goes with each thinking block
+    prune clears: the usage it restates is less those frames too, so the output counts what prune
+    reported (found using prune as a user: 3.4 % over on a corpus log, the frames of 11 blocks)."""
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    done = run(*PRUNE, "--clear-thinking", "--report", str(report), "-o", str(out), str(log))
+    assert done.exit_code == 0, done.stderr
+    printed = json.loads(report.read_text().splitlines()[0])
+    if printed["status"] == "changed":
+        assert counted(out)[0] == pytest.approx(printed["tokens_after"], rel=0.002)
+
+
 def test_a_log_counted_by_an_anchor_compacted_twice_still_counts_what_it_did_not_show(tmp_path):
     """One response recorded usage: the count is anchored on it (the system prompt and tools it
     showed: a hidden overhead). compact restates the usage of the response it keeps as that anchor

@@ -295,7 +295,9 @@ class Transcript:
     it counted with (counting/counter.py): a log's writer restates the usage its responses
     recorded by it, per character a rewrite took out of their prompts (None: a quarter, the
     estimator's, and the agents' own estimate; 0: none restated, where the count rested on usage
-    that counted less than the log held, `TokenCounter.restating_ratio`).
+    that counted less than the log held, `TokenCounter.restating_ratio`); `tokens_per_block`, what
+    a block costs besides its characters by that model (a fit's frame: a rewrite that drops a block,
+    a thinking cleared, takes that out too; 0: none).
     """
 
     format: str
@@ -307,10 +309,11 @@ class Transcript:
     name: str = field(default="<stdin>", compare=False)
     source: Any = field(default=None, compare=False, repr=False)
     tokens_per_char: float | None = field(default=None, compare=False, repr=False)
+    tokens_per_block: float = field(default=0.0, compare=False, repr=False)
 
     def with_messages(self, messages) -> Transcript:
         return Transcript(self.format, self.dialect, tuple(messages), self.system, self.tools, self.request, self.name,
-                          self.source, self.tokens_per_char)
+                          self.source, self.tokens_per_char, self.tokens_per_block)
 
 
 # What `check` needs of a block besides its size (`BlockSize.flags`), one bit each.

@@ -737,6 +737,16 @@ class TokenCounter:
         return self.tokens_per_char
 
     @property
+    def restating_frame(self) -> float:
+        """What a rewrite restates recorded usage by per block it took out of their prompts, besides
+        their characters (`Transcript.tokens_per_block`): the fit's frame where the count rests on
+        one and usage is restated, else 0 (the ratio counts the frames with the characters)."""
+        fit = self.basis.calibration
+        if fit is None or self.options.tokenizer == "anthropic" or not self.restating_ratio:
+            return 0.0
+        return fit.frame
+
+    @property
     def fixed(self) -> int:
         """The fitted overhead: what every count adds for what the transcript does not show."""
         return round(self.basis.calibration.overhead) if self.basis.calibration is not None else 0

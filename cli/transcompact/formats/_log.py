@@ -42,18 +42,25 @@ def restating_ratio(transcript: Any) -> float:
     return ratio if ratio is not None and ratio >= 0 else TOKENS_PER_CHAR
 
 
+def restating_frame(transcript: Any) -> float:
+    """The tokens a block a rewrite took out of a prompt took out of its usage besides its
+    characters (`Transcript.tokens_per_block`), where usage is restated at all."""
+    return transcript.tokens_per_block if restating_ratio(transcript) else 0.0
+
+
 # The prompt each message of a transcript is sent after, by the model a compaction is counted with
 # (`TokenCounter.prompts`; None: no model says it): what `append_compaction` restates the usage of
 # the responses it keeps to, so that the compacted log's usage lies on that model.
 Prompts = Callable[["Transcript"], "list[int] | None"]
 
 
-def cost(block: Block, ratio: float) -> float:
+def cost(block: Block, ratio: float, frame: float = 0.0) -> float:
     """A block's tokens by the run's model, as `counting.counter.pieces` measures it: its characters
     (a text, a call's name and input as compact JSON, a thinking, a result's content) times `ratio`,
-    an image's or a document's figure (`priced`)."""
+    an image's or a document's figure (`priced`), and the `frame` every block costs besides
+    (`Transcript.tokens_per_block`)."""
     characters, tokens = priced(block)
-    return characters * ratio + tokens
+    return characters * ratio + tokens + frame
 
 
 def priced_all(blocks: Iterable[Block]) -> tuple[int, int]:

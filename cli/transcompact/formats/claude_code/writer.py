@@ -19,7 +19,7 @@ from ...core.model import (
     Transcript,
 )
 from ...dialects import anthropic as codec
-from .._log import cost, restating_ratio, surviving_parent, written_back
+from .._log import cost, restating_frame, restating_ratio, surviving_parent, written_back
 from .reader import (
     LogSource,
     _Origin,
@@ -63,7 +63,7 @@ def write_lines(transcript: Transcript) -> Lines:
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
     dropped = set(message_records - claimed)
     taken: dict[int, float] = {}  # the tokens a changed record lost (less what it gained), by the run's model (`cost`)
-    ratio = restating_ratio(transcript)
+    ratio, frame = restating_ratio(transcript), restating_frame(transcript)
     last_record: int | None = None
     for message, run in zip(transcript.messages, runs):
         if run is None:
@@ -71,7 +71,7 @@ def write_lines(transcript: Transcript) -> Lines:
             if anchor is None:
                 raise ShapeError("cannot add a message to a Claude Code log that holds no conversation")
             inserted.setdefault(anchor, []).append(_new_record(whole_value(anchor, records[anchor], transcript.name), message))
-            taken[anchor] = taken.get(anchor, 0) - sum(cost(b, ratio) for b in message.blocks)
+            taken[anchor] = taken.get(anchor, 0) - sum(cost(b, ratio, frame) for b in message.blocks)
             continue
         if not message.is_read:  # a message still unread is as it was read
             last_record = run[-1]
@@ -96,7 +96,7 @@ def write_lines(transcript: Transcript) -> Lines:
                 contents[index] = blocks
             else:
                 continue
-            taken[index] = taken.get(index, 0) + sum(cost(b, ratio) for b in was) - sum(cost(b, ratio) for b in blocks)
+            taken[index] = taken.get(index, 0) + sum(cost(b, ratio, frame) for b in was) - sum(cost(b, ratio, frame) for b in blocks)
         # A message added after this one hangs from its last line that stays.
         last_record = max((i for i in origin.records if i not in dropped), default=last_record)
 

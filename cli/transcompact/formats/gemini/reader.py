@@ -110,9 +110,9 @@ class _Origin(LineOrigin):
     entry: int  # index into ChatSource.active
     turn: str  # "content" (a user record or a model turn) or "results" (the turn of a gemini record's results)
     blocks: tuple[Block, ...]  # () once let go of (`rewritten`)
-    # Once a results turn was given other blocks: what its blocks as read cost (`_log.priced_all`), all
-    # a write needs of them (it reads the results as read from the record where it needs them).
-    released: tuple[int, int] | None = None
+    # Once a results turn was given other blocks: what its blocks as read cost (`_log.priced_all`) and
+    # how many they were, all a write needs of them (it reads the results as read from the record where it needs them).
+    released: tuple[int, int, int] | None = None
 
     def rewritten(self, raw: Any) -> tuple[Any, _Origin]:
         """What a results turn keeps of its reading once an operation gave it other blocks
@@ -121,14 +121,14 @@ class _Origin(LineOrigin):
         is written. A model turn keeps both (its `raw` is the record, whose usage a count reads)."""
         if self.turn != "results" or self.released is not None:
             return raw, self
-        return None, _Origin(self.entry, self.turn, (), priced_all(self.blocks))
+        return None, _Origin(self.entry, self.turn, (), (*priced_all(self.blocks), len(self.blocks)))
 
-    def cost(self, ratio: float) -> float:
-        """The tokens of its blocks as read, by `ratio` (`_log.cost`)."""
+    def cost(self, ratio: float, frame: float = 0.0) -> float:
+        """The tokens of its blocks as read, by `ratio` and `frame` (`_log.cost`)."""
         if self.released is not None:
-            characters, tokens = self.released
-            return characters * ratio + tokens
-        return sum(cost(block, ratio) for block in self.blocks)
+            characters, tokens, blocks = self.released
+            return characters * ratio + tokens + frame * blocks
+        return sum(cost(block, ratio, frame) for block in self.blocks)
 
     @classmethod
     def unchanged(cls, message: Message) -> bool:

@@ -563,7 +563,8 @@ def _finish(original: Transcript, rebuilt: Rebuilt, strategy: str, before: int, 
             rebuilt = replace(rebuilt, transcript=own)
     pruned_only = rebuilt.transcript is prune_only.transcript
     if not pruned_only:  # what a character of it costs by the model it is counted with: its writer restates usage by it
-        rebuilt = replace(rebuilt, transcript=replace(rebuilt.transcript, tokens_per_char=counter.restating_ratio))
+        rebuilt = replace(rebuilt, transcript=replace(rebuilt.transcript, tokens_per_char=counter.restating_ratio,
+                                                      tokens_per_block=counter.restating_frame))
     after = pruned_tokens if pruned_only else counter.tokens(rebuilt.transcript)
     if not pruned_only and after >= pruned_tokens:  # dropping history gained nothing over pruning
         rebuilt, strategy, after, reason = prune_only, "prune", pruned_tokens, None

@@ -176,7 +176,8 @@ def prune(transcript: Transcript, options: PruneOptions = PruneOptions(),
     # The same one when unchanged: counted once. A changed one says what a character of it costs by
     # the model it is counted with: its writer restates the usage its responses recorded by it
     # (none where that count rests on usage that counted less than the log held).
-    pruned = transcript if unchanged else replace(transcript.with_messages(messages), tokens_per_char=counter.restating_ratio)
+    pruned = transcript if unchanged else replace(transcript.with_messages(messages), tokens_per_char=counter.restating_ratio,
+                                                   tokens_per_block=counter.restating_frame)
     before, after = counter.tokens(transcript), counter.tokens(pruned)
     report = PruneReport(**counts, inputs_cleared=inputs_cleared, thinking_removed=thinking_removed,
                          tokens_before=before, tokens_after=after)
