@@ -66,6 +66,9 @@ FAILING = [
     pytest.param("A9", lambda: anthropic(user([text(f"part {n}", cache_control={"type": "ephemeral"}) for n in range(5)])), None, id="A9-five"),
     pytest.param("A10", lambda: anthropic(user("go"), assistant([{**tool_use("toolu_1"), "input": "ls"}]), user([tool_result("toolu_1")])),
                  None, id="A10-input-string"),
+    # A typed block whose fields are not strings (an object id): kept as it was read, and refused by the API.
+    pytest.param("A10", lambda: anthropic(user("go"), assistant([{**tool_use("toolu_1"), "id": {"x": 1}}]), user("ok")), None,
+                 id="A10-id-not-a-string"),
     pytest.param("A10", lambda: anthropic(user([text("see"), {"type": "image", "source": {"type": "base64", "data": "iVBORw0KGgo="}}])),
                  None, id="A10-no-media-type"),
     pytest.param("A11", lambda: many(100_001), None, id="A11-too-many"),

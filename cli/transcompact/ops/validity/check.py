@@ -455,8 +455,18 @@ def _thinking_config(t: Transcript) -> list[Violation]:
     return []
 
 
+# The blocks the Messages API types, with the fields each must hold as a string: one read without
+# them (kept as it was, an `Opaque`) is refused by the API.
+_TYPED_FIELDS = {"text": ("text",), "tool_use": ("id", "name"), "tool_result": ("tool_use_id",), "thinking": ("thinking",),
+                 "redacted_thinking": ("data",), "server_tool_use": ("id",), "mcp_tool_use": ("id",)}
+
+
 def _malformed(m: Message, i: int, b: Block, messages) -> list[Violation]:
     out = []
+    if type(b) is Opaque and b.type in _TYPED_FIELDS and isinstance(b.raw, dict):
+        wrong = [f"`{field}`" for field in _TYPED_FIELDS[b.type] if not isinstance(b.raw.get(field), str)]
+        said = f"{' and '.join(wrong)} not a string" if wrong else "content neither a string nor a list of blocks"
+        out.append(Violation("A10", ERROR, f"a {b.type} block with its {said}", **_at(messages, i, b)))
     if isinstance(b, ToolCall) and not isinstance(b.input, dict):
         out.append(Violation("A10", ERROR, f"tool_use {b.id} input is not an object", **_at(messages, i, b)))
     if isinstance(b, (ToolCall, ServerToolCall, ServerToolResult, Thinking, RedactedThinking)) and m.role != ASSISTANT:
