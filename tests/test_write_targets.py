@@ -232,3 +232,59 @@ def test_an_archive_on_a_full_device_exits_5_and_writes_no_output():
     assert result.stderr.splitlines() == [f"transcompact: error: {full}: cannot write: No space left on device"]
     assert not Path("out.json").exists()  # the archive first: a rewritten file never lacks its originals
     assert is_device(Path(full), FULL_DEVICE)
+
+
+# --- a file rewritten in place that something wrote to meanwhile -------------------------------
+
+APPENDED = b'{"type":"summary","summary":"the agent went on","leafUuid":"line-30"}\n'
+
+
+@pytest.mark.parametrize("command", [["slim", "-i"], ["prune", "-i", "--hard-clear-after", "0", "--keep-last", "0"],
+                                     ["compact", "-i", "--emergency", "--force", "--keep-recent-tokens", "500"]])
+def test_a_log_appended_to_while_it_is_rewritten_is_left_with_what_was_appended(monkeypatch, command):
+    """An agent appends to its log between the read and the rename: the rewrite would lose that
+    line (found using slim -i on a live session as a user). It is refused (exit 5), the file keeps
+    the line, and nothing is archived."""
+    from transcompact.run import tasks
+
+    from .builders import claude_log
+
+    Path("s.jsonl").write_bytes(claude_log(rounds=12))
+    original = Path("s.jsonl").read_bytes()
+    read = tasks.read_compressed
+
+    def read_then_the_agent_appends(path):
+        found = read(path)
+        with open(path, "ab") as log:
+            log.write(APPENDED)
+        return found
+
+    monkeypatch.setattr(tasks, "read_compressed", read_then_the_agent_appends)
+    here = sorted(p.name for p in Path().iterdir())
+    result = run(*command, "s.jsonl")
+    assert result.exit_code == ExitCode.OUTPUT, result.stderr
+    assert "s.jsonl: was written to since it was read" in result.stderr
+    assert Path("s.jsonl").read_bytes() == original + APPENDED
+    assert sorted(p.name for p in Path().iterdir()) == here  # no temporary file, no archive
+
+
+def test_a_write_that_cannot_be_made_archives_nothing(monkeypatch):
+    """slim -i in a directory that refuses a new file: exit 5, and no record of a slim that never
+    happened in the --archive (found using slim as a user)."""
+    from transcompact.core.errors import Location, OutputError
+    from transcompact.io import files
+
+    from .builders import claude_log
+
+    Path("s.jsonl").write_bytes(claude_log(rounds=12))
+    beside = files._temporary_beside
+
+    def refused(target, mode):  # the log's directory refuses a new file, the archive's does not
+        if os.path.basename(target) == "s.jsonl":
+            raise OutputError("cannot write: the directory . refuses a new file", location=Location(target))
+        return beside(target, mode)
+
+    monkeypatch.setattr(files, "_temporary_beside", refused)
+    result = run("slim", "-i", "--archive", "a.jsonl", "s.jsonl")
+    assert result.exit_code == ExitCode.OUTPUT, result.stderr
+    assert not Path("a.jsonl").exists() or Path("a.jsonl").read_bytes() == b""

@@ -46,7 +46,18 @@ def read_file(path: str) -> bytes:
         os.close(fd)
 
 
-def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines, *, durable: bool = True) -> None:
+def signature(path: str) -> tuple[int, int, int] | None:
+    """What tells a file that was written to since from one that was not: its inode, size and
+    modification time (None: not a regular file, or none there)."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_ino, found.st_size, found.st_mtime_ns) if stat.S_ISREG(found.st_mode) else None
+
+
+def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines, *, durable: bool = True,
+               before: Callable[[], None] | None = None, unchanged: tuple[int, int, int] | None = None) -> None:
     """Write `data` to `path`, replacing a regular file but never anything else.
 
     A regular file (or a new one) is replaced atomically: a temporary file beside it is renamed
@@ -62,6 +73,11 @@ def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines, *, durable
     Anything else is written through and stays what it was: a device (`/dev/null`, a terminal),
     a FIFO, or a descriptor this process has open (`/dev/stdout`, `/dev/fd/3`: written at its
     offset, so that `>>` appends). A symbolic link stays a link: what it points at is written.
+
+    `before`: run once the new bytes are written, before anything is replaced (the archive of the
+    original: a write that cannot be made archives nothing). `unchanged`: the `signature` the file
+    had when it was read (a file rewritten in place); one written to since (an agent appending to
+    the log it is working in) is left as it is, an OutputError, so that nothing it wrote is lost.
     """
     target = os.fspath(path)
     if urls.is_url(target):
@@ -77,10 +93,12 @@ def write_file(path: str | os.PathLike, data: bytes | jsondata.Lines, *, durable
     try:
         replaced = _replaced(target)
         if replaced is None:
+            if before is not None:
+                before()
             _write_through(target, data)
         else:
             resolved, mode = replaced
-            _replace(resolved, data, mode, durable)
+            _replace(resolved, data, mode, durable, before, unchanged)
     except OutputError:  # one that says more than the system call's error (an OSError too)
         raise
     except OSError as error:
@@ -159,8 +177,10 @@ def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
             os.close(fd)
 
 
-def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None, durable: bool) -> None:
-    """Write a temporary file beside `target` and rename it over it (mode: the old file's, None when new)."""
+def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None, durable: bool,
+             before: Callable[[], None] | None = None, unchanged: tuple[int, int, int] | None = None) -> None:
+    """Write a temporary file beside `target` and rename it over it (mode: the old file's, None
+    when new); `before` and `unchanged` as `write_file` says."""
     temporary = None
     try:
         with _interrupts_held():  # so that the temporary file never exists without its name known here
@@ -174,12 +194,24 @@ def _replace(target: str, data: bytes | jsondata.Lines, mode: int | None, durabl
                     os.fsync(fd)
         finally:
             os.close(fd)
+        if unchanged is not None:
+            _still(target, unchanged)
+        if before is not None:
+            before()
+        if unchanged is not None:
+            _still(target, unchanged)
         os.replace(temporary, target)
     except BaseException:
         if temporary is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
         raise
+
+
+def _still(target: str, unchanged: tuple[int, int, int]) -> None:
+    if signature(target) != unchanged:
+        raise OutputError("was written to since it was read (an agent still at work in it?): left as it is, with what "
+                          "was written", location=Location(target), hint="run again once nothing writes to it")
 
 
 _TEMPORARIES = itertools.count()  # with the process id, a name no other writer is using (O_EXCL makes sure)

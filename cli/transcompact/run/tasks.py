@@ -21,7 +21,7 @@ from ..core import settings
 from ..core.errors import ExitCode, InputError, InternalError, Location, TranscompactError, shown_name, variable_of
 from ..core.jsondata import Lines, is_blank, same_bytes
 from ..io.compression import by_suffix, compressed, plain
-from ..io.files import STDIN, make_directory
+from ..io.files import STDIN, make_directory, signature
 from ..io.inputs import Source, read_compressed
 from ..io.outputs import write_output
 
@@ -182,6 +182,8 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
         if source.left:
             return Outcome(name, None, ExitCode.OK, Result(stderr=(f"{name}: {source.left}",), report={"left": True}),
                            left=True)
+        # A file rewritten in place as it was when read, or else left as it is (an agent appending to it).
+        read_as_it_was = signature(source.path) if task.target == source.path and task.data is None else None
         if task.data is not None:
             data, read_as = plain(task.data, name)
         else:
@@ -218,7 +220,7 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
                 # checked before the write, brought up to date after it.
                 with rewriting(task.target, result.output):
                     write_output(task.target, output, source.path, durable=task.target == source.path, compression=None,
-                                 before=archive_the_original)
+                                 before=archive_the_original, unchanged=read_as_it_was)
                 _busy = False  # a worker's file is done: its stop (`_stop_the_file`) no longer raises
                 written = True
             result = dataclasses.replace(result, output=None)  # in its file, or not to be written: it stays here
