@@ -199,6 +199,40 @@ def test_a_broken_file_is_listed_with_its_error(home, transcompact):
     assert transcompact("sessions").stderr.splitlines()[-1].endswith("; 2 errors")
 
 
+def test_every_name_is_shown_escaped_one_line_a_session(home, tmp_path, transcompact):
+    """A name that is not UTF-8 ended sessions (exit 70, the cache and the output); a line break
+    in a name was shown as a space, the name of another file a pipeline then slimmed (found using
+    sessions as a user). Each is shown escaped, as every message shows it, and read again each run."""
+    logs = tmp_path / "logs"
+    names = [os.fsdecode(b"bad\xff.jsonl"), "a\nb.jsonl", "a b.jsonl"]
+    for name in names:
+        put(CLAUDE, logs / name)
+    for _ in range(2):  # the second from the cache, where a name can be written
+        result = transcompact("sessions", "--sort", "path", str(logs))
+        assert result.exit_code == 0, result.stderr
+        assert [line.split("\t")[7] for line in result.stdout.splitlines()] == [
+            f"{logs}/a\\nb.jsonl", f"{logs}/a b.jsonl", f"{logs}/bad\\xff.jsonl"]
+    assert [e["file"] for e in listed(transcompact, "--sort", "path", str(logs))["files"]] == [
+        f"{logs}/a\\nb.jsonl", f"{logs}/a b.jsonl", f"{logs}/bad\\xff.jsonl"]
+
+
+def test_a_file_that_cannot_be_read_is_a_row_and_the_listing_goes_on(home, tmp_path, transcompact):
+    """A compressed log cut off ended the listing (exit 3, no row); a FIFO named hung it (found
+    using sessions as a user): each is a row with its error, exit 0. stdin is no stored file."""
+    logs = tmp_path / "logs"
+    put(CLAUDE, logs / "cut.jsonl.gz", gzip.compress(CLAUDE.read_bytes())[:200])
+    put(CLAUDE, logs / "whole.jsonl")
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)  # no writer: a look inside would wait for ever
+    result = transcompact("sessions", "--sort", "path", str(logs), str(fifo))
+    assert result.exit_code == 0, result.stderr
+    rows = {Path(line.split("\t")[7]).name: line.split("\t") for line in result.stdout.splitlines()}
+    assert rows["cut.jsonl.gz"][6] == "error" and "cut-off gzip data" in rows["cut.jsonl.gz"][8]
+    assert rows["pipe.jsonl"][6] == "error" and "not a stored file" in rows["pipe.jsonl"][8]
+    assert rows["whole.jsonl"][6] != "error"
+    assert transcompact("sessions", "-").exit_code == 2
+
+
 def test_nothing_stored_is_said_on_stderr(tmp_path, transcompact, monkeypatch):
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)

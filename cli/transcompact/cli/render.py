@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..core.errors import without_credentials
+from ..core.errors import shown_name, without_credentials
 from ..core.words import counted
 
 if TYPE_CHECKING:
@@ -308,7 +308,7 @@ def _as_dict(e: Estimate, show_messages: bool) -> dict[str, Any]:
 
 def sessions_json(listing: Listing) -> bytes:
     """`sessions --json`: the envelope, a `files` entry per session in the order listed, and `total`."""
-    return report_json("sessions", ((s.file, _without_file(s.as_dict())) for s in listing.sessions), total=listing.total())
+    return report_json("sessions", ((shown_name(s.file), _without_file(s.as_dict())) for s in listing.sessions), total=listing.total())
 
 
 def _without_file(fields: dict[str, Any]) -> dict[str, Any]:
@@ -329,7 +329,9 @@ def sessions_tsv(listing: Listing) -> bytes:
         unsent = UNMEASURED if s.unsent_bytes is None and s.error is None else fields["unsent_bytes"]
         cells = [fields["agent"], fields["project"], fields["last_activity"], fields["bytes"], fields["tokens"],
                  unsent, fields["status"], fields["file"], fields["error"]]
-        lines.append("\t".join("" if cell is None else str(cell).replace("\t", " ").replace("\n", " ") for cell in cells))
+        # Each field on its one line as every message shows a name (`shown_name`: a tab or a line
+        # break in it escaped), never another file's name (a space for the break would be one).
+        lines.append("\t".join("" if cell is None else shown_name(str(cell)) for cell in cells))
     return "".join(f"{line}\n" for line in lines).encode()
 
 
@@ -383,7 +385,7 @@ def rich_sessions(listing: Listing) -> None:
         cells: dict[str, Text | str] = {"agent": Text(s.agent or "-"), "project": Text(short(s.project)), "active": when,
                  "bytes": _bytes(s.bytes), "tokens": "-" if s.tokens is None else _n(s.tokens),
                  "unsent": _bytes(s.unsent_bytes) if s.unsent_bytes is not None else "-" if s.error else UNMEASURED,
-                 "status": Text(s.status, style=styles.get(s.status, "")), "file": Text(short(s.file))}
+                 "status": Text(s.status, style=styles.get(s.status, "")), "file": Text(short(shown_name(s.file)))}
         table.add_row(*(cells[c] for c in columns))
     total = listing.total()
     table.add_section()
@@ -395,7 +397,7 @@ def rich_sessions(listing: Listing) -> None:
         console.print(Text(f"unsent: the bytes never sent{_unsent_measured(total)}"))
     for s in listing.sessions:
         if s.error:
-            console.print(Text(f"{short(s.file)}: {s.error}", style="red"))
+            console.print(Text(f"{short(shown_name(s.file))}: {s.error}", style="red"))
 
 
 def _bytes(size: int) -> str:

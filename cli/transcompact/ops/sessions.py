@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import __version__
 from ..core import settings
-from ..core.errors import InputError, Location, TranscompactError
+from ..core.errors import InputError, Location, TranscompactError, UsageError, shown_name
 from ..io import sessions as stored
 from ..io.files import write_file
 
@@ -245,7 +245,7 @@ class Session:
         from datetime import datetime, timezone
 
         when = datetime.fromtimestamp(self.last_activity, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-        return {"file": self.file, "agent": self.agent, "project": self.project, "last_activity": when,
+        return {"file": shown_name(self.file), "agent": self.agent, "project": self.project, "last_activity": when,
                 "bytes": self.bytes, "tokens": self.tokens, "unsent_bytes": self.unsent_bytes,
                 "threshold": self.compacts_at, "status": self.status, "error": self.error}
 
@@ -295,8 +295,12 @@ def sessions(paths: Sequence[str] = (), *, agent: str | None = None, environ: Ma
         if os.path.isdir(path):
             listing.looked_in.append(path)
             found += stored.walk(path)
-        elif os.path.exists(path):
+        elif os.path.isfile(path):
             found.append(stored.stat_of(path, None))
+        elif os.path.exists(path):  # a FIFO, a device: what it holds is read once, and a listing looks twice
+            found.append(stored.Found(path, None, problem="not a stored file (a pipe, a device): sessions lists the files agents store"))
+        elif path == "-":
+            raise UsageError("sessions lists the files agents store, not stdin: give files or directories")
         else:
             raise InputError("no such file or directory", location=Location(path))
     if not paths:
@@ -352,6 +356,8 @@ def _session(f: stored.Found, agent: str | None, m: Measured) -> Session:
         seen = stored.glance(f.path)
     except OSError as error:
         return Session(f.path, agent, None, f.mtime_ns / 1e9, f.size, error=f"cannot read: {error.strerror}")
+    except InputError as error:  # a compressed file cut off, or not what its first bytes say: its row says so
+        return Session(f.path, agent, None, f.mtime_ns / 1e9, f.size, error=_without_name(str(error), f.path))
     project = seen.cwd
     if agent == "gemini":
         project = stored.project_root(f.path) or _gemini_directory(f.path)
@@ -392,6 +398,14 @@ def _read_cache(path: str) -> dict[tuple[str, int, int, int], list[Any]]:
         return {}
 
 
+def _encodable(name: str) -> bool:
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _write_cache(path: str, known: Mapping[tuple[str, int, int, int], list[Any]], kept: dict[str, list[Any]],
                  looked_in: Sequence[str]) -> None:
     """The measures of this run, and those of files under no directory it looked in; a cache that
@@ -401,6 +415,7 @@ def _write_cache(path: str, known: Mapping[tuple[str, int, int, int], list[Any]]
     roots = tuple(os.path.join(os.path.abspath(root), "") for root in looked_in)
     files = {key[0]: entry for key, entry in known.items() if not key[0].startswith(roots)}
     files.update(kept)
+    files = {name: entry for name, entry in files.items() if _encodable(name)}  # (a name not UTF-8: read again each run)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_file(path, orjson.dumps({"version": CACHE_VERSION, "transcompact": __version__, "files": files}),
