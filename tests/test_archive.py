@@ -232,8 +232,8 @@ def test_a_full_disk_leaves_the_archive_and_the_transcript_as_they_were(monkeypa
     with monkeypatch.context() as patched:
         patched.setattr("os.fsync", full)  # where a full disk shows at the latest, for every file written
         result = run_cli("prune", "-q", "-i", "--archive", "originals.jsonl", "b.jsonl")
-    assert result.exit_code == 5
-    assert result.stderr.startswith("transcompact: error: originals.jsonl: cannot write: No space left on device")
+    assert result.exit_code == 5  # the new file is written first, then its original archived: it fails first
+    assert result.stderr.startswith("transcompact: error: b.jsonl: cannot write: No space left on device")
     assert Path("originals.jsonl").read_bytes() == archived
     assert Path("b.jsonl").read_bytes() == before
     assert sorted(p.name for p in Path(".").iterdir()) == ["a.jsonl", "b.jsonl", "originals.jsonl"]

@@ -271,3 +271,28 @@ def test_the_library_archives_what_slim_gives_and_expands_it_back():
     records = archive.slim_record(data, out, str(path))
     assert len(records) == 1 and expand(bytes(out), records, str(path)).data == data
     assert archive.slim_record(data, data, str(path)) == []
+
+
+@pytest.mark.parametrize("name", [b"n\nl.jsonl", b"bad\xff.jsonl"], ids=["line-break", "not-utf-8"])
+def test_the_archive_beside_a_log_is_named_after_it_and_as_private(transcompact, tmp_path, name):
+    """A name with a line break or a byte that is not UTF-8 got its archive under the name as shown
+    (`n\\nl.jsonl.slim-archive`, a backslash and an n), which `expand --archive FILE.slim-archive`
+    did not find; the archive of a log of mode 0600 was readable by every user (found using slim
+    as a user). Now FILE.slim-archive, its mode 0600, and expand says so in one line."""
+    import os
+    import stat
+
+    from transcompact.core.errors import shown_name
+
+    log = tmp_path / os.fsdecode(name)
+    _compacted_log(transcompact, log)
+    original = log.read_bytes()
+    log.chmod(0o600)
+    assert transcompact("slim", "-i", "-q", log).exit_code == 0
+    archive = tmp_path / os.fsdecode(name + b".slim-archive")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([log.name, archive.name])
+    assert stat.S_IMODE(archive.stat().st_mode) == stat.S_IMODE(log.stat().st_mode) == 0o600
+    back = transcompact("expand", "--archive", archive, log)
+    assert back.exit_code == 0 and back.stdout_bytes == original
+    (said,) = back.stderr.splitlines()
+    assert said == f"{shown_name(str(log))}: restored 1 original from {shown_name(str(archive))}"

@@ -47,7 +47,15 @@ class Result:
     fallback: str | None = None  # why the file was done another way than asked (compact: no summary by the model)
     # The archive and the original's records to add to it: added just before the output is
     # written, once every check of the write has passed (an output refused archives nothing).
-    archive: tuple[str, Any] | None = None
+    archive: tuple[str | Beside, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Beside:
+    """An archive beside its input: the input's own name (not as shown: a name that is not UTF-8,
+    or holds a line break) and `suffix` (`slim -i`'s `FILE.slim-archive`)."""
+
+    suffix: str
 
 
 @dataclass(frozen=True)
@@ -194,7 +202,11 @@ def _outcome(task: Task[Any], writing: _StopsHeld) -> Outcome:
             result = task.work(name, data, task.settings)
         changed = result.output is not None and not same_bytes(result.output, data)
         written = result.output is not None and not task.dry_run and task.target is None  # the caller writes it to stdout
-        archive, warnings = result.archive, []
+        warnings: list[str] = []
+        archive: tuple[str, Any] | None = None
+        if result.archive is not None:
+            where, records = result.archive
+            archive = (source.path + where.suffix if isinstance(where, Beside) else where, records)
 
         def archive_the_original() -> None:
             if archive is not None:

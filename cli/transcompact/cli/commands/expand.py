@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import click
 
+from ...core.errors import shown_name
+from ...core.words import counted
 from ...run.tasks import Result
 from ..options import batch_options, command_batch, file_options, output_options, verbose_option
 
@@ -60,7 +62,7 @@ def expand_file(name: str, data: bytes, how: Expanding) -> Result:
     expanded = run_expand(data, records, name, torn=found.torn_pruned)
     lines = []
     if not how.quiet:
-        lines.append(f"{name}: restored {expanded.restored} originals from {how.archive}")
+        lines.append(f"{name}: restored {counted(expanded.restored, 'original')} from {shown_name(how.archive)}")
         if not expanded.restored and records:
             lines.append(f"{name}: note: none of the {len(records)} records is for this transcript: it was "
                          "changed since prune or compact wrote it, or written into another archive")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import click
 
 from ...core.errors import UsageError
-from ...run.tasks import Reading, Result
+from ...run.tasks import Beside, Reading, Result
 from ..options import (
     batch_options,
     command_batch,
@@ -75,8 +75,9 @@ def slim_file(name: str, data: bytes, how: Slimming) -> Result:
 
     transcript = how.reading.load(data, name)
     output, report = slim_checked(transcript, data, messages_path=how.reading.messages_path)
-    archive = how.archive or (f"{name}{SIDECAR}" if how.beside and output is not data else None)
-    said = () if how.quiet else (_said(name, report, archive),)
+    beside = how.archive is None and how.beside and output is not data
+    archive: str | Beside | None = Beside(SIDECAR) if beside else how.archive
+    said = () if how.quiet else (_said(name, report, f"{name}{SIDECAR}" if beside else how.archive),)
     return Result(output=output, report=report.as_dict(), stderr=said,
                   archive=None if archive is None else (archive, slim_record(data, bytes(output), name)))
 

@@ -231,6 +231,11 @@ def _tool_call_ids(value: Any) -> tuple[str, ...]:
 # --- the file --------------------------------------------------------------------------------
 
 
+# A new archive is readable by its owner alone: it holds whole transcripts, an agent's private logs
+# among them (one beside a log of mode 0600 was readable by every user). One already there keeps its mode.
+NEW_ARCHIVE_MODE = 0o600
+
+
 def create(path: str) -> None:
     """Create an empty archive at `path` unless something is there already.
 
@@ -238,7 +243,7 @@ def create(path: str) -> None:
     the `expand` that follows in a script finds it. An empty file appears whole: no rename needed.
     """
     try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, NEW_ARCHIVE_MODE))
     except FileExistsError:
         pass
     except OSError as error:
@@ -283,7 +288,7 @@ def _locked(path: str) -> Iterator[None]:
         return
     while True:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, NEW_ARCHIVE_MODE)
         except OSError as error:
             raise OutputError(f"cannot write the archive: {error.strerror}", location=Location(path)) from None
         try:
