@@ -404,6 +404,8 @@ class Batch:
             return
         # A batch of a thousand small logs says "nothing to compact" once, in its closing summary.
         said = self.verbose or outcome.left or not (self.several and self.verb and outcome.status == "unchanged")
+        if result.output is not None:  # the one transcript, to stdout: said done once it is written (not to a full disk)
+            write_stdout(result.output)
         for line in result.stderr if said else ():
             progress.echo(line)
         # With --diff and no -o, -i or --output-dir, the diff on stdout stands in for the transcript.
@@ -419,8 +421,6 @@ class Batch:
         if self.diff == "text":
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org
             write_stdout(self.command_line.render.diff_text(outcome.name, result.changes or (), color=color))
-        if result.output is not None:  # the one transcript, to stdout
-            write_stdout(result.output)
         if result.stdout:
             write_stdout(result.stdout)
 
