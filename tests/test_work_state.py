@@ -188,7 +188,9 @@ def test_error_lines_whatever_the_line_breaks_and_the_spaces_around_them(output,
     ("5 Examples, 0 Failures\n", "5 Examples, 0 Failures"),
     ("\u3000== OK ==\n", "OK"),
     ("compiled\nno summary here\n", "ok"),
-], ids=["far above the end", "CRLF", "a phrase", "in capitals", "between rules and spaces", "none"])
+    # npm's banner names the package's version and the script: `29 test` is no count of tests (found using compact as a user).
+    ("\n> @mariozechner/pi-tui@0.7.29 test\n> node --test test/*.test.ts\n\nCommand aborted", "ok"),
+], ids=["far above the end", "CRLF", "a phrase", "in capitals", "between rules and spaces", "none", "an npm banner"])
 def test_a_check_s_result_line_wherever_it_is(output, wanted):
     state = state_of(call(1, "Bash", command="make test"), result(1, output))
     assert state.runs[0].result == wanted
