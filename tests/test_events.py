@@ -80,13 +80,15 @@ def test_pre_compact_sees_the_dropped_part_before_anything_is_written(tmp_path):
     assert len(report["messages"]) < len(original["messages"])
 
 
-@pytest.mark.parametrize(("command", "ended"), [("cat > /dev/null; exit 3", "exited with status 3"),
-                                               ("cat > /dev/null; kill -9 $$", "was killed by signal 9")])
+@pytest.mark.parametrize(("command", "ended"), [("cat > /dev/null; echo disk full; exit 3", "exited with status 3"),
+                                               ("cat > /dev/null; echo disk full; kill -9 $$", "was killed by signal 9")])
 def test_a_pre_compact_that_fails_stops_that_file_and_writes_nothing(tmp_path, command, ended):
     logs = batch(tmp_path)
     (logs / "c.json").unlink()
     before = {p.name: p.read_bytes() for p in logs.iterdir()}
     result = run("--emergency", "--threshold", "1000", "-i", "--pre-compact", command, str(logs))
     assert result.exit_code == 4
-    assert f"transcompact: error: {logs}/a.json: --pre-compact '{command}' {ended}; nothing written" in result.stderr
+    error = f"transcompact: error: {logs}/a.json: --pre-compact '{command}' {ended}; nothing written"
+    # What it printed says why, under the error (it was lost: found using compact as a user).
+    assert f"{error}\nhint: it printed: disk full\n" in result.stderr
     assert {p.name: p.read_bytes() for p in logs.iterdir()} == before  # b.json is not compacted: the hook never ran

@@ -259,5 +259,8 @@ def run_pre_compact(command: str, name: str, transcript: Transcript, cut: int) -
                                location=Location(name)) from None
     if done.returncode != 0:
         ended = f"was killed by signal {-done.returncode}" if done.returncode < 0 else f"exited with status {done.returncode}"
-        raise RefusedByCommand(f"--pre-compact {command!r} {ended}; nothing written", location=Location(name))
+        # What it printed says why: with the error, in a worker as here (a failed file's lines are not shown).
+        said = [line.strip() for line in done.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+        raise RefusedByCommand(f"--pre-compact {command!r} {ended}; nothing written", location=Location(name),
+                               hint=f"it printed: {' / '.join(said[-3:])}" if said else None)
     return done.stdout.decode("utf-8", "replace").splitlines()
