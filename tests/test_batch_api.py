@@ -376,6 +376,17 @@ def test_a_dry_run_names_the_files_it_cannot_read_and_exits_as_the_run_would(api
     assert "would submit 1 request to the anthropic batch API" in result.stderr
 
 
+def test_a_state_file_that_cannot_be_written_is_refused_before_a_batch_is_sent(api, tmp_path):
+    """--resume in a directory that is not there: the batch was sent, then the state could not be
+    saved, so nothing could ever collect it (found using --batch-api as a user)."""
+    directory = logs(tmp_path / "logs", projects=["alpha"])
+    before = {p.name: p.read_bytes() for p in directory.iterdir()}
+    result = run(*BULK, "--resume", str(tmp_path / "nodir/state.json"), "-i", str(directory))
+    assert result.exit_code == ExitCode.OUTPUT, result.stderr
+    assert "nodir/state.json: cannot write" in result.stderr and api.requests == []
+    assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
+
+
 def test_stdin_and_resume_without_batch_api_are_usage_errors(api, tmp_path):
     assert run(*COMPACT, "--batch-api").exit_code == ExitCode.USAGE
     result = run(*COMPACT, "--resume", str(tmp_path / "state.json"), str(logs(tmp_path / "logs", projects=["alpha"]) / "alpha.json"))

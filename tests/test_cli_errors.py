@@ -614,9 +614,22 @@ def test_a_key_in_a_url_s_query_is_never_shown(monkeypatch):
     assert "secret" not in failed.stderr
 
 
+def test_an_output_in_a_directory_that_is_not_there_is_refused_before_the_model_is_asked(api, monkeypatch, tmp_path):
+    """-o into a missing directory failed only after the summary was paid for (found using compact as a user)."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    target = tmp_path / "nodir/out.json"
+    result = run("compact", "--force", "--keep-recent-tokens", "1000", "-o", str(target), str(FIXTURES / "anthropic/long-session.json"))
+    assert result.exit_code == ExitCode.OUTPUT and result.stderr == f"transcompact: error: {target}: cannot write: No such file or directory\n"
+    assert api.requests == []
+
+
 def test_a_short_key_is_not_cut_out_of_the_words_around_it(monkeypatch, tmp_path):
     """A stand-in's key (`x`) is hidden where it stands alone, not in every word that holds it
     ("une…pected", "code…": found using the docs' examples as a user)."""
+    from transcompact.core import errors
+
+    monkeypatch.setattr(errors, "_SECRETS", set())  # the run's keys, this test's alone (`x` would hide every later x)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "x")
     (tmp_path / "bad.json").write_bytes(b'{"messages": [\n')

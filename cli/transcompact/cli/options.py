@@ -328,6 +328,8 @@ class Outputs:
                     own=[Named(flag, path, read_first=flag == "--resume")
                          for flag, path in {"--report": self.report_file, **(own or {})}.items() if path],
                     reads=[Named(flag, path) for flag, path in (reads or {}).items() if path])
+        if not self.dry_run:
+            _output_directory_is_there(self.output)
 
     def shown(self) -> dict[str, Any]:
         """What the batch shows of them: its `dry_run`, `report_file` and `diff` (`diff_view`)."""
@@ -617,3 +619,18 @@ def progress_printer(quiet: bool):
     if quiet or not sys.stderr.isatty():
         return None
     return lambda k, n: click.echo(f"summarizing: chunk {k} of {n}", err=True)
+
+
+def _output_directory_is_there(output: str | None) -> None:
+    """`-o FILE` in a directory that is not there is refused before any work (a summary a model
+    was paid for, then nothing written), as the write itself would refuse it (exit 5)."""
+    from ..core.errors import Location, OutputError
+    from ..io import urls
+    from ..io.files import STDIN
+
+    if not output or output == STDIN or urls.is_url(output):
+        return
+    parent = os.path.dirname(output) or "."
+    if not os.path.isdir(parent):
+        why = "Not a directory" if os.path.exists(parent) else "No such file or directory"
+        raise OutputError(f"cannot write: {why}", location=Location(output))

@@ -444,6 +444,7 @@ def summarize_in_bulk(names: Iterable[str], load: Callable[[str], Transcript], o
     are still to come, and the files are left as they are for them.
     """
     state = State.open(state_path, resolved.provider)
+    state.save()  # a state file that cannot be written fails here, before a batch it would lose is sent
     if state.batches:
         watching.say(f"resuming: {counted(len(state.batches), 'batch', 'batches')} submitted before, "
                      f"{counted(len(state.results), 'result')} in")
