@@ -151,6 +151,27 @@ def test_failures_end_with_one_line_and_exit_4(api, answer, retries, message):
     assert len(api.requests) == expected[key]
 
 
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_summary_cut_at_the_output_limit_is_not_taken(api, monkeypatch, provider):
+    """An answer that stopped at max_tokens (finish_reason length) may lack its last sections: it
+    fails validation, is asked for again, and then ends as any failed summary does (found using
+    summarize as a user: it was taken without a word)."""
+    def cut(request):
+        status, body = Loopback.ok(request)
+        if request.is_openai:
+            body["choices"][0]["finish_reason"] = "length"
+        else:
+            body["stop_reason"] = "max_tokens"
+        return status, body
+
+    api.answer = cut
+    flags = ("--provider", "openai", "--base-url", f"{api.url}/v1") if provider == "openai" else ()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    result = run("--all", *flags, str(FIXTURES / "openai/tool-calls.json"))
+    assert result.exit_code == 4 and len(api.requests) == 2
+    assert "failed validation twice: cut off at the output limit (4,096 tokens)" in result.stderr
+
+
 def test_a_summary_that_fails_validation_once_is_asked_for_again(api):
     first = iter([True])
     api.answer = lambda request: Loopback.text("short")(request) if next(first, False) else Loopback.ok(request)

@@ -38,6 +38,7 @@ class Completion:
     text: str
     input_tokens: int = 0
     output_tokens: int = 0
+    cut: bool = False  # it stopped at the output limit (`max_tokens`, `length`): its end is missing
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,8 @@ class AnthropicProvider:
         text = "".join(block.text for block in content
                        if getattr(block, "type", None) == "text" and isinstance(getattr(block, "text", None), str))
         usage = getattr(response, "usage", None)
-        return Completion(text, tokens(usage, "input_tokens"), tokens(usage, "output_tokens"))
+        return Completion(text, tokens(usage, "input_tokens"), tokens(usage, "output_tokens"),
+                          cut=getattr(response, "stop_reason", None) == "max_tokens")
 
     def close(self) -> None:
         self.api.close()

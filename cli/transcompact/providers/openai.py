@@ -56,13 +56,14 @@ class OpenAIProvider:
         # The SDK does not check what came: a page (as text), or JSON of another shape (with what it has).
         try:  # a server that is not quite compatible may leave out what OpenAI always sends
             text = response.choices[0].message.content
+            cut = getattr(response.choices[0], "finish_reason", None) == "length"
         except (AttributeError, IndexError, KeyError, TypeError):
             raise ProviderError(f"{self.url} did not answer with a chat completion but with "
                                 f"{described(response, 'choices')}") from None
         if text is not None and not isinstance(text, str):
             raise ProviderError(f"{self.url} answered with a chat completion whose content is not text")
         usage = getattr(response, "usage", None)
-        return Completion(text or "", tokens(usage, "prompt_tokens"), tokens(usage, "completion_tokens"))
+        return Completion(text or "", tokens(usage, "prompt_tokens"), tokens(usage, "completion_tokens"), cut=cut)
 
     def close(self) -> None:
         self.api.close()

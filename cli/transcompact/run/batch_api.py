@@ -77,6 +77,7 @@ class Answer:
     output_tokens: int = 0
     error: str | None = None  # what happened to the request: "expired", "errored: …"
     too_long: bool = False  # the service found the prompt too long: summarize halves the chunk
+    cut: bool = False  # it stopped at the output limit (`Completion.cut`)
 
     def as_dict(self) -> dict:
         return {k: v for k, v in dataclasses.asdict(self).items() if v not in (None, 0, False)}
@@ -91,8 +92,10 @@ class AnsweringSummarizer:
     each request it has no result for (`unanswered`: custom_id → request).
 
     `summarize` validates what it answers, as any provider's answer (for the summary's style),
-    and asks once more when it fails: a batch answers a request once, so it gets the same answer,
-    which fails again, and the file falls back."""
+    and, as a batch answers a request once (`answers_once`), does not ask again: one that fails
+    makes the file fall back."""
+
+    answers_once = True
 
     def __init__(self, provider: str, model: str, results: Mapping[str, Answer], missing: str | None = None):
         self.name, self.model, self.results = provider, model, results
@@ -108,7 +111,7 @@ class AnsweringSummarizer:
             raise ProviderError(self.missing)
         if answer.error is not None:
             raise (PromptTooLong if answer.too_long else ProviderError)(f"the batch request {answer.error}")
-        return Completion(answer.text or "", answer.input_tokens, answer.output_tokens)
+        return Completion(answer.text or "", answer.input_tokens, answer.output_tokens, cut=answer.cut)
 
     def close(self) -> None:
         pass
@@ -295,7 +298,8 @@ class AnthropicBatches:
             if result.type == "succeeded":
                 text = "".join(b.text for b in result.message.content if getattr(b, "type", None) == "text")
                 usage = result.message.usage
-                answers[item.custom_id] = Answer(text, usage.input_tokens or 0, usage.output_tokens or 0)
+                answers[item.custom_id] = Answer(text, usage.input_tokens or 0, usage.output_tokens or 0,
+                                                 cut=getattr(result.message, "stop_reason", None) == "max_tokens")
             elif result.type == "errored":
                 message = result.error.error.message
                 answers[item.custom_id] = Answer(error=f"errored: {message}", too_long=is_too_long(message))
@@ -382,7 +386,8 @@ class OpenAIBatches:
         if response.get("status_code") == 200:
             usage = body.get("usage") or {}
             text = body["choices"][0]["message"].get("content") or ""
-            return line["custom_id"], Answer(text, usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+            return line["custom_id"], Answer(text, usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0,
+                                             cut=body["choices"][0].get("finish_reason") == "length")
         if error.get("code") == "batch_expired":
             return line["custom_id"], Answer(error="expired")
         if error.get("code") == "batch_cancelled":

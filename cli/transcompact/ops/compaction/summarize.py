@@ -395,13 +395,20 @@ def _focus(instructions: str | None) -> str:
 
 
 def _ask(provider: Provider, system: str, prompt: str, problems: Callable[[str], list[str]]) -> tuple[Completion, int]:
-    """A validated answer (asked once more when the first fails validation) and how many requests it took."""
+    """A validated answer (asked once more when the first fails validation, but of a provider that
+    answers a request once: a batch's) and how many requests it took."""
+    def found_in(answer: Completion) -> list[str]:
+        cut = [f"cut off at the output limit ({MAX_SUMMARY_TOKENS:,} tokens): its last sections may be missing"]
+        return problems(answer.text) + (cut if answer.cut else [])
+
     first = provider.complete(system, prompt, MAX_SUMMARY_TOKENS)
-    if not problems(first.text):
+    if not (found := found_in(first)):
         return first, 1
-    second = provider.complete(system, prompt, MAX_SUMMARY_TOKENS)
-    found = problems(second.text)
+    once = getattr(provider, "answers_once", False)
+    second = first if once else provider.complete(system, prompt, MAX_SUMMARY_TOKENS)
+    if not once:
+        found = found_in(second)
     if found:
-        raise ProviderError(f"the summary from {provider.name} ({provider.model}) failed validation twice: {'; '.join(found)}",
-                            hint=f"try another {option('model')}, or check what the endpoint answers")
+        raise ProviderError(f"the summary from {provider.name} ({provider.model}) failed validation{'' if once else ' twice'}: "
+                            f"{'; '.join(found)}", hint=f"try another {option('model')}, or check what the endpoint answers")
     return Completion(second.text, first.input_tokens + second.input_tokens, first.output_tokens + second.output_tokens), 2
