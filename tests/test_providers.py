@@ -164,7 +164,7 @@ def test_the_sdk_retries(api, name, failure):
 @pytest.mark.parametrize("name,service", [("anthropic", "the Anthropic API"), ("openai", "/v1/chat/completions")])
 def test_what_is_still_failing_after_the_retries_is_a_provider_error(api, name, service):
     api.answer = Loopback.error(503, "down for maintenance")
-    with pytest.raises(ProviderError, match=f"{service} answered HTTP 503: down for maintenance \\(after 1 retries\\)"):
+    with pytest.raises(ProviderError, match=f"{service} answered HTTP 503: down for maintenance \\(after 1 retry\\)"):
         ask(name, api, retries=1)
     assert len(api.requests) == 2
 
@@ -172,7 +172,7 @@ def test_what_is_still_failing_after_the_retries_is_a_provider_error(api, name, 
 @pytest.mark.parametrize("name", ["anthropic", "openai"])
 def test_a_connection_that_keeps_failing_names_the_address(api, name):
     api.answer = api.hanging_up(times=3)
-    with pytest.raises(ProviderError, match=f"cannot reach .*{api.url}.*\\(after 1 retries\\)"):
+    with pytest.raises(ProviderError, match=f"cannot reach .*{api.url}.*\\(after 1 retry\\)"):
         ask(name, api, retries=1)
     assert len(api.requests) == 2
 
@@ -215,7 +215,7 @@ def test_a_proxys_html_page_is_named_by_its_title_in_one_line(api, name):
     with pytest.raises(ProviderError) as raised:
         ask(name, api, retries=1)
     message = str(raised.value)
-    assert re.fullmatch(f".*{SERVICE[name]} answered HTTP 502: an HTML page titled '502 Bad Gateway' \\(after 1 retries\\)",
+    assert re.fullmatch(f".*{SERVICE[name]} answered HTTP 502: an HTML page titled '502 Bad Gateway' \\(after 1 retry\\)",
                         message)
     assert len(api.requests) == 2  # a 502 is retried, page or not
 

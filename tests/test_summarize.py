@@ -250,7 +250,7 @@ def test_the_openai_provider_retries_and_fails_clearly(api):
     failed = run("--all", "--provider", "openai", "--base-url", api.url + "/v1", "--retries", "1",
                  str(FIXTURES / "openai/tool-calls.json"))
     assert failed.exit_code == 4
-    assert f"{api.url}/v1/chat/completions answered HTTP 500: model crashed (after 1 retries)" in failed.stderr
+    assert f"{api.url}/v1/chat/completions answered HTTP 500: model crashed (after 1 retry)" in failed.stderr
     unreachable = run("--all", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--retries", "0",
                       str(FIXTURES / "openai/tool-calls.json"))
     assert unreachable.exit_code == 4

@@ -40,6 +40,10 @@ COMMANDS = {
 }
 
 
+
+class _Interrupted(Exception):
+    """Ctrl-C, SIGTERM or SIGHUP met while a command ran (`KeyboardInterrupt`, carried past click)."""
+
 class Group(click.Group):
     """Loads each command when it runs, and turns every error into one line on stderr and its
     exit status (docs/design.md §4)."""
@@ -80,6 +84,14 @@ class Group(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, short_help(COMMANDS[name][1], limit)) for name in sorted(COMMANDS)])
 
+    def invoke(self, ctx: click.Context):
+        """The command; an interrupt past it as its own (click's main would print a blank line before
+        its `Abort`: the message is one line)."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted from None
+
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False
         self.show_traceback = False  # set by --traceback (`_traceback`), read when an error ends the run
@@ -113,7 +125,7 @@ class Group(click.Group):
             if hint:
                 click.echo(f"hint: {hint}", err=True)
             code = error.exit_code
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Interrupted):
             click.echo("transcompact: interrupted", err=True)
             code = ExitCode.INTERRUPTED
         except Exception as error:  # a bug: say so in one line, unless asked for the traceback

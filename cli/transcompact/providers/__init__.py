@@ -210,6 +210,10 @@ def tokens(usage: object, name: str) -> int:
     return found if isinstance(found, int) and not isinstance(found, bool) and found >= 0 else 0
 
 
+def _retries(count: int) -> str:
+    return "1 retry" if count == 1 else f"{count:,} retries"
+
+
 def sdk_error(sdk, error: Exception, *, service: str, address: str, timeout: float, retries: int) -> ProviderError:
     """An error of the `anthropic` or `openai` SDK (`sdk`; both have the same error classes) as ours,
     after the SDK's own retries. `service` names the service in a sentence, `address` where it was sought."""
@@ -218,10 +222,10 @@ def sdk_error(sdk, error: Exception, *, service: str, address: str, timeout: flo
         if error.status_code in (400, 413) and is_too_long(message):
             return PromptTooLong(f"{service} says the prompt is too long: {message}")
         return ProviderError(f"{service} answered HTTP {error.status_code}: {message}"
-                             + (f" (after {retries} retries)" if retried(error.status_code) else ""))
+                             + (f" (after {_retries(retries)})" if retried(error.status_code) else ""))
     if isinstance(error, sdk.APITimeoutError):
-        return ProviderError(f"{service} did not answer within {timeout:g} s (after {retries} retries)", hint=f"raise {option('timeout')}")
+        return ProviderError(f"{service} did not answer within {timeout:g} s (after {_retries(retries)})", hint=f"raise {option('timeout')}")
     if isinstance(error, sdk.APIConnectionError):
         # The SDK says only "Connection error."; the cause says which (refused, no such host, ...).
-        return ProviderError(f"cannot reach {address}: {one_line(str(error.__cause__ or error))} (after {retries} retries)")
+        return ProviderError(f"cannot reach {address}: {one_line(str(error.__cause__ or error))} (after {_retries(retries)})")
     return ProviderError(f"{service}: {one_line(str(error))}")

@@ -236,8 +236,7 @@ def _answer_read(service: str) -> Iterator[None]:
     try:
         yield
     except (AttributeError, KeyError, TypeError, ValueError, IndexError) as error:
-        raise ProviderError(f"{service} did not answer as the batch API does "
-                            f"({type(error).__name__}: {one_line(str(error), 120)})") from None
+        raise ProviderError(f"{service} did not answer as the batch API does ({one_line(str(error), 120)})") from None
 
 
 def _given(found: Any, name: str) -> Any:
@@ -559,7 +558,7 @@ def _collect(service: BatchService, batch: str, state: State, watching: Watching
     kinds: dict[str, int] = {}
     for key in state.batches[batch]:
         answer = state.results[key]
-        kind = "succeeded" if answer.error is None else answer.error.split(":")[0]
+        kind = "succeeded" if answer.error is None else answer.error.split(":")[0].removeprefix("was ")  # (3 canceled)
         kinds[kind] = kinds.get(kind, 0) + 1
     watching.say(f"batch {batch} ended: " + ", ".join(f"{count:,} {kind}" for kind, count in kinds.items()))
 

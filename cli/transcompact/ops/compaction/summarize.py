@@ -369,7 +369,7 @@ def summarize(transcript: Transcript, provider: Provider | Callable[[], Provider
             usage = Completion("", usage.input_tokens + answer.input_tokens, usage.output_tokens + answer.output_tokens)
             done += 1
         if summary is not None and len(summary) > WARN_CHARS:
-            warnings.append(f"the summary is long: {len(summary)} characters (the spec aims at at most {WARN_CHARS})")
+            warnings.append(f"the summary is long: {len(summary):,} characters (the spec aims at at most {WARN_CHARS:,})")
         return Summary(
             text=summary or "", provider=summarizer.name, model=summarizer.model, chunks=done, requests=requests,
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, previous_summary_used=previous is not None,
