@@ -19,6 +19,7 @@ from transcompact.ops.compaction.summarize import (
     chunked,
     coverage,
     problems,
+    serialize,
 )
 from transcompact.providers.openai import NO_KEY
 
@@ -400,3 +401,22 @@ def test_nothing_to_summarize_needs_no_key(transcompact):
     assert result.exit_code == 0, result.stderr
     assert result.stderr.startswith(f"{FIXTURES / 'anthropic/orphans.json'}: nothing old to summarize: ")
     assert result.stdout == ""
+
+
+def test_what_the_summarizer_reads_of_citations_search_results_and_audio():
+    """A reply with citations is one turn (it was a turn per text block, some a `- ` alone); a web
+    search's results show their titles and URLs, not the encrypted content that filled their room;
+    audio is mentioned as an image is (found reading what the stand-in was sent, as a user)."""
+    from transcompact.core.model import ASSISTANT, USER, Message, Opaque, ServerToolResult, Text
+
+    reply_with_citations = Message(ASSISTANT, (Text("It is "), Text("66°F", raw={"type": "text", "citations": [{}]}),
+                                               Text(" and clear.\n- "), Text("Winds W.")))
+    assert serialize(reply_with_citations, {}) == "**Assistant:** It is 66°F and clear.\n- Winds W."
+    found = [{"type": "web_search_result", "title": f"Forecast {i}", "url": f"https://example.com/{i}",
+              "encrypted_content": "E" * 3000} for i in range(5)]
+    search = Message(USER, (ServerToolResult("web_search_tool_result", "srvtoolu_1",
+                                             raw={"type": "web_search_tool_result", "content": found}),))
+    shown = serialize(search, {})
+    assert all(f"https://example.com/{i}" in shown for i in range(5)) and "EEE" not in shown
+    audio = Message(USER, (Text("This is file 2d36ae:"), Opaque("input_audio", raw={"type": "input_audio"})))
+    assert serialize(audio, {}) == "**User:** This is file 2d36ae:\n**User:** [input_audio]"

@@ -17,6 +17,7 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core import settings
 from ...core.errors import ProviderError, UsageError, option, refuse_negative
@@ -27,11 +28,10 @@ from ...core.model import (
     Document,
     Image,
     Message,
-    RedactedThinking,
+    Opaque,
     ServerToolCall,
     ServerToolResult,
     Text,
-    Thinking,
     ToolCall,
     ToolResult,
     Transcript,
@@ -195,26 +195,44 @@ def trimmed(text: str, limit: int) -> str:
 
 
 def serialize(message: Message, names: dict[str, str], result_chars: int = settings.RESULT_CHARS) -> str:
-    """One message as the summarizer reads it (thinking left out)."""
+    """One message as the summarizer reads it (thinking left out): text blocks one after the other
+    as one turn, as the API reads them (a reply with citations is a text block between each two)."""
     role = {USER: "User", ASSISTANT: "Assistant"}.get(message.role, message.role.capitalize())
-    parts = []
+    parts: list[str] = []
+    text_run = False  # the last part is a turn of text the next text block goes on
     for block in message.blocks:
-        if isinstance(block, Text) and block.text.strip():
-            parts.append(f"**{role}:** {block.text}")
-        elif isinstance(block, (ToolCall, ServerToolCall)):
+        if isinstance(block, Text):
+            if text_run:
+                parts[-1] += block.text
+            elif block.text.strip():
+                parts.append(f"**{role}:** {block.text}")
+                text_run = True
+            continue
+        text_run = False
+        if isinstance(block, (ToolCall, ServerToolCall)):
             parts.append(f"**{role} → tool call** `{block.name}` {compact_json(block.input)}")
         elif isinstance(block, ToolResult):
             label = names.get(block.tool_call_id, "tool")
             status = " (error)" if block.is_error else ""
             parts.append(f"**Tool result** `{label}`{status}: {trimmed(_result_text(block), result_chars)}")
         elif isinstance(block, ServerToolResult):
-            parts.append(f"**Tool result** `{block.type}`: {trimmed(compact_json(block.raw.get('content', '')), result_chars)}"
+            parts.append(f"**Tool result** `{block.type}`: {trimmed(compact_json(_readable(block.raw.get('content', ''))), result_chars)}"
                          if isinstance(block.raw, dict) else f"**Tool result** `{block.type}`")
         elif isinstance(block, (Image, Document)):
             parts.append(f"**{role}:** {_mention(block)}")
-        elif isinstance(block, (Thinking, RedactedThinking)):
-            continue
+        elif isinstance(block, Opaque) and block.type:  # audio, a file, a block of a kind no operation reads
+            parts.append(f"**{role}:** [{block.type}]")
     return "\n".join(parts)
+
+
+def _readable(value: Any) -> Any:
+    """A server tool's result without what only the service can read (a web search's
+    `encrypted_content`, which would fill the room a result has before its titles and URLs)."""
+    if isinstance(value, dict):
+        return {key: _readable(item) for key, item in value.items() if not key.startswith("encrypted_")}
+    if isinstance(value, list):
+        return [_readable(item) for item in value]
+    return value
 
 
 def _result_text(result: ToolResult) -> str:
