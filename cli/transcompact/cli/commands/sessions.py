@@ -51,7 +51,7 @@ def sessions(paths, agent, sort, unsent, as_json, no_cache, jobs):
     \b
     transcompact sessions
     transcompact sessions --agent codex --sort size
-    transcompact sessions --unsent --json | jq -r '.files[] | select(.unsent_bytes > 1e6) | .file' | xargs -d '\n' transcompact slim -i
+    transcompact sessions --unsent --json | jq -r '.files[] | select(.unsent_bytes > 1e6) | .file' | xargs -d '\\n' transcompact slim -i
     transcompact sessions ~/backups/logs
     """
     from ...ops.sessions import sessions as list_sessions
