@@ -179,6 +179,21 @@ def test_a_full_device_exits_5_naming_it(command):
     assert leftovers() == []
 
 
+def test_stdout_on_a_full_device_says_only_the_error():
+    """The transcript to stdout on a full disk: the line that says it was slimmed came first, then
+    the error (found using slim as a user). The line comes once the output is written."""
+    import subprocess
+    import sys
+
+    full = full_device()
+    shutil.copy(FIXTURES / "claude-code/broken-session.jsonl", "s.jsonl")
+    with open(full, "wb") as stdout:
+        done = subprocess.run([sys.executable, "-m", "transcompact", "prune", "--hard-clear-after", "0", "--keep-last", "0",
+                               "s.jsonl"], stdout=stdout, stderr=subprocess.PIPE, timeout=60)
+    assert done.returncode == ExitCode.OUTPUT
+    assert done.stderr.decode().splitlines() == ["transcompact: error: <stdout>: cannot write: No space left on device"]
+
+
 # --- --report to /dev/stdout, or what stands for it ---------------------------------------------
 
 
