@@ -49,7 +49,7 @@ _CHECK_COMMAND = re.compile(
 # A line that sums up a test, build or lint run.
 # (A count, not the end of a version: npm's `> pkg@0.7.29 test` banner is no summary.)
 _RESULT_LINE = re.compile(
-    r"(?<![\d.])\d+ (?:passed|failed|errors?|error\(s\)|tests?|passing|failing|pending|skipped|problems?|warnings?|examples?|"
+    r"(?<![\w.])\d+ (?:passed|failed|errors?|error\(s\)|tests?|passing|failing|pending|skipped|problems?|warnings?|examples?|"
     r"failures?|issues?)\b|^(?:ok|FAIL|PASS|FAILED|PASSED)\b|test result:|^Tests?:|BUILD (?:SUCCESS|FAILED)|"
     r"Build succeeded|Build FAILED|Success: no issues|All checks passed|no issues found|Finished `?\w+`? ", re.I)
 # Where a line may be one `_RESULT_LINE` finds a summary in, in a few scans (line_scan.py) over the
