@@ -322,3 +322,19 @@ def test_a_call_answered_twice_is_flagged_and_repair_keeps_the_first_answer():
         assert [f.rule for f in report.fixes] == [rule] and errors(check(repaired)) == []
         assert json.loads(dumps(repaired))["messages"][2] == body["messages"][2] | (
             {"content": body["messages"][2]["content"][:1]} if rule == "A1" else {})
+
+
+def test_a_tool_message_a_user_message_came_before_is_moved_to_its_call_not_thrown_away():
+    """The only answer to a call, after a user message: check said it was a second answer, and
+    repair removed it for a placeholder (found using repair as a user). It is moved to right after
+    its call, what it says kept."""
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "g", "arguments": "{}"}}]}
+    body = {"messages": [{"role": "user", "content": "hi"}, call, {"role": "user", "content": "hm"},
+                         {"role": "tool", "tool_call_id": "c1", "content": "r"}]}
+    transcript = loads(json.dumps(body).encode(), "o.json")
+    said = {(v.rule, v.text) for v in check(transcript)}
+    assert ("O2", "tool message c1 answers tool call c1 of message 1, with other messages between them") in said
+    repaired, report = repair(transcript)
+    assert [fix.text for fix in report.fixes] == ["moved tool message c1 to right after its call (message 1)"]
+    assert json.loads(dumps(repaired))["messages"] == [body["messages"][0], call, body["messages"][3], body["messages"][2]]
+    assert errors(check(repaired)) == []

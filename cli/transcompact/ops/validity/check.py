@@ -545,6 +545,20 @@ def called_before(messages: tuple[Message, ...], index: int) -> set[str]:
     return {c.id for c in before.tool_calls} if before is not None else set()
 
 
+def openai_out_of_place(messages: tuple[Message, ...]) -> dict[int, int]:
+    """Of the tool messages that answer no call of the message before their run, those that answer
+    a call left unanswered by an earlier assistant message, its first answer after it (a user
+    message came between): by the tool message, the message of the call."""
+    unanswered = {c.id: i for i, c in openai_unanswered(messages)}
+    out: dict[int, int] = {}
+    for i in openai_orphans(messages):
+        call_id = answered_id(messages[i])
+        owner = unanswered.pop(call_id, None) if call_id is not None else None
+        if owner is not None and owner < i:
+            out[i] = owner
+    return out
+
+
 def openai_unanswered(messages: tuple[Message, ...]) -> list[tuple[int, ToolCall]]:
     out = []
     for i, m in enumerate(messages):
@@ -585,9 +599,13 @@ def _openai(t: Transcript) -> list[Violation]:
         add(Violation("O1", ERROR, f"tool call id {c.id or '(no id)'} ({c.name}) is used twice in its message", **_at(messages, i)))
     for i, c in openai_unanswered(messages):
         add(Violation("O1", ERROR, f"tool call {c.id or '(no id)'} ({c.name}) has no tool message after it", **_at(messages, i)))
+    out_of_place = openai_out_of_place(messages)
     for i in openai_orphans(messages):
         call_id = answered_id(messages[i])
-        if call_id in called_before(messages, i):
+        if i in out_of_place:
+            add(Violation("O2", ERROR, f"tool message {call_id} answers tool call {call_id} of message {out_of_place[i]}, "
+                                       "with other messages between them", **_at(messages, i)))
+        elif call_id in called_before(messages, i):
             add(Violation("O1", ERROR, f"tool call {call_id} is answered by a second tool message", **_at(messages, i)))
         else:
             add(Violation("O2", ERROR, f"tool message {call_id or '(no id)'} answers no tool call of the assistant message before it", **_at(messages, i)))

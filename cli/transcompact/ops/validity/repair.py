@@ -29,6 +29,7 @@ from .check import (
     errors,
     is_thinking,
     openai_orphans,
+    openai_out_of_place,
     openai_unanswered,
     orphan_results,
     results_twice,
@@ -310,13 +311,22 @@ def _remove_orphan_results(t: Transcript, fixes: list[Fix]) -> Transcript:
     messages = list(t.messages)
     if t.dialect == "openai":
         orphans = set(openai_orphans(t.messages))
+        out_of_place = openai_out_of_place(t.messages)
+        put_after: dict[int, list[Message]] = {}  # a result moved to the end of its call's run: nothing it says is lost
         for i in sorted(orphans):
             call_id = answered_id(t.messages[i])
-            if call_id in called_before(t.messages, i):
+            if i in out_of_place:
+                owner = end = out_of_place[i]
+                while end + 1 < len(messages) and messages[end + 1].role == "tool" and end + 1 not in orphans:
+                    end += 1
+                put_after.setdefault(end, []).append(messages[i])
+                fixes.append(Fix("O2", f"moved tool message {call_id} to right after its call (message {owner})", i, t.messages[i].line))
+            elif call_id in called_before(t.messages, i):
                 fixes.append(Fix("O1", f"removed a second tool message for tool call {call_id}", i, t.messages[i].line))
             else:
                 fixes.append(Fix("O2", f"removed tool message {call_id or '(no id)'} that answers no call", i, t.messages[i].line))
-        return t.with_messages(m for i, m in enumerate(messages) if i not in orphans)
+        return t.with_messages(kept for i, m in enumerate(messages)
+                               for kept in ((() if i in orphans else (m,)) + tuple(put_after.get(i, ()))))
     by_message: dict[int, set[int]] = {}
     for i, block in orphan_results(t.messages, twice=results_twice(t)):
         by_message.setdefault(i, set()).add(id(block))
