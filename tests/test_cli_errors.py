@@ -662,3 +662,20 @@ def test_a_key_a_service_quotes_back_is_never_shown(api, monkeypatch, tmp_path, 
     assert fallback.exit_code == 0, fallback.stderr
     shown = failed.stderr + fallback.stderr + (tmp_path / "r.jsonl").read_text()
     assert "quoted-back" not in shown and "pw-quoted" not in shown and "dXNlcjpwdy1xdW90ZWQ" not in shown
+
+
+@pytest.mark.parametrize("data, where", [
+    (b'{"role":"user","content":"hi"}\n{"role":"assistant","content":"yo"}\n\xef\xbb\xbf{"role":"user","content":"again"}\n',
+     "s.jsonl:3:1"),
+    (b'\xef\xbb\xbf\xef\xbb\xbf{"messages":[{"role":"user","content":"hi"}]}', "s.jsonl:1:1"),
+], ids=["files joined, each with its mark", "a mark twice"])
+def test_a_byte_order_mark_that_does_not_begin_the_file_is_named_where_it_is(tmp_path, monkeypatch, data, where):
+    """Valid UTF-8 was called 'not valid UTF-8', with no place, and a hint (--encoding-errors
+    replace) that changed nothing (found using check as a user)."""
+    monkeypatch.chdir(tmp_path)
+    Path("s.jsonl").write_bytes(data)
+    for command in ("check", "estimate", "repair"):
+        result = run(command, "s.jsonl")
+        assert result.exit_code == ExitCode.INPUT
+        assert result.stderr.splitlines()[0] == (f"transcompact: error: {where}: a byte-order mark (U+FEFF) begins this line: "
+                                                 "only a file's first bytes may be one")

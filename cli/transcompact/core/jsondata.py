@@ -248,6 +248,8 @@ def parse(data: bytes, name: str, known: Sequence[Record] = (),
     try:
         document = load_json(text)
     except orjson.JSONDecodeError as error:
+        if text.startswith(BOM):  # a second one (files joined whole): no encoding problem, a stray mark
+            raise _stray_mark(name, 1) from None
         if "UTF-8" in error.msg:
             raise _not_utf8(data, name) from None
         if error.msg.startswith("depth limit"):
@@ -347,6 +349,8 @@ def _parse_each_line(data: bytes, name: str, whole: _Failure | None, bom: bool, 
             if not bytes(text).strip():
                 records.append((line, BLANK))
                 continue
+            if bytes(text[:len(BOM)]) == BOM:
+                raise _stray_mark(name, number) from None
             if "UTF-8" in error.msg:
                 raise _not_utf8(data, name) from None
             if whole is not None and not any(v is not BLANK for _, v in records) and not error.msg.startswith("depth"):
@@ -641,6 +645,13 @@ def _too_deep(text: bytes, name: str, first_line: int) -> ParseError:
     line, column = _line_and_column(text, offset)
     return ParseError(f"JSON nested deeper than {MAX_DEPTH} levels, which transcompact cannot write back",
                       location=Location(name, first_line + line - 1, column))
+
+
+def _stray_mark(name: str, line: int) -> ParseError:
+    """A byte-order mark that does not begin the file (logs joined with `cat`, each with its own)."""
+    return ParseError("a byte-order mark (U+FEFF) begins this line: only a file's first bytes may be one",
+                      location=Location(name, line, 1),
+                      hint="files joined with their byte-order marks? remove every mark but the file's first")
 
 
 def _not_utf8(data: bytes, name: str) -> ParseError:
