@@ -303,3 +303,20 @@ def test_a_write_that_cannot_be_made_archives_nothing(monkeypatch):
     result = run("slim", "-i", "--archive", "a.jsonl", "s.jsonl")
     assert result.exit_code == ExitCode.OUTPUT, result.stderr
     assert not Path("a.jsonl").exists() or Path("a.jsonl").read_bytes() == b""
+
+
+@pytest.mark.parametrize("command, source", [
+    (["repair"], "claude-code/broken-session.jsonl"),
+    (["prune", "--hard-clear-after", "0", "--keep-last", "0"], "codex/rollout-2025-10-08T10-15-30-0199c3a1-7b2e-7c40-9d11-2f6a8e4b5c01.jsonl"),
+])
+def test_the_lines_a_rewrite_makes_in_a_crlf_log_end_as_its_own_do(command, source):
+    """A log whose lines end in CRLF: the lines a rewrite made ended in LF alone, a file of mixed
+    line endings (found using repair as a user)."""
+    data = (FIXTURES / source).read_bytes().replace(b"\n", b"\r\n")
+    Path("crlf.jsonl").write_bytes(data)
+    result = run(*command, "-q", "crlf.jsonl")
+    assert result.exit_code in (ExitCode.OK, ExitCode.VIOLATIONS), result.stderr
+    out = result.stdout_bytes
+    assert out != data and out.endswith(b"\r\n") and out.count(b"\n") == out.count(b"\r\n")
+    as_lf = run(*command, "-q", "-", input=data.replace(b"\r\n", b"\n")).stdout_bytes
+    assert out.replace(b"\r\n", b"\n") == as_lf  # the same rewrite, each line ended as the input's

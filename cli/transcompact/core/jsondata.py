@@ -162,19 +162,41 @@ class Lines:
         return b"".join(self.chunks())
 
     def __len__(self) -> int:
-        return sum(len(line_bytes(record)) if record[0] is None else len(record[0]) for record in self.records) + max(
-            len(self.records) - 1, 0)
+        crlf = self._crlf()
+        return sum((len(line_bytes(record)) if record[0] is None else len(record[0])) + (crlf and _needs_cr(record, i, self.records))
+                   for i, record in enumerate(self.records)) + max(len(self.records) - 1, 0)
 
     def chunks(self) -> Iterator[bytes | memoryview]:
-        """The file's bytes in order, a line or a newline at a time."""
+        """The file's bytes in order, a line or a newline at a time; in a file whose lines end in
+        CRLF, a line made anew ends so too (not one of its lines LF alone)."""
+        crlf = self._crlf()
         for i, record in enumerate(self.records):
             if i:
                 yield b"\n"
             yield line_bytes(record)
+            if crlf and _needs_cr(record, i, self.records):
+                yield b"\r"
+
+    def _crlf(self) -> bool:
+        """Whether the input's lines end in CRLF: told by the first of its own lines (a view into it)."""
+        line = next((line for line, _ in self.records if type(line) is memoryview and len(line)), None)
+        return line is not None and bytes(line[-1:]) == b"\r"
 
     def __reduce__(self):
         # A worker process hands its output over as the bytes (views into its input cannot travel).
         return bytes, (bytes(self),)
+
+
+def _needs_cr(record: Record, index: int, records: list[Record]) -> bool:
+    """Whether a line of a CRLF file lacks its CR: one made anew (the input's own end in theirs),
+    not the empty last one after the final line break."""
+    line = record[0]
+    if type(line) is memoryview:
+        return False
+    if index == len(records) - 1 and (line == b"" or line is None and record[1] is BLANK):
+        return False
+    written = line_bytes(record)
+    return written[-1:] != b"\r"
 
 
 def line_bytes(record: Record) -> bytes | memoryview:
