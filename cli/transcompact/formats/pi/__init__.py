@@ -34,7 +34,7 @@ class PiFormat(Format):
     rule_texts = {
         "P1": "a compaction's first kept entry is on the path before it and is no toolResult",
         "P2": "no compaction comes between a toolCall and its result",
-        "P3": "every parentId names an entry",
+        "P3": "every parentId on the path pi resumes names an entry",
         "P4": "every entry of a version 2 or 3 session has an id and a parentId",
     }
     append_compaction, summary_wording, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
