@@ -95,8 +95,9 @@ def test_what_survives_a_rewrite_matches_and_a_renamed_id_is_replaced_in_place()
     assert [(b.action, b.kind, b.block_before) for b in first.blocks] == [("removed", "text", 0)]
     assert (second.action, second.index_before) == ("changed", 3)
     (renamed,) = second.blocks
-    assert (renamed.action, renamed.tool_call_id, renamed.excerpt_before, renamed.excerpt_after) == (
-        "replaced", "t1", "ls {}", "ls {}")
+    # The id it has now, and the one it had (both lines showed the old one: found using repair --diff as a user).
+    assert (renamed.action, renamed.tool_call_id, renamed.tool_call_id_before, renamed.excerpt_before, renamed.excerpt_after) == (
+        "replaced", "t1_2", "t1", "ls {}", "ls {}")
 
 
 def test_an_excerpt_is_one_line_from_the_first_difference():
@@ -130,7 +131,7 @@ def test_the_json_view_is_the_one_report_shape(in_root):
     assert report["files"][1]["changes"] == []  # nothing to compact
     assert list(changes[0]) == ["action", "role", "index_before", "index_after", "tokens_before", "tokens_after", "blocks"]
     assert list(changes[0]["blocks"][0]) == ["action", "kind", "block_before", "block_after", "tokens_before",
-                                             "tokens_after", "excerpt_before", "excerpt_after", "tool", "tool_call_id"]
+                                             "tokens_after", "excerpt_before", "excerpt_after", "tool", "tool_call_id", "tool_call_id_before"]
     assert {c["action"] for c in changes} == {"removed", "added"}
 
 

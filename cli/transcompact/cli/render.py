@@ -118,7 +118,7 @@ def diff_text(name: str, changes: Sequence[MessageChange], *, color: bool) -> by
                             f"{_n(change.tokens_after)} tokens @@", fg="cyan"))
         for block in change.blocks:
             if block.block_before is not None:
-                lines.append(styled(_with_excerpt(f"- block {block.block_before} {_block_name(block)}, "
+                lines.append(styled(_with_excerpt(f"- block {block.block_before} {_block_name(block, before=True)}, "
                                                   f"{_n(block.tokens_before)} tokens", block.excerpt_before), fg="red"))
             if block.block_after is not None:
                 lines.append(styled(_with_excerpt(f"+ block {block.block_after} {_block_name(block)}, "
@@ -130,9 +130,11 @@ def _with_excerpt(head: str, excerpt: str | None) -> str:
     return f"{head}: {excerpt}" if excerpt else head
 
 
-def _block_name(block: BlockChange) -> str:
-    """`tool_result bash toolu_01`: the kind, and for a tool's block its tool and call id."""
-    return " ".join(part for part in (block.kind, block.tool, block.tool_call_id) if part)
+def _block_name(block: BlockChange, before: bool = False) -> str:
+    """`tool_result bash toolu_01`: the kind, and for a tool's block its tool and call id (`before`:
+    the id it had, where the rewrite renamed it)."""
+    call_id = block.tool_call_id_before if before and block.tool_call_id_before else block.tool_call_id
+    return " ".join(part for part in (block.kind, block.tool, call_id) if part)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,8 @@ class BlockChange:
     excerpt_before: str | None  # what goes (from its first difference, when replaced); None when added
     excerpt_after: str | None  # what replaces it (the marker, the placeholder); None when removed
     tool: str | None = None  # the tool a call or result is of
-    tool_call_id: str | None = None
+    tool_call_id: str | None = None  # its call id (after the rewrite, where it has one)
+    tool_call_id_before: str | None = None  # the call id it had, where the rewrite renamed it (repair: an id used twice)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def diff(before: Transcript, after: Transcript, counting: Options = Options()) -
     def tokens(block: Block) -> int:
         return sum(value if isinstance(value, int) else int(measure(value) * (ratio or 1)) for _, value in pieces(block))
 
-    names = {**tool_names(before.messages), **tool_names(after.messages)}
+    names = (tool_names(before.messages), tool_names(after.messages))  # each side's: an id used twice names two tools
     changes = []
     for i, j in _matched(before.messages, after.messages, (_same_message, _same_turn), _message_role):
         old = before.messages[i] if i is not None else None
@@ -150,7 +151,7 @@ def _kind(block: Block) -> str:
 
 
 def _block_change(old: Message | None, new: Message | None, k: int | None, m: int | None,
-                  tokens: Callable[[Block], int], names: dict[str, str]) -> BlockChange:
+                  tokens: Callable[[Block], int], names: tuple[dict[str, str], dict[str, str]]) -> BlockChange:
     gone = old.blocks[k] if old is not None and k is not None else None
     kept = new.blocks[m] if new is not None and m is not None else None
     block = gone or kept
@@ -158,11 +159,14 @@ def _block_change(old: Message | None, new: Message | None, k: int | None, m: in
     before, after = _content(gone) if gone else None, _content(kept) if kept else None
     start = len(os.path.commonprefix([before, after])) if before is not None and after is not None else 0
     start = max(0, start - CONTEXT_CHARS)
-    call_id = _call_id(block)
+    call_id = _call_id(kept if kept is not None else block)
+    was = _call_id(gone) if gone is not None else None
+    side = names[1] if kept is not None else names[0]
+    tool = block.name if isinstance(block, (ToolCall, ServerToolCall)) else side.get(call_id) if call_id else None
     return BlockChange("replaced" if gone and kept else "removed" if gone else "added", _kind(block), k, m,
                        tokens(gone) if gone else 0, tokens(kept) if kept else 0,
                        None if before is None else excerpt(before, start), None if after is None else excerpt(after, start),
-                       names.get(call_id) if call_id else None, call_id)
+                       tool, call_id, was if kept is not None and was != call_id else None)
 
 
 def _content(block: Block) -> str:
