@@ -184,3 +184,18 @@ def test_json_without_diff_is_a_usage_error():
     assert result.exit_code == ExitCode.USAGE
     assert result.stderr.splitlines()[0] == "transcompact: error: --json shows the changes --diff finds: use it with --diff"
     assert result.stdout == ""
+
+
+def test_a_log_whose_lines_change_but_no_message_gets_its_header_and_says_so(tmp_path):
+    """repair of a line whose parent is missing (made a root): the file changes, no message does;
+    --diff printed nothing, as for a file left as it is (found using repair as a user)."""
+    lines = (FIXTURES / "claude-code/broken-session.jsonl").read_bytes().splitlines(keepends=True)
+    at = max(i for i, line in enumerate(lines) if isinstance(json.loads(line).get("parentUuid"), str))
+    parent = json.loads(lines[at])["parentUuid"]
+    lines[at] = lines[at].replace(parent.encode(), b"00000000-dead-beef-0000-000000000000")
+    log = tmp_path / "s.jsonl"
+    log.write_bytes(b"".join(lines))
+    assert run("repair", "-q", str(log)).stdout_bytes != log.read_bytes()
+    result = run("repair", "-q", "--diff", str(log))
+    assert result.stdout.splitlines() == [f"--- {log}", f"+++ {log}",
+                                          "@@ no message changes: only how the log's lines hold them (links, ids, order) @@"]

@@ -89,12 +89,13 @@ def diff_fields(changes: Sequence[MessageChange]) -> dict[str, Any]:
     return {"changes": [change.as_dict() for change in changes]}
 
 
-def diff_text(name: str, changes: Sequence[MessageChange], *, color: bool) -> bytes:
+def diff_text(name: str, changes: Sequence[MessageChange], *, color: bool, rewritten: bool = False) -> bytes:
     """`--diff` of one file, unified-diff-like (nothing when nothing changes): `---`/`+++` naming
     it, then a `-` or `+` line per message removed or added, and for a message changed, an `@@`
     line and a `-` and/or `+` line per block. Each line: what it is, its tokens, an excerpt
-    (from its first difference, for a block replaced). Colored as git colors a diff, on a terminal."""
-    if not changes:
+    (from its first difference, for a block replaced). Colored as git colors a diff, on a terminal.
+    `rewritten`: the file's bytes change though no message does (a log's links repaired): said so."""
+    if not changes and not rewritten:
         return b""
 
     def styled(line: str, **style: Any) -> str:
@@ -103,6 +104,8 @@ def diff_text(name: str, changes: Sequence[MessageChange], *, color: bool) -> by
         return click.style(line, **style) if color else line
 
     lines = [styled(f"--- {name}", bold=True), styled(f"+++ {name}", bold=True)]
+    if not changes:
+        lines.append(styled("@@ no message changes: only how the log's lines hold them (links, ids, order) @@", fg="cyan"))
     for change in changes:
         if change.action != "changed":
             sign, index, tokens = ("-", change.index_before, change.tokens_before) if change.action == "removed" else \

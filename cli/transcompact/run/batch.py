@@ -239,7 +239,7 @@ class Rendering(Protocol):
 
     def diff_fields(self, changes: Sequence[Any]) -> dict[str, Any]: ...
 
-    def diff_text(self, name: str, changes: Sequence[Any], *, color: bool) -> bytes: ...
+    def diff_text(self, name: str, changes: Sequence[Any], *, color: bool, rewritten: bool = False) -> bytes: ...
 
     def batch_summary(self, tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str: ...
 
@@ -420,7 +420,8 @@ class Batch:
                                                            "would change" if outcome.changed else "unchanged"))
         if self.diff == "text":
             color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # no-color.org
-            write_stdout(self.command_line.render.diff_text(outcome.name, result.changes or (), color=color))
+            write_stdout(self.command_line.render.diff_text(outcome.name, result.changes or (), color=color,
+                                                            rewritten=outcome.changed))
         if result.stdout:
             write_stdout(result.stdout)
 
