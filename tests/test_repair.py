@@ -33,7 +33,7 @@ from .builders import (
     user,
 )
 from .builders import run_cli as run
-from .conftest import CORPUS, supported_corpus_files
+from .conftest import CORPUS, FIXTURES, supported_corpus_files
 from .strategies import anthropic_messages, claude_code_lines, conversations, encode_document, encode_lines, openai_messages
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -338,3 +338,20 @@ def test_a_tool_message_a_user_message_came_before_is_moved_to_its_call_not_thro
     assert [fix.text for fix in report.fixes] == ["moved tool message c1 to right after its call (message 1)"]
     assert json.loads(dumps(repaired))["messages"] == [body["messages"][0], call, body["messages"][3], body["messages"][2]]
     assert errors(check(repaired)) == []
+
+
+def test_a_pi_result_renamed_with_its_call_stays_in_its_entry():
+    """An id used twice in a pi session: the later call and its result get a new id, the result in
+    its own entry (its id, its times); it was written as a new entry, its id and times lost and the
+    next entry re-linked (found using repair as a user)."""
+    source = FIXTURES / "pi/2026-01-10T09-00-00-000Z_4f1c2a9e-6b1d-4c0e-9a51-0c3f5e2b7d11.jsonl"
+    data = source.read_bytes().replace(b"toolu_01EditCalc", b"toolu_01ReadCalc")
+    repaired, report = repair(loads(data, "p.jsonl"))
+    assert [fix.rule for fix in report.fixes] == ["A6"]
+    before, after = data.splitlines(), dumps(repaired).splitlines()
+    changed = [(json.loads(a), json.loads(b)) for a, b in zip(before, after) if a != b]
+    assert len(before) == len(after) and [b["id"] for _, b in changed] == [a["id"] for a, _ in changed]
+    result = next(b for _, b in changed if b["message"]["role"] == "toolResult")
+    was = next(a for a, _ in changed if a["message"]["role"] == "toolResult")
+    assert result["message"]["toolCallId"] == "toolu_01ReadCalc_2"
+    assert {**result, "message": {**result["message"], "toolCallId": "toolu_01ReadCalc"}} == was  # nothing else changed

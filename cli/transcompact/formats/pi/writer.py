@@ -50,6 +50,9 @@ def _own_piece(origin: _Origin, parts: list[tuple[Block, ...]]) -> int | None:
             return k
         if read_as is None and not isinstance(first, ToolResult):
             return k
+    results = [k for k, part in enumerate(parts) if part and isinstance(part[0], ToolResult)]
+    if read_as is not None and len(results) == 1:
+        return results[0]  # its one result under another id (repair renamed an id used twice): the same entry
     return None
 
 
@@ -63,6 +66,8 @@ def _written_entry(blocks: tuple[Block, ...], value: dict, origin: _Origin | Non
         matching = (_Origin(0, tuple(read_blocks), origin.items, False, True)
                     if origin is not None and read_blocks and not isinstance(read_blocks, str) else None)
         pi_message["content"] = _items(content, matching)
+        if pi_message.get("toolCallId") != result.tool_call_id:
+            pi_message["toolCallId"] = result.tool_call_id
         if result.is_error is not None:
             pi_message["isError"] = result.is_error
     elif origin is not None and origin.string_content and len(blocks) == 1 and type(blocks[0]) is Text:
