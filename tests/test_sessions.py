@@ -446,3 +446,15 @@ def test_a_corpus_log_is_counted_from_its_end_as_estimate_counts_it_whole(agent,
             by_end.append(measure_end(str(log), agent))
     if agent in TAILS and len(data) > 256 * 1024:
         assert by_end[0] is not None and by_end[0].tokens == whole_tokens(data, path.name)
+
+
+def test_the_cache_is_promised_only_when_there_is_one(home, tmp_path, transcompact):
+    """`--no-cache` said the next run would take the sessions from the cache (found using
+    sessions as a user)."""
+    logs = tmp_path / "logs"
+    for n in range(21):  # more than a glance: the run says it is reading them
+        put(CLAUDE, logs / f"s{n:02}.jsonl")
+    reading = [line for line in transcompact("sessions", "--no-cache", str(logs)).stderr.splitlines() if "reading" in line]
+    assert reading == ["transcompact: reading 21 sessions"]
+    cached = [line for line in transcompact("sessions", str(logs)).stderr.splitlines() if "reading" in line]
+    assert cached == ["transcompact: reading 21 sessions (the next run takes them from the cache)"]

@@ -58,7 +58,7 @@ def sessions(paths, agent, sort, unsent, as_json, no_cache, jobs):
     from .. import render
 
     listing = list_sessions(paths, agent=agent, sort=sort, unsent=unsent, cache=None if no_cache else "",
-                            measure_all=lambda readings: _measured(readings, jobs))
+                            measure_all=lambda readings: _measured(readings, jobs, cached=not no_cache))
     if as_json:
         write_stdout(render.sessions_json(listing))
     elif sys.stdout.isatty():
@@ -78,15 +78,17 @@ def sessions(paths, agent, sort, unsent, as_json, no_cache, jobs):
         click.echo(f"transcompact: no stored sessions ({where})", err=True)
 
 
-def _measured(readings: Sequence[Reading], jobs: int | None) -> Iterator[Measured]:
-    """Each file read (`ops.sessions.read_session`) in a pool of processes (`run.batch`), in order."""
+def _measured(readings: Sequence[Reading], jobs: int | None, *, cached: bool = True) -> Iterator[Measured]:
+    """Each file read (`ops.sessions.read_session`) in a pool of processes (`run.batch`), in order
+    (`cached`: what is read goes to the cache, which the next run reads instead)."""
     from ...io.inputs import Source
     from ...ops.sessions import Measured
     from ...run.batch import default_jobs, outcomes
     from ...run.tasks import Task
 
     if len(readings) > 20:
-        click.echo(f"transcompact: reading {len(readings):,} sessions (the next run takes them from the cache)", err=True)
+        later = " (the next run takes them from the cache)" if cached else ""
+        click.echo(f"transcompact: reading {len(readings):,} sessions{later}", err=True)
     # A task reads its file whole before the work, unless it is handed the bytes: one read for its
     # tokens alone is handed none, and the work reads what it needs of it.
     tasks = (Task(Source(reading.path, os.path.basename(reading.path)), measure_file, reading,
