@@ -458,3 +458,18 @@ def test_the_cache_is_promised_only_when_there_is_one(home, tmp_path, transcompa
     assert reading == ["transcompact: reading 21 sessions"]
     cached = [line for line in transcompact("sessions", str(logs)).stderr.splitlines() if "reading" in line]
     assert cached == ["transcompact: reading 21 sessions (the next run takes them from the cache)"]
+
+
+def test_a_walk_names_what_it_leaves_as_every_walk_does(home, tmp_path, transcompact):
+    """A link out of the directory and a FIFO in it were passed over in silence (found using
+    sessions as a user): named on stderr, as estimate and slim name them, and listed as no session."""
+    logs = tmp_path / "logs"
+    put(CLAUDE, logs / "a.jsonl")
+    outside = put(CLAUDE, tmp_path / "elsewhere/x.jsonl")
+    (logs / "link.jsonl").symlink_to(outside)
+    os.mkfifo(logs / "pipe.jsonl")
+    result = transcompact("sessions", "--no-cache", str(logs))
+    assert result.exit_code == 0, result.stderr
+    assert [line.split("\t")[7] for line in result.stdout.splitlines()] == [str(logs / "a.jsonl")]
+    assert f"{logs / 'link.jsonl'}: a link to {outside}, outside the directory: left as it is" in result.stderr
+    assert f"{logs / 'pipe.jsonl'}: not a regular file (a device, a FIFO or a socket): left as it is" in result.stderr

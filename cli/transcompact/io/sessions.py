@@ -91,6 +91,7 @@ class Found:
     mtime_ns: int = 0
     inode: int = 0
     problem: str | None = None
+    left: str | None = None  # why a walk names it and leaves it (a link out of the tree, a FIFO): no session
 
 
 def find(place: Place) -> Iterator[Found]:
@@ -113,9 +114,12 @@ def walk(directory: str, patterns: Sequence[str] = ()) -> Iterator[Found]:
     """Every file under `directory` matching `patterns` (`inputs.discover`'s defaults when none),
     whatever its agent, each stat'ed."""
     for source in discover([directory], patterns):
-        if source.left or (source.problem and not source.relative):
-            continue  # a link out of the tree; a directory with nothing to read
-        yield stat_of(source.path, None) if not source.problem else Found(source.path, None, problem=source.problem)
+        if source.left:  # a link out of the tree, a FIFO: named, as every walk names it, and left
+            yield Found(source.path, None, left=source.left)
+        elif source.problem and not source.relative:
+            continue  # a directory with nothing to read
+        else:
+            yield stat_of(source.path, None) if not source.problem else Found(source.path, None, problem=source.problem)
 
 
 def stat_of(path: str, agent: str | None) -> Found:

@@ -257,6 +257,7 @@ class Listing:
     sessions: list[Session] = field(default_factory=list)
     looked_in: list[str] = field(default_factory=list)  # the places that exist (or the directory walked)
     measured: int = 0  # files read this time, whole or by their end (the others: from the cache)
+    left: list[tuple[str, str]] = field(default_factory=list)  # what a walk named and left (a link out of it), and why
 
     def total(self) -> dict[str, int]:
         """The sums; `unsent_bytes` over the sessions whose bytes never sent are known, and
@@ -294,7 +295,11 @@ def sessions(paths: Sequence[str] = (), *, agent: str | None = None, environ: Ma
     for path in paths:
         if os.path.isdir(path):
             listing.looked_in.append(path)
-            found += stored.walk(path)
+            for walked in stored.walk(path):
+                if walked.left is not None:
+                    listing.left.append((walked.path, walked.left))
+                else:
+                    found.append(walked)
         elif os.path.isfile(path):
             found.append(stored.stat_of(path, None))
         elif os.path.exists(path):  # a FIFO, a device: what it holds is read once, and a listing looks twice

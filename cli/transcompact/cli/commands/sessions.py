@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ...core import settings
+from ...core.errors import shown_name
 from ...io.files import write_stdout
 from ...io.sessions import AGENTS
 from ..options import Number, env_name, traceback_option
@@ -59,6 +60,8 @@ def sessions(paths, agent, sort, unsent, as_json, no_cache, jobs):
 
     listing = list_sessions(paths, agent=agent, sort=sort, unsent=unsent, cache=None if no_cache else "",
                             measure_all=lambda readings: _measured(readings, jobs, cached=not no_cache))
+    for path, why in listing.left:  # as every walk names what it leaves
+        click.echo(f"{shown_name(path)}: {why}", err=True)
     if as_json:
         write_stdout(render.sessions_json(listing))
     elif sys.stdout.isatty():
