@@ -40,9 +40,9 @@ COMMANDS = {
 }
 
 
-
 class _Interrupted(Exception):
     """Ctrl-C, SIGTERM or SIGHUP met while a command ran (`KeyboardInterrupt`, carried past click)."""
+
 
 class Group(click.Group):
     """Loads each command when it runs, and turns every error into one line on stderr and its

@@ -162,19 +162,22 @@ class Lines:
         return b"".join(self.chunks())
 
     def __len__(self) -> int:
-        crlf = self._crlf()
-        return sum((len(line_bytes(record)) if record[0] is None else len(record[0])) + (crlf and _needs_cr(record, i, self.records))
-                   for i, record in enumerate(self.records)) + max(len(self.records) - 1, 0)
+        if self._crlf():
+            return sum(map(len, self.chunks()))
+        return sum(len(line_bytes(record)) if record[0] is None else len(record[0]) for record in self.records) + max(
+            len(self.records) - 1, 0)
 
     def chunks(self) -> Iterator[bytes | memoryview]:
         """The file's bytes in order, a line or a newline at a time; in a file whose lines end in
         CRLF, a line made anew ends so too (not one of its lines LF alone)."""
         crlf = self._crlf()
+        last = len(self.records) - 1
         for i, record in enumerate(self.records):
             if i:
                 yield b"\n"
-            yield line_bytes(record)
-            if crlf and _needs_cr(record, i, self.records):
+            written = line_bytes(record)
+            yield written
+            if crlf and _needs_cr(record, written, i == last):
                 yield b"\r"
 
     def _crlf(self) -> bool:
@@ -187,16 +190,12 @@ class Lines:
         return bytes, (bytes(self),)
 
 
-def _needs_cr(record: Record, index: int, records: list[Record]) -> bool:
-    """Whether a line of a CRLF file lacks its CR: one made anew (the input's own end in theirs),
-    not the empty last one after the final line break."""
-    line = record[0]
-    if type(line) is memoryview:
+def _needs_cr(record: Record, written: bytes | memoryview, last: bool) -> bool:
+    """Whether a line of a CRLF file (`written`, of `record`) lacks its CR: one made anew (the
+    input's own end in theirs), not the empty `last` one after the final line break."""
+    if type(record[0]) is memoryview or last and not written:
         return False
-    if index == len(records) - 1 and (line == b"" or line is None and record[1] is BLANK):
-        return False
-    written = line_bytes(record)
-    return written[-1:] != b"\r"
+    return bytes(written[-1:]) != b"\r"
 
 
 def line_bytes(record: Record) -> bytes | memoryview:

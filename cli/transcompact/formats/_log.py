@@ -42,12 +42,6 @@ def restating_ratio(transcript: Any) -> float:
     return ratio if ratio is not None and ratio >= 0 else TOKENS_PER_CHAR
 
 
-def restating_frame(transcript: Any) -> float:
-    """The tokens a block a rewrite took out of a prompt took out of its usage besides its
-    characters (`Transcript.tokens_per_block`), where usage is restated at all."""
-    return transcript.tokens_per_block if restating_ratio(transcript) else 0.0
-
-
 # The prompt each message of a transcript is sent after, by the model a compaction is counted with
 # (`TokenCounter.prompts`; None: no model says it): what `append_compaction` restates the usage of
 # the responses it keeps to, so that the compacted log's usage lies on that model.

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ..core.errors import UsageError, shown_name
 from . import urls
 from .compression import detect
-from .files import STDIN
+from .files import STDIN, signature
 from .inputs import TRANSCRIPT_PATTERNS, Source, discover, matcher, output_paths, skipped
 
 # How a file the run itself writes begins: a report line, an event, an archive record, a --resume
@@ -142,10 +142,7 @@ def _holds_a_transcript(path: str) -> bool:
 def _is_a_file(path: str) -> bool:
     """A regular file (through links): what a run's own file replaces. Never a device or a FIFO,
     which a look inside would wait on or consume."""
-    try:
-        return not urls.is_url(path) and stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
+    return not urls.is_url(path) and signature(path) is not None
 
 
 def _exists(path: str) -> bool:

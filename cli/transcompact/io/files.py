@@ -51,7 +51,7 @@ def signature(path: str) -> tuple[int, int, int] | None:
     modification time (None: not a regular file, or none there)."""
     try:
         found = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):  # (ValueError: a name no file can have, a NUL in it)
         return None
     return (found.st_ino, found.st_size, found.st_mtime_ns) if stat.S_ISREG(found.st_mode) else None
 

@@ -19,7 +19,7 @@ from ...core.model import (
     Transcript,
 )
 from ...dialects import anthropic as codec
-from .._log import cost, restating_frame, restating_ratio, surviving_parent, written_back
+from .._log import cost, restating_ratio, surviving_parent, written_back
 from .reader import (
     LogSource,
     _Origin,
@@ -63,7 +63,7 @@ def write_lines(transcript: Transcript) -> Lines:
     inserted: dict[int, list[dict]] = {}  # new records to write after a record
     dropped = set(message_records - claimed)
     taken: dict[int, float] = {}  # the tokens a changed record lost (less what it gained), by the run's model (`cost`)
-    ratio, frame = restating_ratio(transcript), restating_frame(transcript)
+    ratio, frame = restating_ratio(transcript), transcript.tokens_per_block
     last_record: int | None = None
     for message, run in zip(transcript.messages, runs):
         if run is None:

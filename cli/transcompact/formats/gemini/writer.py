@@ -14,7 +14,7 @@ import orjson
 
 from ...core.jsondata import BLANK, CutLine, Lines, Parsed, Record, cut_between, cut_line, dumps, line_bytes, nested_value, shared_with
 from ...core.model import ASSISTANT, USER, Block, Message, Text, ToolCall, ToolResult, Transcript
-from .._log import cost, restating_frame, restating_ratio, written_back
+from .._log import cost, restating_ratio, written_back
 from .parsing import ViewedRecordLine
 from .reader import (
     _TURNS,
@@ -448,7 +448,7 @@ def restated_usage(new: list[dict], old: list[dict], transcript: Transcript) -> 
 def _taken(transcript: Transcript) -> dict[int, float]:
     """The tokens a rewrite took out of each entry's messages that a usage counts, by entry (a
     message still unread is as it was read)."""
-    ratio, frame = restating_ratio(transcript), restating_frame(transcript)
+    ratio, frame = restating_ratio(transcript), transcript.tokens_per_block
     unrecorded = unrecorded_messages(transcript)
     taken: dict[int, float] = {}
     if not ratio:  # none restated (`restating_ratio`): not even an image's figure

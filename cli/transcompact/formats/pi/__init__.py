@@ -24,11 +24,6 @@ class PiFormat(Format):
     write, write_lines, slimming = lazy("writer"), lazy("writer"), lazy("slim")
     answers_each_message = True
     tree_members = ("id", "parentId")
-
-    def leaf_of(self, transcript: Any) -> Any:
-        path = transcript.source.path
-        value = transcript.source.records[path[-1]][1] if path else None
-        return value.get("id") if isinstance(value, dict) else None
     check_log, repair_log = lazy("rules"), lazy("rules")
     # What pi needs of a session it resumes, checked by rules.py.
     rule_texts = {
@@ -38,6 +33,11 @@ class PiFormat(Format):
         "P4": "every entry of a version 2 or 3 session has an id and a parentId",
     }
     append_compaction, summary_wording, view_before_compaction = lazy("rewrites"), lazy("rewrites"), lazy("rewrites")
+
+    def leaf_of(self, transcript: Any) -> Any:
+        path = transcript.source.path
+        value = transcript.source.records[path[-1]][1] if path else None
+        return value.get("id") if isinstance(value, dict) else None
 
 
 FORMAT = PiFormat()

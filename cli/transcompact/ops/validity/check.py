@@ -10,7 +10,7 @@ matter for a request about to be sent are warnings unless `strict`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeGuard
@@ -545,15 +545,16 @@ def called_before(messages: tuple[Message, ...], index: int) -> set[str]:
     return {c.id for c in before.tool_calls} if before is not None else set()
 
 
-def openai_out_of_place(messages: tuple[Message, ...]) -> dict[int, int]:
-    """Of the tool messages that answer no call of the message before their run, those that answer
-    a call left unanswered by an earlier assistant message, its first answer after it (a user
-    message came between): by the tool message, the message of the call."""
-    unanswered = {c.id: i for i, c in openai_unanswered(messages)}
+def openai_out_of_place(messages: tuple[Message, ...], orphans: Sequence[int],
+                        unanswered: Sequence[tuple[int, ToolCall]]) -> dict[int, int]:
+    """Of the tool messages that answer no call of the message before their run (`orphans`), those
+    that answer a call left unanswered by an earlier assistant message (`unanswered`), its first
+    answer after it (a user message came between): by the tool message, the message of the call."""
+    calls = {c.id: i for i, c in unanswered}
     out: dict[int, int] = {}
-    for i in openai_orphans(messages):
+    for i in orphans:
         call_id = answered_id(messages[i])
-        owner = unanswered.pop(call_id, None) if call_id is not None else None
+        owner = calls.pop(call_id, None) if call_id is not None else None
         if owner is not None and owner < i:
             out[i] = owner
     return out
@@ -597,10 +598,11 @@ def _openai(t: Transcript) -> list[Violation]:
     add = out.append
     for i, c in openai_duplicate_calls(messages):
         add(Violation("O1", ERROR, f"tool call id {c.id or '(no id)'} ({c.name}) is used twice in its message", **_at(messages, i)))
-    for i, c in openai_unanswered(messages):
+    unanswered, orphans = openai_unanswered(messages), openai_orphans(messages)
+    for i, c in unanswered:
         add(Violation("O1", ERROR, f"tool call {c.id or '(no id)'} ({c.name}) has no tool message after it", **_at(messages, i)))
-    out_of_place = openai_out_of_place(messages)
-    for i in openai_orphans(messages):
+    out_of_place = openai_out_of_place(messages, orphans, unanswered)
+    for i in orphans:
         call_id = answered_id(messages[i])
         if i in out_of_place:
             add(Violation("O2", ERROR, f"tool message {call_id} answers tool call {call_id} of message {out_of_place[i]}, "

@@ -310,8 +310,8 @@ def _with_id(block: ToolCall | ServerToolCall | ToolResult | ServerToolResult, n
 def _remove_orphan_results(t: Transcript, fixes: list[Fix]) -> Transcript:
     messages = list(t.messages)
     if t.dialect == "openai":
-        orphans = set(openai_orphans(t.messages))
-        out_of_place = openai_out_of_place(t.messages)
+        found = openai_orphans(t.messages)
+        orphans, out_of_place = set(found), openai_out_of_place(t.messages, found, openai_unanswered(t.messages))
         put_after: dict[int, list[Message]] = {}  # a result moved to the end of its call's run: nothing it says is lost
         for i in sorted(orphans):
             call_id = answered_id(t.messages[i])
