@@ -379,6 +379,18 @@ def test_a_file_reached_through_a_link_or_a_linked_directory_is_read_once(tree, 
         str(tree / "b/session.jsonl")]
 
 
+def test_two_hard_links_of_one_file_are_read_once(tree, tmp_path):
+    """Found using the tool as a user: both names were pruned, their tokens counted twice, each
+    original archived twice."""
+    os.link(tree / "a/long-session.json", tree / "b/hard.json")
+    walked = run("cut-point", str(tree / "a"), str(tree / "b"))
+    assert [line.split("\t")[0] for line in walked.stdout.splitlines()] == [
+        str(tree / "a/every-block.json"), str(tree / "a/long-session.json"), str(tree / "b/chat.jsonl"),
+        str(tree / "b/session.jsonl")]
+    named = run("cut-point", str(tree / "b/hard.json"), str(tree / "a/long-session.json"))
+    assert [line.split("\t")[0] for line in named.stdout.splitlines()] == [str(tree / "b/hard.json")]
+
+
 def test_glob_picks_the_files_of_a_directory(tree):
     result = run("cut-point", "--glob", "*.jsonl", str(tree))
     assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [str(tree / "b/chat.jsonl"), str(tree / "b/session.jsonl")]

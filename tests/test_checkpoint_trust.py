@@ -119,7 +119,8 @@ CLAUDE_SUMMARY = "\n".join([
     "3. Files and Code Sections:", *[f"   - `src/file{n}.go`: a long excerpt of its code, line {n}" for n in range(20)],
     "4. Errors and fixes:", "   - `undefined: logging`: added the import",
     "6. All user messages:", '   - "1. lint failing 2. update from main 3. new comments"', '   - "fix them all"',
-    "7. Pending Tasks:", "   - None",
+    "7. Pending Tasks:", "   - Reply to comment 2738999764",
+    "8. Current Work:", "   Fixing the last lint error before the commit.",
     "9. Optional Next Step:", "   Commit the fix and reply to comment 2738999764.",
 ])
 
@@ -139,10 +140,13 @@ def test_an_earlier_summary_a_model_wrote_is_kept_by_its_sections_its_request_an
     assert ("concept 11" in body) == ("concept 0 " in body) and ("src/file19.go" in body) == ("src/file0.go" in body)
 
 
-def test_an_earlier_next_step_a_later_commit_closed_is_dropped():
+def test_an_earlier_next_step_pending_tasks_and_current_work_a_later_commit_closed_are_dropped():
+    """Found using compact as a user: an earlier summary's pending task and current work stayed
+    in the checkpoint after the old part had closed, committed and pushed it."""
     body = checkpoint(facts_with(commits=(Commit("Fix the PR feedback", "b57ca46"),)), 700, 0.25, previous=CLAUDE_SUMMARY)
-    assert "Optional Next Step" not in body.replace("9. Optional Next Step (", "")  # named among what was left out
-    assert "Commit the fix and reply" not in body
+    for title in ("9. Optional Next Step", "7. Pending Tasks", "8. Current Work"):
+        assert title not in body.replace(f"{title} (", "")  # named among what was left out
+    assert "Commit the fix and reply" not in body and "Reply to comment" not in body and "Fixing the last lint" not in body
     assert "1. Primary Request and Intent:" in body
 
 

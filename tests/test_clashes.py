@@ -48,9 +48,12 @@ CLASHES = {
     "in-place-onto-the-archive-expand-reads": (["expand", "--archive", "r.jsonl", "-i", "r.jsonl"],
                                                "-i would rewrite --archive r.jsonl, which the run reads"),
     "report-inside-a-walked-directory": (["compact", "--emergency", "--force", "-i", "--report", "logs/b.jsonl", "logs"],
-                                         "--report logs/b.jsonl would replace a transcript in logs"),
+                                         "--report logs/b.jsonl would replace a file in logs"),
     "events-inside-a-walked-directory": (["compact", "--emergency", "--force", "-i", "--events", "logs/a.json", "logs"],
-                                         "--events logs/a.json would replace a transcript in logs"),
+                                         "--events logs/a.json would replace a file in logs"),
+    # Found using the tool as a user: a walked file that is no JSON (notes) became the report.
+    "report-onto-notes-inside-a-walked-directory": (["prune", "-i", "--report", "logs/notes.jsonl", "logs"],
+                                                    "--report logs/notes.jsonl would replace a file in logs"),
     # A flag that takes a path took the first input as its own: the transcript is not the run's to replace.
     "events-swallowed-the-first-input": (["compact", "--emergency", "--events", "logs/a.json", "r.jsonl"],
                                          "--events logs/a.json would replace a transcript transcompact did not write"),
@@ -73,6 +76,7 @@ def test_a_clash_is_refused_and_nothing_is_touched(workdir, transcompact, args, 
     shutil.copy(FIXTURES / "anthropic/orphans.json", "logs/sub/c.json")
     Path("out").mkdir()
     Path("out/a.json").write_bytes(b"")
+    Path("logs/notes.jsonl").write_bytes(b"hello notes\n")
     before = snapshot(workdir)
 
     result = transcompact(*args)

@@ -343,6 +343,9 @@ LEFT = {
     ("ops/compaction/compact.py", "--emergency"), ("ops/compaction/compact.py", "--force"), ("counting/counter.py", "--calibrate"),
     # What `compact --batch-api` prints while it watches its batches: a progress line, not an error.
     ("run/batch_api.py", "--resume"),
+    # sed's own options, read in a shell command an agent ran (what it wrote: `sed -i`).
+    ("ops/compaction/work_state.py", "--in-place"), ("ops/compaction/work_state.py", "--expression"),
+    ("ops/compaction/work_state.py", "--file"),
 }
 
 
@@ -679,3 +682,27 @@ def test_a_byte_order_mark_that_does_not_begin_the_file_is_named_where_it_is(tmp
         assert result.exit_code == ExitCode.INPUT
         assert result.stderr.splitlines()[0] == (f"transcompact: error: {where}: a byte-order mark (U+FEFF) begins this line: "
                                                  "only a file's first bytes may be one")
+
+
+@pytest.mark.parametrize("command, flag", [("prune", "-o"), ("prune", "--report"), ("prune", "--archive"), ("prune", "--output-dir"),
+                                           ("compact", "--events"), ("compact", "--resume"), ("slim", "--archive"),
+                                           ("expand", "--archive")])
+def test_an_empty_path_is_refused_as_naming_no_file(tmp_path, monkeypatch, command, flag):
+    """Found using the tool as a user: `-o ''` wrote stdout and `--report ''` no report, exit 0."""
+    monkeypatch.chdir(tmp_path)
+    write("a.json", ORPHAN)
+    result = run(command, flag, "", "a.json")
+    assert result.exit_code == ExitCode.USAGE
+    assert stderr_lines(result)[0].endswith(": an empty path names no file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+def test_a_format_named_wrong_is_told_the_format_that_reads_the_input(tmp_path, monkeypatch):
+    """Found using the tool as a user: the hint said `try --messages-path messages`, the flag already given."""
+    monkeypatch.chdir(tmp_path)
+    write("a.json", ORPHAN)
+    for flags in (["--format", "codex"], ["--format", "codex", "--messages-path", "messages"]):
+        result = run("estimate", *flags, "a.json")
+        assert result.exit_code == ExitCode.INPUT
+        assert stderr_lines(result)[1] == "hint: it reads as anthropic: leave out --format, or give --format anthropic"
+

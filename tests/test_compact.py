@@ -12,6 +12,7 @@ from transcompact.core.model import RedactedThinking, Text, Thinking, ToolResult
 from transcompact.core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, USER_WORDS_HEADING, text_of
 from transcompact.formats import dumps, loads
 from transcompact.formats.claude_code.rewrites import COMPACT_PREAMBLE
+from transcompact.ops.compaction.checkpoint import own_words
 from transcompact.ops.compaction.compact import CompactOptions, compact
 from transcompact.ops.compaction.output_errors import is_placeholder
 from transcompact.ops.compaction.summarize import UPDATE_SYSTEM_PROMPT, SummaryOptions
@@ -504,6 +505,56 @@ def test_a_session_that_is_one_long_turn_keeps_its_goal():
     text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
     assert "## Goal\nThe request this session began with, quoted whole at the end of this summary." in text
     assert text.count("Port the parser to Rust") == 1 and text.endswith("Port the parser to Rust, keeping every test green.")
+
+
+def test_a_turn_whose_opening_follows_the_agents_own_context_keeps_it_as_the_goal():
+    """A Codex rollout begins with the agent's environment, not a request of the user's: a cut in
+    the first turn makes its opening the goal (found using compact as a user: "no request")."""
+    rollout = next((FIXTURES / "codex").glob("*0199c3a1*.jsonl"))
+    result = run_cli("compact", "--emergency", "--force", "--keep-recent-tokens", "60", "--count", "content",
+                     "--to", "anthropic", str(rollout))
+    assert result.exit_code == 0, result.stderr
+    text = "\n".join(block["text"] for m in messages_of(result.stdout_bytes) if isinstance(m["content"], list)
+                     for block in m["content"] if block.get("type") == "text")
+    assert "## Goal\nThe request this session began with, quoted whole at the end of this summary." in text
+    assert "The checkout test fails with a KeyError. Find out why and fix it." in text
+
+
+@pytest.mark.parametrize("interrupted", [True, False])
+def test_a_request_typed_while_interrupting_a_turn_is_the_one_the_turn_goes_on_for(interrupted):
+    """Claude Code writes the user's new words beside the results of the calls they interrupted:
+    those are the request the kept window goes on with, not the turn's first (found using compact
+    as a user). Words beside results the user did not interrupt are a note: the turn's request stays."""
+    def call(n, command):
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": command}}]}
+
+    messages = [{"role": "user", "content": "start phoenix in background"}, call(1, "mix phx.server"),
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Interrupted by user",
+                                              "is_error": True},
+                                             *([{"type": "text", "text": "[Request interrupted by user]"}] if interrupted else []),
+                                             {"type": "text", "text": "scrolling back in xterm.js still does not work: search "
+                                                                      "how xterm.js and tmux interact"}]}]
+    for n in range(2, 12):
+        messages += [call(n, f"curl -s https://example.com/search?q=xterm+{n}"),
+                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "x" * 2000}]}]
+    source = json.dumps({"model": "claude-sonnet-4-5", "messages": [*messages, {"role": "assistant", "content": "Found it."}]})
+    result = run("--emergency", "--force", "--keep-recent-tokens", "1500", input=source)
+    assert result.exit_code == 0, result.stderr
+    text = messages_of(result.stdout_bytes)[0]["content"][0]["text"]
+    if not interrupted:
+        assert text.endswith("## The request this turn began with (verbatim)\n\nstart phoenix in background")
+        return
+    assert text.endswith("## The request this turn began with (verbatim)\n\nscrolling back in xterm.js still does not work: "
+                         "search how xterm.js and tmux interact")
+    assert "[Request interrupted by user]" not in text and "> start phoenix in background" in text
+
+
+def test_a_slash_commands_words_are_the_users_own():
+    typed = ("<command-message>orchestrator is running…</command-message>\n<command-name>/orchestrator</command-name>\n"
+             "<command-args>create TODO app by Next.js</command-args>")
+    assert own_words(typed) == "/orchestrator create TODO app by Next.js"
+    assert own_words("<command-name>/clear</command-name>\n<command-args></command-args>") == ""
+    assert own_words("[Request interrupted by user for tool use]\nno, use the other port") == "no, use the other port"
 
 
 @pytest.mark.parametrize("name", ["spotter-session-4d5611e5-compacted-1512lines.jsonl",

@@ -185,6 +185,9 @@ def texts_of_result(result: ToolResult) -> list[str]:
     return found
 
 
+REMOVED = re.compile(r"(?:^|[;&|]\s*)rm (?:-\w+ )*([^;&|<>*\n]+)$", re.M)
+
+
 def edited_files(call: ToolCall) -> list[str]:
     """The files an edit, write or patch call modifies."""
     patches = [s for s in strings(call.input) if "*** Begin Patch" in s or ("*** " in s and call.name == "apply_patch")]
@@ -220,10 +223,13 @@ def facts_of(log: bytes, name: str) -> Facts:
         for block in message.blocks:
             if isinstance(block, ToolCall):
                 calls[block.id] = block
-                files += edited_files(block)
             elif isinstance(block, ToolResult) and block.tool_call_id in calls:
+                if not block.is_error:  # a failed edit modified nothing; a file `rm` deleted is modified no more
+                    files = [*(f for f in files if f not in edited_files(calls[block.tool_call_id])), *edited_files(calls[block.tool_call_id])]
                 command = command_of(calls[block.tool_call_id])
                 texts = texts_of_result(block)
+                if not block.is_error and (removed := REMOVED.search(command)):
+                    files = [f for f in files if not any(f == gone or f.endswith("/" + gone) for gone in removed[1].split())]
                 if "commit" in command:
                     commits += [m["hash"] for text in texts for m in COMMIT_LINE.finditer(text)]
                 if TEST_COMMAND.search(command):

@@ -222,7 +222,7 @@ def test_a_report_never_replaces_a_compressed_transcript_in_the_directory_it_wal
     Path("logs/a.jsonl.gz").write_bytes(gzip.compress(log))
     result = transcompact(*PRUNE, "-i", "--report", "logs/a.jsonl.gz", "logs")
     assert result.exit_code == ExitCode.USAGE
-    assert "would replace a transcript in logs" in result.stderr
+    assert "would replace a file in logs" in result.stderr
     assert gzip.decompress(Path("logs/a.jsonl.gz").read_bytes()) == log
 
 

@@ -52,6 +52,14 @@ def test_load_and_dump_take_files_loads_and_dumps_bytes(tmp_path):
     (lambda t: transcompact.prune(t, transcompact.PruneOptions(keep_tool_uses=-2)), "keep_tool_uses must be 0 or more, not -2"),
     (lambda t: transcompact.find_cut_point(t, keep_recent_tokens=-1), "keep_recent_tokens must be 0 or more, not -1"),
     (lambda t: transcompact.SummaryOptions(keep_recent_tokens=-5), "keep_recent_tokens must be 0 or more, not -5"),
+    # (found using the library as a user: NaN protected nothing, or ended in a bare ValueError)
+    (lambda t: transcompact.PruneOptions(keep_last=float("nan")), "keep_last must be a whole number, not nan"),
+    (lambda t: transcompact.PruneOptions(keep_tool_uses=2.5), "keep_tool_uses must be a whole number, not 2.5"),
+    (lambda t: transcompact.find_cut_point(t, float("nan")), "keep_recent_tokens must be a whole number, not nan"),
+    (lambda t: transcompact.CompactOptions(threshold=float("nan")), "threshold must be a finite number above 0, not nan"),
+    (lambda t: transcompact.CompactOptions(threshold=-5), "threshold must be a finite number above 0, not -5"),
+    (lambda t: transcompact.CompactOptions(max_output=-1), "max_output must be 0 or more, not -1"),
+    (lambda t: transcompact.estimate(t, transcompact.EstimateOptions(ratio=float("nan"))), "ratio must be a finite number above 0, not nan"),
 ])
 def test_a_negative_count_is_refused_to_a_library_caller_as_to_the_command_line(call, message):
     """A UsageError naming the parameter, where a negative keep_last protected nothing and a
@@ -80,3 +88,20 @@ def test_every_error_class_is_exported_from_the_package():
                if issubclass(value, errors.TranscompactError) and value.__module__ == errors.__name__}
     assert defined <= set(transcompact.__all__)
     assert all(getattr(transcompact, name) is getattr(errors, name) for name in defined)
+
+
+@pytest.mark.parametrize("lazily", [False, True])
+@pytest.mark.parametrize("shape", ["body", "list", "nested"])
+def test_a_rewrite_writes_the_messages_it_left_as_their_bytes_however_they_were_read(lazily, shape):
+    """Escapes and spacing of an untouched message stay as written (found using the library: a
+    transcript read whole lost every `\\u00e9` of the messages prune did not change)."""
+    messages = [b'{"role": "user", "content": "caf\\u00e9 \\u2713"}']
+    for n in range(8):
+        messages += [b'{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"ls"}}]}' % n,
+                     b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s"}]}' % (n, b"x" * 9000)]
+    array = b"[" + b",\n  ".join(messages) + b"]"
+    data, path = {"body": (b'{"model": "m", "messages": ' + array + b"}", None), "list": (array, None),
+                  "nested": (b'{"trajectory": [{"messages": ' + array + b"}]}", "trajectory.0.messages")}[shape]
+    transcript = transcompact.loads(data, "t.json", lazily=lazily, messages_path=path)
+    pruned, report = transcompact.prune(transcript)
+    assert report.cleared and messages[0] in transcompact.dumps(pruned)

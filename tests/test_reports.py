@@ -202,7 +202,7 @@ def test_a_report_and_an_archive_inside_the_walked_tree_are_no_inputs(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "session.json").write_bytes((FIXTURES / "anthropic/long-session.json").read_bytes())
-    (logs / "report.jsonl").write_text("left by yesterday's run\n")
+    (logs / "report.jsonl").write_text('{"version":1,"command":"prune","file":"gone.json","status":"unchanged"}\n')  # yesterday's
     result = run("prune", "-i", "--hard-clear-after", "1", "--report", str(logs / "report.jsonl"),
                  "--archive", str(logs / "archive.jsonl"), str(logs))
     assert result.exit_code == 0, result.stderr

@@ -94,6 +94,58 @@ def test_files_modified_apart_from_files_only_read():
     assert state.read == ("/testbed/a.py", "/repo/README.md")
 
 
+def test_a_failed_edit_modified_no_file_and_a_deleted_file_is_listed_no_more():
+    state = state_of(call(1, "Write", file_path="/repo/CLAUDE.md", content="x"),
+                     result(1, "Claude requested permissions to write to /repo/CLAUDE.md, but you haven't granted it yet.",
+                            is_error=True),
+                     call(2, "Write", file_path="docs/blue.md", content="blue"), result(2, "ok"),
+                     call(3, "Read", file_path="docs/notes.md"), result(3, "notes"),
+                     call(4, "Bash", command="rm docs/blue.md && rm -f ./docs/notes.md"), result(4, ""),
+                     call(5, "Bash", command='echo -e "\\n# Red" >> docs/color.md'), result(5, ""),
+                     call(6, "Bash", command="sed -i 's/a/b/' src/a.py | tee build.log"), result(6, ""),
+                     call(7, "Bash", command="rm src/missing.py"),
+                     result(7, "Exit code 1\nrm: cannot remove 'src/missing.py': No such file or directory", is_error=True))
+    assert state.modified == ("build.log", "src/a.py", "docs/color.md")
+    assert state.read == ()
+    assert state.deleted == ("docs/blue.md", "./docs/notes.md")
+
+
+def test_a_file_written_again_after_it_was_deleted_is_modified():
+    state = state_of(call(1, "Bash", command="rm -rf out.txt"), result(1, ""),
+                     call(2, "Bash", command="cat > out.txt << 'EOF'\nrm out.txt\nEOF"), result(2, ""))
+    assert state.modified == ("out.txt",) and state.deleted == ()
+
+
+def test_the_checkpoint_lists_no_file_deleted_since_nor_one_a_call_failed_to_write():
+    messages = [Message(USER, (Text("Tidy the docs folder up, please."),)),
+                call(1, "Read", file_path="docs/blue.md"), result(1, "# Blue"),
+                call(2, "Write", file_path="docs/CLAUDE.md", content="x"), result(2, "permission denied", is_error=True),
+                call(3, "Glob", pattern="*.md", path="docs"), result(3, "docs/blue.md"),
+                call(4, "Bash", command="rm docs/blue.md"), result(4, ""),
+                call(5, "Bash", command="echo '# Red' >> docs/color.md"), result(5, "")]
+    headings = {h3: items for _, h3, items in sections(checkpoint(find_facts(messages, {}, {}), 2000, 0.25))}
+    assert headings["Files modified (newest first)"] == ["- `docs/color.md`"]
+    assert "Files read (newest first)" not in headings
+
+
+def test_a_search_that_found_nothing_is_no_open_problem():
+    nothing = state_of(call(1, "Bash", command='grep -A 5 "Detected truecolor" src/theme.ts'),
+                       result(1, "Command exited with code 1", is_error=True))
+    assert nothing.problem is None
+    missing = state_of(call(1, "Bash", command="grep x src/gone.ts"),
+                       result(1, "Exit code 2\ngrep: src/gone.ts: No such file or directory", is_error=True))
+    assert missing.problem is not None and missing.problem.error == "grep: src/gone.ts: No such file or directory"
+
+
+def test_an_open_problems_command_of_several_lines_says_it_shows_the_first():
+    command = "cd /testbed && sed -i '750i\\\n    def pre_save(self, model_instance, add):\\\n        pass' f.py"
+    state = state_of(call(1, "Bash", command=command), result(1, "Exit code 1\nsed: -e expression #1: unknown command", is_error=True))
+    text = checkpoint(find_facts([call(1, "Bash", command=command), result(1, "Exit code 1\nsed: -e expression #1: unknown command",
+                                                                               is_error=True)], {}, {}), 2000, 0.25)
+    assert state.problem is not None
+    assert "- `cd /testbed && sed -i '750i\\ … (2 more lines)` failed: sed: -e expression #1: unknown command" in text
+
+
 def test_the_last_run_of_each_check_with_its_result_line():
     state = state_of(
         call(1, "Bash", command="pytest -q 2>&1 | tail -5"),
@@ -157,8 +209,13 @@ def test_a_status_said_after_the_output_fails_the_run(status):
      ["Assertion with =~ failed"]),
     ("✘ [ERROR] Could not resolve \"js/app.js\"\n\n1 error", ["✘ [ERROR] Could not resolve \"js/app.js\""]),
     ("gh: Not Found (HTTP 404)", ["gh: Not Found (HTTP 404)"]),
+    ("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit commmand.\n\n"
+     "ERRORS:\n- E999 SyntaxError: unmatched ']'\n\nThis is how your edit would have looked if applied\n"
+     "[File: /repo/numpy_handler.py (373 lines total)]\n282:            \"Unable to convert the pixel data: one of Pixel Data\"\n"
+     "1481:        except (TypeError, ValueError) as error:\n1482:            raise self.make_error(\"invalid\") from error",
+     ["- E999 SyntaxError: unmatched ']'"]),
 ], ids=["not the progress line", "the line that says why", "an exit status alone", "a placeholder",
-        "a heading with a literal \\n", "ExUnit", "esbuild", "gh"])
+        "a heading with a literal \\n", "ExUnit", "esbuild", "gh", "SWE-agent's lint, not the lines of its file window"])
 def test_errors_are_error_messages(output, wanted):
     assert error_lines(output, failed=True) == wanted
 
@@ -173,10 +230,12 @@ def test_errors_are_error_messages(output, wanted):
      "During handling of the above exception, another exception occurred:\n\nTraceback (most recent call last):\n"
      "  File \"a.py\", line 5, in <module>\nKeyError: 'b'\nExit code 1", ["ValueError: a", "KeyError: 'b'"]),
     ("Traceback (most recent call last):\n  File \"a.py\", line 3, in f\n", []),
+    ("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"a.py\", line 3, in f\n</output>", []),
     ("src/main.rs:12:5: error: mismatched types\nwarning: unused variable\nthe build failed", [
         "src/main.rs:12:5: error: mismatched types", "the build failed"]),
 ], ids=["CRLF", "carriage returns", "a Unicode line separator", "on the first line", "indented with ideographic spaces",
-        "each traceback's exception, not its frames", "a traceback cut before its exception", "a compiler's, and a line that ends saying it"])
+        "each traceback's exception, not its frames", "a traceback cut before its exception",
+        "a traceback cut before its exception, in its wrapper", "a compiler's, and a line that ends saying it"])
 def test_error_lines_whatever_the_line_breaks_and_the_spaces_around_them(output, wanted):
     assert error_lines(output, failed=False) == wanted
 

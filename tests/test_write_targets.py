@@ -240,6 +240,19 @@ def test_an_archive_that_is_a_fifo_gets_the_records_and_stays_a_fifo():
     assert stat.S_ISFIFO(Path("archive").lstat().st_mode)
 
 
+@pytest.mark.parametrize("flag, what", [("--report", "the report"), ("--events", "the events")])
+def test_a_report_on_a_full_device_stops_the_run_saying_the_file_it_wrote(flag, what):
+    """The file is rewritten in place before its report line fails: its own line says so, then the error."""
+    full = full_device()
+    before = Path("long-session.json").read_bytes()
+    result = run("compact", "--emergency", "--force", "-i", flag, full, "long-session.json")
+    assert result.exit_code == ExitCode.OUTPUT
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("long-session.json: compacted ")
+    assert lines[-1] == f"transcompact: error: {full}: cannot write {what}: No space left on device"
+    assert Path("long-session.json").read_bytes() != before and run("check", "long-session.json").exit_code == 0
+
+
 def test_an_archive_on_a_full_device_exits_5_and_writes_no_output():
     full = full_device()
     result = run(*PRUNE_ALL, "--archive", full, "-o", "out.json", "long-session.json")

@@ -4,6 +4,7 @@ each, loaded when it runs; the flags they share, and what those become, in `opti
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import signal
@@ -39,6 +40,9 @@ COMMANDS = {
     "summarize": ("summarize", "Write a structured checkpoint summary of the old part of a transcript, by an LLM."),
 }
 
+
+# The errors of a write to a device that is full or failing (not a closed pipe: `BrokenPipeError`).
+_CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 class _Interrupted(Exception):
     """Ctrl-C, SIGTERM or SIGHUP met while a command ran (`KeyboardInterrupt`, carried past click)."""
@@ -105,6 +109,12 @@ class Group(click.Group):
             code = super().main(*args, **kwargs)
         except click.exceptions.Exit as done:
             code = done.exit_code
+        except SystemExit as done:
+            # click ends what it printed to a reader that went away (`--help | true`) with status 1,
+            # stdout made silent: ours is 0, as a command's data to a closed pipe is.
+            if done.code != 1 or type(sys.stdout).__name__ != "PacifyFlushWrapper":
+                raise
+            code = 0
         except click.UsageError as error:
             click.echo(f"transcompact: error: {error.format_message()}", err=True)
             command = error.ctx.command_path if error.ctx is not None else "transcompact"
@@ -128,14 +138,35 @@ class Group(click.Group):
         except (KeyboardInterrupt, _Interrupted):
             click.echo("transcompact: interrupted", err=True)
             code = ExitCode.INTERRUPTED
-        except Exception as error:  # a bug: say so in one line, unless asked for the traceback
-            if self.show_traceback:
-                raise
-            line, hint = InternalError(error).for_command_line()
-            click.echo(f"transcompact: error: {line}", err=True)
-            click.echo(f"hint: {hint}", err=True)
-            code = InternalError.exit_code
+        except BrokenPipeError:  # what click printed (--help, --version) to a reader that went away: quietly, as data
+            from ..io.files import discard_stdout
+
+            discard_stdout()
+            code = 0
+        except OSError as error:
+            code = self._unwritten(error) if error.errno in _CANNOT_WRITE else self._internal_error(error)
+        except Exception as error:
+            code = self._internal_error(error)
         return code
+
+    @staticmethod
+    def _unwritten(error: OSError) -> int:
+        """What click printed (--help, --version) could not be written (a full device): every file a
+        command writes names itself in its own error, so this is stdout's."""
+        from ..io.files import discard_stdout
+
+        discard_stdout()
+        click.echo(f"transcompact: error: <stdout>: cannot write: {error.strerror}", err=True)
+        return ExitCode.OUTPUT
+
+    def _internal_error(self, error: Exception) -> int:
+        """A bug: said in one line, unless asked for the traceback."""
+        if self.show_traceback:
+            raise error
+        line, hint = InternalError(error).for_command_line()
+        click.echo(f"transcompact: error: {line}", err=True)
+        click.echo(f"hint: {hint}", err=True)
+        return InternalError.exit_code
 
 
 @contextlib.contextmanager

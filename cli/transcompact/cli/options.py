@@ -35,6 +35,15 @@ if TYPE_CHECKING:  # the libraries behind the groups, for their types only: load
 CONVERSION_TARGETS = ("anthropic", "openai", "jsonl")
 
 
+class FilePath(click.Path):
+    """click's Path, an empty one refused: it names no file (`-o ''` would have written stdout)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value:
+            self.fail("an empty path names no file", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def env_name(name: str) -> str:
     return f"{ENVIRONMENT_PREFIX}{name}"
 
@@ -342,10 +351,10 @@ class Outputs:
 
 output_options = OptionGroup(  # `outputs`: an Outputs
     "outputs", Outputs,
-    click.option("-o", "--output", type=click.Path(dir_okay=False, allow_dash=True),
+    click.option("-o", "--output", type=FilePath(dir_okay=False, allow_dash=True),
                  help="Write to FILE (atomically; compressed when FILE ends in .gz, .zst, .bz2 or .xz)."),
     click.option("-i", "--in-place", is_flag=True, help="Rewrite each input file that changes (atomically; compressed as it was read)."),
-    click.option("--output-dir", type=click.Path(file_okay=False),
+    click.option("--output-dir", type=FilePath(file_okay=False),
                  help="Write each output to DIR/<its path under the directory argument, or its name>, compressed "
                       "as its input was."),
     click.option("--dry-run", is_flag=True, help="Do everything but write: say per file what would be written."),
@@ -353,7 +362,7 @@ output_options = OptionGroup(  # `outputs`: an Outputs
                  help="Show on stdout what would be removed or replaced, per message and block; write nothing "
                       "(implies --dry-run)."),
     click.option("--json", "diff_as_json", is_flag=True, help="With --diff: the changes as one JSON report."),
-    click.option("--report", "report_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+    click.option("--report", "report_file", type=FilePath(dir_okay=False, allow_dash=True), metavar="FILE",
                  help="Write a JSON line per file to FILE (`-`: stdout) as each is done: status, output, error "
                       "and the command's report (docs/input-output.md#reports)."),
 )
@@ -593,7 +602,7 @@ summary_options = OptionGroup(  # `summary`: a SummaryOptions; and `previous_sum
                   "Tokens of the verbatim recent window: compact keeps at most this, summarize's cut at least."),
     keep_recent_messages_option,
     tokenizer_options,
-    click.option("--previous-summary", type=click.Path(dir_okay=False), metavar="FILE",
+    click.option("--previous-summary", type=FilePath(dir_okay=False), metavar="FILE",
                  help="Update this summary (Markdown) instead of starting a new one."),
     click.option("--instructions", metavar="TEXT", help="A focus for the summary, as /compact <instructions>."),
     click.option("--style", type=click.Choice(settings.STYLES), default=settings.STYLE,

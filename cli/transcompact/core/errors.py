@@ -16,6 +16,7 @@ This module imports nothing from the package, so every other module can import i
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Callable
 from typing import NamedTuple, overload
@@ -84,11 +85,15 @@ def option(name: str, value: object = None) -> str:
     return f"{_OPEN}{name}{given}{_CLOSE}"
 
 
-def refuse_negative(**counts: int | None) -> None:
-    """A UsageError for the first of `counts` (of tokens, characters, messages, turns) below 0: what
-    the command line's flags refuse, refused to a library caller too."""
+def refuse_negative(**counts: float | None) -> None:
+    """A UsageError for the first of `counts` (of tokens, characters, messages, turns) below 0, or
+    not a whole number (NaN, 2.5): what the command line's flags refuse, refused to a library caller too."""
     for name, value in counts.items():
-        if value is not None and value < 0:
+        if value is None:
+            continue
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+            raise UsageError(f"{option(name)} must be a whole number, not {value}")
+        if value < 0:
             raise UsageError(f"{option(name)} must be 0 or more, not {value}")
 
 

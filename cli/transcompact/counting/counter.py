@@ -27,6 +27,7 @@ last `compaction` block on: the API ignores everything before it.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -408,8 +409,8 @@ def check_options(options: Options) -> None:
                          f"{option('count', 'content')}")
     if options.tokenizer not in TOKENIZERS:
         raise UsageError(f"unknown tokenizer {options.tokenizer!r} (choose from {', '.join(TOKENIZERS)})")
-    if options.tokenizer in ("chars", "anthropic") and options.ratio <= 0:
-        raise UsageError(f"{option('ratio')} must be above 0, not {options.ratio:g}")
+    if options.tokenizer in ("chars", "anthropic") and not (options.ratio > 0 and math.isfinite(options.ratio)):
+        raise UsageError(f"{option('ratio')} must be a finite number above 0, not {options.ratio:g}")
 
 
 def _measure(options: Options) -> tuple[Callable[[str], int], float | None, str]:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from typing import Any, Literal
 
-from ..core.errors import Location, UnknownFormat, UsageError, option
+from ..core.errors import Location, TranscompactError, UnknownFormat, UsageError, option
 from ..core.format_names import FORMAT_NAMES, FORMATS, REGISTERED, Registration
 from ..core.jsondata import BOM, Lines, Parsed, PartialLine, Record, load_json, parse, parse_written
 from ..core.model import Transcript
@@ -188,7 +188,7 @@ def detect(parsed: Parsed, messages_path: str | None = None) -> str:
     raise UnknownFormat(
         f"not a transcript in a format transcompact reads (tried {', '.join(NAMES)})",
         location=Location(parsed.name),
-        hint=_hint(parsed),
+        hint=_hint(parsed, messages_path),
     )
 
 
@@ -247,7 +247,7 @@ def loads(data: bytes | str, name: str = "<stdin>", *, format: str | None = None
         raise UnknownFormat(
             f"the input is not in the {format} format ({BY_NAME[format].description})",
             location=Location(name),
-            hint=_hint(parsed),
+            hint=_hint(parsed, messages_path, named),
         )
     return BY_NAME[format].read(parsed, messages_path)
 
@@ -360,18 +360,28 @@ def rewriting(path: str | os.PathLike, data: bytes | Lines) -> contextlib.Abstra
     return rewriting(path, data)
 
 
-def _hint(parsed: Parsed) -> str | None:
-    """Name the formats we recognise but do not read yet, so the user knows what they have."""
+def _hint(parsed: Parsed, messages_path: str | None, named: str | None = None) -> str | None:
+    """What to do instead: the format that reads the input where another was named; the formats
+    we recognise but do not read yet, so the user knows what they have; where messages may sit
+    (never the path already given)."""
+    if named is not None:
+        for fmt in all_formats():
+            try:
+                reads = fmt.name != named and fmt.detect(parsed, messages_path)
+            except TranscompactError:  # (the path given finds nothing in it: said by the other formats' hints)
+                reads = False
+            if reads:
+                return f"it reads as {fmt.name}: leave out {option('format')}, or give {option('format', fmt.name)}"
     for fmt in all_formats():
         if (hint := fmt.hint(parsed)) is not None:
             return hint
     document = parsed.document
     if isinstance(document, list) and document and isinstance(document[0], dict):
         for key, value in document[0].items():
-            if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
+            if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0] and messages_path != f"0.{key}":
                 return f"the items hold messages under {key!r}: read one with {option('messages_path', f'0.{key}')}"
     if isinstance(document, dict):
         for key, value in document.items():
-            if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0]:
+            if isinstance(value, list) and value and isinstance(value[0], dict) and "role" in value[0] and messages_path != key:
                 return f"messages may sit under {key!r}: try {option('messages_path', key)}"
     return None

@@ -173,9 +173,12 @@ def write(transcript: Transcript) -> bytes:
             changed = True
     if not changed:
         return source.data
-    place = {id(value): index for index, value in enumerate(old_messages)} if source.spans is not None else {}
+    # A message still as it was read is written as its bytes, escapes and spacing as they were:
+    # split off by `read_quickly`, or now from the bytes the whole reading read.
+    spans: Any = source.spans if source.spans is not None else _message_spans(source.data, source.path)
+    place = {id(value): index for index, value in enumerate(old_messages)} if spans is not None else {}
     messages = [orjson.Fragment(bytes(w)) if m.data is not None
-                else orjson.Fragment(bytes(source.spans[index])) if (index := place.get(id(w))) is not None and old_messages[index] is w
+                else orjson.Fragment(bytes(spans[index])) if (index := place.get(id(w))) is not None and old_messages[index] is w
                 else w for m, w in zip(transcript.messages, messages)]
     if not source.path:
         document = messages
@@ -185,6 +188,20 @@ def write(transcript: Transcript) -> bytes:
         container[source.path[-1]] = messages
         document = _replace_at(source.document, source.path[:-1], container)
     return source.layout.dumps(document)
+
+
+def _message_spans(data: bytes, path: tuple[Any, ...]) -> list | None:
+    """The bytes of each message of the list at `path` in the document `data` (None where its
+    bytes do not hold that list as the reading found it)."""
+    import msgspec
+
+    node = data[len(BOM):] if data.startswith(BOM) else data
+    try:
+        for key in path:
+            node = msgspec.json.decode(node, type=dict[str, msgspec.Raw] if isinstance(key, str) else list[msgspec.Raw])[key]
+        return msgspec.json.decode(node, type=list[msgspec.Raw])
+    except (msgspec.MsgspecError, RecursionError, ValueError, KeyError, IndexError):
+        return None
 
 
 # Top-level keys that make a document another format's, or one line of JSON Lines (`parse`):

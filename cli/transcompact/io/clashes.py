@@ -11,9 +11,10 @@ An output may name its own input (`-o log.jsonl log.jsonl` is `-i`: the write is
 the read; `-o` takes one input); under `--output-dir`, never another input, which it would
 replace before that one is read. A file of the
 run's own inside a directory it walks is left out of the walk. Nor does a file of the run's own
-replace a transcript (JSON, or compressed) that is there already, in a directory it walks or
-anywhere (a flag that takes a path took the first input: `--events a.json b.json`): one the run
-wrote before (a report, events, an archive: known by how it begins) is taken back.
+replace a file the walk of a directory would read, nor a transcript (JSON, or compressed) that
+is there already anywhere (a flag that takes a path took the first input: `--events a.json
+b.json`): one the run wrote before (a report, events, an archive: known by how it begins) is
+taken back.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def check_paths(files: Sequence[str], patterns: Sequence[str] = (), *, output: s
                              hint="give it a path of its own")
     for directory in (path for path in files if path != STDIN and _walked(path)):
         for named in own:
-            if _walk_finds(directory, named.path, patterns) and _holds_a_transcript(named.path):
-                raise UsageError(f"{named} would replace a transcript in {shown_name(directory)}, which the run reads; "
+            if _walk_finds(directory, named.path, patterns) and _is_a_file(named.path) and not _the_runs_own(named.path):
+                raise UsageError(f"{named} would replace a file in {shown_name(directory)}, which the run reads; "
                                  "nothing written", hint="give it a path outside the directory, or a new name")
     # A flag that takes a path swallows the word after it: `--events a.json b.json` meant two inputs.
     for named in own:
@@ -124,6 +125,19 @@ def _walk_finds(directory: str, path: str, patterns: Sequence[str]) -> bool:
     if any(skipped(part) for part in relative.split(os.sep)):
         return False  # the walk passes over it
     return matcher(patterns or TRANSCRIPT_PATTERNS)(relative.replace(os.sep, "/"), os.path.basename(real))
+
+
+def _the_runs_own(path: str) -> bool:
+    """Whether the file at `path` is empty or one the run wrote before (known by how it begins):
+    what a file of the run's own may replace among the files a walk reads (any other is an input)."""
+    try:
+        with open(path, "rb") as file:
+            start = file.read(64)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return not start or start.startswith(_OURS)
 
 
 def _holds_a_transcript(path: str) -> bool:

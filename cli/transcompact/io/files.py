@@ -143,9 +143,10 @@ def _write_through(target: str, data: bytes | jsondata.Lines) -> None:
 
 
 @contextlib.contextmanager
-def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
-    """A file written piece by piece as a run goes (`--report`): each piece is in it as soon as it
-    is written, so that a run cut short leaves what it had done. `-` is stdout.
+def streamed(path: str, what: str) -> Iterator[Callable[[bytes], None]]:
+    """A file written piece by piece as a run goes (`--report`, `--events`: `what`, named in the
+    error of a write that fails): each piece is in it as soon as it is written, so that a run cut
+    short leaves what it had done. `-` is stdout.
 
     So it is not replaced atomically, as `write_file` replaces a file whole: a regular file (or a
     new one) is emptied now and written where it is, through a link; anything else is written
@@ -160,13 +161,13 @@ def streamed(path: str) -> Iterator[Callable[[bytes], None]]:
         fd = descriptor if descriptor is not None else os.open(
             path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOCTTY", 0), 0o666)
     except OSError as error:
-        raise OutputError(f"cannot write: {error.strerror}", location=Location(path)) from None
+        raise OutputError(f"cannot write {what}: {error.strerror}", location=Location(path)) from None
 
     def write(data: bytes) -> None:
         try:
             _write_blocks(fd, data)
         except OSError as error:
-            raise OutputError(f"cannot write: {error.strerror}", location=Location(path)) from None
+            raise OutputError(f"cannot write {what}: {error.strerror}", location=Location(path)) from None
 
     try:
         yield write  # each piece is in the file for any reader at once; on the disk at the end, as write_file's
@@ -341,14 +342,14 @@ def write_stdout(data: bytes | jsondata.Lines) -> None:
         stream.writelines(_blocks(data))
         stream.flush()
     except BrokenPipeError:
-        _discard_stdout()
+        discard_stdout()
         raise SystemExit(0) from None
     except OSError as error:
-        _discard_stdout()
+        discard_stdout()
         raise OutputError(f"cannot write: {error.strerror}", location=Location("<stdout>")) from None
 
 
-def _discard_stdout() -> None:
+def discard_stdout() -> None:
     """Point stdout at /dev/null, so that Python's flush at exit does not fail a second time."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

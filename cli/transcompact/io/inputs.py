@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
@@ -95,21 +95,34 @@ def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Se
     itself keeps (a `--report` or an archive inside the tree it walks), are no input."""
     patterns = patterns or TRANSCRIPT_PATTERNS
     matches = matcher(patterns)
-    seen: set[str] = {os.path.realpath(path) for path in ours}
+    seen: set[Hashable] = {key for path in ours for key in _names_of(path)}
     for argument in arguments or (STDIN,):
         if argument == STDIN or not _is_directory(argument):
             source = Source(argument, "stdin.json" if argument == STDIN else os.path.basename(argument))
-            found: Iterable[tuple[Source, str]] = [(source, argument if argument == STDIN else os.path.realpath(argument))]
+            found: Iterable[tuple[Source, tuple[Hashable, ...]]] = [(source, (STDIN,) if argument == STDIN else _names_of(argument))]
         else:
             found = _walk(argument, patterns, matches)
-        for source, key in found:
-            if key not in seen:
-                seen.add(key)
+        for source, keys in found:
+            if not any(key in seen for key in keys):
+                seen.update(keys)
                 yield source
 
 
-def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]) -> Iterator[tuple[Source, str]]:
-    """(each file under `top`, the real path that tells it from another name of the same file)."""
+def _names_of(path: str) -> tuple[Hashable, ...]:
+    """What tells a file named as an argument from another name of it: its real path (a link),
+    and its device and inode (a hard link) where it can be looked at."""
+    if urls.is_url(path):
+        return (path,)
+    try:
+        found = os.stat(path)
+    except OSError:
+        return (os.path.realpath(path),)
+    return os.path.realpath(path), ("inode", found.st_dev, found.st_ino)
+
+
+def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]) -> Iterator[tuple[Source, tuple[Hashable, ...]]]:
+    """(each file under `top`, what tells it from another name of the same file: its real path,
+    and within a walk the inode its directory lists it with)."""
     found = False
     real = top if urls.is_url(top) else os.path.realpath(top)
     for source in _files_under(top, real, "", matches, real):
@@ -117,7 +130,7 @@ def _walk(top: str, patterns: Sequence[str], matches: Callable[[str, str], bool]
         yield source
     if not found:
         problem = f"no file matching {' or '.join(patterns)} in this directory (see {option('glob')})"
-        yield Source(top, "", problem=problem), top
+        yield Source(top, "", problem=problem), (top,)
 
 
 def skipped(name: str) -> bool:
@@ -126,18 +139,21 @@ def skipped(name: str) -> bool:
 
 
 def _files_under(directory: str, real: str, relative: str, matches: Callable[[str, str], bool],
-                 top: str) -> Iterator[tuple[Source, str]]:
+                 top: str) -> Iterator[tuple[Source, tuple[Hashable, ...]]]:
     """The files under `directory` (whose real path is `real`, its path under the argument
     `relative`): paths made by joining names, a link alone resolved (a tree of thousands of files
-    costs no system call per file). A link to a file outside `top` (the argument's real path)
-    is named and left, as `find`, `tar` and `rsync` leave it: a walk stays in its tree."""
+    costs one system call per directory, none per file: a file's inode comes with its name). A
+    link to a file outside `top` (the argument's real path) is named and left, as `find`, `tar`
+    and `rsync` leave it: a walk stays in its tree."""
+    local = not urls.is_url(directory)
     try:
         opened: AbstractContextManager[Iterable[urls.Entry | os.DirEntry[str]]] = (
-            urls.scandir(directory) if urls.is_url(directory) else os.scandir(directory))
+            os.scandir(directory) if local else urls.scandir(directory))
         with opened as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
+        device = os.stat(directory).st_dev if local else None  # (a hard link is another name of an inode of it)
     except OSError as error:
-        yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}"), directory
+        yield Source(directory, "", problem=f"cannot list the directory: {error.strerror}"), (directory,)
         return
     for entry in entries:
         if skipped(entry.name):
@@ -147,7 +163,7 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
         if entry.is_dir(follow_symlinks=False) and is_conversation(entry.path):
             # Found through its base_state.json, so that --glob selects conversations as it does files.
             if matches(f"{path}/{BASE_STATE}", BASE_STATE):
-                yield Source(entry.path, path), key
+                yield Source(entry.path, path), (key,)
             continue
         if entry.is_dir(follow_symlinks=False):
             yield from _files_under(entry.path, key, f"{path}/", matches, top)
@@ -156,21 +172,23 @@ def _files_under(directory: str, real: str, relative: str, matches: Callable[[st
             is_file = entry.is_file()
         except OSError as error:  # a link in a loop: named and left, as a link out of the tree
             if matches(path, entry.name):
-                yield Source(entry.path, path, left=f"a link that leads nowhere ({error.strerror}): left as it is"), key
+                yield Source(entry.path, path, left=f"a link that leads nowhere ({error.strerror}): left as it is"), (key,)
             continue
         if not is_file and not urls.is_url(entry.path) and matches(path, entry.name):
             # A link to nothing, a device, a FIFO, a socket: named and left too, not passed over in silence.
             left = "a link that leads nowhere: left as it is" if not os.path.exists(entry.path) else \
                 "not a regular file (a device, a FIFO or a socket): left as it is"
-            yield Source(entry.path, path, left=left), key
+            yield Source(entry.path, path, left=left), (key,)
             continue
         if is_file and matches(path, entry.name):
-            linked = entry.is_symlink() and not urls.is_url(entry.path)  # a link to a file named elsewhere too
+            linked = local and entry.is_symlink()  # a link to a file named elsewhere too
             target = os.path.realpath(entry.path) if linked else key
             if linked and not target.startswith(top.rstrip(os.sep) + os.sep):
-                yield Source(entry.path, path, left=f"a link to {target}, outside the directory: left as it is"), key
+                yield Source(entry.path, path, left=f"a link to {target}, outside the directory: left as it is"), (key,)
                 continue
-            yield Source(entry.path, path), target
+            # (A hard link is known by its inode: the one the directory lists, for a walk to compare.)
+            listed = (target, ("listed", device, entry.inode())) if isinstance(entry, os.DirEntry) and not linked else (target,)
+            yield Source(entry.path, path), listed
 
 
 def matcher(patterns: Sequence[str]) -> Callable[[str, str], bool]:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..core.errors import ExitCode, without_credentials
+from ..core.errors import ExitCode, OutputError, without_credentials
 from ..io.files import STDIN, streamed, write_stdout
 from ..io.inputs import Source, discover, output_paths, several
 from .tasks import AHEAD, INTERRUPT_POLL, Outcome, Result, Settings, Task, interrupts_noted, process, stop_worker, worker_signals
@@ -348,9 +348,9 @@ class Batch:
         # The report is made now and gets each file's line once the file is shown: a run cut short
         # leaves the lines of the files it did.
         report: contextlib.AbstractContextManager[Callable[[bytes], None] | None] = (
-            streamed(self.report_file) if self.report_file else contextlib.nullcontext())
+            streamed(self.report_file, "the report") if self.report_file else contextlib.nullcontext())
         events: contextlib.AbstractContextManager[Callable[[bytes], None] | None] = (
-            streamed(self.events_file) if self.events_file is not None and self.events_file != STDIN
+            streamed(self.events_file, "the events") if self.events_file is not None and self.events_file != STDIN
             else contextlib.nullcontext())
         with progress, report as add_to_report, events as add_to_events, contextlib.closing(outcomes(
                 _counted(planned, progress), jobs, fail_fast=running.fail_fast, scheduler=running.scheduler)) as stream:
@@ -361,8 +361,9 @@ class Batch:
                 # whoever reads them (a script that stops the run) finds it there; on stdout
                 # (`--report -`) it follows the transcript, as a last line.
                 line = render.report_line(self.command, outcome) if add_to_report is not None else None
-                if add_to_report is not None and line is not None and self.report_file != STDIN:
-                    add_to_report(line)
+                with self._shown_first(outcome, progress):  # (the file is written: said so before the run stops)
+                    if add_to_report is not None and line is not None and self.report_file != STDIN:
+                        add_to_report(line)
                 self._show(outcome, progress)
                 if add_to_report is not None and line is not None and self.report_file == STDIN:
                     add_to_report(line)
@@ -379,6 +380,16 @@ class Batch:
         if self.verb and self.several and not self.quiet:
             self.command_line.say(render.batch_summary(tally, self.verb, dry_run=self.dry_run,
                                                        seconds=time.monotonic() - self.started))
+
+    @contextlib.contextmanager
+    def _shown_first(self, outcome: Outcome, progress: _Progress) -> Iterator[None]:
+        """Within it, a report line that cannot be written ends the run once the file's own lines
+        are out: its transcript is written (in place too), which they say."""
+        try:
+            yield
+        except OutputError:
+            self._show(outcome, progress)
+            raise
 
     def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
         import orjson

@@ -14,6 +14,7 @@ import click
 from ...core import settings
 from ...run.tasks import Reading, Result
 from ..options import (
+    FilePath,
     OptionGroup,
     batch_options,
     check_conversion_flags,
@@ -90,19 +91,19 @@ compact_options = OptionGroup(  # `options`: a CompactOptions, the previous summ
 @click.option("--batch-api", is_flag=True,
               help="Write the summaries through the provider's batch API: half the price, results within 24 h "
                    "(docs/compact.md#summaries-in-bulk).")
-@click.option("--resume", "state_file", type=click.Path(dir_okay=False), metavar="STATE",
+@click.option("--resume", "state_file", type=FilePath(dir_okay=False), metavar="STATE",
               help="With --batch-api: keep the batches and their results in STATE (JSON), and pick up from it: "
                    "nothing is submitted twice.")
 @click.option("--poll-interval", type=click.FloatRange(min=0, max=3600, min_open=True), default=settings.POLL_INTERVAL,
               envvar=env_name("POLL_INTERVAL"), show_default=True, show_envvar=True,
               help="With --batch-api: seconds between two looks at the batches.")
-@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--archive", type=FilePath(dir_okay=False), metavar="FILE",
               help="Keep each transcript as it was (what compacting drops, and what its pruning replaced) in FILE, "
                    "so that `expand --archive FILE` gives it back.")
 @click.option("--pre-compact", metavar="CMD",
               help="Run CMD (with the shell) before writing, the part about to be dropped on its stdin as a request "
                    "body; a non-zero exit status aborts that file's compaction (exit 4, nothing written).")
-@click.option("--events", "events_file", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+@click.option("--events", "events_file", type=FilePath(dir_okay=False, allow_dash=True), metavar="FILE",
               help="Write each file's compact_start and compact_end events to FILE as JSON Lines (-: stderr).")
 @click.option("--log-format", type=click.Choice(["human", "ci"]), default=settings.LOG_FORMAT, envvar=env_name("LOG_FORMAT"),
               show_default=True, show_envvar=True,

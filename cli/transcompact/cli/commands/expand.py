@@ -11,14 +11,14 @@ import click
 from ...core.errors import shown_name
 from ...core.words import counted
 from ...run.tasks import Result
-from ..options import batch_options, command_batch, file_options, output_options, verbose_option
+from ..options import FilePath, batch_options, command_batch, file_options, output_options, verbose_option
 
 
 @click.command()
 @file_options
 @output_options
 @batch_options
-@click.option("--archive", required=True, type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--archive", required=True, type=FilePath(dir_okay=False), metavar="FILE",
               help="The archive `prune --archive`, `compact --archive` or `slim` wrote.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not report on stderr.")
 @verbose_option()

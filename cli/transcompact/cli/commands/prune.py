@@ -11,6 +11,7 @@ import click
 from ...core.errors import UsageError
 from ...run.tasks import Reading, Result
 from ..options import (
+    FilePath,
     batch_options,
     check_conversion_flags,
     command_batch,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # types only: the command's libraries are loaded when it runs
                    "would leave beside prune's.")
 @click.option("--prune-ui-copy", is_flag=True,
               help="Agent logs that keep a copy of each tool result for their UI (Claude Code toolUseResult, Gemini CLI resultDisplay): prune that copy too.")
-@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--archive", type=FilePath(dir_okay=False), metavar="FILE",
               help="Add what prune replaces to FILE (JSON Lines; created if missing), for `transcompact expand`.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the report line on stderr.")
 @verbose_option()

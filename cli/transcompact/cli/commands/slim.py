@@ -10,6 +10,7 @@ import click
 from ...core.errors import UsageError
 from ...run.tasks import Beside, Reading, Result
 from ..options import (
+    FilePath,
     batch_options,
     command_batch,
     input_options,
@@ -25,7 +26,7 @@ SIDECAR = ".slim-archive"  # what a log slimmed in place keeps its original in, 
 @input_options
 @output_options
 @batch_options
-@click.option("--archive", type=click.Path(dir_okay=False), metavar="FILE",
+@click.option("--archive", type=FilePath(dir_okay=False), metavar="FILE",
               help=f"Add each original to FILE (JSON Lines; created if missing), for `transcompact expand`. "
                    f"Default with -i: FILE{SIDECAR} beside each file.")
 @click.option("--no-archive", is_flag=True, help="Keep no original: what slim drops is gone.")

@@ -21,13 +21,14 @@ harder, then shrunk.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 
 from ...core import settings
-from ...core.errors import PostConditionError, ProviderError, option
+from ...core.errors import PostConditionError, ProviderError, UsageError, option, refuse_negative
 from ...core.jsondata import compact_json
 from ...core.model import ASSISTANT, USER, Message, RedactedThinking, Text, Thinking, ToolCall, Transcript, tool_inputs, tool_names
 from ...core.summary_text import SUMMARY_ACK, SUMMARY_PREFIX, SummaryText, text_of
@@ -40,13 +41,14 @@ from ...providers import Provider
 from ..estimate import EMERGENCY_FRACTION
 from ..pruning.prune import PruneOptions, PruneReport, prune
 from ..validity.check import added_errors
-from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail
+from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, user_text
 from .cut import Cut, starts_turn, window_cut
 from .output_errors import remembered
 from .summarize import SummaryOptions, summarize
 from .summary_message import Previous, find_previous, is_summary_message
 
 STRATEGIES = ("none", "prune", "summary", "emergency")
+INTERRUPTED = "[Request interrupted by user"  # Claude Code's words where the user stopped a turn
 NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
 
 
@@ -65,6 +67,13 @@ class CompactOptions:
     checkpoint_tokens: int = settings.CHECKPOINT_TOKENS
     keep_thinking: bool = False
     slim: bool = False  # an agent's log: write only what the agent reads after the new compaction, slimmed (ops/pruning/slim.py)
+
+    def __post_init__(self) -> None:
+        # What the command line's flags refuse, refused to a library caller too.
+        refuse_negative(window=self.window, max_output=self.max_output, keep_user_tokens=self.keep_user_tokens,
+                        checkpoint_tokens=self.checkpoint_tokens)
+        if self.threshold is not None and not (self.threshold > 0 and math.isfinite(self.threshold)):
+            raise UsageError(f"{option('threshold')} must be a finite number above 0, not {self.threshold}")
 
     @property
     def budget(self) -> int:
@@ -191,6 +200,26 @@ def user_words(texts: Sequence[tuple[int, str]], previous: Previous | None, excl
     return tuple(kept)
 
 
+def _interrupting_request(turn: Sequence[Message], injected: Callable[[Message], str] | None) -> str | None:
+    """The words of the last request the user typed within a turn, beside the results of the calls
+    they interrupted (after Claude Code's `[Request interrupted by user]`): what the work is now
+    for, where the turn's opening message was what it began for. None when they typed none (words
+    beside results the user did not interrupt, notes, leave the turn's request as it was).
+    Only a message that holds text beside its results is read for it (a long turn's results are many)."""
+    for message in reversed(turn):
+        if message.role == USER and message.is_tool_result_message and _holds_text(message):
+            read = message.read_apart()
+            if INTERRUPTED in text_of(read) and (said := user_text(read, injected)):
+                return said
+    return None
+
+
+def _holds_text(message: Message) -> bool:
+    if message.view is not None:
+        return any(size.type is Text for size in message.view.blocks)
+    return any(isinstance(block, Text) for block in message.blocks)
+
+
 def _old_part(transcript: Transcript, cut: Cut) -> tuple[list[Message], Previous | None]:
     """The old messages that are the conversation's own (an earlier summary's left out), and that summary."""
     head = _head(transcript.messages, transcript.dialect)
@@ -249,13 +278,17 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     budget = int(options.keep_user_tokens / ratio)
     opening = None
     if cut.split_turn:
+        interrupted = _interrupting_request(transcript.messages[cut.turn_start + 1:cut.index], injected)
         opening_message = transcript.messages[cut.turn_start]
-        real = [m for m in real if m is not opening_message]
-        read = opening_message.read_apart()
-        if is_summary_message(read):  # the turn began before the last compaction, which kept its opening
-            opening = previous.summary.opening if previous else None
+        if interrupted is not None:  # (its message answers calls too: it stays among the old part's)
+            opening = head_and_tail(interrupted, max(400, budget))
         else:
-            opening = head_and_tail(text_of(read).strip(), max(400, budget))
+            real = [m for m in real if m is not opening_message]
+            read = opening_message.read_apart()
+            if is_summary_message(read):  # the turn began before the last compaction, which kept its opening
+                opening = previous.summary.opening if previous else None
+            else:
+                opening = head_and_tail(text_of(read).strip(), max(400, budget))
         budget -= len(opening or "")
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
     among = {id(m) for m in real}  # the calls of the old part give their inputs as find_facts reads them
@@ -263,8 +296,9 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     facts = replace(find_facts(real, tool_names(transcript.messages), elsewhere, injected),
                     environment=environment)
     if body is None:
-        if facts.goal is None and opening and cut.turn_start <= _head(transcript.messages, transcript.dialect):
-            facts = replace(facts, goal=OPENING_IS_GOAL)  # one long turn: its opening request is the goal
+        if facts.goal is None and opening and previous is None:
+            # No word of the user's before it (an agent's own context aside): its opening request is the goal.
+            facts = replace(facts, goal=OPENING_IS_GOAL)
         earlier = previous.summary.body if previous else None
         goal = (goal_of(earlier) if earlier else facts.goal) or ""  # as `checkpoint` chooses it
     else:  # a model's summary, and after it the facts it does not hold (the artifact trail)

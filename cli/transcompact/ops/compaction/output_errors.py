@@ -37,7 +37,8 @@ _ERROR_LINE = re.compile(
     r"|error(?:\[\w+\])?: |\S+:\d+(?::\d+)?: (?:fatal )?error: |\S+\(\d+,\d+\): error "  # compilers
     r"|AssertionError\b|assert .* failed|Assertion with .* failed"  # assertions (Python, ExUnit)
     r"|\*\* \(\w[\w.]*\) |(?:✘ )?\[ERROR\] |(?:Error|ERROR|Fatal|FATAL)\b"  # Elixir, esbuild, a line that says so
-    r"|[\w.-]+: .*\b(?:[Nn]ot [Ff]ound|[Ee]rror|[Ff]ailed|[Dd]enied|[Rr]efused|[Ii]nvalid|[Cc]annot|[Uu]nable)\b"  # `gh: Not Found`
+    r"|(?!\d+:)[\w.-]+: .*\b(?:[Nn]ot [Ff]ound|[Ee]rror|[Ff]ailed|[Dd]enied|[Rr]efused|[Ii]nvalid|[Cc]annot|[Uu]nable)\b"  # `gh: Not Found`
+    r"|- [EF]\d{3} \S"  # SWE-agent's lint of an edit it refused (`- E999 SyntaxError: …`)
     r"|.*\b(?:failed|FAILED)[:.!]?$"  # a line that ends saying what failed
     r"|[A-Za-z_][\w.]*(?:Error|Exception)(?:: |$))"  # an exception at the start of a line
 )
@@ -49,7 +50,8 @@ _ERROR_LINE = re.compile(
 _ERROR_SCAN = LineScan(
     r"(?=([^\S\n]*))\1(?:FAIL: |--- FAIL: |npm ERR! |fatal: |panic: |E {3}\S|error(?:\[\w+\])?: "
     r"|AssertionError\b|assert .* failed|Assertion with .* failed|\*\* \(\w[\w.]*\) |(?:Error|Fatal|FATAL)\b"
-    r"|[\w.-]+: .*\b(?:[Nn]ot [Ff]ound|[Ee]rror|[Ff]ailed|[Dd]enied|[Rr]efused|[Ii]nvalid|[Cc]annot|[Uu]nable)\b)",
+    r"|(?!\d+:)[\w.-]+: .*\b(?:[Nn]ot [Ff]ound|[Ee]rror|[Ff]ailed|[Dd]enied|[Rr]efused|[Ii]nvalid|[Cc]annot|[Uu]nable)\b"
+    r"|- [EF]\d{3} \S)",
     ("FAILED", r"E(?:RROR|rror(?:: |[^\S\n]*$)|xception(?:: |[^\S\n]*$))", r": (?:(?<=\): )error |(?:fatal )?error: )",
      r"failed[:.!]?[^\S\n]*$"), re.M)
 _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code|Process exited with code) (-?\d+)"
@@ -63,6 +65,8 @@ _EXIT_AFTER = re.compile(r"^(?:Exit Code: |(?:Process|Command) exited with code 
 # the output with): never an error, nor why a command failed.
 _SHELL_FRAME = re.compile(r"(?:Exit Code|Signal|Background PIDs|Process Group PGID): |Error: \(none\)$|Output: \(empty\)$"
                           r"|</?untrusted_context>$")
+# The tags an agent wraps an output in (mini-swe-agent's `<output>`, `<returncode>`), on lines of their own.
+_WRAPPER = re.compile(r"</?(?:output|error|returncode|untrusted_context)>$|```$")
 # Lines that say what a command is doing, not what went wrong.
 _PROGRESS = re.compile(r"(?:\.\.\.|…)\s*$|^(?:Checking|Running|Compiling|Downloading|Getting|Building|Installing|"
                        r"Collecting|Resolving|Fetching|Loading|Starting|Waiting|Updating|Preparing|Analyzing|Linting)\b"
@@ -187,7 +191,9 @@ def _traceback_from(text: str, start: int) -> _Traceback:
         line = text[line_start:] if line_end < 0 else text[line_start:line_end]
         stripped = line.strip()
         if stripped and not stripped.startswith(_TRACEBACK) and line[:1] not in (" ", "\t"):
-            return _Traceback(start, len(text) if line_end < 0 else line_end, stripped, line_start)
+            # A tag an agent wraps the output in (`</output>`): the output ended before what was raised.
+            raised = None if _WRAPPER.match(stripped) else stripped
+            return _Traceback(start, len(text) if line_end < 0 else line_end, raised, line_start)
     return _Traceback(start, len(text), None, len(text))
 
 
@@ -207,13 +213,18 @@ def _why_it_failed(text: str) -> str | None:
 
 
 def exit_failed(text: str) -> bool:
-    """Whether an output says its command exited with a status other than 0: at its start, as
-    most agents' tools say it, or on one of its last lines (Gemini CLI's, OpenHands', Go's)."""
+    """Whether an output says its command exited with a status other than 0."""
+    return exit_status(text) not in ("0", None)
+
+
+def exit_status(text: str) -> str | None:
+    """The exit status an output says its command exited with, as written: at its start, as most
+    agents' tools say it, or on one of its last lines (Gemini CLI's, OpenHands', Go's); None when it says none."""
     match = _EXIT.search(text[:200])
     if match is not None:
-        return (match.group(1) or match.group(2)) not in ("0", None)
+        return match.group(1) or match.group(2)
     said_after = _EXIT_AFTER.findall(text[-200:])
-    return bool(said_after) and said_after[-1] != "0"
+    return said_after[-1] if said_after else None
 
 
 def result_error_lines(result: ToolResult, tool: str | None, arguments: Any) -> list[str]:

@@ -4,7 +4,9 @@
   `update_plan`, Gemini `write_todos`, OpenHands `task_tracker`), or the tasks Claude Code's
   newer tools made and updated (`TaskCreate`, `TaskUpdate`), each with its status.
 - Commits: `git commit` runs that git answered with `[branch hash] subject`.
-- Files modified (edit, write and patch targets), apart from the files only read.
+- Files modified (edit, write and patch targets, a shell's `>`, `>>`, `tee` and `sed -i`), apart
+  from the files only read; a call that failed changed no file, and a file a later `rm` deleted is
+  in neither list (`deleted`).
 - The last run of each test, build or lint command, with its result line ("12 passed, 1 failed").
 - The open problem: the last failing command and its error, when nothing later succeeded at it.
 - The next step: the first task not done (one in progress before one pending).
@@ -15,14 +17,15 @@ An output's error lines are `output_errors`', as the checkpoint reads them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import shlex
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from ...core.model import Message, ToolCall, ToolResult, named_paths, result_text
 from .line_scan import LineScan, line_at, lines_from_the_end, newline_text
-from .output_errors import command_of, error_lines, exit_failed, is_placeholder, kept_output, remembered_of
+from .output_errors import command_of, error_lines, exit_failed, exit_status, is_placeholder, kept_output, remembered_of
 
 DONE, IN_PROGRESS, PENDING, CANCELLED = "done", "in progress", "pending", "cancelled"
 _STATUSES = {"completed": DONE, "complete": DONE, "done": DONE, "finished": DONE, "in_progress": IN_PROGRESS,
@@ -37,6 +40,8 @@ _COMMIT_COMMAND = re.compile(r"\bgit\b(?:\s+-[Cc]\s+\S+)*[^|;&\n]*?\bcommit\b")
 # git's answer to a commit, at the start of a line (Gemini CLI's shell output puts `Output: ` before it).
 _COMMIT_LINE = re.compile(r"^(?:Output: )?\[([^\]\s]+)(?: \([^)]*\))? ([0-9a-f]{7,40})\] (.+)$", re.M)
 _COMMIT_MESSAGE = re.compile(r"""-(?:[a-z]*m|-message)[ =](?:"((?:[^"\\]|\\.)+)"|'([^']+)')""")
+HEREDOC_LINES = 3  # a here-document's body is kept up to this many lines, else counted
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
 _HEREDOC_FIRST = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?\)?\"?\s*\n\s*(.+)")
 # Commands whose last run says where the work stands: tests, builds, type checks, linters.
 _CHECK_COMMAND = re.compile(
@@ -116,6 +121,7 @@ class WorkState:
     runs: tuple[Run, ...] = ()  # newest first
     problem: Problem | None = None
     committed_since_tasks: bool = False  # a commit came after the task list was last written
+    deleted: tuple[str, ...] = ()  # files a shell's `rm` deleted and nothing wrote since, as the calls named them
 
     @property
     def next_step(self) -> str | None:
@@ -215,9 +221,16 @@ def _result_line(output: str, failed: bool) -> str:
 _FAILURES_COUNTED = re.compile(r"\b[1-9]\d*\s+(?:failed|failures?|errors?)\b", re.I)
 
 
+# Programs whose status 1 is an answer, not a failure: nothing matched, the files differ.
+_ANSWER_BY_STATUS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "["})
+
+
 def failed_run(command: str, output: str, marked: bool) -> bool:
     """Whether a run failed: `marked` so (its result an error), its output saying its status was
-    not 0, or, for a check, its summary line counting failures."""
+    not 0, or, for a check, its summary line counting failures. A search that found nothing (grep's
+    status 1, its last program's) did not fail."""
+    if exit_status(output) == "1" and _last_program(command) in _ANSWER_BY_STATUS:
+        return False
     if marked or exit_failed(output):
         return True
     return check_key(command) is not None and _FAILURES_COUNTED.search(result_line(output, failed=False)) is not None
@@ -238,6 +251,133 @@ def _last_summary(text: str, scan: LineScan[bytes]) -> str | None:
 def _said(line: str) -> str:
     """A line without the white space and the rules (`=====`) around it."""
     return line.strip().strip("=").strip()
+
+
+def without_heredoc_bodies(command: str, body_lines: int = HEREDOC_LINES) -> str:
+    """The command with each here-document's body longer than `body_lines` replaced by its line
+    count: the body is the content of a file the command writes (which is on disk), not what was run."""
+    if "<<" not in command:
+        return command
+    lines = command.split("\n")
+    kept: list[str] = []
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        kept.append(line)
+        at += 1
+        for match in _HEREDOC.finditer(line):
+            strip_tabs, delimiter = match.group(1) == "-", match.group(3)
+            end = next((i for i in range(at, len(lines))
+                        if (lines[i].lstrip("\t") if strip_tabs else lines[i]) == delimiter), None)
+            if end is None:  # `<<` that opens no here-document (a shift in a script)
+                break
+            body = lines[at:end]
+            if len(body) > body_lines:  # a commit message's subject is its first line: keep it
+                subject = [body[0]] if body_lines and is_git_commit(lines[0]) else []
+                kept += [*subject, f"[… {len(body) - len(subject)} lines of here-document …]"]
+            else:
+                kept += body
+            kept.append(lines[end])
+            at = end + 1
+    return "\n".join(kept)
+
+
+# What a shell command does to files besides what its tool's arguments name: the shell's own
+# words, read a simple command at a time (`shell_effects`).
+_OPERATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "(", ")"})
+_WRITES_TO = frozenset({">", ">>", "&>", "&>>", ">|"})
+_PREFIXES = frozenset({"sudo", "command", "exec", "nohup", "time"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+
+
+# What a command that writes or deletes a file holds; most hold none, and are not read word by word.
+_MAY_TOUCH = re.compile(r"(?<![\d&])>(?!&)|\b(?:rm|tee|touch|sed)\b")
+
+
+@lru_cache(maxsize=1024)  # (the facts and the work state each ask it of a command: a session runs the same ones again and again)
+def shell_effects(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The files a shell command writes (`>`, `>>`, `tee`, `sed -i`, `touch`) and those it deletes
+    (`rm`), as it names them; a name with a glob or an expansion in it is no file's. A line the
+    shell's quoting cannot read (a string left open) says nothing."""
+    if not _MAY_TOUCH.search(command):
+        return (), ()
+    written: list[str] = []
+    deleted: list[str] = []
+    for words in _simple_commands(without_heredoc_bodies(command, 0)):
+        arguments: list[str] = []
+        redirected = False
+        for word in words:
+            if redirected:
+                written.append(word)
+            elif word not in _WRITES_TO:
+                arguments.append(word)
+            redirected = word in _WRITES_TO
+        while arguments and (arguments[0] in _PREFIXES or _ASSIGNMENT.match(arguments[0])):
+            arguments.pop(0)
+        if not arguments:
+            continue
+        program = arguments[0].rsplit("/", 1)[-1]
+        operands = _operands(arguments[1:], valued=("-e", "-f") if program == "sed" else ())
+        if program == "rm":
+            deleted += operands
+        elif program in ("tee", "touch"):
+            written += operands
+        elif program == "sed" and any(a == "--in-place" or a.startswith("-i") for a in arguments[1:]):
+            scripted = any(a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in arguments[1:])
+            written += operands if scripted else operands[1:]
+    return tuple(p for p in written if _names_a_file(p)), tuple(p for p in deleted if _names_a_file(p))
+
+
+def _names_a_file(word: str) -> bool:
+    return word != "/dev/null" and not any(c in word for c in "*?[$`&")
+
+
+def _simple_commands(command: str) -> Iterator[list[str]]:
+    for line in command.split("\n"):
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            words = list(lexer)
+        except ValueError:
+            continue
+        simple: list[str] = []
+        for word in words:
+            if word in _OPERATORS:
+                yield simple
+                simple = []
+            else:
+                simple.append(word)
+        yield simple
+
+
+def _last_program(command: str) -> str | None:
+    """The program of a command's last simple command, whose status is the command's."""
+    last = next((words for words in reversed(list(_simple_commands(without_heredoc_bodies(command, 0)))) if words), [])
+    while last and (last[0] in _PREFIXES or _ASSIGNMENT.match(last[0])):
+        last = last[1:]
+    return last[0].rsplit("/", 1)[-1] if last else None
+
+
+def _operands(arguments: list[str], valued: tuple[str, ...]) -> list[str]:
+    """A program's arguments that are no option (all of them after `--`), the value of a `valued` option aside."""
+    found, options, taking = [], True, False
+    for argument in arguments:
+        if taking or not argument:
+            taking = False
+        elif options and argument == "--":
+            options = False
+        elif options and argument.startswith("-") and argument != "-":
+            taking = argument in valued
+        else:
+            found.append(argument)
+    return found
+
+
+def same_file(one: str, other: str) -> bool:
+    """Whether two names are of one file as two calls may name it: the same, or one the other's
+    end (`src/a.py` and `/repo/src/a.py`)."""
+    one, other = one.removeprefix("./"), other.removeprefix("./")
+    return one == other or one.endswith("/" + other) or other.endswith("/" + one)
 
 
 def modified_paths(name: str, arguments: Any) -> list[str]:
@@ -270,6 +410,7 @@ class _Tracker:
     commits: list[Commit] = field(default_factory=list)
     modified: dict[str, None] = field(default_factory=dict)  # ordered sets
     read: dict[str, None] = field(default_factory=dict)
+    deleted: dict[str, None] = field(default_factory=dict)
     # The last run of each check, and the last failure nothing fixed since, as (command, output,
     # failed): their result line and error are found once, for what is left at the end (a long
     # session runs the same tests thousands of times).
@@ -281,13 +422,27 @@ class _Tracker:
         listed = task_list(arguments)
         if listed is not None:
             self.tasks, self.created, self.committed_since_tasks = listed, None, False
-        for path in modified_paths(call.name, call.input):
-            self.modified.pop(path, None)
-            self.modified[path] = None
-        for path in named_paths(arguments):
+
+    def touched(self, call: ToolCall) -> None:
+        """The files a call that did not fail named: those it changed, and those it read."""
+        self.wrote(modified_paths(call.name, call.input))
+        for path in named_paths(call.input):
             if path not in self.modified:
                 self.read.pop(path, None)
                 self.read[path] = None
+
+    def wrote(self, paths: Iterable[str]) -> None:
+        for path in paths:
+            self.modified.pop(path, None)
+            self.modified[path] = None
+            self.deleted = {gone: None for gone in self.deleted if not same_file(gone, path)}
+
+    def removed(self, paths: Iterable[str]) -> None:
+        for gone in paths:
+            for files in (self.modified, self.read):
+                for path in [path for path in files if same_file(path, gone)]:
+                    del files[path]
+            self.deleted[gone] = None
 
     def task_tool(self, call: ToolCall, output: str) -> None:
         """Claude Code's `TaskCreate` (the id is in its result) and `TaskUpdate`."""
@@ -310,6 +465,10 @@ class _Tracker:
         self.tasks, self.committed_since_tasks = tuple(self.created.values()), False
 
     def ran(self, command: str, output: str, failed: bool) -> None:
+        if not failed:
+            written, deleted = shell_effects(command)
+            self.wrote(written)
+            self.removed(deleted)
         if commit := git_commit(command, output, failed):
             self.commits.append(commit)
             self.committed_since_tasks = True
@@ -326,7 +485,7 @@ class _Tracker:
         runs = tuple(Run(command, result_line(output, failed), failed) for command, output, failed in reversed(self.runs.values()))
         return WorkState(self.tasks, tuple(dict.fromkeys(self.commits)), tuple(reversed(self.modified)),
                          tuple(reversed(self.read)), runs, _problem(self.failure),
-                         self.committed_since_tasks and self.tasks is not None)
+                         self.committed_since_tasks and self.tasks is not None, tuple(self.deleted))
 
 
 def _problem(failure: tuple[str, str] | None) -> Problem | None:
@@ -353,18 +512,24 @@ class WorkStateFinder:
     def __init__(self) -> None:
         self._tracker = _Tracker()
         self._known: dict[str, ToolCall] = {}
+        self._unanswered: dict[str, ToolCall] = {}  # calls whose files wait for their result: a failed one touched none
 
     def add(self, message: Message) -> None:
         for block in message.blocks:
             if isinstance(block, ToolCall):
                 # Its name and input, for its result: not its raw, which may hold the result too
                 # (a Gemini CLI record's call holds its output), until the end of the pass.
-                self._known[block.id] = ToolCall(block.id, block.name, block.input)
+                self._known[block.id] = self._unanswered[block.id] = ToolCall(block.id, block.name, block.input)
                 self._tracker.call(block)
             elif isinstance(block, ToolResult) and (call := self._known.get(block.tool_call_id)) is not None:
+                if self._unanswered.pop(block.tool_call_id, None) is not None and not block.is_error:
+                    self._tracker.touched(call)
                 _result(self._tracker, call, block)
 
     def state(self) -> WorkState:
+        for call in self._unanswered.values():  # (its result is after these messages)
+            self._tracker.touched(call)
+        self._unanswered = {}
         return self._tracker.state()
 
 

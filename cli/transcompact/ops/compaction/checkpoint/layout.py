@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from ....core.summary_text import quoted
 from ..output_errors import clipped
-from ..work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, run_key
+from ..work_state import CANCELLED, DONE, IN_PROGRESS, PENDING, Commit, Problem, Run, Task, WorkState, run_key, same_file
 from .facts import Facts, clipped_command
 from .room import Room, head_and_tail
 
@@ -247,8 +247,11 @@ _PROBLEM = re.compile(r"^- `([^`\n]+)` failed: (.*)$", re.S)
 
 
 def _problem_item(problem: Problem) -> str:
-    command = " ".join(clipped_command(problem.command).split("\n")[0].split()).replace("`", "'")
-    return f"- `{clipped(command, 300)}` failed: {' '.join(problem.error.split())}"
+    lines = clipped_command(problem.command).split("\n")
+    command = clipped(" ".join(lines[0].split()).replace("`", "'"), 300)
+    if len(lines) > 1:  # (its first line: said to be one)
+        command += f" … ({len(lines) - 1} more lines)"
+    return f"- `{command}` failed: {' '.join(problem.error.split())}"
 
 
 def _merge_problem(state: Merged, earlier: list[Problem]) -> None:
@@ -305,8 +308,10 @@ def _files_modified(facts: Facts) -> tuple[tuple[int, str], ...]:
 
 
 def _files_read(facts: Facts) -> tuple[tuple[int, str], ...]:
-    modified = set(facts.work.modified)
-    return tuple((at, path) for at, path in facts.files if path not in modified)
+    """The files named but not modified, those a later `rm` deleted aside."""
+    modified, deleted = set(facts.work.modified), facts.work.deleted
+    return tuple((at, path) for at, path in facts.files
+                 if path not in modified and not any(same_file(path, gone) for gone in deleted))
 
 
 def distinct(found: tuple[tuple[int, str], ...]) -> int:

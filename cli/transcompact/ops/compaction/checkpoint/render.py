@@ -125,13 +125,14 @@ def _fit_written(written: Written, share: int, room: Room, step_closed: bool) ->
     """The sections a model wrote, within `share` characters, each whole or left out, in their
     order: the most needed first (`_rank`: its request and the user's messages, then where the
     work stands, then the rest, its analysis last), a request too long for what is left by its
-    start and end lines; with what was left out named. Its next step goes when later work
-    closed a step (`step_closed`: a commit, a task done)."""
+    start and end lines; with what was left out named. Its next step, its pending tasks and its
+    current work go when later work closed a step (`step_closed`: a commit, a task done): they
+    said where the work stood then, which the new facts say now."""
     units = _units(written)
     if step_closed:
-        units = [(rank if rank != NEXT else None, lines) for rank, lines in units]
+        units = [(rank if rank not in (NEXT, CURRENT) else None, lines) for rank, lines in units]
     else:
-        units = [(rank if rank != NEXT else WORK, lines) for rank, lines in units]
+        units = [(rank if rank not in (NEXT, CURRENT) else WORK, lines) for rank, lines in units]
     if not units:
         return []
     total = sum(len(line) + 1 for _, lines in units for line in lines)
@@ -157,8 +158,8 @@ def _fit_written(written: Written, share: int, room: Room, step_closed: bool) ->
 
 
 # What a section of a model's summary is for, by its title: the ranks in which they take the room.
-REQUEST, WORK, PROBLEMS, DETAILS, ANALYSIS, NEXT = 0, 1, 2, 3, 4, 5
-_RANKS = ((re.compile(r"(?i)next step"), NEXT),
+REQUEST, WORK, PROBLEMS, DETAILS, ANALYSIS, NEXT, CURRENT = 0, 1, 2, 3, 4, 5, 6
+_RANKS = ((re.compile(r"(?i)next step"), NEXT), (re.compile(r"(?i)pending|current work|remaining|in progress"), CURRENT),
           (re.compile(r"(?i)request|intent|goal|user'?s?\b.*\bmessages?|^summary:?$"), REQUEST),
           (re.compile(r"(?i)pending|current work|task|progress|state|remaining"), WORK),
           (re.compile(r"(?i)error|fix|problem"), PROBLEMS),
