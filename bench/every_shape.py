@@ -64,7 +64,7 @@ def measure(workdir: Path, bench: ModuleType) -> list:
     corpus = Path(os.environ.get("TRANSCOMPACT_CORPUS", bench.ROOT.parent / "shared" / "corpus"))
     size = (10 if bench.QUICK else 50) * 1024 * 1024
     files = _files(workdir, size, corpus if corpus.is_dir() else None)
-    rows, ratios, peaks = [], {}, {}
+    rows, ratios, peaks, floor_peaks = [], {}, {}, {}
     for shape, (path, floor) in files.items():
         megabytes = path.stat().st_size / bench.MB
         bench.note(f"shapes: {shape}, {megabytes:.0f} MB")
@@ -82,19 +82,28 @@ def measure(workdir: Path, bench: ModuleType) -> list:
             ratios[name, shape] = row
         for name, args in bench.COMMANDS.items():
             peaks[name, shape] = bench.memory_row(f"peak memory: {name}, {shape}", [*bench.TRANSCOMPACT, *args, str(path)], path, None)
+        # The floor of estimate holds what a count needs of every message (floors.py): its peak beside ours.
+        floor_peaks[shape] = bench.memory_row(f"peak memory: floor of estimate, {shape}",
+                                              [bench.PYTHON, str(bench.ROOT / "bench" / "floors.py"), "estimate", str(path), floor], path, None)
         each = {name: peaks[name, shape] for name in bench.COMMANDS}
         shown = ", ".join(f"{name} {'failed' if row.value is None else f'{row.value:.2f}×'}" for name, row in each.items())
-        rows.append(replace(_slowest(bench, f"peak memory: {shape}", each, None), detail=shown))
+        rows.append(replace(_slowest(bench, f"peak memory: {shape}", each, None), detail=f"{shown}; floor of estimate {_times(floor_peaks[shape])}"))
     for name, target in TARGETS.items():
         rows.append(_slowest(bench, f"{name}, the slowest shape", {shape: ratios[name, shape] for shape in files}, target))
-    rows.append(_slowest(bench, "peak memory: estimate, the largest of any shape",
-                         {shape: peaks["estimate", shape] for shape in files}, PEAK_TARGETS["estimate"]))
+    largest = _slowest(bench, "peak memory: estimate, the largest of any shape",
+                       {shape: peaks["estimate", shape] for shape in files}, PEAK_TARGETS["estimate"])
+    rows.append(replace(largest, detail=f"{largest.detail}; floor of estimate on each agent log "
+                        + ", ".join(f"{_times(floor_peaks[shape])} ({shape.removesuffix(' log')})" for shape in files if shape.endswith("log"))))
     rows.append(_slowest(bench, "peak memory: every command, the largest of any shape",
                          {f"{name}, {shape}": peaks[name, shape] for name in bench.COMMANDS for shape in files},
                          max(PEAK_TARGETS.values())))
     for path, _ in files.values():
         path.unlink()
     return rows
+
+
+def _times(row) -> str:
+    return "failed" if row.value is None else f"{row.value:.2f}×"
 
 
 def _slowest(bench: ModuleType, name: str, rows: dict, target: float | None):

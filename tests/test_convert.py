@@ -252,3 +252,24 @@ def test_an_empty_view_converts_to_an_empty_request_but_not_to_an_empty_file():
     assert orjson.loads(dumps(convert(transcript, "anthropic"))) == {"messages": []}
     result = run("repair", "--to", "jsonl", "-", input=body([]))
     assert result.exit_code == 5 and "no message to write" in result.stderr
+
+
+NUMBERS = '{"order_id": 18446744073709551617, "amount": 1.50, "scale": 1e5, "huge": 1e400, "zero": -0}'
+
+
+@pytest.mark.parametrize("to", ["anthropic", "openai", "jsonl"])
+def test_a_converted_calls_numbers_are_written_as_they_were(to):
+    """Found using --to as a user: OpenAI's arguments gave `1.8446744073709552e+19` and `1.5` to
+    Anthropic, `1e400` wrapped as text; Anthropic's `1.50` stopped the conversion to OpenAI as a bug."""
+    as_openai = body([{"role": "user", "content": "go"},
+                      {"role": "assistant", "content": None, "tool_calls": [
+                          {"id": "call_1", "type": "function", "function": {"name": "pay", "arguments": NUMBERS}}]},
+                      {"role": "tool", "tool_call_id": "call_1", "content": "ok"}])
+    as_anthropic = b'{"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": [{"type": "tool_use", ' \
+        b'"id": "toolu_1", "name": "pay", "input": ' + NUMBERS.encode() + b'}]}, {"role": "user", "content": [' \
+        b'{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]}'
+    for source in (as_openai, as_anthropic):
+        written = dumps(convert(loads(source), to))
+        for number in (b"18446744073709551617", b"1.50", b"1e5", b"1e400", b"-0"):
+            assert number in written, (to, number)
+        assert b"1.8446744073709552e+19" not in written and b'"input":"' not in written.replace(b" ", b"")

@@ -56,6 +56,18 @@ def test_prune_changes_the_cleared_results_in_place():
         assert block.tool_call_id == pruned.messages[change.index_after].blocks[0].tool_call_id
 
 
+def test_a_rewrite_one_for_one_is_matched_by_position_not_by_the_sequence_matcher(monkeypatch):
+    """Found using prune --diff as a user: a long transcript of repeated messages took the square
+    of its length in difflib (8,000 messages 11 s, 51,000 more than 10 minutes)."""
+    import transcompact.ops.diff as module
+
+    transcript = load(FIXTURES / "anthropic/long-session.json")
+    pruned, report = prune(transcript)
+    expected = diff(transcript, pruned)
+    monkeypatch.setattr(module, "SequenceMatcher", None)  # (called, it would raise)
+    assert diff(transcript, pruned) == expected and len(expected) == report.cleared
+
+
 def test_a_soft_trimmed_result_shows_its_marker_from_where_it_differs():
     transcript = load(FIXTURES / "anthropic/long-session.json")
     trimmed, _ = prune(transcript, PruneOptions(soft_trim_chars=1000, head=200, tail=200, hard_clear_after=100))

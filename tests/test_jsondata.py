@@ -103,8 +103,8 @@ def test_numbers_beyond_a_double_beside_a_rewritten_field_keep_their_text():
 def test_an_error_after_a_number_beyond_a_double_is_named_where_it_is_without_one():
     for number in (b"1e400", b"1"):
         with pytest.raises(ParseError) as error:
-            parse(b'{"a": ' + number + b',\n "b": "\\ud800", "c": 1}', "body.json")
-        assert str(error.value) == "body.json:2:8: malformed JSON: no low surrogate in string"
+            parse(b'{"a": ' + number + b',\n "b": "\\x", "c": 1}', "body.json")
+        assert str(error.value) == "body.json:2:8: malformed JSON: invalid escaped sequence in string"
 
 
 # --- a byte-order mark is read and written back ------------------------------------------------
@@ -556,3 +556,20 @@ def test_a_member_written_once_is_replaced_in_place_and_one_written_twice_is_not
     assert with_member_replaced(line, "usage", {"input_tokens": 4}, restated) is None  # not the value it holds
     twice = {**value, "usage": value["message"]["usage"]}
     assert with_member_replaced(orjson.dumps(twice), "usage", value["message"]["usage"], restated) is None
+
+
+@pytest.mark.parametrize("escape", [b"\\ud800", b"\\udfff", b"\\ud83dx", b"\\ud83d\\u0041"])
+def test_a_lone_surrogate_escape_reads_as_the_replacement_character_and_keeps_its_bytes(escape):
+    """JSON.stringify writes a string cut inside a character so (valid JSON, which orjson refuses):
+    found using the tool as a user, every command refused such a log as malformed JSON."""
+    from transcompact import PruneOptions, dumps, loads, prune
+
+    lines = [b'{"role":"user","content":"hi ' + escape + b'"}']
+    for n in range(4):
+        lines += [b'{"role":"assistant","content":null,"tool_calls":[{"id":"c%d","type":"function","function":{"name":"sh",'
+                  b'"arguments":"{}"}}]}' % n, b'{"role":"tool","tool_call_id":"c%d","content":"%s ' % (n, b"x" * 3000) + escape + b'"}']
+    data = b"\n".join(lines) + b"\n"
+    transcript = loads(data, "s.jsonl")
+    assert "\ufffd" in transcript.messages[0].blocks[0].text and dumps(transcript) == data
+    pruned, report = prune(transcript, PruneOptions(keep_last=0, hard_clear_after=0))
+    assert report.cleared == 4 and dumps(pruned).startswith(lines[0] + b"\n")

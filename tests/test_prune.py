@@ -304,3 +304,14 @@ def test_a_pruned_transcript_does_not_hold_the_outputs_it_cleared(name, shape):
     third = written if shape == "lines" else (written["messages"] if shape == "body" else written)[2]
     assert is_placeholder(third["content"][0]["content"])
     assert list(third) == list(messages[2]) and third["id"] == 0  # the other fields, in their place
+
+
+def test_clear_tool_inputs_clears_a_text_input_to_empty_text():
+    """Found using prune as a user: a Codex custom tool's input (apply_patch's patch, text) was
+    made {}, written as the text "{}", and the post-condition stopped the run as a bug."""
+    rollout = next((FIXTURES / "codex").glob("*0199c3a1*.jsonl"))
+    result = CliRunner().invoke(cli, ["prune", "--keep-last", "0", "--hard-clear-after", "0", "--clear-tool-inputs", str(rollout)])
+    assert result.exit_code == 0, result.stderr
+    calls = [line["payload"] for line in map(json.loads, result.stdout.splitlines()) if line.get("type") == "response_item"
+             and line["payload"].get("type") == "custom_tool_call"]
+    assert calls and all(call["input"] == "" for call in calls)

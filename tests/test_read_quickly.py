@@ -107,10 +107,10 @@ def test_an_unchanged_message_is_written_back_as_its_own_bytes():
 
 @pytest.mark.parametrize("data", [
     b'{"messages":[{"role":"user","content":"caf\xe9"}]}',  # not UTF-8
-    b'{"messages":[{"role":"user","content":"\\ud800"}]}',  # a lone surrogate
+    b'{"messages":[{"role":"user","content":"\\x"}]}',  # an escape JSON has not
     b'{"messages":[{"role":"user","content":[{"type":"text","text":"a","cache_control":' + b"[" * 300 + b"]" * 300 + b"}]}]}",
     b'{"messages":[{"role":"user","content":"a"}]',  # cut short
-], ids=["not-utf8", "lone-surrogate", "too-deep", "truncated"])
+], ids=["not-utf8", "bad-escape", "too-deep", "truncated"])
 def test_a_broken_body_is_left_to_the_whole_reading_which_says_where(data):
     assert read_quickly(data, "t.json", None) is None
     with pytest.raises(TranscompactError) as quick:

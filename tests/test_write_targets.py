@@ -333,3 +333,45 @@ def test_the_lines_a_rewrite_makes_in_a_crlf_log_end_as_its_own_do(command, sour
     assert out != data and out.endswith(b"\r\n") and out.count(b"\n") == out.count(b"\r\n")
     as_lf = run(*command, "-q", "-", input=data.replace(b"\r\n", b"\n")).stdout_bytes
     assert out.replace(b"\r\n", b"\n") == as_lf  # the same rewrite, each line ended as the input's
+
+
+@pytest.mark.parametrize("command, source", [
+    (["compact", "--emergency", "--force", "--keep-recent-tokens", "10"], "codex/rollout-2025-10-08T10-15-30-0199c3a1-7b2e-7c40-9d11-2f6a8e4b5c01.jsonl"),
+    (["prune", "--hard-clear-after", "0", "--keep-last", "0"], None),  # OpenAI messages, one a line, the last a result
+])
+def test_a_crlf_log_without_a_last_line_break_keeps_its_endings(command, source):
+    """Found using the tool as a user: the input's last line got a bare LF when lines followed it,
+    and a last line made anew ended in a lone CR."""
+    messages = [{"role": "user", "content": "go"}]
+    for n in range(4):
+        messages += [{"role": "assistant", "content": None,
+                      "tool_calls": [{"id": f"c{n}", "type": "function", "function": {"name": "sh", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"c{n}", "content": "x" * 3000}]
+    made = b"\n".join(orjson.dumps(message) for message in messages)
+    data = ((FIXTURES / source).read_bytes() if source else made).rstrip(b"\n").replace(b"\n", b"\r\n")
+    Path("crlf.jsonl").write_bytes(data)
+    result = run(*command, "-q", "crlf.jsonl")
+    assert result.exit_code == ExitCode.OK, result.stderr
+    out = result.stdout_bytes
+    assert out != data and out.count(b"\n") == out.count(b"\r\n") and not out.endswith(b"\r")
+
+
+@pytest.mark.parametrize("stderr", ["2>/dev/full", "2>&-"])
+def test_a_stderr_that_cannot_be_written_leaves_the_run_to_its_work_and_its_status(stderr):
+    """stderr carries messages only: found using the tool as a user, a full one stopped a batch
+    after its first file at exit 1, a closed one at exit 70, the other files left undone."""
+    import subprocess
+    import sys
+
+    from .builders import env_name
+
+    if stderr == "2>/dev/full":
+        full_device()
+    Path("logs").mkdir()
+    for n in range(3):
+        shutil.copy("long-session.json", f"logs/s{n}.json")
+    done = subprocess.run(f"{sys.executable} -m transcompact prune -i --report r.jsonl logs {stderr}", shell=True,
+                          env=env_name(), timeout=60)
+    assert done.returncode == ExitCode.OK
+    assert len(Path("r.jsonl").read_bytes().splitlines()) == 3
+    assert all(Path(f"logs/s{n}.json").read_bytes() != Path("long-session.json").read_bytes() for n in range(3))

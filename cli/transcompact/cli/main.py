@@ -260,7 +260,40 @@ def terminal_columns() -> int:
         return 80
 
 
+class _Messages:
+    """stderr as a run writes it: its messages only, so a write that fails (a full device, a
+    reader that went away, none at all: `2>&-`) drops them, and the run goes on to its own
+    exit status, where it would have ended with another."""
+
+    def __init__(self, stream) -> None:
+        self._stream, self._failed = stream, stream is None
+
+    def write(self, text: str) -> int:
+        if not self._failed:
+            try:
+                return self._stream.write(text)
+            except (OSError, ValueError):
+                self._failed = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._failed:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError):
+                self._failed = True
+
+    def isatty(self) -> bool:
+        return not self._failed and self._stream.isatty()
+
+    def __getattr__(self, name: str):
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
 def main() -> None:
+    sys.stderr = _Messages(sys.stderr)
     try:
         cli(prog_name="transcompact", terminal_width=terminal_columns())
     except TranscompactError as error:  # only with --traceback: show it, keep the exit status

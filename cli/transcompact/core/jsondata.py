@@ -191,11 +191,17 @@ class Lines:
 
 
 def _needs_cr(record: Record, written: bytes | memoryview, last: bool) -> bool:
-    """Whether a line of a CRLF file (`written`, of `record`) lacks its CR: one made anew (the
-    input's own end in theirs), not the empty `last` one after the final line break."""
-    if type(record[0]) is memoryview or last and not written:
+    """Whether a line of a CRLF file (`written`, of `record`) lacks its CR before the line break
+    after it: one made anew, or the input's own last line, which had no line break and has a line
+    after it now (the input's other lines end in theirs). Never the `last` line, after which
+    comes no line break (nor a lone CR)."""
+    if last or not written or bytes(written[-1:]) == b"\r":
         return False
-    return bytes(written[-1:]) != b"\r"
+    line = record[0]
+    if type(line) is not memoryview:
+        return True
+    whole = line.obj  # (the input's bytes: is this line their end?)
+    return isinstance(whole, bytes) and whole[len(whole) - len(line):] == bytes(line)
 
 
 def line_bytes(record: Record) -> bytes | memoryview:
@@ -544,6 +550,9 @@ def load_json(text: bytes | memoryview) -> Any:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError as error:
+        # A lone surrogate escape (`no low surrogate in string`, …): read as U+FFFD (its line keeps its bytes).
+        if error.msg.endswith(" surrogate in string") and (fixed := _without_lone_surrogates(bytes(text))) != text:
+            return load_json(fixed)
         if error.msg != _BEYOND_A_DOUBLE:
             raise
     data = bytes(text)
@@ -551,6 +560,16 @@ def load_json(text: bytes | memoryview) -> Any:
     if _scan(checked)[0]:
         return checked  # too deep to write: its reader refuses it (the standard library would recurse that deep)
     return _exact_loads(data)
+
+
+# An escaped backslash, a surrogate pair, or a surrogate escape alone (JSON.stringify writes one
+# for a string cut inside a character: valid JSON, which orjson refuses), in a JSON text's strings.
+_SURROGATE_ESCAPE = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _without_lone_surrogates(data: bytes) -> bytes:
+    """`data` with each lone surrogate escape written `\\ufffd`, as long (positions stay the input's)."""
+    return _SURROGATE_ESCAPE.sub(lambda found: found.group() if len(found.group()) != 6 else b"\\ufffd", data)
 
 
 def _zero_if_beyond_a_double(match: re.Match[bytes]) -> bytes:
@@ -605,7 +624,8 @@ def _exact_loads(text: bytes) -> Any:
     """The standard library's reading, which sees each number's text: keep the ones orjson would change."""
     import json
 
-    return json.loads(text.decode("utf-8"), parse_int=_exact_int, parse_float=_exact_float)
+    return json.loads(_without_lone_surrogates(text).decode("utf-8") if b"\\u" in text else text.decode("utf-8"),
+                      parse_int=_exact_int, parse_float=_exact_float)
 
 
 def _exact_int(text: str) -> Any:

@@ -8,12 +8,13 @@ unchanged message, and the unchanged parts of a changed one, come back as they w
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 
 from ..core.errors import ShapeError
-from ..core.jsondata import kind_of, too_deep
+from ..core.jsondata import kind_of, nested_value, too_deep
 from ..core.model import Block, Document, Image, Message, Opaque, Text, ToolCall, ToolResult
 from ._shape import message_role
 
@@ -40,15 +41,23 @@ class _Origin:
         self.content_shape = content_shape  # "string", "parts", "null" or "absent"
 
 
+# A number orjson would not give back as written (`1.50`, `1e5`, `-0`, an integer beyond 64 bits):
+# arguments that may hold one are read with every number as written (`jsondata.nested_value`).
+_NOT_AS_WRITTEN = re.compile(r"\d[.eE]|\d{19}|-0")
+
+
 def decode_arguments(arguments: Any) -> Any:
-    """The arguments a JSON string holds; the string itself when it holds none, or nesting too deep to write."""
-    if isinstance(arguments, str):
-        try:
-            decoded = orjson.loads(arguments)
-        except orjson.JSONDecodeError:
-            return arguments
-        return arguments if too_deep(decoded) else decoded
-    return arguments
+    """The arguments a JSON string holds, every number as written; the string itself when it
+    holds none, or nesting too deep to write."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        if _NOT_AS_WRITTEN.search(arguments) is not None:
+            return nested_value(arguments.encode("utf-8", "surrogatepass"), 1)
+        decoded = orjson.loads(arguments)
+    except ValueError:  # not JSON (orjson's error is one), or too deep
+        return arguments
+    return arguments if too_deep(decoded) else decoded
 
 
 def read_part(part: Any, where: str) -> Block:

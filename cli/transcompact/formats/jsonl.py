@@ -159,6 +159,8 @@ def write_lines(transcript: Transcript) -> Lines:
         value = codec.write_message(message)
         out.append((dumps(value, indent=False) + ending, value) if ending else (None, value))
     out.extend(records[i] for i in source.tail)
+    if ending and out and type(out[-1][0]) is bytes:  # the file's last line, made anew: no line break after it, nor a CR
+        out[-1] = (out[-1][0][:-len(ending)], out[-1][1])
     return Lines.of(out, bom=source.bom)
 
 

@@ -130,27 +130,31 @@ def _walk_finds(directory: str, path: str, patterns: Sequence[str]) -> bool:
 def _the_runs_own(path: str) -> bool:
     """Whether the file at `path` is empty or one the run wrote before (known by how it begins):
     what a file of the run's own may replace among the files a walk reads (any other is an input)."""
-    try:
-        with open(path, "rb") as file:
-            start = file.read(64)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return not start or start.startswith(_OURS)
+    start = _start_of(path)
+    return start is not _UNREADABLE and (not start or start.startswith(_OURS))
 
 
 def _holds_a_transcript(path: str) -> bool:
     """Whether the file at `path` holds JSON (a transcript, as the walk would read it) that the run
     did not write itself (known by how its files begin), or is compressed (the run's own never are)."""
+    start = _start_of(path)
+    if start is _UNREADABLE or not start:
+        return start is _UNREADABLE
+    return (start.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") and not start.startswith(_OURS)) or detect(start) is not None
+
+
+_UNREADABLE = b"(unreadable)"  # (a file that cannot be read is taken as one the run may not replace)
+
+
+def _start_of(path: str) -> bytes:
+    """The first bytes of the file at `path`: b"" when there is none, `_UNREADABLE` when it cannot be read."""
     try:
         with open(path, "rb") as file:
-            start = file.read(64)
+            return file.read(64)
     except FileNotFoundError:
-        return False
+        return b""
     except OSError:
-        return True
-    return (start.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"{", b"[") and not start.startswith(_OURS)) or detect(start) is not None
+        return _UNREADABLE
 
 
 def _is_a_file(path: str) -> bool:

@@ -291,17 +291,20 @@ def _key_lines(block: ToolResult, names: dict, arguments: Callable[[str], Any]) 
 
 
 def _clear_inputs(messages: list[Message], cleared: set[str], of_tools: bool | frozenset[str]) -> int:
-    """The input of each call whose result is cleared becomes {} (its name and id stay); only the
-    calls of `of_tools` when it names tools."""
+    """The input of each call whose result is cleared becomes {} (its name and id stay), "" where
+    it is text (Codex's custom tools take their input so); only the calls of `of_tools` when it names tools."""
     count = 0
     for index, message in enumerate(messages):
         if message.role != ASSISTANT:
             continue
         blocks = list(message.blocks)
         for b, block in enumerate(blocks):
-            if (isinstance(block, ToolCall) and block.id in cleared and block.input != {}
-                    and (of_tools is True or (isinstance(of_tools, frozenset) and block.name in of_tools))):
-                blocks[b] = replace(block, input={})
+            if not isinstance(block, ToolCall):
+                continue
+            empty: str | dict = "" if isinstance(block.input, str) else {}
+            if block.id in cleared and block.input != empty and (
+                    of_tools is True or (isinstance(of_tools, frozenset) and block.name in of_tools)):
+                blocks[b] = replace(block, input=empty)
                 count += 1
         if blocks != list(message.blocks):
             messages[index] = message.with_blocks(tuple(blocks))
