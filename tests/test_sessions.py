@@ -130,6 +130,14 @@ def test_each_agents_sessions_in_its_own_place(home, transcompact):
     assert times == sorted(times, reverse=True)
 
 
+def test_each_name_of_a_hard_linked_session_is_a_session(home, transcompact):
+    """An agent knows a stored session by its name: a hard link of one is listed too (a batch
+    command reads a file once however it is named; a listing of sessions lists names)."""
+    original = home / ".claude/projects/-home-ada-shop/3f0c6a52-8d1e-4c57-9b7e-0f7f7f2b9a10.jsonl"
+    os.link(original, original.with_name("7a3f0c6a-8d1e-4c57-9b7e-0f7f7f2b9a10.jsonl"))
+    assert listed(transcompact)["total"]["sessions"] == 5
+
+
 def test_the_last_activity_is_the_newest_timestamp_else_the_files_time(home, transcompact):
     newest = max(json.loads(line)["timestamp"] for line in PI.read_text().splitlines())
     entry = next(e for e in listed(transcompact, "--agent", "pi")["files"])

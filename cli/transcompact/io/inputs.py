@@ -88,11 +88,14 @@ def _is_directory(argument: str) -> bool:
     return os.path.isdir(argument) and not is_conversation(argument)
 
 
-def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Sequence[str] = ()) -> Iterator[Source]:
+def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Sequence[str] = (),
+             each_name: bool = False) -> Iterator[Source]:
     """Each input the arguments name (stdin when none), in their order, each directory's files
     in sorted order (matching `patterns`, by default TRANSCRIPT_PATTERNS), found as they are asked
     for: a large tree is not listed before the first file is read. `ours`, the files the run
-    itself keeps (a `--report` or an archive inside the tree it walks), are no input."""
+    itself keeps (a `--report` or an archive inside the tree it walks), are no input. A file is
+    read once, however it is named (a link, a hard link); with `each_name`, the hard links of a
+    file are each its own (an agent knows a stored session by its name)."""
     patterns = patterns or TRANSCRIPT_PATTERNS
     matches = matcher(patterns)
     seen: set[Hashable] = {key for path in ours for key in _names_of(path)}
@@ -103,6 +106,7 @@ def discover(arguments: Sequence[str], patterns: Sequence[str] = (), *, ours: Se
         else:
             found = _walk(argument, patterns, matches)
         for source, keys in found:
+            keys = keys[:1] if each_name else keys  # (the first: its real path)
             if not any(key in seen for key in keys):
                 seen.update(keys)
                 yield source

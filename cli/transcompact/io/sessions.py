@@ -99,7 +99,7 @@ def find(place: Place) -> Iterator[Found]:
     `inputs.discover`'s: hidden entries skipped, no link followed out of the directory."""
     if not os.path.isdir(place.directory):
         return
-    for source in discover([place.directory], place.patterns):
+    for source in discover([place.directory], place.patterns, each_name=True):
         if source.problem or source.left:
             continue
         parts = source.relative.split("/")
@@ -113,7 +113,7 @@ def find(place: Place) -> Iterator[Found]:
 def walk(directory: str, patterns: Sequence[str] = ()) -> Iterator[Found]:
     """Every file under `directory` matching `patterns` (`inputs.discover`'s defaults when none),
     whatever its agent, each stat'ed."""
-    for source in discover([directory], patterns):
+    for source in discover([directory], patterns, each_name=True):
         if source.left:  # a link out of the tree, a FIFO: named, as every walk names it, and left
             yield Found(source.path, None, left=source.left)
         elif source.problem and not source.relative:
