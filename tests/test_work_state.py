@@ -347,3 +347,20 @@ def test_the_corpus_task_tools_give_the_task_list():
     state = find_work_state(loads(path.read_bytes(), path.name).messages)
     assert state.tasks and {t.status for t in state.tasks} <= {DONE, IN_PROGRESS, PENDING}
     assert json.dumps([t.text for t in state.tasks])
+
+
+def test_an_edit_swe_agent_refused_is_left_behind_by_the_next_edit():
+    """Its lint's errors were never in the code (the edit was not applied): the next edit, applied
+    or refused in turn, leaves them behind (found by the bench's probe of stale statements)."""
+    def ran(command: str) -> Message:
+        return Message(ASSISTANT, (Text(f"Let me try.\n```\n{command}\n```"),))
+
+    refused = ("Your proposed edit has introduced new syntax error(s). Please understand the fixes and retry your edit "
+               "commmand.\n\nERRORS:\n- E999 SyntaxError: unmatched '{}'\n\nThis is how your edit would have looked if applied")
+    messages = [Message(USER, (Text("Fix the pixel data check in numpy_handler.py, please."),)),
+                ran("edit 287:295\n    required = [\n    ]]\nend_of_edit"), Message(USER, (Text(refused.format("]")),)),
+                ran("edit 287:295\n    required = [\n    ))\nend_of_edit"), Message(USER, (Text(refused.format(")")),)),
+                ran("edit 287:296\n    required = []\nend_of_edit"), Message(USER, (Text("[File: numpy_handler.py (373 lines total)]"),)),
+                ran("python reproduce_bug.py"), Message(USER, (Text("Script completed successfully, no errors."),))]
+    errors = [line for _, line in find_facts(messages, {}, {}).errors]
+    assert errors == ["(fixed since) - E999 SyntaxError: unmatched ']'", "(fixed since) - E999 SyntaxError: unmatched ')'"]

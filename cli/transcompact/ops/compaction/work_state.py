@@ -188,11 +188,20 @@ def check_key(command: str) -> str | None:
     return _RUNNER.sub("", " ".join(first.split())) if _CHECK_COMMAND.search(first) else None
 
 
+# SWE-agent's edit of a file's lines (`edit 287:295`, the new lines, `end_of_edit`): one its lint
+# refused was not applied, so the next edit (of those lines or others, applied or refused in turn)
+# leaves its errors behind: every such edit is one command, `LINES_EDIT`.
+_LINES_EDIT = re.compile(r"edit \d+:\d+\n")
+LINES_EDIT = "edit"
+
+
 def run_key(command: str) -> str:
     """What makes two runs runs of the same command: a check as `check_key` says, another command
     without the directory it was run from (`cd DIR && `) and its redirections, white space single."""
     if (key := check_key(command)) is not None:
         return key
+    if _LINES_EDIT.match(command):
+        return LINES_EDIT
     return " ".join(_REDIRECTS.sub("", _IN_DIRECTORY.sub("", command.strip())).split())
 
 

@@ -22,6 +22,7 @@ from ..output_errors import clipped, command_of, error_lines, exit_failed, resul
 from ..summary_message import is_summary_message
 from ..work_state import (
     DONE,
+    LINES_EDIT,
     WorkState,
     WorkStateFinder,
     check_key,
@@ -171,7 +172,8 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                 text = text_of(message)
                 found = error_lines(text, exit_failed(text))
                 errors += [(index, line) for line in found]
-                fixes.ran(index, command, failed_run(command, text, False), len(found))
+                # (An observation says no exit status: one with an error line failed, as SWE-agent's refused edit.)
+                fixes.ran(index, command, failed_run(command, text, False) or bool(found), len(found))
                 runs.append((command, text))
                 command = None
         work = trajectory_runs(runs)
@@ -266,7 +268,7 @@ class _Fixes:
         check = check_key(command) if command is not None else None
         key = run_key(command) if command is not None else None
         self.keys += [(key, check is not None)] * errors
-        if failed or key is None:
+        if failed and key != LINES_EDIT or key is None:  # (an edit SWE-agent refused leaves the one before it behind too)
             return
         self.passed[key] = index
         if check is not None:
