@@ -186,3 +186,18 @@ def test_a_run_of_the_same_command_from_its_directory_fixes_what_it_printed():
     errors = summary.split("### Errors seen (newest first)\n", 1)[1].split("\n###", 1)[0].split("\n")
     # The same error printed by another command before the fix is fixed as well: listed once, fixed.
     assert errors == ["- (fixed since) sqlite3.IntegrityError: FOREIGN KEY constraint failed"]
+
+
+def test_claude_codes_instruction_to_go_on_with_the_last_task_is_not_carried():
+    """Found using compact as a user: a later compaction kept "Continue with the last task that you
+    were asked to work on." in the middle of its checkpoint, after the task had changed."""
+    from transcompact.formats.claude_code import FORMAT
+    from transcompact.formats.claude_code.rewrites import COMPACT_PREAMBLE
+
+    text = (COMPACT_PREAMBLE + "Summary:\n1. Primary Request and Intent:\n   Fix the tests.\n\nIf you need specific details from "
+            "before compaction, read the full transcript at: /home/ada/.claude/projects/x.jsonl\nPlease continue the conversation "
+            "from where we left it off without asking the user any further questions. Continue with the last task that you were "
+            "asked to work on.")
+    assert FORMAT.earlier_summary_body(text) == ("Summary:\n1. Primary Request and Intent:\n   Fix the tests.\n\nIf you need "
+                                                 "specific details from before compaction, read the full transcript at: "
+                                                 "/home/ada/.claude/projects/x.jsonl")

@@ -18,6 +18,9 @@ IDLE = {
                                     "--instructions has no effect with --emergency"),
     "base-url-with-emergency": (["compact", "--emergency", "--base-url", "http://127.0.0.1:9"],
                                 "--base-url has no effect with --emergency"),
+    # (found using the tool as a user: the summary given was ignored in silence)
+    "previous-summary-with-emergency": (["compact", "--emergency", "--previous-summary", TRANSCRIPT],
+                                        "--previous-summary has no effect with --emergency"),
     "head-with-by-kind": (["prune", "--by-kind", "--head", "10"], "--head has no effect with --by-kind"),
     "cap-without-by-kind": (["prune", "--result-token-cap", "5"], "--result-token-cap has no effect without --by-kind"),
     "kind-without-by-kind": (["compact", "--kind", "Bash=head-tail"], "--kind has no effect without --by-kind"),

@@ -116,7 +116,7 @@ class Idle:
 
 
 _MODEL_CALL = ("provider", "model", "base_url", "timeout", "retries", "instructions", "style", "summary_input_tokens",
-               "result_chars", "no_fallback", "batch_api", "poll_interval", "state_file")
+               "result_chars", "no_fallback", "batch_api", "poll_interval", "state_file", "previous_summary")
 _PRUNING = (Idle(("result_token_cap", "kinds"), without="by_kind", why="it sets how --by-kind cuts"),
             Idle(("soft_trim_chars", "head", "tail"), with_="by_kind", why="--by-kind cuts instead of the soft trim"),
             Idle(("keep_last", "hard_clear_after", "soft_trim_chars", "head", "tail"), with_="keep_tool_uses",

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from ...core.jsondata import PartialLine
@@ -50,13 +51,20 @@ class ClaudeCodeFormat(Format):
         return isinstance(record, dict) and record.get("isCompactSummary") is True
 
     def earlier_summary_body(self, text: str) -> str:
+        """The summary without Claude Code's words around it: its preamble, and the instruction it
+        ends with to go on with the last task (which a later compaction's window may no longer be)."""
         from .rewrites import COMPACT_PREAMBLE
 
-        return text[len(COMPACT_PREAMBLE):] if text.startswith(COMPACT_PREAMBLE) else text
+        body = text[len(COMPACT_PREAMBLE):] if text.startswith(COMPACT_PREAMBLE) else text
+        return _GO_ON.sub("", body)
 
     def written_by_agent(self, message: Message) -> bool:
         """A message whose line is `isMeta` (its first, when the turn has several)."""
         return isinstance(message.raw, dict) and bool(message.raw.get("isMeta"))
 
+
+# What Claude Code ends its summary message with (after the transcript's path).
+_GO_ON = re.compile(r"\s*Please continue the conversation from where we left it off without asking the user any further "
+                    r"questions\. Continue with the last task that you were asked to work on\.\s*$")
 
 FORMAT = ClaudeCodeFormat()
