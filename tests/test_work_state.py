@@ -137,6 +137,14 @@ def test_a_search_that_found_nothing_is_no_open_problem():
     assert missing.problem is not None and missing.problem.error == "grep: src/gone.ts: No such file or directory"
 
 
+def test_openhands_grep_that_found_nothing_is_no_error_and_no_open_problem():
+    output = "\n[The command completed with exit code 1.]\n[Current working directory: /workspace]\n[Command finished with exit code 1]"
+    state = state_of(call(1, "execute_bash", command='grep -n "iso" src/match.c'), result(1, output))
+    assert state.problem is None
+    facts = find_facts([call(1, "execute_bash", command='grep -n "iso" src/match.c'), result(1, output)], {}, {})
+    assert facts.errors == ()
+
+
 def test_an_open_problems_command_of_several_lines_says_it_shows_the_first():
     command = "cd /testbed && sed -i '750i\\\n    def pre_save(self, model_instance, add):\\\n        pass' f.py"
     state = state_of(call(1, "Bash", command=command), result(1, "Exit code 1\nsed: -e expression #1: unknown command", is_error=True))
@@ -213,9 +221,13 @@ def test_a_status_said_after_the_output_fails_the_run(status):
      "ERRORS:\n- E999 SyntaxError: unmatched ']'\n\nThis is how your edit would have looked if applied\n"
      "[File: /repo/numpy_handler.py (373 lines total)]\n282:            \"Unable to convert the pixel data: one of Pixel Data\"\n"
      "1481:        except (TypeError, ValueError) as error:\n1482:            raise self.make_error(\"invalid\") from error",
-     ["- E999 SyntaxError: unmatched ']'"]),
+     ["E999 SyntaxError: unmatched ']'"]),
+    ("ERROR:\nNo replacement was performed. Multiple occurrences of old_str `return x;` in lines [317, 449].",
+     ["ERROR: No replacement was performed. Multiple occurrences of old_str `return x;` in lines [317, 449]."]),
+    ("\n[The command completed with exit code 2.]\n[Current working directory: /workspace]\n[Command finished with exit code 2]", []),
 ], ids=["not the progress line", "the line that says why", "an exit status alone", "a placeholder",
-        "a heading with a literal \\n", "ExUnit", "esbuild", "gh", "SWE-agent's lint, not the lines of its file window"])
+        "a heading with a literal \\n", "ExUnit", "esbuild", "gh", "SWE-agent's lint, not the lines of its file window",
+        "OpenHands' editor: its label with the reason after it", "OpenHands' shell: its status and directory alone"])
 def test_errors_are_error_messages(output, wanted):
     assert error_lines(output, failed=True) == wanted
 
@@ -363,4 +375,21 @@ def test_an_edit_swe_agent_refused_is_left_behind_by_the_next_edit():
                 ran("edit 287:296\n    required = []\nend_of_edit"), Message(USER, (Text("[File: numpy_handler.py (373 lines total)]"),)),
                 ran("python reproduce_bug.py"), Message(USER, (Text("Script completed successfully, no errors."),))]
     errors = [line for _, line in find_facts(messages, {}, {}).errors]
-    assert errors == ["(fixed since) - E999 SyntaxError: unmatched ']'", "(fixed since) - E999 SyntaxError: unmatched ')'"]
+    assert errors == ["(fixed since) E999 SyntaxError: unmatched ']'", "(fixed since) E999 SyntaxError: unmatched ')'"]
+
+
+def test_swe_agents_editor_modifies_the_file_it_opened_or_created():
+    """Found using compact as a user: a SWE-agent trajectory's checkpoint had no file modified (its
+    editor runs as commands: `open`, `create`, then `edit` and `insert` of the file open)."""
+    def ran(command: str) -> Message:
+        return Message(ASSISTANT, (Text(f"Next.\n```\n{command}\n```"),))
+
+    messages = [Message(USER, (Text("Fix the pixel data check in numpy_handler.py, please."),)),
+                ran("create reproduce_bug.py"), Message(USER, (Text("[File: /repo/reproduce_bug.py (1 lines total)]"),)),
+                ran("edit 1:1\nimport numpy\nend_of_edit"), Message(USER, (Text("File updated."),)),
+                ran('open "pydicom/numpy_handler.py" 293'), Message(USER, (Text("[File: numpy_handler.py (373 lines total)]"),)),
+                ran("edit 287:296\n    required = []\nend_of_edit"), Message(USER, (Text("File updated."),)),
+                ran("open setup.py"), Message(USER, (Text("[File: setup.py (40 lines total)]"),))]
+    headings = {h3: items for _, h3, items in sections(checkpoint(find_facts(messages, {}, {}), 2000, 0.25))}
+    assert headings["Files modified (newest first)"] == ["- `pydicom/numpy_handler.py`", "- `reproduce_bug.py`"]
+    assert headings["Files read (newest first)"] == ["- `setup.py`"]

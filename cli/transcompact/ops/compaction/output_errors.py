@@ -60,11 +60,11 @@ _EXIT = re.compile(r"^(?:Exit code|exit code:?|Command exited with code|Process 
 # the process group), OpenHands' (`[The command completed with exit code 1.]`), Go's `exit status 1`,
 # a runner's last line (`Process exited with code 1`).
 _EXIT_AFTER = re.compile(r"^(?:Exit Code: |(?:Process|Command) exited with code |exit status "
-                         r"|\[The command completed with exit code )(-?\d+)(?:\.\])?$", re.M)
+                         r"|\[The command completed with exit code |\[Command finished with exit code )(-?\d+)(?:\.?\])?$", re.M)
 # What Gemini CLI's shell tool writes around an output (its status lines, the wrapper it marks
 # the output with): never an error, nor why a command failed.
 _SHELL_FRAME = re.compile(r"(?:Exit Code|Signal|Background PIDs|Process Group PGID): |Error: \(none\)$|Output: \(empty\)$"
-                          r"|</?untrusted_context>$")
+                          r"|</?untrusted_context>$|\[(?:Current working directory|Python interpreter): .*\]$")
 # The tags an agent wraps an output in (mini-swe-agent's `<output>`, `<returncode>`), on lines of their own.
 _WRAPPER = re.compile(r"</?(?:output|error|returncode|untrusted_context)>$|```$")
 # Lines that say what a command is doing, not what went wrong.
@@ -166,8 +166,19 @@ def _stated_errors(text: str) -> list[str]:
         if ahead < len(tracebacks) and tracebacks[ahead].start <= start:
             continue  # a traceback's line: its frames are source, its last line is already found
         if _ERROR_LINE.match(stripped := line_at(text, start).strip()) and not _SHELL_FRAME.match(stripped):
-            found.append((start, stripped))
+            found.append((start, _said_whole(text, start, stripped)))
     return [line for _, line in sorted(found)]
+
+
+def _said_whole(text: str, start: int, line: str) -> str:
+    """An error line as it is kept: a label alone (OpenHands' editor's `ERROR:`) with the line
+    after it, which says what went wrong; SWE-agent's lint item without its list's `- `."""
+    if line.endswith(":") and line[:-1].isalpha():
+        after = text.find("\n", start)
+        reason = next((said for said in (part.strip() for part in text[after + 1:after + 2001].split("\n")) if said), "") \
+            if after >= 0 else ""
+        return f"{line} {reason}".strip()
+    return line[2:] if line.startswith("- ") else line
 
 
 def _tracebacks(text: str) -> list[_Traceback]:

@@ -32,7 +32,7 @@ _STATUSES = {"completed": DONE, "complete": DONE, "done": DONE, "finished": DONE
              "in-progress": IN_PROGRESS, "active": IN_PROGRESS, "pending": PENDING, "todo": PENDING,
              "not_started": PENDING, "cancelled": CANCELLED, "canceled": CANCELLED}
 # Tools that change the file they name; an editor tool's `command` says whether it views or changes.
-EDIT_TOOLS = frozenset({"edit", "multiedit", "write", "notebookedit", "write_file", "replace", "edit_file",
+EDIT_TOOLS = frozenset({"edit", "multiedit", "write", "notebookedit", "write_file", "replace", "edit_file", "create",
                         "create_file", "str_replace", "insert", "apply_patch", "patch", "write_to_file", "search_replace"})
 EDITOR_WRITES = frozenset({"create", "str_replace", "insert", "undo_edit", "write", "edit"})
 _PATCH_FILE = re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.M)  # a move: its new name too
@@ -367,6 +367,15 @@ def _last_program(command: str) -> str | None:
     return last[0].rsplit("/", 1)[-1] if last else None
 
 
+def _first_word(text: str) -> str | None:
+    """The first word of a command's arguments, its quotes taken off (`"src/a.py" 12` → `src/a.py`)."""
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        words = text.split()
+    return words[0] if words else None
+
+
 def _operands(arguments: list[str], valued: tuple[str, ...]) -> list[str]:
     """A program's arguments that are no option (all of them after `--`), the value of a `valued` option aside."""
     found, options, taking = [], True, False
@@ -425,6 +434,7 @@ class _Tracker:
     # session runs the same tests thousands of times).
     runs: dict[str, tuple[str, str, bool]] = field(default_factory=dict)
     failure: tuple[str, str] | None = None
+    opened: str | None = None  # the file SWE-agent's editor has open (`open`, `create`): what its `edit` and `insert` change
 
     def call(self, call: ToolCall) -> None:
         arguments = call.input if isinstance(call.input, dict) else {}
@@ -433,7 +443,13 @@ class _Tracker:
             self.tasks, self.created, self.committed_since_tasks = listed, None, False
 
     def touched(self, call: ToolCall) -> None:
-        """The files a call that did not fail named: those it changed, and those it read."""
+        """The files a call that did not fail named: those it changed, and those it read; and
+        SWE-agent's editor as tools (`open`, `create` with a path, then `edit`, `insert` without one)."""
+        named = named_paths(call.input)
+        if call.name in ("open", "create") and named:
+            self.opened = named[0]
+        elif call.name in ("edit", "insert") and not named and self.opened is not None:
+            self.wrote([self.opened])
         self.wrote(modified_paths(call.name, call.input))
         for path in named_paths(call.input):
             if path not in self.modified:
@@ -478,6 +494,7 @@ class _Tracker:
             written, deleted = shell_effects(command)
             self.wrote(written)
             self.removed(deleted)
+            self._edited(command)
         if commit := git_commit(command, output, failed):
             self.commits.append(commit)
             self.committed_since_tasks = True
@@ -489,6 +506,20 @@ class _Tracker:
             self.failure = (command, output)
         elif self.failure is not None and run_key(command) == run_key(self.failure[0]):
             self.failure = None  # the same command succeeded since
+
+    def _edited(self, command: str) -> None:
+        """SWE-agent's editor, which its agent runs as commands: `open FILE` and `create FILE` name
+        the file the next `edit` and `insert` change (a created one is changed: it is new)."""
+        program, _, rest = command.partition("\n")[0].strip().partition(" ")
+        if program in ("open", "create") and (named := _first_word(rest)):
+            self.opened = named
+            if program == "create":
+                self.wrote([named])
+            elif named not in self.modified:
+                self.read.pop(named, None)
+                self.read[named] = None
+        elif program in ("edit", "insert") and self.opened is not None:
+            self.wrote([self.opened])
 
     def state(self) -> WorkState:
         runs = tuple(Run(command, result_line(output, failed), failed) for command, output, failed in reversed(self.runs.values()))

@@ -177,6 +177,8 @@ def find_facts(messages: Sequence[Message], names: dict[str, str], inputs: dict[
                 runs.append((command, text))
                 command = None
         work = trajectory_runs(runs)
+        # (Its files are what its commands did to them, in order: the oldest first.)
+        files = list(enumerate(reversed((*work.modified, *work.read))))
         texts = user_texts(messages, trajectory, injected)
     else:
         finder = WorkStateFinder()
