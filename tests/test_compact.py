@@ -671,3 +671,23 @@ def test_compact_reads_the_errors_of_each_old_output_once(monkeypatch):
     read.clear()
     output_errors.error_lines("error: once\n", False), output_errors.error_lines("error: once\n", False)
     assert len(read) == 2  # outside a compaction nothing is remembered
+
+
+def test_a_turn_the_agents_harness_began_is_not_quoted_as_the_users_request():
+    """Found using compact as a user: mini-swe-agent's note of a call it could not read, a user
+    message of its own (`extra.interrupt_type`), was quoted as "the request this turn began with"."""
+    def call(n):
+        return {"role": "assistant", "content": None,
+                "tool_calls": [{"id": f"c{n}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]}
+
+    messages = [{"role": "user", "content": "Fix the data loss when a parent with a non-numeric key is saved after its child."},
+                call(0), {"role": "tool", "tool_call_id": "c0", "content": "x" * 3000},
+                {"role": "user", "content": "Tool call error:\n\n<error>\nError parsing tool call arguments\n</error>",
+                 "extra": {"interrupt_type": "FormatError"}}]
+    for n in range(1, 10):
+        messages += [call(n), {"role": "tool", "tool_call_id": f"c{n}", "content": "y" * 3000}]
+    result = run("--emergency", "--force", "--keep-recent-tokens", "2000",
+                 input=json.dumps({"model": "gpt-4o", "messages": [*messages, {"role": "assistant", "content": "Done."}]}))
+    assert result.exit_code == 0, result.stderr
+    summary = next(m["content"] for m in messages_of(result.stdout_bytes) if "Previous conversation summary" in str(m["content"]))
+    assert "Tool call error" not in summary and "Fix the data loss" in summary

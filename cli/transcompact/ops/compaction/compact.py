@@ -280,15 +280,16 @@ def summary_text(transcript: Transcript, cut: Cut, body: str | None, options: Co
     if cut.split_turn:
         interrupted = _interrupting_request(transcript.messages[cut.turn_start + 1:cut.index], injected)
         opening_message = transcript.messages[cut.turn_start]
+        read = opening_message.read_apart()
         if interrupted is not None:  # (its message answers calls too: it stays among the old part's)
             opening = head_and_tail(interrupted, max(400, budget))
-        else:
+        elif is_summary_message(read):  # the turn began before the last compaction, which kept its opening
             real = [m for m in real if m is not opening_message]
-            read = opening_message.read_apart()
-            if is_summary_message(read):  # the turn began before the last compaction, which kept its opening
-                opening = previous.summary.opening if previous else None
-            else:
-                opening = head_and_tail(text_of(read).strip(), max(400, budget))
+            opening = previous.summary.opening if previous else None
+        elif user_text(read, injected):
+            real = [m for m in real if m is not opening_message]
+            opening = head_and_tail(text_of(read).strip(), max(400, budget))
+        # (else the agent's harness began it, not the user: nothing of it is quoted as their request)
         budget -= len(opening or "")
     goal_chars = max(400, int(options.keep_user_tokens / ratio) // 2)
     among = {id(m) for m in real}  # the calls of the old part give their inputs as find_facts reads them

@@ -113,10 +113,13 @@ def own_words(text: str) -> str:
 
 def is_user_text(message: Message) -> bool:
     """A user message that may hold the user's words: not a summary, a trajectory's demonstration
-    or observation (what the agent wrote in the user's turn is the format's: `injected`)."""
+    or observation, an OpenHands event of the agent's, mini-swe-agent's note of a call it could not
+    read (`extra.interrupt_type`) (what the agent wrote in the user's turn is the format's: `injected`)."""
     raw = message.raw if isinstance(message.raw, dict) else {}
+    extra = raw.get("extra")
     return (message.role == USER and not is_summary_message(message) and not raw.get("is_demo")
-            and raw.get("message_type") != "observation")
+            and raw.get("message_type") != "observation" and raw.get("source") != "agent"
+            and not (isinstance(extra, dict) and "interrupt_type" in extra))
 
 
 def user_texts(messages: Sequence[Message], trajectory: bool,
