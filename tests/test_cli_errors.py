@@ -343,9 +343,9 @@ LEFT = {
     ("ops/compaction/compact.py", "--emergency"), ("ops/compaction/compact.py", "--force"), ("counting/counter.py", "--calibrate"),
     # What `compact --batch-api` prints while it watches its batches: a progress line, not an error.
     ("run/batch_api.py", "--resume"),
-    # sed's own options, read in a shell command an agent ran (what it wrote: `sed -i`).
+    # sed's and rm's own options, read in a shell command an agent ran (what it wrote: `sed -i`; removed: `rm -r`).
     ("ops/compaction/work_state.py", "--in-place"), ("ops/compaction/work_state.py", "--expression"),
-    ("ops/compaction/work_state.py", "--file"),
+    ("ops/compaction/work_state.py", "--file"), ("ops/compaction/work_state.py", "--recursive"),
 }
 
 

@@ -92,10 +92,12 @@ def test_every_error_class_is_exported_from_the_package():
 
 @pytest.mark.parametrize("lazily", [False, True])
 @pytest.mark.parametrize("shape", ["body", "list", "nested"])
-def test_a_rewrite_writes_the_messages_it_left_as_their_bytes_however_they_were_read(lazily, shape):
+@pytest.mark.parametrize("lone", [b"", b" \\ud800"], ids=["", "with-a-lone-surrogate"])
+def test_a_rewrite_writes_the_messages_it_left_as_their_bytes_however_they_were_read(lazily, shape, lone):
     """Escapes and spacing of an untouched message stay as written (found using the library: a
-    transcript read whole lost every `\\u00e9` of the messages prune did not change)."""
-    messages = [b'{"role": "user", "content": "caf\\u00e9 \\u2713"}']
+    transcript read whole lost every `\\u00e9` of the messages prune did not change; then, by a
+    review, every message of a document that holds a lone surrogate escape anywhere)."""
+    messages = [b'{"role": "user", "content": "caf\\u00e9 \\u2713' + lone + b'"}']
     for n in range(8):
         messages += [b'{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"ls"}}]}' % n,
                      b'{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","content":"%s"}]}' % (n, b"x" * 9000)]

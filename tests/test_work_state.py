@@ -393,3 +393,37 @@ def test_swe_agents_editor_modifies_the_file_it_opened_or_created():
     headings = {h3: items for _, h3, items in sections(checkpoint(find_facts(messages, {}, {}), 2000, 0.25))}
     assert headings["Files modified (newest first)"] == ["- `pydicom/numpy_handler.py`", "- `reproduce_bug.py`"]
     assert headings["Files read (newest first)"] == ["- `setup.py`"]
+
+
+@pytest.mark.parametrize("command, written, deleted", [
+    ("sed -i 's/x/y/' settings.py 2>&1", ("settings.py",), ()),
+    ("touch .stamp 2>/dev/null", (".stamp",), ()),
+    ("tee notes.txt < input.txt", ("notes.txt",), ()),
+    ("touch -d yesterday a -r ref", ("a",), ()),
+    ("sed --expression s/a/b/ -i f", ("f",), ()),
+    ("sed --in-place=.bak s/a/b/ g", ("g",), ()),
+    ('python -c "if x > limit:\n    print(1)"', (), ()),
+    ("echo x > /dev/stderr", (), ()),
+    ("rm -rf node_modules 2>&1", (), ("node_modules/",)),
+    ("cat > f.txt << 'EOF'\nrm important\nEOF", ("f.txt",), ()),
+], ids=["a descriptor redirected", "stderr to /dev/null", "an input", "touch's values", "sed's script by option",
+        "sed's backup suffix", "a quoted script", "a device", "a directory", "a here-document"])
+def test_what_a_shell_command_writes_and_deletes(command, written, deleted):
+    """Found by a review: `2>&1` made files `2` and `1`, `< input.txt` a file `<`, a quoted
+    script's `> limit:` a file `limit:`."""
+    from transcompact.ops.compaction.work_state import shell_effects
+
+    assert shell_effects(command) == (written, deleted)
+
+
+def test_rm_takes_out_the_file_it_names_and_every_file_under_a_directory_it_removes():
+    state = state_of(call(1, "Write", file_path="src/pkg/main.py"), result(1, "ok"),
+                     call(2, "Write", file_path="build/gen/out.py"), result(2, "ok"),
+                     call(3, "Bash", command="cd /tmp/scratch && rm main.py"), result(3, ""),
+                     call(4, "Bash", command="rm -r build/"), result(4, ""))
+    assert state.modified == ("src/pkg/main.py",)
+
+
+def test_a_search_fed_by_a_here_document_that_found_nothing_is_no_open_problem():
+    state = state_of(call(1, "Bash", command="cat <<EOF | grep -q TODO\nnothing to do\nEOF"), result(1, "Exit code 1", is_error=True))
+    assert state.problem is None

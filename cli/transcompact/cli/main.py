@@ -41,8 +41,8 @@ COMMANDS = {
 }
 
 
-# The errors of a write to a device that is full or failing (not a closed pipe: `BrokenPipeError`).
-_CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+# The errors of a write to a device that is full or failing, or to no stdout (not a closed pipe: `BrokenPipeError`).
+_CANNOT_WRITE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF})
 
 class _Interrupted(Exception):
     """Ctrl-C, SIGTERM or SIGHUP met while a command ran (`KeyboardInterrupt`, carried past click)."""
@@ -292,7 +292,33 @@ class _Messages:
         return getattr(self._stream, name)
 
 
+class _NoStdout:
+    """stdout where the run was started without one (`>&-`): data written to it fails as a write to
+    a closed descriptor does (exit 5, `<stdout>: cannot write: Bad file descriptor`)."""
+
+    @property
+    def buffer(self) -> _NoStdout:
+        return self
+
+    def write(self, data) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def writelines(self, lines) -> None:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
 def main() -> None:
+    if sys.stdout is None:
+        sys.stdout = _NoStdout()
     sys.stderr = _Messages(sys.stderr)
     try:
         cli(prog_name="transcompact", terminal_width=terminal_columns())

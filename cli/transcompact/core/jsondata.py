@@ -551,7 +551,7 @@ def load_json(text: bytes | memoryview) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError as error:
         # A lone surrogate escape (`no low surrogate in string`, …): read as U+FFFD (its line keeps its bytes).
-        if error.msg.endswith(" surrogate in string") and (fixed := _without_lone_surrogates(bytes(text))) != text:
+        if error.msg.endswith(" surrogate in string") and (fixed := without_lone_surrogates(bytes(text))) != text:
             return load_json(fixed)
         if error.msg != _BEYOND_A_DOUBLE:
             raise
@@ -567,7 +567,7 @@ def load_json(text: bytes | memoryview) -> Any:
 _SURROGATE_ESCAPE = re.compile(rb"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
 
-def _without_lone_surrogates(data: bytes) -> bytes:
+def without_lone_surrogates(data: bytes) -> bytes:
     """`data` with each lone surrogate escape written `\\ufffd`, as long (positions stay the input's)."""
     return _SURROGATE_ESCAPE.sub(lambda found: found.group() if len(found.group()) != 6 else b"\\ufffd", data)
 
@@ -624,7 +624,7 @@ def _exact_loads(text: bytes) -> Any:
     """The standard library's reading, which sees each number's text: keep the ones orjson would change."""
     import json
 
-    return json.loads(_without_lone_surrogates(text).decode("utf-8") if b"\\u" in text else text.decode("utf-8"),
+    return json.loads(without_lone_surrogates(text).decode("utf-8") if b"\\u" in text else text.decode("utf-8"),
                       parse_int=_exact_int, parse_float=_exact_float)
 
 

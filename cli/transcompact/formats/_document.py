@@ -17,7 +17,7 @@ import orjson
 
 from .. import dialects
 from ..core.errors import Location, ShapeError, UsageError, option
-from ..core.jsondata import BOM, Layout, Parsed, first_line_is_a_value, kind_of, nested_value
+from ..core.jsondata import BOM, Layout, Parsed, first_line_is_a_value, kind_of, nested_value, without_lone_surrogates
 from ..core.model import Message, Transcript
 from .adapter import Format
 
@@ -192,16 +192,34 @@ def write(transcript: Transcript) -> bytes:
 
 def _message_spans(data: bytes, path: tuple[Any, ...]) -> list | None:
     """The bytes of each message of the list at `path` in the document `data` (None where its
-    bytes do not hold that list as the reading found it)."""
+    bytes do not hold that list as the reading found it). A document with a lone surrogate escape,
+    which the decoder refuses, is split where the same document with U+FFFD escaped there (as
+    long) splits: the spans are the input's own bytes at those places."""
     import msgspec
 
-    node = data[len(BOM):] if data.startswith(BOM) else data
-    try:
-        for key in path:
-            node = msgspec.json.decode(node, type=dict[str, msgspec.Raw] if isinstance(key, str) else list[msgspec.Raw])[key]
-        return msgspec.json.decode(node, type=list[msgspec.Raw])
-    except (msgspec.MsgspecError, RecursionError, ValueError, KeyError, IndexError):
-        return None
+    text = data[len(BOM):] if data.startswith(BOM) else data
+    for document in dict.fromkeys((text, without_lone_surrogates(text))):
+        node: Any = document
+        try:
+            for key in path:
+                node = msgspec.json.decode(node, type=dict[str, msgspec.Raw] if isinstance(key, str) else list[msgspec.Raw])[key]
+            spans = msgspec.json.decode(node, type=list[msgspec.Raw])
+        except (msgspec.MsgspecError, RecursionError, ValueError, KeyError, IndexError):
+            continue
+        return spans if document is text else _at_the_same_places(spans, document, text)
+    return None
+
+
+def _at_the_same_places(spans: list, document: bytes, text: bytes) -> list[bytes]:
+    """The bytes of `text` where each of `spans` sits in `document`, `text` with some escapes made
+    others as long (each found after the one before: the spans are in order)."""
+    places, at = [], 0
+    for span in spans:
+        part = bytes(span)
+        start = document.find(part, at)
+        places.append(text[start:start + len(part)])
+        at = start + len(part)
+    return places
 
 
 # Top-level keys that make a document another format's, or one line of JSON Lines (`parse`):

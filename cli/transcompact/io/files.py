@@ -350,6 +350,11 @@ def write_stdout(data: bytes | jsondata.Lines) -> None:
 
 
 def discard_stdout() -> None:
-    """Point stdout at /dev/null, so that Python's flush at exit does not fail a second time."""
+    """Point stdout at /dev/null, so that Python's flush at exit does not fail a second time (a
+    stdout that has no descriptor, closed at the start, has nothing to flush)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, descriptor)

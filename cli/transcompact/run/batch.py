@@ -244,6 +244,23 @@ class Rendering(Protocol):
     def batch_summary(self, tally: Tally, verb: str, *, dry_run: bool, seconds: float) -> str: ...
 
 
+class _Kept:
+    """A file of the run's own written a line at a time (`--report`, `--events`): once it cannot
+    take a line, it is written no more and the run goes on, every file done and said as it comes
+    (one rewritten in place is never left unsaid); its error ends the run at the end."""
+
+    def __init__(self, add: Callable[[bytes], None]) -> None:
+        self.add = add
+        self.error: OutputError | None = None
+
+    def __call__(self, data: bytes) -> None:
+        if self.error is None:
+            try:
+                self.add(data)
+            except OutputError as error:
+                self.error = error
+
+
 def to_stderr(line: str) -> None:
     """A line on stderr, at once."""
     sys.stderr.write(line + "\n")
@@ -352,8 +369,9 @@ class Batch:
         events: contextlib.AbstractContextManager[Callable[[bytes], None] | None] = (
             streamed(self.events_file, "the events") if self.events_file is not None and self.events_file != STDIN
             else contextlib.nullcontext())
-        with progress, report as add_to_report, events as add_to_events, contextlib.closing(outcomes(
+        with progress, report as report_to, events as events_to, contextlib.closing(outcomes(
                 _counted(planned, progress), jobs, fail_fast=running.fail_fast, scheduler=running.scheduler)) as stream:
+            add_to_report, add_to_events = (_Kept(add) if add is not None else None for add in (report_to, events_to))
             for outcome in stream:
                 self.exit = worst((self.exit, outcome.exit))
                 tally.add(outcome)
@@ -361,9 +379,8 @@ class Batch:
                 # whoever reads them (a script that stops the run) finds it there; on stdout
                 # (`--report -`) it follows the transcript, as a last line.
                 line = render.report_line(self.command, outcome) if add_to_report is not None else None
-                with self._shown_first(outcome, progress):  # (the file is written: said so before the run stops)
-                    if add_to_report is not None and line is not None and self.report_file != STDIN:
-                        add_to_report(line)
+                if add_to_report is not None and line is not None and self.report_file != STDIN:
+                    add_to_report(line)
                 self._show(outcome, progress)
                 if add_to_report is not None and line is not None and self.report_file == STDIN:
                     add_to_report(line)
@@ -380,16 +397,9 @@ class Batch:
         if self.verb and self.several and not self.quiet:
             self.command_line.say(render.batch_summary(tally, self.verb, dry_run=self.dry_run,
                                                        seconds=time.monotonic() - self.started))
-
-    @contextlib.contextmanager
-    def _shown_first(self, outcome: Outcome, progress: _Progress) -> Iterator[None]:
-        """Within it, a report line that cannot be written ends the run once the file's own lines
-        are out: its transcript is written (in place too), which they say."""
-        try:
-            yield
-        except OutputError:
-            self._show(outcome, progress)
-            raise
+        for kept in (add_to_report, add_to_events):
+            if kept is not None and kept.error is not None:
+                raise kept.error
 
     def _events(self, outcome: Outcome, progress: _Progress, add: Callable[[bytes], None] | None) -> None:
         import orjson

@@ -262,9 +262,10 @@ def _said(line: str) -> str:
     return line.strip().strip("=").strip()
 
 
-def without_heredoc_bodies(command: str, body_lines: int = HEREDOC_LINES) -> str:
+def without_heredoc_bodies(command: str, body_lines: int = HEREDOC_LINES, *, marked: bool = True) -> str:
     """The command with each here-document's body longer than `body_lines` replaced by its line
-    count: the body is the content of a file the command writes (which is on disk), not what was run."""
+    count: the body is the content of a file the command writes (which is on disk), not what was
+    run. Not `marked`: each body and the line that ends it left out, the shell's own words alone."""
     if "<<" not in command:
         return command
     lines = command.split("\n")
@@ -281,20 +282,24 @@ def without_heredoc_bodies(command: str, body_lines: int = HEREDOC_LINES) -> str
             if end is None:  # `<<` that opens no here-document (a shift in a script)
                 break
             body = lines[at:end]
-            if len(body) > body_lines:  # a commit message's subject is its first line: keep it
-                subject = [body[0]] if body_lines and is_git_commit(lines[0]) else []
-                kept += [*subject, f"[… {len(body) - len(subject)} lines of here-document …]"]
+            if not marked:
+                pass
+            elif len(body) > body_lines:  # a commit message's subject is its first line: keep it
+                subject = [body[0]] if is_git_commit(lines[0]) else []
+                kept += [*subject, f"[… {len(body) - len(subject)} lines of here-document …]", lines[end]]
             else:
-                kept += body
-            kept.append(lines[end])
+                kept += [*body, lines[end]]
             at = end + 1
     return "\n".join(kept)
 
 
 # What a shell command does to files besides what its tool's arguments name: the shell's own
 # words, read a simple command at a time (`shell_effects`).
-_OPERATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "(", ")"})
+_OPERATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "(", ")", "\n"})
 _WRITES_TO = frozenset({">", ">>", "&>", "&>>", ">|"})
+_OTHER_REDIRECTIONS = frozenset({"<", "<<", "<<<", "<&", ">&", "<>"})  # each with the word after it: no file written
+# The options of a program that take a value (the word after them, no operand).
+_VALUED = {"sed": ("-e", "-f", "--expression", "--file"), "touch": ("-d", "-r", "-t")}
 _PREFIXES = frozenset({"sudo", "command", "exec", "nohup", "time"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
 
@@ -312,56 +317,62 @@ def shell_effects(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return (), ()
     written: list[str] = []
     deleted: list[str] = []
-    for words in _simple_commands(without_heredoc_bodies(command, 0)):
+    for words in _simple_commands(command):
         arguments: list[str] = []
-        redirected = False
-        for word in words:
-            if redirected:
-                written.append(word)
-            elif word not in _WRITES_TO:
-                arguments.append(word)
-            redirected = word in _WRITES_TO
+        at = 0
+        while at < len(words):
+            word = words[at]
+            if word in _WRITES_TO or word in _OTHER_REDIRECTIONS:
+                if word in _WRITES_TO and at + 1 < len(words):
+                    written.append(words[at + 1])
+                at += 2
+                continue
+            if not (word.isdigit() and at + 1 < len(words) and (words[at + 1] in _WRITES_TO or words[at + 1] in _OTHER_REDIRECTIONS)):
+                arguments.append(word)  # (a digit before a redirection is the descriptor it redirects)
+            at += 1
         while arguments and (arguments[0] in _PREFIXES or _ASSIGNMENT.match(arguments[0])):
             arguments.pop(0)
         if not arguments:
             continue
-        program = arguments[0].rsplit("/", 1)[-1]
-        operands = _operands(arguments[1:], valued=("-e", "-f") if program == "sed" else ())
+        program, options = arguments[0].rsplit("/", 1)[-1], arguments[1:]
+        operands = _operands(options, valued=_VALUED.get(program, ()))
         if program == "rm":
-            deleted += operands
+            recursive = any(a == "--recursive" or a.startswith("-") and not a.startswith("--") and "r" in a.lower() for a in options)
+            deleted += [operand.rstrip("/") + "/" if recursive else operand for operand in operands]
         elif program in ("tee", "touch"):
             written += operands
-        elif program == "sed" and any(a == "--in-place" or a.startswith("-i") for a in arguments[1:]):
-            scripted = any(a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in arguments[1:])
+        elif program == "sed" and any(a.startswith(("-i", "--in-place")) for a in options):
+            scripted = any(a in ("-e", "-f") or a.startswith(("--expression", "--file")) for a in options)
             written += operands if scripted else operands[1:]
     return tuple(p for p in written if _names_a_file(p)), tuple(p for p in deleted if _names_a_file(p))
 
 
 def _names_a_file(word: str) -> bool:
-    return word != "/dev/null" and not any(c in word for c in "*?[$`&")
+    return not word.startswith("/dev/") and word not in ("", "/") and not any(c in word for c in "*?[$`&")
 
 
 def _simple_commands(command: str) -> Iterator[list[str]]:
-    for line in command.split("\n"):
-        try:
-            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-            lexer.whitespace_split = True
-            words = list(lexer)
-        except ValueError:
-            continue
-        simple: list[str] = []
-        for word in words:
-            if word in _OPERATORS:
-                yield simple
-                simple = []
-            else:
-                simple.append(word)
-        yield simple
+    """The words of each simple command of a shell command (its here-documents left out), split at
+    its operators and line breaks; none when its quoting cannot be read (a string left open)."""
+    lexer = shlex.shlex(without_heredoc_bodies(command, 0, marked=False), posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace_split, lexer.whitespace = True, " \t\r"
+    try:
+        words = list(lexer)
+    except ValueError:
+        return
+    simple: list[str] = []
+    for word in words:
+        if word in _OPERATORS:
+            yield simple
+            simple = []
+        else:
+            simple.append(word)
+    yield simple
 
 
 def _last_program(command: str) -> str | None:
     """The program of a command's last simple command, whose status is the command's."""
-    last = next((words for words in reversed(list(_simple_commands(without_heredoc_bodies(command, 0)))) if words), [])
+    last = next((words for words in reversed(list(_simple_commands(command))) if words), [])
     while last and (last[0] in _PREFIXES or _ASSIGNMENT.match(last[0])):
         last = last[1:]
     return last[0].rsplit("/", 1)[-1] if last else None
@@ -392,10 +403,16 @@ def _operands(arguments: list[str], valued: tuple[str, ...]) -> list[str]:
 
 
 def same_file(one: str, other: str) -> bool:
-    """Whether two names are of one file as two calls may name it: the same, or one the other's
-    end (`src/a.py` and `/repo/src/a.py`)."""
+    """Whether two names are of one file as two calls may name it: the same, or one a path of a
+    directory or more at the other's end (`src/a.py` and `/repo/src/a.py`; a bare `a.py` is
+    another directory's as well). A name that ends in `/` (`rm -r build/`) is of every file under it."""
     one, other = one.removeprefix("./"), other.removeprefix("./")
-    return one == other or one.endswith("/" + other) or other.endswith("/" + one)
+    if one.endswith("/") or other.endswith("/"):
+        directory, path = (one, other) if one.endswith("/") else (other, one)
+        return (path == directory.rstrip("/") or path.startswith(directory)
+                or ("/" in directory.rstrip("/") and "/" + directory in path))
+    shorter, longer = sorted((one, other), key=len)
+    return one == other or "/" in shorter and longer.endswith("/" + shorter)
 
 
 def modified_paths(name: str, arguments: Any) -> list[str]:
