@@ -342,6 +342,7 @@ def test_the_lines_a_rewrite_makes_in_a_crlf_log_end_as_its_own_do(command, sour
 @pytest.mark.parametrize("command, source", [
     (["compact", "--emergency", "--force", "--keep-recent-tokens", "10"], "codex/rollout-2025-10-08T10-15-30-0199c3a1-7b2e-7c40-9d11-2f6a8e4b5c01.jsonl"),
     (["prune", "--hard-clear-after", "0", "--keep-last", "0"], None),  # OpenAI messages, one a line, the last a result
+    (["slim"], "gemini/session-2026-01-15T20-51-f7633853.jsonl"),  # (its last line taken out: found by a review)
 ])
 def test_a_crlf_log_without_a_last_line_break_keeps_its_endings(command, source):
     """Found using the tool as a user: the input's last line got a bare LF when lines followed it,

@@ -176,6 +176,8 @@ class Lines:
             if i:
                 yield b"\n"
             written = line_bytes(record)
+            if crlf and i == last and bytes(written[-1:]) == b"\r":
+                written = written[:-1]  # (the line after it went, as a file without a last line break: no lone CR)
             yield written
             if crlf and _needs_cr(record, written, i == last):
                 yield b"\r"
