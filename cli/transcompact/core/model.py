@@ -251,6 +251,13 @@ class Message:
         return any(isinstance(b, ToolResult) for b in self.blocks)
 
     @property
+    def holds_text(self) -> bool:
+        """A message with a text block (from its view, when it is unread)."""
+        if (view := self.view) is not None:
+            return any(size.type is Text for size in view.blocks)
+        return any(isinstance(b, Text) for b in self.blocks)
+
+    @property
     def result_count(self) -> int:
         """How many tool results it carries (from its view, when it is unread)."""
         return len(self.answered_ids)

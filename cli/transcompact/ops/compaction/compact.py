@@ -41,14 +41,13 @@ from ...providers import Provider
 from ..estimate import EMERGENCY_FRACTION
 from ..pruning.prune import PruneOptions, PruneReport, prune
 from ..validity.check import added_errors
-from .checkpoint import COUNTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, user_text
+from .checkpoint import COUNTED, INTERRUPTED, OPENING_IS_GOAL, artifact_trail, checkpoint, find_facts, goal_of, head_and_tail, user_text
 from .cut import Cut, starts_turn, window_cut
 from .output_errors import remembered
 from .summarize import SummaryOptions, summarize
 from .summary_message import Previous, find_previous, is_summary_message
 
 STRATEGIES = ("none", "prune", "summary", "emergency")
-INTERRUPTED = "[Request interrupted by user"  # Claude Code's words where the user stopped a turn
 NEAR_THE_WINDOW = f"the estimate is at least {EMERGENCY_FRACTION:.0%} of the input budget"
 
 
@@ -207,17 +206,11 @@ def _interrupting_request(turn: Sequence[Message], injected: Callable[[Message],
     beside results the user did not interrupt, notes, leave the turn's request as it was).
     Only a message that holds text beside its results is read for it (a long turn's results are many)."""
     for message in reversed(turn):
-        if message.role == USER and message.is_tool_result_message and _holds_text(message):
+        if message.role == USER and message.is_tool_result_message and message.holds_text:
             read = message.read_apart()
             if INTERRUPTED in text_of(read) and (said := user_text(read, injected)):
                 return said
     return None
-
-
-def _holds_text(message: Message) -> bool:
-    if message.view is not None:
-        return any(size.type is Text for size in message.view.blocks)
-    return any(isinstance(block, Text) for block in message.blocks)
 
 
 def _old_part(transcript: Transcript, cut: Cut) -> tuple[list[Message], Previous | None]:

@@ -282,12 +282,10 @@ def without_heredoc_bodies(command: str, body_lines: int = HEREDOC_LINES, *, mar
             if end is None:  # `<<` that opens no here-document (a shift in a script)
                 break
             body = lines[at:end]
-            if not marked:
-                pass
-            elif len(body) > body_lines:  # a commit message's subject is its first line: keep it
+            if marked and len(body) > body_lines:  # a commit message's subject is its first line: keep it
                 subject = [body[0]] if is_git_commit(lines[0]) else []
                 kept += [*subject, f"[… {len(body) - len(subject)} lines of here-document …]", lines[end]]
-            else:
+            elif marked:
                 kept += [*body, lines[end]]
             at = end + 1
     return "\n".join(kept)
@@ -330,8 +328,7 @@ def shell_effects(command: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             if not (word.isdigit() and at + 1 < len(words) and (words[at + 1] in _WRITES_TO or words[at + 1] in _OTHER_REDIRECTIONS)):
                 arguments.append(word)  # (a digit before a redirection is the descriptor it redirects)
             at += 1
-        while arguments and (arguments[0] in _PREFIXES or _ASSIGNMENT.match(arguments[0])):
-            arguments.pop(0)
+        arguments = _without_prefixes(arguments)
         if not arguments:
             continue
         program, options = arguments[0].rsplit("/", 1)[-1], arguments[1:]
@@ -372,10 +369,17 @@ def _simple_commands(command: str) -> Iterator[list[str]]:
 
 def _last_program(command: str) -> str | None:
     """The program of a command's last simple command, whose status is the command's."""
-    last = next((words for words in reversed(list(_simple_commands(command))) if words), [])
-    while last and (last[0] in _PREFIXES or _ASSIGNMENT.match(last[0])):
-        last = last[1:]
+    last = _without_prefixes(next((words for words in reversed(list(_simple_commands(command))) if words), []))
     return last[0].rsplit("/", 1)[-1] if last else None
+
+
+def _without_prefixes(words: list[str]) -> list[str]:
+    """A simple command's words from its program on: what runs it (`sudo`, `time`) and the
+    variables set for it (`A=1`) left out."""
+    at = 0
+    while at < len(words) and (words[at] in _PREFIXES or _ASSIGNMENT.match(words[at])):
+        at += 1
+    return words[at:]
 
 
 def _first_word(text: str) -> str | None:
@@ -468,10 +472,14 @@ class _Tracker:
         elif call.name in ("edit", "insert") and not named and self.opened is not None:
             self.wrote([self.opened])
         self.wrote(modified_paths(call.name, call.input))
-        for path in named_paths(call.input):
-            if path not in self.modified:
-                self.read.pop(path, None)
-                self.read[path] = None
+        for path in named:
+            self.looked_at(path)
+
+    def looked_at(self, path: str) -> None:
+        """A file read (the newest last), unless it was modified."""
+        if path not in self.modified:
+            self.read.pop(path, None)
+            self.read[path] = None
 
     def wrote(self, paths: Iterable[str]) -> None:
         for path in paths:
@@ -532,9 +540,8 @@ class _Tracker:
             self.opened = named
             if program == "create":
                 self.wrote([named])
-            elif named not in self.modified:
-                self.read.pop(named, None)
-                self.read[named] = None
+            else:
+                self.looked_at(named)
         elif program in ("edit", "insert") and self.opened is not None:
             self.wrote([self.opened])
 

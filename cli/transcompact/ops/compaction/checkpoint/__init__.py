@@ -16,11 +16,11 @@ Its modules, in pipeline order:
 
 from ..output_errors import error_lines
 from .earlier import goal_of, sections
-from .facts import Facts, find_facts, is_trajectory, own_words, user_text, without_heredoc_bodies
+from .facts import INTERRUPTED, Facts, find_facts, is_trajectory, own_words, user_text, without_heredoc_bodies
 from .layout import COUNTED, OPENING_IS_GOAL
 from .render import checkpoint
 from .room import head_and_tail
 from .trail import artifact_trail
 
-__all__ = ["COUNTED", "OPENING_IS_GOAL", "Facts", "artifact_trail", "checkpoint", "error_lines", "find_facts", "goal_of",
+__all__ = ["COUNTED", "INTERRUPTED", "OPENING_IS_GOAL", "Facts", "artifact_trail", "checkpoint", "error_lines", "find_facts", "goal_of",
            "head_and_tail", "is_trajectory", "own_words", "sections", "user_text", "without_heredoc_bodies"]

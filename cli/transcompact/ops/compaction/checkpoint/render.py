@@ -161,7 +161,7 @@ def _fit_written(written: Written, share: int, room: Room, step_closed: bool) ->
 REQUEST, WORK, PROBLEMS, DETAILS, ANALYSIS, NEXT, CURRENT = 0, 1, 2, 3, 4, 5, 6
 _RANKS = ((re.compile(r"(?i)next step"), NEXT), (re.compile(r"(?i)pending|current work|remaining|in progress"), CURRENT),
           (re.compile(r"(?i)request|intent|goal|user'?s?\b.*\bmessages?|^summary:?$"), REQUEST),
-          (re.compile(r"(?i)pending|current work|task|progress|state|remaining"), WORK),
+          (re.compile(r"(?i)task|progress|state"), WORK),
           (re.compile(r"(?i)error|fix|problem"), PROBLEMS),
           (re.compile(r"(?i)^analysis"), ANALYSIS))
 # A title: a Markdown heading, a numbered line that ends with a colon (Claude Code's "1. Primary
